@@ -1,0 +1,60 @@
+"""cudaload: CUDA from Python with no link-time CUDA dependency.
+
+Importing this package loads no CUDA library and imports neither cffi's parser nor numpy: every
+public name below is bound on first access, and libcuda/libnvrtc are dlopened on first use.
+"""
+
+from __future__ import annotations
+
+from .errors import (  # noqa: F401  (the exception tree is cheap and always importable)
+    CompileError,
+    CudaLoadError,
+    CudaUnavailableError,
+    DriverError,
+    ForkedProcessError,
+    LaunchArgumentError,
+    LibraryLoadError,
+    LibraryNotFoundError,
+    MissingSymbolError,
+    NvrtcError,
+)
+
+__version__ = "0.1.0"
+
+# public name -> submodule that defines it; resolved by __getattr__ on first access.
+_LAZY = {
+    "is_available": "availability",
+    "status": "availability",
+    "Status": "availability",
+    "Program": "program",
+    "ObjectCode": "objectcode",
+    "Module": "module",
+    "Kernel": "kernel",
+    "RawKernel": "kernel",
+    "Device": "device",
+    "device_count": "device",
+    "alloc": "memory",
+    "DeviceBuffer": "memory",
+    "Stream": "stream",
+    "Event": "stream",
+    "Graph": "graph",
+}
+
+__all__ = sorted([*_LAZY, "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",
+                  "DriverError", "ForkedProcessError", "LaunchArgumentError", "LibraryLoadError",
+                  "LibraryNotFoundError", "MissingSymbolError", "NvrtcError"])
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cudaload' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

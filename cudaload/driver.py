@@ -1,0 +1,154 @@
+"""Checked calls into the CUDA driver.
+
+``api()`` gives the driver's entry points as attributes, each resolved once through
+``cuGetProcAddress`` at the CUDA version ``headers/cuda.h`` was written for (so the ABI matches the
+declaration whatever newer variants the driver has), falling back to the exported symbol on drivers
+without ``cuGetProcAddress``.  A symbol the driver lacks raises :class:`MissingSymbolError` only when
+that entry point is first used.  ``init()`` runs ``cuInit`` once and remembers a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+from . import _loader
+from .errors import CudaLoadError, ForkedProcessError, MissingSymbolError, driver_error
+
+__all__ = ["api", "init", "call", "check", "describe", "version", "HEADER_CUDA_VERSION"]
+
+HEADER_CUDA_VERSION = 13000  # headers/cuda.h is transcribed from CUDA 13.0
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+
+
+class Driver:
+    """The driver's entry points, resolved on first attribute access and then cached on the object."""
+
+    def __init__(self, library: _loader.Library):
+        self.library = library
+        self.ffi = library.ffi
+        self._lib = library.lib
+        out = self.ffi.new("int *")
+        rc = self._lib.cuDriverGetVersion(out)
+        self.version = out[0] if rc == 0 else 0
+        try:
+            self._proc_address = self._lib.cuGetProcAddress_v2
+        except AttributeError:  # drivers before CUDA 12.0
+            self._proc_address = None
+
+    def __getattr__(self, name: str):
+        if not name.startswith("cu"):
+            raise AttributeError(name)
+        fn = self._resolve(name)
+        setattr(self, name, fn)
+        return fn
+
+    def _resolve(self, name: str):
+        from ._cuda_protos import PROTOTYPES
+
+        proto = PROTOTYPES.get(name)
+        if proto is None:
+            raise AttributeError(f"{name} is not declared in headers/cuda.h")
+        if self._proc_address is not None:
+            ffi = self.ffi
+            pfn = ffi.new("void **")
+            status = ffi.new("CUdriverProcAddressQueryResult *")
+            wanted = min(HEADER_CUDA_VERSION, self.version) if self.version else HEADER_CUDA_VERSION
+            rc = self._proc_address(_VERSION_SUFFIX.sub("", name).encode(), pfn, wanted, 0, status)
+            if rc == 0 and pfn[0] != ffi.NULL:
+                return ffi.cast(proto, pfn[0])
+        try:
+            return getattr(self._lib, name)
+        except AttributeError:
+            raise MissingSymbolError(
+                f"the CUDA driver at {self.library.path} (CUDA {format_version(self.version)}) "
+                f"lacks {name}; it needs a newer driver. Next step: upgrade the NVIDIA driver",
+                library="cuda", symbol=name, path=self.library.path) from None
+
+
+_api: Driver | None = None
+_api_lock = threading.Lock()
+_init_lock = threading.Lock()
+_init_result: CudaLoadError | bool | None = None
+_forked = False
+
+
+def api() -> Driver:
+    """The driver's entry points, without ``cuInit``.  Raises the loader's errors."""
+    global _api
+    if _api is None:
+        library = _loader.driver()
+        with _api_lock:
+            if _api is None:
+                _api = Driver(library)
+    return _api
+
+
+def init() -> Driver:
+    """The driver after a successful ``cuInit(0)``; the first failure is remembered and re-raised."""
+    global _init_result
+    if _forked:
+        raise ForkedProcessError(
+            "CUDA was initialised in the parent process and cannot be used after fork(). "
+            "Next step: start workers with the 'spawn' method "
+            "(multiprocessing.set_start_method('spawn') or get_context('spawn')).")
+    if _init_result is not True:
+        with _init_lock:
+            if _init_result is None:
+                try:
+                    check(api().cuInit(0), "cuInit")
+                    _init_result = True
+                except CudaLoadError as err:
+                    _init_result = err
+    if _init_result is not True:
+        raise _init_result.with_traceback(None)
+    return _api
+
+
+def check(rc: int, function: str) -> None:
+    """Raise the :class:`DriverError` for ``rc`` unless it is ``CUDA_SUCCESS``."""
+    if rc:
+        raise driver_error(int(rc), function)
+
+
+def call(name: str, *args) -> None:
+    """Call the initialised driver's ``name`` with ``args``; raise :class:`DriverError` on failure."""
+    check(getattr(init(), name)(*args), name)
+
+
+def describe(code: int) -> tuple[str, str]:
+    """(name, message) of a ``CUresult``, from the driver when it can say, else from the header."""
+    try:
+        drv = api()
+    except CudaLoadError:
+        drv = None
+    if drv is not None:
+        ffi = drv.ffi
+        name_p, text_p = ffi.new("char **"), ffi.new("char **")
+        if drv.cuGetErrorName(code, name_p) == 0 and drv.cuGetErrorString(code, text_p) == 0:
+            return ffi.string(name_p[0]).decode(), ffi.string(text_p[0]).decode()
+    from ._cuda_ffi import ffi
+
+    name = ffi.string(ffi.cast("CUresult", code))
+    return (name if not name.isdigit() else f"CUresult {code}"), "unknown error"
+
+
+def version() -> int:
+    """The driver's CUDA version as an int, e.g. 12020.  Raises the loader's errors."""
+    return api().version
+
+
+def format_version(v: int) -> str:
+    """12020 -> "12.2"."""
+    return f"{v // 1000}.{v % 1000 // 10}" if v else "unknown"
+
+
+def _after_fork_in_child() -> None:
+    global _forked
+    if _init_result is True:
+        _forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
