@@ -20,6 +20,8 @@ __all__ = ["api", "init", "call", "check", "describe", "version", "HEADER_CUDA_V
 
 HEADER_CUDA_VERSION = 13000  # headers/cuda.h is transcribed from CUDA 13.0
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
+# Declared with their 12.x ABI: in 13.0 the base name resolves to a _v2 taking an extra CUcontext.
+_RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000}
 
 
 class Driver:
@@ -54,7 +56,9 @@ class Driver:
             ffi = self.ffi
             pfn = ffi.new("void **")
             status = ffi.new("CUdriverProcAddressQueryResult *")
-            wanted = min(HEADER_CUDA_VERSION, self.version) if self.version else HEADER_CUDA_VERSION
+            wanted = _RESOLVE_AT.get(name, HEADER_CUDA_VERSION)
+            if self.version:
+                wanted = min(wanted, self.version)
             rc = self._proc_address(_VERSION_SUFFIX.sub("", name).encode(), pfn, wanted, 0, status)
             if rc == 0 and pfn[0] != ffi.NULL:
                 return ffi.cast(proto, pfn[0])
