@@ -1,0 +1,187 @@
+"""Compile-path benchmark: cold compile overhead, memory hit, fresh-process disk hit, lookup scaling.
+
+    python bench/compile_bench.py [--out FILE] [--quick]
+
+Targets (issue 3): cold compile <= 2% over calling NVRTC directly on the same source; memory hit
+<= 5 us; disk hit in a fresh process <= 2 ms from the compile(arch=...) call to the ObjectCode;
+lookup cost flat from 10 to 10,000 entries.  Prints one JSON document.  Needs NVRTC, not a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+KERNEL = r"""
+#include <cuda_fp16.h>
+template <class T>
+__global__ void axpy(T a, const T *x, T *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+extern "C" __global__ void to_half(const float *x, __half *y, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        y[i] = __float2half(x[i]);
+}
+"""
+NAMES = ("axpy<float>", "axpy<double>")
+ARCH = 90
+
+DISK_HIT = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from cudaload import Program
+prog = Program(sys.argv[2], name_expressions=tuple(sys.argv[3:]))
+t = time.perf_counter()
+obj = prog.compile(arch=%d)
+took = time.perf_counter() - t
+maps = open("/proc/self/maps").read() if sys.platform.startswith("linux") else ""
+print(json.dumps({"ms": took * 1e3, "cached": obj.cached, "nvrtc_mapped": "libnvrtc" in maps,
+                  "pathfinder": "cuda.pathfinder" in sys.modules}))
+""" % ARCH
+
+
+def cold_overhead(reps: int) -> dict:
+    from cudaload import Program, nvrtc, toolchain
+
+    Program(KERNEL + "// warm-up\n", name_expressions=NAMES).compile(arch=ARCH)
+    tc = toolchain.live()
+    direct, ours, inside = [], [], []
+    real_compile = nvrtc.compile
+
+    def timed_compile(*a, **kw):  # NVRTC's share of each Program.compile call
+        t = time.perf_counter()
+        try:
+            return real_compile(*a, **kw)
+        finally:
+            inside.append(time.perf_counter() - t)
+    for i in range(reps):
+        source = KERNEL + f"// variant {i} {time.time_ns()}\n"
+        prog = Program(source, name_expressions=NAMES)
+        options = (*prog.options, f"--gpu-architecture=sm_{ARCH}", *tc.include_options)
+        for order in ((0, 1) if i % 2 else (1, 0)):  # alternate which goes first
+            t = time.perf_counter()
+            if order == 0:
+                nvrtc.compile(source, prog.name, options, {}, NAMES, kind="cubin")
+                direct.append(time.perf_counter() - t)
+            else:
+                nvrtc.compile = timed_compile
+                try:
+                    obj = prog.compile(arch=ARCH)  # includes hashing, lookup, lock, atomic write
+                finally:
+                    nvrtc.compile = real_compile
+                ours.append(time.perf_counter() - t)
+                assert obj.cached is None
+    d, o = statistics.median(direct), statistics.median(ours)
+    # Paired ratios cancel slow drifts of the machine (other load) that medians of each side keep.
+    paired = statistics.median(b / a - 1 for a, b in zip(direct, ours))
+    own = [o - i for o, i in zip(ours, inside)]
+    return {"cache_own_ms_median": round(statistics.median(own) * 1e3, 3),
+            "overhead_pct_own_vs_nvrtc": round(statistics.median(
+                x / i for x, i in zip(own, inside)) * 100, 2),
+            "direct_median_ms": round(d * 1e3, 2), "cudaload_median_ms": round(o * 1e3, 2),
+            "overhead_pct_of_medians": round((o / d - 1) * 100, 2),
+            "overhead_pct_paired_median": round(paired * 100, 2),
+            "overhead_pct_of_minimums": round((min(ours) / min(direct) - 1) * 100, 2),
+            "reps": reps, "target_pct": 2.0}
+
+
+def memory_hit(calls: int) -> dict:
+    from cudaload import Program
+
+    prog = Program(KERNEL, name_expressions=NAMES)
+    prog.compile(arch=ARCH)
+    out = {}
+    for label, arch in (("arch=90", ARCH), ("arch='sm_90'", "sm_90"), ("arch=None", None)):
+        prog.compile(arch=arch)
+        best = []
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(calls):
+                prog.compile(arch=arch)
+            best.append((time.perf_counter() - t) / calls)
+        out[label] = round(min(best) * 1e6, 3)
+    return {"us_per_call": out, "calls": calls, "target_us": 5.0}
+
+
+def disk_hit(runs: int) -> dict:
+    env = dict(os.environ)
+    args = [sys.executable, "-c", DISK_HIT, ROOT, KERNEL, *NAMES]
+    subprocess.run(args, env=env, check=True, capture_output=True)  # make sure it is on disk
+    results = [json.loads(subprocess.run(args, env=env, check=True, capture_output=True,
+                                         text=True).stdout) for _ in range(runs)]
+    times = [r["ms"] for r in results]
+    return {"median_ms": round(statistics.median(times), 3), "max_ms": round(max(times), 3),
+            "runs": runs, "all_disk": all(r["cached"] == "disk" for r in results),
+            "nvrtc_mapped": any(r["nvrtc_mapped"] for r in results),
+            "pathfinder_imported": any(r["pathfinder"] for r in results), "target_ms": 2.0}
+
+
+def lookup_scaling(sizes, lookups: int) -> dict:
+    from cudaload import Program, cache
+    from cudaload.objectcode import ObjectCode
+
+    prog = Program(KERNEL, name_expressions=NAMES)
+    prog.compile(arch=ARCH)
+    filler = cache.encode(ObjectCode(os.urandom(8192), "cubin", "sm_90"))
+    have = 0
+    out = {}
+    for size in sizes:
+        while have < size - 1:  # entries written in the cache's own format (no fsync: setup only)
+            key = os.urandom(32).hex()
+            path = cache._path(key)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(filler)
+            have += 1
+        samples = []
+        for _ in range(lookups):
+            cache.MEMORY.clear()
+            t = time.perf_counter()
+            obj = prog.compile(arch=ARCH)
+            samples.append(time.perf_counter() - t)
+            assert obj.cached == "disk"
+        out[str(size)] = round(statistics.median(samples) * 1e6, 1)
+    return {"median_us_per_disk_lookup": out, "lookups": lookups}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="also write the JSON to this file")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cudaload-bench-") as folder:
+        os.environ["CUDALOAD_CACHE_DIR"] = folder
+        os.environ.pop("CUDALOAD_CACHE", None)
+        os.environ.pop("CUDALOAD_CACHE_MAX_BYTES", None)
+        result = {
+            "python": sys.version.split()[0],
+            "cold_compile": cold_overhead(5 if args.quick else 21),
+            "memory_hit": memory_hit(20_000 if args.quick else 200_000),
+            "disk_hit_fresh_process": disk_hit(5 if args.quick else 15),
+            "lookup_scaling": lookup_scaling((10, 100, 1000, 10_000), 50 if args.quick else 300),
+        }
+        from cudaload import nvrtc
+
+        result["nvrtc"] = ".".join(map(str, nvrtc.version()))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""ObjectCode: compiled device code (CUBIN or PTX) and what is known about it."""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+
+__all__ = ["ObjectCode"]
+
+KINDS = ("cubin", "ptx", "fatbin")
+_FATBIN_MAGIC = b"\x50\xed\x55\xba"
+_PTX_TARGET = re.compile(rb"^\s*\.target\s+(sm_\w+)", re.M)
+
+
+class ObjectCode:
+    """Device code ready for the driver: ``.code`` (bytes), ``.kind``, ``.arch``, ``.log``,
+    ``.lowered_names`` (name expression -> mangled name) and ``.cached`` (None, "memory", "disk")."""
+
+    def __init__(self, code: bytes, kind: str, arch: str | None = None, *, log: str = "",
+                 lowered_names: dict | None = None, cached: str | None = None, origin=None):
+        self.code = code
+        self.kind = kind
+        self.arch = arch
+        self.log = log
+        self.lowered_names = lowered_names if lowered_names is not None else {}
+        self.cached = cached
+        # (program, arch, output, key) when a Program made it: what a refused load recompiles
+        self._origin = origin
+
+    def __repr__(self) -> str:
+        via = f", cached={self.cached!r}" if self.cached else ""
+        return f"<ObjectCode {self.kind} {self.arch or '?'} {len(self.code)} bytes{via}>"
+
+    def _as(self, cached: str | None) -> ObjectCode:
+        return ObjectCode(self.code, self.kind, self.arch, log=self.log,
+                          lowered_names=self.lowered_names, cached=cached, origin=self._origin)
+
+    @classmethod
+    def from_bytes(cls, data, kind: str) -> ObjectCode:
+        """Wrap device code made elsewhere.  Raises ValueError for an unknown kind or wrong bytes."""
+        data = bytes(data)
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        if kind == "cubin" and not data.startswith(b"\x7fELF"):
+            raise ValueError("these bytes are not a CUBIN (no ELF header)")
+        if kind == "ptx":
+            data = data.rstrip(b"\0")
+        return cls(data, kind, _arch_of(data, kind))
+
+    @classmethod
+    def from_file(cls, path) -> ObjectCode:
+        """Read a .cubin, .ptx or .fatbin file (kind from the extension, else from the contents).
+
+        Raises OSError when unreadable, ValueError when the contents are not device code.
+        """
+        with open(path, "rb") as f:
+            data = f.read()
+        ext = os.path.splitext(os.fspath(path))[1].lower().lstrip(".")
+        if ext in KINDS:
+            kind = ext
+        elif data.startswith(b"\x7fELF"):
+            kind = "cubin"
+        elif data.startswith(_FATBIN_MAGIC):
+            kind = "fatbin"
+        else:
+            kind = "ptx"
+        return cls.from_bytes(data, kind)
+
+    def load(self):
+        """A Module holding this code (loaded into each device's context on first use)."""
+        from .module import Module
+
+        return Module(self)
+
+    def _recompile_after_refusal(self) -> ObjectCode | None:
+        """After the driver refused this code: drop its cache entry and compile what the driver can
+        load (CUBIN for the device, or PTX for an older arch).  None when no Program made it, or
+        when nothing else can be tried."""
+        if self._origin is None:
+            return None
+        program = self._origin[0]
+        return program._recompile_after_refusal(self)
+
+
+def _arch_of(data: bytes, kind: str) -> str | None:
+    if kind == "cubin" and len(data) >= 0x34 and data[4] == 2:  # 64-bit ELF: e_flags at 0x30
+        return f"sm_{(struct.unpack_from('<I', data, 0x30)[0] >> 8) & 0xFF}"
+    if kind == "ptx":
+        match = _PTX_TARGET.search(data[:4096])
+        return match.group(1).decode() if match else None
+    return None

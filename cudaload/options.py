@@ -1,0 +1,97 @@
+"""NVRTC options: the keyword options of :class:`~cudaload.Program`, and architecture names.
+
+Keywords only add the option they stand for; anything else goes through ``options`` unchanged, and
+an option the user spelled out wins over the keyword default (``-std=c++20`` replaces ``std="c++17"``).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["build", "Arch", "parse_arch", "split_cli"]
+
+
+def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=(),
+          fast_math: bool = False, line_info: bool = False, debug: bool = False,
+          max_registers: int | None = None, relocatable: bool = False) -> tuple[str, ...]:
+    """The NVRTC option list for these keywords followed by ``options``.  Raises TypeError."""
+    if isinstance(options, str):
+        raise TypeError("options must be a sequence of strings, e.g. ('-DN=4',), not one string")
+    user = tuple(str(o) for o in options)
+    out: list[str] = []
+    if std and not any(o.startswith(("-std", "--std")) for o in user):
+        out.append(f"-std={std}")
+    for name, value in (defines or {}).items():
+        out.append(f"-D{name}" if value is None else f"-D{name}={value}")
+    out += [f"-I{path}" for path in include_paths]
+    if fast_math:
+        out.append("--use_fast_math")
+    if line_info:
+        out.append("-lineinfo")
+    if debug:
+        out.append("-G")
+    if max_registers is not None:
+        out.append(f"--maxrregcount={int(max_registers)}")
+    if relocatable:
+        out.append("-rdc=true")
+    return tuple(out) + user
+
+
+class Arch(tuple):
+    """A compute capability as (number, suffix): ``Arch((90, "a"))`` is ``sm_90a``."""
+
+    __slots__ = ()
+
+    @property
+    def number(self) -> int:
+        return self[0]
+
+    def sm(self) -> str:
+        return f"sm_{self[0]}{self[1]}"
+
+    def compute(self) -> str:
+        return f"compute_{self[0]}{self[1]}"
+
+
+_ARCH = re.compile(r"^(?:sm_|compute_)?(\d{2,3})([af]?)$")
+_parsed: dict = {}
+
+
+def parse_arch(arch) -> Arch:
+    """``90``, ``"90"``, ``"sm_90"``, ``"compute_90"``, ``"sm_90a"`` or ``(9, 0)`` -> Arch.  Raises ValueError."""
+    cached = _parsed.get(arch) if not isinstance(arch, list) else None
+    if cached is not None:
+        return cached
+    if isinstance(arch, tuple) and len(arch) == 2 and all(isinstance(x, int) for x in arch):
+        result = Arch((arch[0] * 10 + arch[1], ""))
+    else:
+        match = _ARCH.match(str(arch).strip().lower())
+        if not match:
+            raise ValueError(f"arch {arch!r} is not a compute capability: use e.g. 90, 'sm_90' "
+                             "or 'sm_90a'")
+        result = Arch((int(match.group(1)), match.group(2)))
+    if not isinstance(arch, list):
+        _parsed[arch] = result
+    return result
+
+
+# Options that take their value as the next word on a command line but must reach NVRTC as one.
+_JOINED = {"-I": "-I", "-D": "-D", "-U": "-U", "-include": "--pre-include=",
+           "--include-path": "--include-path=", "--define-macro": "--define-macro=",
+           "-maxrregcount": "--maxrregcount="}
+
+
+def split_cli(words) -> list[str]:
+    """Join nvcc-style ``-I dir`` / ``-D X`` pairs into the single words NVRTC takes."""
+    out: list[str] = []
+    words = list(words)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _JOINED and i + 1 < len(words):
+            out.append(_JOINED[word] + words[i + 1])
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out

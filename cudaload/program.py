@@ -1,0 +1,242 @@
+"""Program: CUDA C++ source compiled by NVRTC for one architecture, each result cached.
+
+``compile()`` goes memory cache -> disk cache -> NVRTC.  The memory key is what the Program hashed
+when it was made plus the ``arch``/``output`` as asked, so a hit costs a dict lookup.  The disk key
+(sha256) covers everything that changes the output: the program's inputs (source, name, in-memory
+headers, the contents of files it includes from its include paths, options, name expressions), the
+target kind and arch, NVRTC's version and build, the CUDA header folders, the cache format, and for
+PTX the driver version.
+
+``CUDALOAD_TEST_COMPILE_LOG=<file>``: every NVRTC compilation appends one line ``<pid> <key>`` to
+the file; tests count compilations with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from . import cache, includes, options as _options, toolchain
+from .errors import CudaLoadError, NvrtcError
+from .objectcode import ObjectCode
+from .options import Arch, parse_arch
+
+__all__ = ["Program"]
+
+OUTPUTS = ("auto", "cubin", "ptx")
+_ARCH_OPTIONS = ("-arch", "--gpu-architecture", "--gpu-name")
+
+
+class Program:
+    """CUDA C++ source with the headers, options and name expressions to compile it with.
+
+    Raises ValueError/TypeError for malformed arguments; reading include files never raises.
+    """
+
+    def __init__(self, source, *, name: str = "kernel.cu", options=(), headers=None,
+                 include_paths=(), name_expressions=(), std: str | None = "c++17",
+                 defines=None, fast_math: bool = False, line_info: bool = False,
+                 debug: bool = False, max_registers: int | None = None,
+                 relocatable: bool = False):
+        self.source = source.decode() if isinstance(source, bytes) else str(source)
+        self.name = str(name)
+        self.headers = {str(k): (v.decode() if isinstance(v, bytes) else str(v))
+                        for k, v in (headers or {}).items()}
+        self.include_paths = tuple(os.fspath(p) for p in include_paths)
+        self.options = _options.build(
+            options, std=std, defines=defines, include_paths=self.include_paths,
+            fast_math=fast_math, line_info=line_info, debug=debug, max_registers=max_registers,
+            relocatable=relocatable)
+        if any(o.split("=")[0] in _ARCH_OPTIONS or o.startswith("-arch") for o in self.options):
+            raise ValueError("give the architecture to compile(arch=...), not as an option")
+        if isinstance(name_expressions, str):
+            raise TypeError("name_expressions must be a sequence of strings, not one string")
+        self.name_expressions = tuple(str(e) for e in name_expressions)
+        files = includes.from_paths(self.source, self.headers, self.include_paths)
+        self._digest = _hash("program", self.name, self.source,
+                             *[x for item in sorted(self.headers.items()) for x in item],
+                             "options", *self.options, "names", *self.name_expressions,
+                             "files", *[x for item in files for x in item])
+
+    @classmethod
+    def from_file(cls, path, **kw) -> Program:
+        """The program in the file ``path``; its folder is searched for ``#include "..."``.
+
+        Raises OSError when the file cannot be read.
+        """
+        path = os.fspath(path)
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        kw.setdefault("name", os.path.basename(path))
+        kw["include_paths"] = (os.path.dirname(os.path.abspath(path)), *kw.get("include_paths", ()))
+        return cls(source, **kw)
+
+    @classmethod
+    def from_resource(cls, package: str, resource: str, **kw) -> Program:
+        """The program in the package data file ``resource`` of ``package``, with the sibling files
+        it includes passed as in-memory headers.  Raises FileNotFoundError, ModuleNotFoundError."""
+        source, found = includes.from_package(package, resource)
+        kw["headers"] = {**found, **(kw.get("headers") or {})}
+        kw.setdefault("name", resource)
+        return cls(source, **kw)
+
+    def __repr__(self) -> str:
+        return f"<Program {self.name} {len(self.source)} chars>"
+
+    def compile(self, arch=None, output: str = "auto") -> ObjectCode:
+        """Compiled code for ``arch`` (None: the current device, else NVRTC's newest); ``output``
+        "auto" picks CUBIN where NVRTC knows the arch, else PTX the driver can load.
+
+        Raises CompileError when NVRTC rejects the source, NvrtcError when no code this machine
+        can load can be made, ValueError for an unknown arch or output, the loader's errors when
+        NVRTC is missing.
+        """
+        if arch is None:
+            arch = _device_arch()
+        hit = cache.MEMORY.get((self._digest, arch, output))
+        if hit is not None:
+            return hit
+        return self._compile(arch, output)
+
+    def _compile(self, arch, output: str) -> ObjectCode:
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+        tc = toolchain.current()
+        while True:
+            kind, target = _choose(tc, arch, output)
+            key = self._key(tc, kind, target)
+            obj = cache.lookup(key)
+            if obj is not None:
+                break
+            with cache.lock(key):
+                obj = cache.lookup(key)  # another process may have compiled it while we waited
+                if obj is None:
+                    loaded = toolchain.live()
+                    if loaded != tc:  # the remembered NVRTC is not the one that would compile
+                        tc = loaded
+                        continue
+                    obj = self._build(tc, kind, target, key)
+                    cache.store(key, obj)
+            break
+        obj._origin = (self, arch, output, key)
+        cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
+        return obj
+
+    def _key(self, tc: toolchain.Toolchain, kind: str, target: Arch) -> str:
+        driver = str(_driver_version() or 0) if kind == "ptx" else "-"
+        return _hash(str(cache.FORMAT), self._digest.hex(), kind, target.sm(), tc.key,
+                     driver).hex()
+
+    def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch, key: str) -> ObjectCode:
+        from . import nvrtc
+
+        arch_option = f"--gpu-architecture={target.sm() if kind == 'cubin' else target.compute()}"
+        compiled = nvrtc.compile(self.source, self.name,
+                                 (*self.options, arch_option, *tc.include_options),
+                                 self.headers, self.name_expressions, kind=kind)
+        counter = os.environ.get("CUDALOAD_TEST_COMPILE_LOG")
+        if counter:
+            with open(counter, "a") as f:
+                f.write(f"{os.getpid()} {key}\n")
+        return ObjectCode(compiled.code, kind, target.sm(), log=compiled.log,
+                          lowered_names=dict(compiled.lowered_names))
+
+    def _recompile_after_refusal(self, refused: ObjectCode) -> ObjectCode | None:
+        _program, arch, output, key = refused._origin
+        cache.evict(key)
+        cache.MEMORY.pop((self._digest, arch, output), None)
+        tc = toolchain.live()
+        before = parse_arch(refused.arch)
+        device = _device_arch()
+        device = parse_arch(device) if device is not None else before
+        if refused.kind == "ptx" and device.number in tc.archs:
+            kind, target = "cubin", device
+        else:
+            ceiling = before.number if refused.kind == "ptx" else device.number + 1
+            older = [a for a in tc.archs if a < ceiling]
+            if not older:
+                return None
+            kind, target = "ptx", Arch((max(older), ""))
+        obj = self._build(tc, kind, target, key)
+        obj._origin = refused._origin
+        cache.store(key, obj)  # what this driver refused is replaced by what it can load
+        cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
+        return obj
+
+
+def _hash(*parts: str | bytes) -> bytes:
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "little"))  # length-prefixed: no two splits collide
+        digest.update(data)
+    return digest.digest()
+
+
+_no_device = False
+
+
+def _device_arch():
+    """The current device's compute capability (e.g. 90), or None without a usable device."""
+    global _no_device
+    if _no_device:
+        return None
+    try:
+        from .device import current_arch
+
+        return current_arch()
+    except (ImportError, AttributeError, CudaLoadError):
+        # No driver, no device or a failed cuInit stays so for the life of the process (the driver
+        # remembers), so the memory-hit path need not ask again: 3-7 us per call otherwise.
+        _no_device = True
+        return None
+
+
+def _driver_version() -> int | None:
+    try:
+        from . import driver
+
+        return driver.version() or None
+    except CudaLoadError:
+        return None
+
+
+def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
+    """(kind, target arch) for a request, from NVRTC's supported archs and the driver's version."""
+    supported = sorted(tc.archs)
+    want = Arch((supported[-1], "")) if arch is None else parse_arch(arch)
+    known = want.number in supported
+    if output != "auto" or known:
+        if not known:
+            raise NvrtcError(
+                f"NVRTC {_v(tc)} cannot compile for {want.sm()}: it supports "
+                f"{_list(supported)}. Next step: pick one of those, or install an NVRTC that "
+                "supports it (pip install -U nvidia-cuda-nvrtc)", name="arch")
+        return ("cubin" if output == "auto" else output), want
+    older = [a for a in supported if a < want.number]
+    if not older:
+        raise NvrtcError(
+            f"the device ({want.sm()}) is older than anything NVRTC {_v(tc)} supports "
+            f"({_list(supported)}). Next step: install an NVRTC release that still supports "
+            f"{want.sm()}, e.g. pip install 'nvidia-cuda-nvrtc-cu12'", name="arch")
+    same_major = [a for a in older if a // 10 == want.number // 10]
+    if want.number < supported[-1] and same_major:  # a CUBIN of the same major runs on it
+        return "cubin", Arch((same_major[-1], ""))
+    driver = _driver_version()
+    if driver is None or driver >= tc.version_number():
+        return "ptx", Arch((older[-1], ""))
+    if same_major:
+        return "cubin", Arch((same_major[-1], ""))
+    raise NvrtcError(
+        f"cannot make code for {want.sm()}: NVRTC {_v(tc)} does not know this GPU, and its PTX "
+        f"would need a driver for CUDA {_v(tc)} or newer, but the driver is for CUDA "
+        f"{driver // 1000}.{driver % 1000 // 10}. Next step: upgrade the NVIDIA driver, or install "
+        f"an NVRTC that supports {want.sm()}", name="arch")
+
+
+def _v(tc: toolchain.Toolchain) -> str:
+    return f"{tc.version[0]}.{tc.version[1]}"
+
+
+def _list(archs) -> str:
+    return ", ".join(f"sm_{a}" for a in archs)

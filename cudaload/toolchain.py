@@ -1,0 +1,194 @@
+"""Which NVRTC and which CUDA header folders compile kernels, and their identity for the cache key.
+
+Finding them costs: loading libnvrtc maps 140 MB, importing ``cuda.pathfinder`` takes about 65 ms.
+A process whose kernels are all on disk should pay neither, so the identity of what was last used
+(NVRTC's path, size, modification time, version, build fingerprint and supported archs; each header
+folder's path and the stat of a version file in it) is remembered in ``toolchain.json`` beside the
+cache and revalidated with ``os.stat``.  ``CUDALOAD_LIBNVRTC`` always wins: its file is the one
+checked.  Once NVRTC is loaded in the process, the loaded library is the truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import dataclass
+
+from . import cache
+
+__all__ = ["Toolchain", "current", "live", "header_dirs"]
+
+RECORD = "toolchain.json"
+# A file whose stat changes when the folder's headers are replaced by another release.
+_HEADER_SETS = {"cudart": "cuda_runtime_api.h", "cccl": os.path.join("cuda", "std", "version")}
+_FINGERPRINT_SPAN = 1 << 20
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """NVRTC's identity and the CUDA header folders passed to it."""
+
+    nvrtc_path: str
+    version: tuple
+    build: str  # file size + sha256 of its first and last MiB: tells builds of one version apart
+    archs: tuple
+    headers: tuple  # ((name, path | None, stat identity as JSON | None), ...)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(
+            [list(self.version), self.build, [list(h) for h in self.headers]]).encode()).hexdigest()
+
+    @property
+    def include_options(self) -> tuple:
+        return tuple(f"-I{path}" for _name, path, _ident in self.headers if path)
+
+    def version_number(self) -> int:
+        return self.version[0] * 1000 + self.version[1] * 10
+
+
+_lock = threading.Lock()
+_live: Toolchain | None = None
+_remembered: Toolchain | None = None
+
+
+def current() -> Toolchain:
+    """The toolchain as remembered on disk when that still matches the files, else :func:`live`."""
+    if _live is not None:
+        return _live
+    global _remembered
+    if _remembered is None and cache.enabled():
+        _remembered = _from_record(_read_record())
+    return _remembered or live()
+
+
+def live() -> Toolchain:
+    """The toolchain of the NVRTC loaded now (loading it).  Raises the loader's errors."""
+    global _live
+    if _live is None:
+        with _lock:
+            if _live is None:
+                _live = _probe()
+    return _live
+
+
+def header_dirs() -> list[tuple[str, str | None]]:
+    """(name, folder or None) of each CUDA header set: what the status report shows."""
+    return [(name, path) for name, path, _ident in current().headers]
+
+
+def _selector() -> str:
+    return os.environ.get("CUDALOAD_LIBNVRTC", "")
+
+
+def _stat_id(path: str) -> list | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _header_identity(name: str, path: str) -> str | None:
+    folder, marker = _stat_id(path), _stat_id(os.path.join(path, _HEADER_SETS[name]))
+    return None if folder is None else json.dumps([folder[1], marker])
+
+
+def _read_record() -> dict:
+    try:
+        with open(os.path.join(cache.directory(), RECORD), "rb") as f:
+            record = json.loads(f.read())
+        return record if isinstance(record, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _from_record(record: dict) -> Toolchain | None:
+    try:
+        entry = record["nvrtc"][_selector()]
+        if _stat_id(entry["path"]) != entry["stat"]:
+            return None
+        headers = []
+        for name, path, ident in record["headers"]:
+            if path is not None and _header_identity(name, path) != ident:
+                return None
+            headers.append((name, path, ident))
+        return Toolchain(entry["path"], tuple(entry["version"]), entry["build"],
+                         tuple(entry["archs"]), tuple(headers))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _probe() -> Toolchain:
+    from . import _loader, nvrtc
+
+    path = _loader.nvrtc().path
+    record = _read_record() if cache.enabled() else {}
+    known = (record.get("nvrtc") or {}).get(_selector()) if isinstance(record.get("nvrtc"), dict) \
+        else None
+    stat = _stat_id(path)
+    if known and known.get("path") == path and known.get("stat") == stat:
+        build = known["build"]
+    else:
+        build = _fingerprint(path)
+    headers = _known_headers(record) or _find_headers()
+    tc = Toolchain(path, nvrtc.version(), build, tuple(nvrtc.supported_archs()), headers)
+    if cache.enabled():
+        _remember(record, tc, stat)
+    return tc
+
+
+def _fingerprint(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        digest.update(f.read(_FINGERPRINT_SPAN))
+        f.seek(max(0, size - _FINGERPRINT_SPAN))
+        digest.update(f.read(_FINGERPRINT_SPAN))
+    return f"{size}-{digest.hexdigest()[:32]}"
+
+
+def _known_headers(record: dict) -> tuple | None:
+    """The remembered header folders when every one of them was found and is unchanged."""
+    try:
+        entries = record["headers"]
+        if not entries or any(path is None or _header_identity(name, path) != ident
+                              for name, path, ident in entries):
+            return None
+        return tuple((name, path, ident) for name, path, ident in entries)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _find_headers() -> tuple:
+    try:
+        from cuda import pathfinder
+    except ImportError:
+        return tuple((name, None, None) for name in _HEADER_SETS)
+    found = []
+    for name in _HEADER_SETS:
+        try:
+            path = pathfinder.find_nvidia_header_directory(name)
+        except Exception:  # a header set pathfinder does not know is one we go without
+            path = None
+        ident = _header_identity(name, path) if path else None
+        found.append((name, path if ident else None, ident))
+    return tuple(found)
+
+
+def _remember(record: dict, tc: Toolchain, stat) -> None:
+    nvrtc_entries = dict(record["nvrtc"]) if isinstance(record.get("nvrtc"), dict) else {}
+    nvrtc_entries[_selector()] = {"path": tc.nvrtc_path, "stat": stat, "version": list(tc.version),
+                                  "build": tc.build, "archs": list(tc.archs)}
+    new = {"nvrtc": nvrtc_entries,
+           "headers": [list(h) for h in tc.headers]}
+    if new == record:
+        return
+    root = cache.directory()
+    try:
+        os.makedirs(root, exist_ok=True)
+        cache.write_atomic(os.path.join(root, RECORD), json.dumps(new).encode())
+    except OSError:
+        pass  # only a speed-up for the next process; the cache reports an unusable folder itself

@@ -1,0 +1,402 @@
+"""The kernel cache: entry format, integrity, key coverage, disk hits without NVRTC, many processes.
+
+Anything that compiles (and so dlopens NVRTC) runs in a subprocess; the entry format, sweeping and
+eviction are plain file work tested here directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from tests.conftest import ROOT, run_json, run_py
+
+SAXPY = r'''
+extern "C" __global__ void saxpy(float a, const float *x, float *y, int n)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }
+'''
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A fresh cache folder for this test, in this process and in the subprocesses it starts."""
+    from cudaload import cache
+
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(folder))
+    for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_MAX_BYTES", "CUDALOAD_TEST_COMPILE_LOG"):
+        monkeypatch.delenv(name, raising=False)
+    cache.MEMORY.clear()
+    cache._broken.clear()
+    cache._swept.clear()
+    return folder
+
+
+def _entries(folder) -> list[str]:
+    return sorted(str(p) for p in folder.glob("v*/*.bin"))
+
+
+def _fake(code: bytes = b"\x7fELF" + b"x" * 60):
+    from cudaload.objectcode import ObjectCode
+
+    return ObjectCode(code, "cubin", "sm_90", log="warning: w", lowered_names={"f<int>": "_Z1fIiEvv"})
+
+
+# --- the entry format -------------------------------------------------------------------------
+
+_COMPILE_ONE = """
+import json, sys
+from cudaload import Program
+obj = Program(sys.argv[1] if len(sys.argv) > 1 else {src!r}).compile(arch=90)
+print(json.dumps({{"cached": obj.cached, "kind": obj.kind, "size": len(obj.code)}}))
+"""
+
+
+def test_roundtrip_keeps_every_field():
+    from cudaload import cache
+
+    obj = cache.decode(cache.encode(_fake()))
+    assert (obj.code, obj.kind, obj.arch, obj.log, obj.lowered_names, obj.cached) == (
+        _fake().code, "cubin", "sm_90", "warning: w", {"f<int>": "_Z1fIiEvv"}, "disk")
+
+
+def test_every_truncation_of_a_real_entry_is_a_miss_never_an_error(cache_dir):
+    from cudaload import cache
+
+    run_json(_COMPILE_ONE.format(src=SAXPY))
+    (path,) = _entries(cache_dir)
+    data = open(path, "rb").read()
+    assert cache.decode(data) is not None and len(data) > 1000
+    key = os.path.basename(path)[:-4]
+    for n in range(len(data)):
+        assert cache.decode(data[:n]) is None, n
+        if n < cache.HEADER.size + 200 or n % 7 == 0:  # and through the file, for a share of them
+            with open(path, "wb") as f:
+                f.write(data[:n])
+            assert cache.lookup(key) is None, n
+    for i in range(0, len(data), 97):  # a flipped bit anywhere is caught by the integrity hash
+        flipped = bytearray(data)
+        flipped[i] ^= 0x40
+        assert cache.decode(bytes(flipped)) is None, i
+
+
+def test_truncated_entry_is_recompiled_and_rewritten(cache_dir):
+    first = run_json(_COMPILE_ONE.format(src=SAXPY))
+    (path,) = _entries(cache_dir)
+    data = open(path, "rb").read()
+    for n in (0, 1, 30, 60, len(data) // 2, len(data) - 1):
+        with open(path, "wb") as f:
+            f.write(data[:n])
+        again = run_json(_COMPILE_ONE.format(src=SAXPY))
+        assert again["cached"] is None and again["size"] == first["size"]
+        assert open(path, "rb").read() == data  # rewritten whole
+    assert run_json(_COMPILE_ONE.format(src=SAXPY))["cached"] == "disk"
+
+
+# --- what the key covers ------------------------------------------------------------------------
+
+_KEY_CHANGES = r"""
+import dataclasses, json, os, sys
+from cudaload import Program, cache, program, toolchain
+inc = sys.argv[1]
+src = '#include "user.cuh"\n#include "mem.cuh"\n' + {src!r}
+base = dict(headers={{"mem.cuh": "#define M 1\n"}}, include_paths=[inc], options=("-DA=1",),
+            name_expressions=())
+def compile(arch=90, output="cubin", source=src, **over):
+    cache.MEMORY.clear()
+    return Program(source, **{{**base, **over}}).compile(arch=arch, output=output).cached
+out = {{"first": compile(), "again": compile()}}
+out["source"] = compile(source=src + "\n// changed\n")
+out["header"] = compile(headers={{"mem.cuh": "#define M 2\n"}})
+out["options"] = compile(options=("-DA=2",))
+out["names"] = compile(name_expressions=("saxpy",))
+out["arch"] = compile(arch=80)
+out["kind"] = compile(output="ptx")
+with open(os.path.join(inc, "user.cuh"), "a") as f:
+    f.write("#define U 2\n")
+out["included_file"] = compile()
+tc = toolchain.live()
+for field, value in (("version", (tc.version[0], tc.version[1] - 1)), ("build", "other-build"),
+                     ("headers", tc.headers[:1] + (("cccl", "/elsewhere", "[1, null]"),))):
+    toolchain._live = dataclasses.replace(tc, **{{field: value}})
+    out["nvrtc_" + field] = compile()
+toolchain._live = tc
+cache.FORMAT += 1
+out["format"] = compile()
+cache.FORMAT -= 1
+compile(output="ptx")
+program._driver_version = lambda: 12020
+out["driver_for_ptx"] = compile(output="ptx")
+out["driver_for_cubin"] = compile()
+print(json.dumps(out))
+"""
+
+
+def test_changing_any_input_of_the_key_is_a_miss(cache_dir, tmp_path):
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "user.cuh").write_text("#define U 1\n")
+    code = _KEY_CHANGES.format(src=SAXPY)
+    out = run_json(f"import sys; sys.argv[1:] = [{str(inc)!r}]\n" + textwrap.dedent(code))
+    assert out.pop("first") is None
+    assert out.pop("again") == "disk"
+    assert out.pop("driver_for_cubin") == "disk"  # CUBIN does not depend on the driver
+    assert out == {name: None for name in out}, out  # every change compiled anew
+    assert set(out) >= {"source", "header", "options", "names", "arch", "kind", "included_file",
+                        "nvrtc_version", "nvrtc_build", "nvrtc_headers", "format", "driver_for_ptx"}
+
+
+# --- a disk hit pays for neither NVRTC nor cuda.pathfinder ---------------------------------------
+
+_DISK_HIT_PROBE = """
+import json, sys, time
+from cudaload import Program
+prog = Program({src!r})
+t = time.perf_counter()
+obj = prog.compile(arch=90)
+took = time.perf_counter() - t
+maps = open("/proc/self/maps").read()
+print(json.dumps({{"cached": obj.cached, "nvrtc_mapped": "libnvrtc" in maps,
+                   "pathfinder": "cuda.pathfinder" in sys.modules, "ms": took * 1e3}}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_disk_hit_loads_neither_nvrtc_nor_pathfinder(cache_dir):
+    probe = _DISK_HIT_PROBE.format(src=SAXPY)
+    first = run_json(probe)
+    assert first["cached"] is None and first["nvrtc_mapped"] and first["pathfinder"]
+    hit = run_json(probe)
+    assert hit["cached"] == "disk"
+    assert not hit["nvrtc_mapped"], "a disk hit mapped libnvrtc"
+    assert not hit["pathfinder"], "a disk hit imported cuda.pathfinder"
+
+
+def test_nvrtc_override_is_the_file_checked(cache_dir):
+    probe = _DISK_HIT_PROBE.format(src=SAXPY)
+    real = run_json("import json; from cudaload import _loader; "
+                    "print(json.dumps(_loader.nvrtc().path))")
+    run_json(probe)
+    hit = run_json(probe, env={"CUDALOAD_LIBNVRTC": real})  # first use of the override: loads it
+    assert hit["cached"] == "disk" and hit["nvrtc_mapped"]
+    hit = run_json(probe, env={"CUDALOAD_LIBNVRTC": real})  # now remembered for it too
+    assert hit["cached"] == "disk" and not hit["nvrtc_mapped"]
+    proc = run_py(probe, env={"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}, check=False)
+    assert proc.returncode != 0 and "LibraryNotFoundError" in proc.stderr
+
+
+def test_changed_nvrtc_file_is_not_trusted(cache_dir):
+    probe = _DISK_HIT_PROBE.format(src=SAXPY)
+    run_json(probe)
+    record_path = cache_dir / "toolchain.json"
+    record = json.loads(record_path.read_text())
+    record["nvrtc"][""]["stat"][1] += 1  # as if the file had been replaced
+    record["nvrtc"][""]["version"] = [99, 0]
+    record_path.write_text(json.dumps(record))
+    hit = run_json(probe)
+    assert hit["cached"] == "disk" and hit["nvrtc_mapped"]  # revalidated by loading it
+    assert json.loads(record_path.read_text())["nvrtc"][""]["version"] != [99, 0]
+
+
+# --- many processes ---------------------------------------------------------------------------
+
+_WORKER = """
+import json, sys, time
+from cudaload import Program, _loader
+_loader.nvrtc()
+start, count, base = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+progs = [Program({src!r} + "\\n// variant %d\\n" % (base + i)) for i in range(count)]
+while time.time() < start:
+    time.sleep(0.001)
+out = [(p.compile(arch=90).cached, len(p.compile(arch=90).code)) for p in progs]
+print(json.dumps(out))
+"""
+
+
+def _run_workers(args_per_worker, env, timeout=120):
+    code = textwrap.dedent(_WORKER.format(src=SAXPY))
+    full_env = {**os.environ, "PYTHONPATH": ROOT, **env}
+    start = time.time() + 2.0
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(start), *map(str, a)], env=full_env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for a in args_per_worker]
+    outs = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=timeout)
+        assert p.returncode == 0, stderr
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    return outs
+
+
+def test_eight_processes_one_new_key_compile_once(cache_dir, tmp_path):
+    log = tmp_path / "compiles.log"
+    outs = _run_workers([(1, 0)] * 8, {"CUDALOAD_TEST_COMPILE_LOG": str(log)})
+    assert len(log.read_text().splitlines()) == 1, log.read_text()
+    assert [o[0][0] for o in outs].count(None) == 1  # one compiled, seven read it
+    assert {o[0][0] for o in outs} <= {None, "disk"}
+    assert len({o[0][1] for o in outs}) == 1
+
+
+def test_four_processes_25_keys_each_all_entries_valid(cache_dir, tmp_path):
+    from cudaload import cache
+
+    log = tmp_path / "compiles.log"
+    _run_workers([(25, 25 * w) for w in range(4)], {"CUDALOAD_TEST_COMPILE_LOG": str(log)})
+    paths = _entries(cache_dir)
+    assert len(paths) == 100
+    assert all(cache.decode(open(p, "rb").read()) is not None for p in paths)
+    assert len(log.read_text().splitlines()) == 100
+    assert not list(cache_dir.glob("v*/.tmp-*"))
+
+
+# --- folders that cannot be used ---------------------------------------------------------------
+
+_THREE_COMPILES = """
+import json, warnings
+warnings.simplefilter("always")
+from cudaload import Program
+{patch}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    out = [Program({src!r} + "// %d" % i).compile(arch=90).cached for i in range(3)]
+    out.append(Program({src!r} + "// 0").compile(arch=90).cached)
+print(json.dumps({{"cached": out, "warnings": [str(w.message) for w in caught
+                                                if "cache" in str(w.message)]}}))
+"""
+
+
+@pytest.mark.parametrize("case", ["uncreatable", "read-only", "full"])
+def test_unusable_folder_warns_once_and_goes_on(cache_dir, tmp_path, case):
+    patch = ""
+    env = {}
+    if case == "uncreatable":
+        blocker = tmp_path / "a-file"
+        blocker.write_text("")
+        env["CUDALOAD_CACHE_DIR"] = str(blocker / "cache")
+    else:
+        code = "EROFS" if case == "read-only" else "ENOSPC"
+        patch = (f"import errno, os\nfrom cudaload import cache\n"
+                 f"def refuse(*a, **k): raise OSError(errno.{code}, os.strerror(errno.{code}))\n"
+                 f"cache.write_atomic = refuse\ncache._locking.hold = refuse")
+    out = run_json(_THREE_COMPILES.format(src=SAXPY, patch=patch), env=env)
+    assert out["cached"] == [None, None, None, "memory"]
+    assert len(out["warnings"]) == 1, out["warnings"]
+    assert "CUDALOAD_CACHE_DIR" in out["warnings"][0]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root writes into read-only folders")
+def test_really_read_only_folder(cache_dir):
+    cache_dir.mkdir()
+    os.chmod(cache_dir, 0o555)
+    try:
+        out = run_json(_THREE_COMPILES.format(src=SAXPY, patch=""))
+    finally:
+        os.chmod(cache_dir, 0o755)
+    assert out["cached"][:3] == [None, None, None] and len(out["warnings"]) == 1
+
+
+def test_cache_off_keeps_memory_only(cache_dir):
+    out = run_json(_THREE_COMPILES.format(src=SAXPY, patch=""), env={"CUDALOAD_CACHE": "0"})
+    assert out == {"cached": [None, None, None, "memory"], "warnings": []}
+    assert not cache_dir.exists()
+
+
+# --- housekeeping -------------------------------------------------------------------------------
+
+def _key(i: int) -> str:
+    return f"{i:02x}" + "ab" * 31
+
+
+def test_stale_temporary_files_are_swept(cache_dir):
+    from cudaload import cache
+
+    cache.store(_key(1), _fake())
+    folder = os.path.dirname(_entries(cache_dir)[0])
+    old, new = os.path.join(folder, ".tmp-old"), os.path.join(folder, ".tmp-new")
+    for path in (old, new):
+        open(path, "wb").close()
+    os.utime(old, (time.time() - 2 * cache.STALE_TMP_S,) * 2)
+    cache._swept.clear()  # as in a new process
+    cache.store(_key(2), _fake())  # the first write of a process sweeps
+    assert not os.path.exists(old) and os.path.exists(new)
+    os.utime(new, (time.time() - 2 * cache.STALE_TMP_S,) * 2)
+    assert cache.prune()["tmp"] == 1 and not os.path.exists(new)
+
+
+def test_size_bound_evicts_least_recently_used_but_never_fresh_entries(cache_dir, monkeypatch):
+    from cudaload import cache
+
+    entry_size = len(cache.encode(_fake()))
+    for i in range(5):
+        cache.store(_key(i), _fake())
+    now = time.time()
+    paths = {i: cache._path(_key(i)) for i in range(5)}
+    for i, path in paths.items():
+        os.utime(path, (now - 1000 + i, now - 1000 + i))  # entry 0 is the least recently used
+    assert cache.lookup(_key(0)) is not None  # a hit makes it the most recently used
+    os.utime(paths[4], (now, now))  # as if another process had just written it
+    monkeypatch.setenv("CUDALOAD_CACHE_MAX_BYTES", str(3 * entry_size))
+    cache.store(_key(5), _fake())
+    left = {i for i in range(6) if os.path.exists(cache._path(_key(i)))}
+    assert left == {0, 4, 5}
+
+
+def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
+    from cudaload import cache
+
+    cache.store(_key(1), _fake())
+    cache.store(_key(2), _fake())
+    with open(cache._path(_key(2)), "r+b") as f:
+        f.seek(70)
+        f.write(b"\0\0\0")
+    with cache.lock(_key(3)):
+        pass
+    removed = cache.prune()
+    assert removed["corrupt"] == 1 and removed["locks"] == 1
+    assert cache.lookup(_key(1)) is not None
+    assert not os.path.exists(cache._path(_key(3), ".lock"))
+
+
+def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
+    import threading
+
+    from cudaload import _locking, cache
+
+    cache.store(_key(7), _fake())
+    path = cache._path(_key(7), ".lock")
+    order = []
+    with _locking.hold(path):
+        def second():
+            with _locking.hold(path):
+                order.append("second")
+
+        worker = threading.Thread(target=second)
+        worker.start()
+        time.sleep(0.2)
+        order.append("first")
+        assert not _locking.remove_if_free(path)  # held: not removed
+    worker.join(5)
+    assert order == ["first", "second"]
+
+
+def test_cli_cache_info_clear_prune(cache_dir):
+    from cudaload import cache
+
+    for i in range(3):
+        cache.store(_key(i), _fake())
+    info = json.loads(run_py("from cudaload.cli import main; main(['cache', 'info', '--json'])").stdout)
+    assert info["entries"] == 3 and info["bytes"] == 3 * len(cache.encode(_fake()))
+    assert info["directory"] == str(cache_dir)
+    text = run_py("from cudaload.cli import main; main(['cache', 'prune', '--max-bytes', '0'])").stdout
+    assert "pruned" in text
+    text = run_py("from cudaload.cli import main; main(['cache', 'clear'])").stdout
+    assert "removed 3 entries" in text
+    assert _entries(cache_dir) == []
+

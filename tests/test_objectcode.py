@@ -1,0 +1,68 @@
+"""ObjectCode: wrapping code made elsewhere, reading files, and the kind/arch it reports."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from cudaload.objectcode import ObjectCode
+from tests.conftest import run_json
+
+
+@pytest.fixture(scope="module")
+def real_code():
+    """A CUBIN for sm_80 and PTX for compute_90 from NVRTC (compiled in a subprocess)."""
+    out = run_json(r'''
+        import base64, json
+        from cudaload import nvrtc
+        src = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'
+        cubin = nvrtc.compile(src, "k.cu", ["--gpu-architecture=sm_80"]).code
+        ptx = nvrtc.compile(src, "k.cu", ["--gpu-architecture=compute_90"], kind="ptx").code
+        print(json.dumps([base64.b64encode(cubin).decode(), base64.b64encode(ptx).decode()]))
+    ''')
+    return base64.b64decode(out[0]), base64.b64decode(out[1])
+
+
+def test_from_bytes_reads_kind_and_arch(real_code):
+    cubin, ptx = real_code
+    a = ObjectCode.from_bytes(cubin, "cubin")
+    b = ObjectCode.from_bytes(bytearray(ptx + b"\0"), "ptx")
+    assert (a.kind, a.arch, a.cached, a.log, a.lowered_names) == ("cubin", "sm_80", None, "", {})
+    assert (b.kind, b.arch, b.code) == ("ptx", "sm_90", ptx)
+    with pytest.raises(ValueError, match="kind"):
+        ObjectCode.from_bytes(cubin, "elf")
+    with pytest.raises(ValueError, match="not a CUBIN"):
+        ObjectCode.from_bytes(ptx, "cubin")
+
+
+def test_from_file_by_extension_or_contents(real_code, tmp_path):
+    cubin, ptx = real_code
+    (tmp_path / "k.cubin").write_bytes(cubin)
+    (tmp_path / "k.ptx").write_bytes(ptx)
+    (tmp_path / "k.bin").write_bytes(cubin)
+    (tmp_path / "k.txt").write_bytes(ptx)
+    kinds = [ObjectCode.from_file(tmp_path / n).kind for n in ("k.cubin", "k.ptx", "k.bin", "k.txt")]
+    assert kinds == ["cubin", "ptx", "cubin", "ptx"]
+    with pytest.raises(OSError):
+        ObjectCode.from_file(tmp_path / "missing.cubin")
+
+
+def test_repr_and_recompile_without_program(real_code):
+    obj = ObjectCode.from_bytes(real_code[0], "cubin")
+    assert repr(obj) == f"<ObjectCode cubin sm_80 {len(real_code[0])} bytes>"
+    assert obj._recompile_after_refusal() is None
+
+
+def test_load_hands_the_object_to_module(real_code, monkeypatch):
+    import sys
+    import types
+
+    made = []
+    fake = types.ModuleType("cudaload.module")
+    fake.Module = lambda o: made.append(o) or "module"
+    monkeypatch.setitem(sys.modules, "cudaload.module", fake)
+    obj = ObjectCode.from_bytes(real_code[0], "cubin")
+    assert obj.load() == "module" and made == [obj]
+    assert json.dumps(obj.lowered_names) == "{}"
