@@ -21,10 +21,9 @@ refused by the loader" (:class:`LibraryLoadError`) and "loaded but not the libra
 
 from __future__ import annotations
 
+import _thread
 import os
 import sys
-import threading
-from dataclasses import dataclass
 
 from .errors import CudaLoadError, LibraryLoadError, LibraryNotFoundError, MissingSymbolError
 
@@ -46,18 +45,23 @@ _HINTS = {
 }
 
 
-@dataclass(frozen=True)
 class Library:
     """A loaded library: its cffi ``ffi`` and ``lib``, the file, and how it was found."""
 
-    name: str
-    ffi: object
-    lib: object
-    path: str
-    found_via: str
+    # A plain class rather than a dataclass: importing dataclasses costs about 8 ms, more than the
+    # whole no-driver status() budget.
+    __slots__ = ("name", "ffi", "lib", "path", "found_via")
+
+    def __init__(self, name: str, ffi, lib, path: str, found_via: str):
+        self.name, self.ffi, self.lib, self.path, self.found_via = name, ffi, lib, path, found_via
+
+    def __repr__(self):
+        return f"Library({self.name!r}, path={self.path!r}, found_via={self.found_via!r})"
 
 
-_lock = threading.Lock()
+# _thread, not threading: importing threading (functools, collections) costs about 3 ms in a
+# clean interpreter, most of the no-driver status() budget; the lock is the same object.
+_lock = _thread.allocate_lock()
 _results: dict[str, Library | CudaLoadError] = {}
 
 
@@ -116,9 +120,10 @@ def _nvrtc_candidates() -> list[tuple[str, str]]:
     try:
         found = pathfinder.load_nvidia_dynamic_lib("nvrtc")
     except Exception as exc:  # pathfinder's errors carry its own list of places searched
+        searched = str(exc).strip()
         raise LibraryNotFoundError(
-            f"libnvrtc not found by cuda.pathfinder: {exc}. Next step: {_HINTS['nvrtc']}",
-            library="nvrtc", tried=(f"cuda.pathfinder: {exc}",)) from None
+            f"libnvrtc not found by cuda.pathfinder: {searched}. Next step: {_HINTS['nvrtc']}",
+            library="nvrtc", tried=(f"cuda.pathfinder: {searched}",)) from None
     return [(found.abs_path, f"cuda.pathfinder ({found.found_via})")]
 
 
@@ -139,17 +144,24 @@ def _load(name: str) -> Library:
         if os.path.isdir(path):
             refused.append(f"{path} ({how}): is a directory, not a shared library")
             continue
+        problem = _elf_problem(path)
+        if problem:
+            refused.append(f"{path} ({how}): {problem}")
+            continue
         try:
             lib = ffi.dlopen(path)
         except OSError as exc:
             reason = str(exc)
             absent = ("/" in path or "\\" in path) and not os.path.exists(path)
-            if absent or "No such file" in reason or "cannot find" in reason.lower():
+            # glibc says "No such file" also for a file of another architecture: trust the file
+            # system about whether it exists.
+            if absent or (not os.path.exists(path)
+                          and ("No such file" in reason or "cannot find" in reason.lower())):
                 tried.append(f"{path} ({how}): not found")
             else:
                 refused.append(f"{path} ({how}): {reason}")
             continue
-        _check_symbols(name, lib, path)
+        _check_symbols(name, ffi, lib, path)
         return Library(name, ffi, lib, _real_path(path), how)
     attempts = refused + tried
     label = "libcuda" if name == "cuda" else "libnvrtc"
@@ -163,11 +175,73 @@ def _load(name: str) -> Library:
         library=name, tried=attempts)
 
 
-def _check_symbols(name: str, lib, path: str) -> None:
+_ELF_MACHINES = {3: "x86 (32-bit)", 40: "ARM (32-bit)", 62: "x86-64", 183: "aarch64 (ARM64)",
+                 21: "ppc64", 22: "s390x", 243: "RISC-V"}
+
+
+def _elf_problem(path: str) -> str | None:
+    """Why the ELF file ``path`` cannot be this process's library, or None when it may be.
+
+    Checked before dlopen because glibc maps a truncated library and the process dies of SIGBUS
+    when the loader touches the missing pages, and it reports a foreign architecture as "No such
+    file".  Only files named by a path are checked; the rest is left to the loader.
+    """
+    import struct
+
+    if not sys.platform.startswith("linux") or "/" not in path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            header = f.read(64)
+            with open("/proc/self/exe", "rb") as exe:
+                ours = exe.read(20)
+            if size == 0:
+                return "is an empty file, not a shared library"
+            if not (header[:4] == b"\x7fELF" or b"\x7fELF".startswith(header)):
+                return f"is not a shared library (no ELF header; {size} bytes)"
+            if len(header) < (64 if header[4:5] == b"\x02" else 52):
+                return (f"is truncated or damaged: {size} bytes, shorter than an ELF header; "
+                        "reinstall it")
+            if ours[:4] == b"\x7fELF" and header[4] != ours[4]:
+                return (f"is a {32 if header[4] == 1 else 64}-bit library, this process is "
+                        f"{32 if ours[4] == 1 else 64}-bit")
+            end = "<" if header[5] == 1 else ">"
+            machine = struct.unpack_from(end + "H", header, 18)[0]
+            if ours[:4] == b"\x7fELF" and machine != struct.unpack_from(end + "H", ours, 18)[0]:
+                theirs = _ELF_MACHINES.get(machine, f"machine {machine}")
+                mine = _ELF_MACHINES.get(struct.unpack_from(end + "H", ours, 18)[0], "another")
+                return f"is built for {theirs}, this process runs on {mine}"
+            if header[4] == 2:
+                phoff, shoff = struct.unpack_from(end + "QQ", header, 32)
+                phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", header, 54)
+                fmt = end + "IIQQQQ"  # p_type p_flags p_offset p_vaddr p_paddr p_filesz
+            else:
+                phoff, shoff = struct.unpack_from(end + "II", header, 28)
+                phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", header, 42)
+                fmt = end + "IIIIII"  # p_type p_offset p_vaddr p_paddr p_filesz p_memsz
+            needed = max(phoff + phentsize * phnum, shoff + shentsize * shnum if shoff else 0)
+            if needed <= size:
+                f.seek(phoff)
+                table = f.read(phentsize * phnum)
+                for i in range(phnum):
+                    entry = struct.unpack_from(fmt, table, i * phentsize)
+                    offset, filesz = (entry[2], entry[5]) if header[4] == 2 else (entry[1], entry[4])
+                    if entry[0] == 1:  # PT_LOAD: the pages the loader maps from the file
+                        needed = max(needed, offset + filesz)
+    except (OSError, struct.error):
+        return None  # unreadable here: the loader gives its own reason
+    if needed > size:
+        return (f"is truncated or damaged: its ELF headers describe {needed} bytes but the file "
+                f"has {size}; reinstall it")
+    return None
+
+
+def _check_symbols(name: str, ffi, lib, path: str) -> None:
     for symbol in _REQUIRED[name]:
         try:
             getattr(lib, symbol)
-        except AttributeError:
+        except (AttributeError, ffi.error):  # ABI-mode cffi raises ffi.error for an absent symbol
             label = "the CUDA driver" if name == "cuda" else "NVRTC"
             raise MissingSymbolError(
                 f"{path} loaded but lacks {symbol}: it is not {label}, or far too old. "

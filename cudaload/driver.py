@@ -36,7 +36,7 @@ class Driver:
         self.version = out[0] if rc == 0 else 0
         try:
             self._proc_address = self._lib.cuGetProcAddress_v2
-        except AttributeError:  # drivers before CUDA 12.0
+        except (AttributeError, self.ffi.error):  # drivers before CUDA 12.0; cffi raises ffi.error
             self._proc_address = None
 
     def __getattr__(self, name: str):
@@ -64,7 +64,7 @@ class Driver:
                 return ffi.cast(proto, pfn[0])
         try:
             return getattr(self._lib, name)
-        except AttributeError:
+        except (AttributeError, self.ffi.error):  # ABI-mode cffi raises ffi.error for an absent symbol
             raise MissingSymbolError(
                 f"the CUDA driver at {self.library.path} (CUDA {format_version(self.version)}) "
                 f"lacks {name}; it needs a newer driver. Next step: upgrade the NVIDIA driver",

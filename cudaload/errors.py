@@ -26,7 +26,8 @@ __all__ = [
 class CudaLoadError(Exception):
     """Base of every error cudaload raises."""
 
-    def __init__(self, message: str = "", **fields):
+    # ``message`` is positional-only: DriverError and NvrtcError keep a field of the same name.
+    def __init__(self, message: str = "", /, **fields):
         super().__init__(message)
         self._fields = fields
         for key, value in fields.items():

@@ -1,0 +1,370 @@
+"""Whether CUDA works here, and if not, why: ``is_available()``, ``status()`` and the report.
+
+Neither function raises, whatever the machine: each section of the report (driver, devices, NVRTC)
+is probed on its own, and any failure, expected or not, becomes an entry of ``problems`` with a
+hint that names the next step.  Libraries are loaded through ``_loader``, which remembers a failed
+load, so ``status(refresh=True)`` queries again but does not retry a library that failed to open.
+"""
+
+from __future__ import annotations
+
+import _thread
+
+from . import _loader
+from .errors import (_DRIVER_HINTS, CudaLoadError, DriverError, LibraryLoadError,
+                     LibraryNotFoundError, MissingSymbolError)
+
+__all__ = ["is_available", "status", "Status"]
+
+_LOADING_MODES = {1: "eager", 2: "lazy"}
+_REPORT_BUG = ("this is a bug in cudaload: please report it with the output of "
+               "`cudaload doctor --json`")
+
+# Next step for each way a library can fail to load, per library.
+_LOAD_HINTS = {
+    ("cuda", LibraryNotFoundError): (
+        "install the NVIDIA driver (it provides libcuda.so.1); in a container, start it with the "
+        "GPU exposed (docker run --gpus all); or set CUDALOAD_LIBCUDA to the full path of "
+        "libcuda.so.1"),
+    ("cuda", LibraryLoadError): (
+        "check that the file is NVIDIA's libcuda.so.1 for this CPU architecture (`file PATH`) and "
+        "that its dependencies resolve (`ldd PATH`); or unset CUDALOAD_LIBCUDA to search the "
+        "system"),
+    ("cuda", MissingSymbolError): (
+        "point CUDALOAD_LIBCUDA at NVIDIA's libcuda.so.1 (not the toolkit's stubs/libcuda.so), or "
+        "upgrade the NVIDIA driver"),
+    ("nvrtc", LibraryNotFoundError): (
+        "pip install 'cudaload[nvrtc]' (the nvidia-cuda-nvrtc wheel), or set CUDALOAD_LIBNVRTC to "
+        "the full path of libnvrtc.so"),
+    ("nvrtc", LibraryLoadError): (
+        "check the file with `ldd PATH`; reinstall nvidia-cuda-nvrtc, or unset CUDALOAD_LIBNVRTC"),
+    ("nvrtc", MissingSymbolError): (
+        "point CUDALOAD_LIBNVRTC at libnvrtc.so from CUDA 12.0 or newer, or "
+        "pip install 'cudaload[nvrtc]'"),
+}
+
+_PROBE_SOURCE = 'extern "C" __global__ void cudaload_probe(float *x) { x[threadIdx.x] = 1.0f; }\n'
+
+
+def is_available() -> bool:
+    """True when the driver loads, ``cuInit`` succeeds and a device is visible; never raises."""
+    try:
+        from . import driver
+
+        return _device_count(driver.init()) > 0
+    except Exception:
+        return False
+
+
+class Status:
+    """The availability report: ``str()`` is for people, ``as_dict()`` for programs (JSON-ready)."""
+
+    def __init__(self, report: dict):
+        self._report = report
+
+    @property
+    def available(self) -> bool:
+        return self._report["available"]
+
+    @property
+    def problems(self) -> list[dict]:
+        return [dict(p) for p in self._report["problems"]]
+
+    def as_dict(self) -> dict:
+        """A copy of the report; see ``API.md`` for its keys."""
+        import copy
+
+        return copy.deepcopy(self._report)
+
+    def __repr__(self):
+        return f"<Status available={self.available} problems={len(self._report['problems'])}>"
+
+    def __str__(self):
+        return _format(self._report)
+
+
+_cached: Status | None = None
+_lock = _thread.allocate_lock()  # not threading: see _loader
+
+
+def status(refresh: bool = False) -> Status:
+    """Probe the driver, devices and NVRTC once (again with ``refresh=True``); never raises."""
+    global _cached
+    with _lock:
+        if _cached is None or refresh:
+            try:
+                _cached = Status(_probe())
+            except Exception as exc:  # _probe guards each section; this is the last line of defence
+                _cached = Status(_empty_report([_unexpected("the status report", exc)]))
+    return _cached
+
+
+def _empty_report(problems: list) -> dict:
+    return {
+        "available": False,
+        "driver": {"found": False, "path": None, "found_via": None, "version": None,
+                   "cuinit": None, "error": None},
+        "nvrtc": {"found": False, "path": None, "found_via": None, "version": None,
+                  "supported_archs": [], "builtins": None, "header_dirs": {}, "error": None},
+        "devices": [],
+        "ptx_loadable": None,
+        "module_loading_mode": None,
+        "problems": problems,
+    }
+
+
+def _probe() -> dict:
+    report = _empty_report([])
+    problems = report["problems"]
+    driver_version = _probe_driver(report, problems)
+    nvrtc_version = _probe_nvrtc(report["nvrtc"], problems)
+    if driver_version and nvrtc_version:
+        report["ptx_loadable"] = _ptx_loadable(driver_version, nvrtc_version, problems)
+    report["available"] = report["driver"]["cuinit"] == "CUDA_SUCCESS" and bool(report["devices"])
+    return report
+
+
+def _problem(what: str, hint: str) -> dict:
+    return {"what": what, "hint": hint}
+
+
+def _unexpected(section: str, exc: BaseException) -> dict:
+    return _problem(f"probing {section} raised {type(exc).__name__}: {exc}", _REPORT_BUG)
+
+
+def _error_problem(name: str, err: CudaLoadError, default_hint: str = _REPORT_BUG) -> dict:
+    """The problem entry for a cudaload error met while probing library ``name``."""
+    # Loader messages end with their own "Next step: ..."; a hint of this module replaces it.
+    what, _, own_hint = str(err).partition(" Next step: ")
+    for cls in type(err).__mro__:
+        hint = _LOAD_HINTS.get((name, cls))
+        if hint:
+            break
+    hint = hint or own_hint.strip().rstrip(".") or default_hint
+    return _problem(what.strip().rstrip(".").rstrip(), hint)
+
+
+def _record(name: str, section: dict | None, problems: list, exc: Exception,
+            default_hint: str = _REPORT_BUG) -> None:
+    """Note a failure while probing library ``name`` ("cuda" or "nvrtc") in the report."""
+    if isinstance(exc, CudaLoadError):
+        error, problem = str(exc), _error_problem(name, exc, default_hint)
+    elif isinstance(exc, ImportError):  # a broken installation: cffi itself is missing
+        error = f"{type(exc).__name__}: {exc}"
+        problem = _problem(f"cudaload cannot run here: {exc}",
+                           "reinstall cudaload with its dependencies: pip install "
+                           "--force-reinstall cudaload (it needs cffi and cuda-pathfinder)")
+    else:
+        error = f"{type(exc).__name__}: {exc}"
+        problem = _unexpected("the CUDA driver" if name == "cuda" else "NVRTC", exc)
+    if section is not None:
+        section["error"] = error
+    problems.append(problem)
+
+
+def _open(name: str, section: dict, problems: list):
+    """The library through the loader, its place noted in ``section``; None when it did not load."""
+    try:
+        library = _loader.driver() if name == "cuda" else _loader.nvrtc()
+    except Exception as exc:
+        _record(name, section, problems, exc)
+        return None
+    section.update(found=True, path=library.path, found_via=library.found_via)
+    return library
+
+
+def _device_count(drv) -> int:
+    count = drv.ffi.new("int *")
+    rc = drv.cuDeviceGetCount(count)
+    return count[0] if rc == 0 else 0
+
+
+def _probe_driver(report: dict, problems: list) -> int:
+    """Fill the driver, devices and loading-mode parts; return the driver's CUDA version or 0."""
+    section = report["driver"]
+    if _open("cuda", section, problems) is None:
+        return 0
+    version = 0
+    try:
+        from . import driver
+
+        version = driver.version()
+        section["version"] = driver.format_version(version) if version else None
+        drv = driver.init()
+        section["cuinit"] = "CUDA_SUCCESS"
+    except DriverError as err:
+        section["cuinit"] = err.name
+        section["error"] = str(err)
+        problems.append(_problem(
+            f"cuInit failed: {err.name}: {err.message}",
+            _DRIVER_HINTS.get(err.name) or "check `nvidia-smi`; after a driver upgrade, reboot "
+                                           "(kernel module and library must match)"))
+        return version
+    except Exception as exc:  # e.g. ForkedProcessError: used after fork()
+        _record("cuda", section, problems, exc)
+        return version
+    try:
+        report["devices"] = _probe_devices(drv, problems)
+        mode = drv.ffi.new("CUmoduleLoadingMode *")
+        if drv.cuModuleGetLoadingMode(mode) == 0:
+            report["module_loading_mode"] = _LOADING_MODES.get(mode[0], str(mode[0]))
+    except Exception as exc:  # e.g. a driver too old for an entry point the probe uses
+        _record("cuda", None, problems, exc)
+    return version
+
+
+def _probe_devices(drv, problems: list) -> list[dict]:
+    from . import driver
+
+    ffi = drv.ffi
+    count = _device_count(drv)
+    if count == 0:
+        problems.append(_problem("the driver initialised but reports no device",
+                                 "check CUDA_VISIBLE_DEVICES (empty or invalid hides every GPU) "
+                                 "and `nvidia-smi`"))
+        return []
+    devices = []
+    for index in range(count):
+        try:
+            dev = ffi.new("CUdevice *")
+            driver.check(drv.cuDeviceGet(dev, index), "cuDeviceGet")
+            name = ffi.new("char[256]")
+            driver.check(drv.cuDeviceGetName(name, 256, dev[0]), "cuDeviceGetName")
+            memory = ffi.new("size_t *")
+            driver.check(drv.cuDeviceTotalMem_v2(memory, dev[0]), "cuDeviceTotalMem_v2")
+            attrs = []
+            for attr in ("COMPUTE_CAPABILITY_MAJOR", "COMPUTE_CAPABILITY_MINOR",
+                         "MULTIPROCESSOR_COUNT"):
+                value = ffi.new("int *")
+                driver.check(drv.cuDeviceGetAttribute(
+                    value, getattr(drv.library.lib, "CU_DEVICE_ATTRIBUTE_" + attr), dev[0]),
+                    "cuDeviceGetAttribute")
+                attrs.append(value[0])
+        except CudaLoadError as err:
+            problems.append(_problem(f"device {index} could not be queried: {err}",
+                                     "check `nvidia-smi` for this GPU's state (Xid errors, "
+                                     "fallen off the bus)"))
+            continue
+        devices.append({"index": index, "name": ffi.string(name).decode(errors="replace"),
+                        "compute_capability": attrs[:2], "total_memory": memory[0],
+                        "multiprocessors": attrs[2]})
+    return devices
+
+
+def _probe_nvrtc(section: dict, problems: list) -> tuple[int, int] | None:
+    """Fill the NVRTC part; return its (major, minor) version or None."""
+    library = _open("nvrtc", section, problems)
+    if library is None:
+        return None
+    version = None
+    try:
+        from . import nvrtc
+
+        version = nvrtc.version()
+        section["version"] = f"{version[0]}.{version[1]}"
+        section["supported_archs"] = nvrtc.supported_archs()
+        section["builtins"] = _builtins_load(section, problems)
+    except Exception as exc:
+        _record("nvrtc", section, problems, exc,
+                "reinstall it: pip install --force-reinstall nvidia-cuda-nvrtc")
+    section["header_dirs"] = _header_dirs(problems)
+    return version
+
+
+def _builtins_load(section: dict, problems: list) -> bool:
+    """Whether libnvrtc-builtins loads: only a real compilation tells."""
+    from . import nvrtc
+    from .errors import NvrtcError
+
+    try:
+        nvrtc.compile(_PROBE_SOURCE, "cudaload_probe.cu", kind="ptx",
+                      options=(f"-arch=compute_{min(section['supported_archs'])}",))
+        return True
+    except NvrtcError as err:
+        section["error"] = str(err)
+        problems.append(_problem(
+            f"NVRTC cannot compile even a trivial kernel: {err}",
+            "libnvrtc-builtins must sit next to libnvrtc with the same version: "
+            "pip install --force-reinstall nvidia-cuda-nvrtc"))
+        return False
+
+
+def _header_dirs(problems: list) -> dict:
+    """Where CUDA's own headers (cuda_fp16.h; CUB and libcu++ from CCCL) are, or None."""
+    try:
+        from cuda import pathfinder
+
+        find = pathfinder.find_nvidia_header_directory
+        dirs = {name: find(name) for name in ("cudart", "cccl")}
+    except Exception as exc:  # an old cuda-pathfinder lacks the function; either way, say so
+        dirs = {"cudart": None, "cccl": None, "error": f"{type(exc).__name__}: {exc}"}
+    if dirs.get("cudart") is None:
+        problems.append(_problem(
+            "CUDA's headers (cuda_fp16.h, cuda_runtime.h) were not found: kernels that include "
+            "them will not compile",
+            "pip install 'cudaload[nvrtc]' (the nvidia-cuda-runtime wheel ships them), or set "
+            "CUDA_HOME to a CUDA toolkit"))
+    return dirs
+
+
+def _ptx_loadable(driver_version: int, nvrtc_version: tuple[int, int], problems: list) -> bool:
+    # A driver JIT-compiles PTX only up to the PTX ISA of its own CUDA version.
+    from .driver import format_version
+
+    major, minor = nvrtc_version
+    if driver_version >= major * 1000 + minor * 10:
+        return True
+    dmajor = driver_version // 1000
+    package = "nvidia-cuda-nvrtc" if dmajor >= 13 else f"nvidia-cuda-nvrtc-cu{dmajor}"
+    older = (f", or use an NVRTC no newer than the driver (pip install "
+             f"'{package}=={format_version(driver_version)}.*', and set CUDALOAD_LIBNVRTC to it if "
+             f"several are installed)") if dmajor >= 12 else ""
+    problems.append(_problem(
+        f"PTX from NVRTC {major}.{minor} would not load on this driver (CUDA "
+        f"{format_version(driver_version)}): a driver cannot JIT PTX newer than its own CUDA "
+        "version",
+        f"upgrade the NVIDIA driver to one for CUDA {major}.{minor} or newer{older}"))
+    return False
+
+
+def _format(report: dict) -> str:
+    """The human report."""
+    from . import __version__
+
+    drv, nv = report["driver"], report["nvrtc"]
+    verdict = "available" if report["available"] else "NOT available"
+    lines = [f"cudaload {__version__}: CUDA is {verdict}", ""]
+    if drv["found"]:
+        lines.append(f"driver   found: CUDA {drv['version'] or '?'} at {drv['path']} "
+                     f"(found via {drv['found_via']})")
+        lines.append(f"         cuInit: {drv['cuinit'] or 'not attempted'}")
+        if report["module_loading_mode"]:
+            lines.append(f"         module loading: {report['module_loading_mode']}")
+    else:
+        lines.append("driver   not found")
+    for dev in report["devices"]:
+        cc = dev["compute_capability"]
+        lines.append(f"device {dev['index']} {dev['name']}, compute capability {cc[0]}.{cc[1]}, "
+                     f"{dev['total_memory'] / 2**30:.1f} GiB, {dev['multiprocessors']} SMs")
+    if drv["found"] and not report["devices"]:
+        lines.append("devices  none")
+    if nv["found"]:
+        lines.append(f"nvrtc    {nv['version'] or '?'} at {nv['path']} "
+                     f"(found via {nv['found_via']})")
+        archs = " ".join(f"sm_{a}" for a in nv["supported_archs"])
+        lines.append(f"         architectures: {archs or '?'}")
+        builtins = {True: "load", False: "DO NOT load", None: "not checked"}[nv["builtins"]]
+        lines.append(f"         builtins: {builtins}")
+        heads = nv["header_dirs"]
+        lines.append("         headers: " + ", ".join(
+            f"{k} {heads.get(k) or 'none'}" for k in ("cudart", "cccl")))
+    else:
+        lines.append("nvrtc    not found")
+    if report["ptx_loadable"] is not None:
+        lines.append("PTX from this NVRTC loads on this driver: "
+                     + ("yes" if report["ptx_loadable"] else "NO"))
+    if report["problems"]:
+        lines += ["", "problems:"]
+        for p in report["problems"]:
+            lines += [f"  - {p['what']}", f"    next step: {p['hint']}"]
+    return "\n".join(lines)

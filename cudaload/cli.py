@@ -1,0 +1,328 @@
+"""The ``cudaload`` command (also ``python -m cudaload``): doctor, demo, compile, cache."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main"]
+
+SAXPY = r"""
+extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned int n)
+{
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status (0 when the command succeeded)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["doctor"])
+    return args.func(args) or 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="cudaload",
+        description="CUDA without a link-time dependency. With no command: doctor.")
+    parser.add_argument("--version", action="version", version=f"cudaload {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    doctor = sub.add_parser("doctor", help="report whether CUDA works here, and why not "
+                                           "(exit status 0 when available, 1 when not)")
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.set_defaults(func=_cmd_doctor)
+    demo = sub.add_parser("demo", help="compile a small kernel; on a GPU, launch it and check it")
+    demo.set_defaults(func=_cmd_demo)
+    _add_compile_parser(sub)
+    _add_cache_parser(sub)
+    return parser
+
+
+def _cmd_doctor(args) -> int:
+    from .availability import status
+
+    report = status()
+    if args.json:
+        import json
+
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        print(report)
+    return 0 if report.available else 1
+
+
+def _cmd_demo(args) -> int:
+    from .availability import status
+    from .errors import CudaLoadError
+
+    report = status()
+    try:
+        from . import nvrtc
+
+        archs = nvrtc.supported_archs()
+        devices = report.as_dict()["devices"]
+        arch = (devices[0]["compute_capability"][0] * 10 + devices[0]["compute_capability"][1]
+                if devices else max(archs))
+        ptx = nvrtc.compile(SAXPY, "saxpy.cu", options=(f"-arch=compute_{min(archs)}",), kind="ptx")
+        cubin = nvrtc.compile(SAXPY, "saxpy.cu", options=(f"-arch=sm_{arch}",), kind="cubin")
+    except CudaLoadError as err:
+        print(f"demo: cannot compile: {err}", file=sys.stderr)
+        return 1
+    major, minor = nvrtc.version()
+    print(f"compiled saxpy with NVRTC {major}.{minor}: PTX for compute_{min(archs)} "
+          f"({len(ptx.code)} bytes), CUBIN for sm_{arch} ({len(cubin.code)} bytes)")
+    if not report.available:
+        print("no usable GPU here, so the kernel was not launched (`cudaload doctor` says why)")
+        return 0
+    return _launch_saxpy()
+
+
+def _launch_saxpy() -> int:
+    """Run saxpy through the public launch API and check the result on the host."""
+    from array import array
+
+    import cudaload
+    from .errors import CudaLoadError
+
+    n, a = 1 << 16, 2.0
+    x = array("f", (float(i) for i in range(n)))
+    y = array("f", [1.0]) * n
+    try:
+        kernel = cudaload.Program(SAXPY, name="saxpy.cu").compile().load().get_kernel("saxpy")
+        dx, dy = cudaload.alloc(len(x) * 4), cudaload.alloc(len(y) * 4)
+        dx.copy_from_host(x)
+        dy.copy_from_host(y)
+        kernel(((n + 255) // 256,), (256,), (a, dx, dy, n))
+        out = array("f")
+        out.frombytes(bytes(memoryview(dy.copy_to_host()).cast("B")))
+    except (ImportError, AttributeError) as exc:
+        print(f"the launch API is not part of this cudaload build ({exc}); compiled only")
+        return 0
+    except CudaLoadError as err:
+        print(f"demo: launch failed: {err}", file=sys.stderr)
+        return 1
+    wrong = [i for i in range(n) if out[i] != a * x[i] + y[i]]
+    if wrong:
+        print(f"demo: saxpy gave wrong results at {len(wrong)} of {n} elements, first at index "
+              f"{wrong[0]}: {out[wrong[0]]} instead of {a * x[wrong[0]] + y[wrong[0]]}",
+              file=sys.stderr)
+        return 1
+    print(f"launched saxpy on {n} elements on the GPU: results correct")
+    return 0
+
+
+# --- compile, cache and precompile: filled in together with cudaload.program and cudaload.cache ---
+
+def _add_compile_parser(sub) -> None:
+    """Register ``cudaload compile``."""
+    compile_ = sub.add_parser(
+        "compile", help="compile a .cu file to CUBIN or PTX, like nvcc --cubin/--ptx",
+        usage="cudaload compile FILE.cu [--arch sm_90] [--ptx|--cubin] [-o OUT] [nvrtc options...]",
+        description="Options cudaload does not know (-DX=1, -I dir, -std=c++20, --use_fast_math, "
+                    "...) go to NVRTC. Without -o the output is FILE.cubin or FILE.ptx beside "
+                    "FILE.cu. The kernel cache is used and filled.")
+    _compile_arguments(compile_)
+    compile_.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    compile_.set_defaults(func=_cmd_compile)
+
+
+def _compile_arguments(parser) -> None:
+    parser.add_argument("--arch", "-arch", "--gpu-architecture", dest="arch",
+                        help="e.g. sm_90 (default: this GPU, else NVRTC's newest)")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--ptx", "-ptx", dest="output", action="store_const", const="ptx",
+                      help="emit PTX")
+    kind.add_argument("--cubin", "-cubin", dest="output", action="store_const", const="cubin",
+                      help="emit CUBIN (default: CUBIN where NVRTC knows the arch)")
+    parser.add_argument("-o", "--output-file", dest="out", help="output file")
+
+
+def _compile_options(args):
+    """The options given before the file, overridden by those given after it among NVRTC's."""
+    parser = argparse.ArgumentParser(prog="cudaload compile", add_help=False,
+                                     allow_abbrev=False)
+    _compile_arguments(parser)
+    parser.set_defaults(arch=args.arch, output=args.output, out=args.out)
+    return parser.parse_known_args(args.rest)
+
+
+def _cmd_compile(args) -> int:
+    import os
+
+    from .errors import CompileError, CudaLoadError
+    from .options import split_cli
+    from .program import Program
+
+    known, rest = _compile_options(args)
+    if not rest or rest[0].startswith("-"):
+        print("usage: cudaload compile FILE.cu [--arch sm_90] [--ptx|--cubin] [-o OUT] "
+              "[nvrtc options...]", file=sys.stderr)
+        return 2
+    source = rest[0]
+    nvrtc_options = split_cli(rest[1:])
+    try:
+        program = Program.from_file(source, options=nvrtc_options, std=None)
+        obj = program.compile(arch=known.arch, output=known.output or "auto")
+    except CompileError as err:
+        print(err, file=sys.stderr)
+        return 1
+    except (CudaLoadError, OSError, ValueError) as err:
+        print(f"cudaload compile: {err}", file=sys.stderr)
+        return 1
+    out = known.out or os.path.splitext(source)[0] + "." + obj.kind
+    with open(out, "wb") as f:
+        f.write(obj.code)
+    if obj.log:
+        print(obj.log, file=sys.stderr)
+    cached = f", from the {obj.cached} cache" if obj.cached else ""
+    print(f"{out}: {obj.kind} for {obj.arch}, {len(obj.code)} bytes{cached}")
+    return 0
+
+
+def _add_cache_parser(sub) -> None:
+    """Register ``cudaload cache`` and ``cudaload precompile``."""
+    cache_ = sub.add_parser("cache", help="show, clear or prune the kernel cache")
+    actions = cache_.add_subparsers(dest="action", metavar="ACTION")
+    info = actions.add_parser("info", help="location, entries and bytes")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    actions.add_parser("clear", help="delete every entry")
+    prune = actions.add_parser("prune", help="delete corrupt entries, stale temporary files and, "
+                                             "beyond the size bound, least recently used entries")
+    prune.add_argument("--max-bytes", type=int, default=None,
+                       help="size bound (default: CUDALOAD_CACHE_MAX_BYTES, else none)")
+    cache_.set_defaults(func=_cmd_cache)
+    _add_precompile_parser(sub)
+
+
+def _cmd_cache(args) -> int:
+    import json
+    import os
+
+    from . import cache
+
+    action = args.action or "info"
+    if action == "clear":
+        count = cache.clear()
+        print(f"removed {count} entries from {cache.directory()}")
+    elif action == "prune":
+        limit = args.max_bytes
+        if limit is None and os.environ.get("CUDALOAD_CACHE_MAX_BYTES"):
+            limit = cache._max_bytes()
+        removed = cache.prune(limit)
+        print(f"pruned {cache.directory()}: {removed['entries']} least recently used entries "
+              f"({removed['bytes']} bytes), {removed['corrupt']} corrupt entries, "
+              f"{removed['tmp']} stale temporary files, {removed['locks']} idle lock files")
+    else:
+        facts = cache.info()
+        if getattr(args, "json", False):
+            print(json.dumps(facts, indent=2))
+        else:
+            state = "on" if facts["enabled"] else "off (CUDALOAD_CACHE=0)"
+            bound = facts["max_bytes"] if facts["max_bytes"] is not None else "none"
+            print(f"location:  {facts['directory']}\ndisk cache: {state}\n"
+                  f"entries:   {facts['entries']}\nbytes:     {facts['bytes']}\n"
+                  f"size bound: {bound}")
+    return 0
+
+
+def _add_precompile_parser(sub) -> None:
+    """Register ``cudaload precompile``."""
+    pre = sub.add_parser(
+        "precompile", help="compile programs for given architectures into the kernel cache or, "
+                           "with -o, into a bundle a package ships",
+        usage="cudaload precompile [FILE.cu ...] [--package PKG --resource RES ...] "
+              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [-o OUT.bundle]",
+        description="Each program is compiled to CUBIN for each --arch through the kernel cache. "
+                    "With -o the results are also written to a bundle file: a package that ships "
+                    "it and passes bundle=cudaload.bundle.Bundle.from_resource(...) to its "
+                    "Programs runs them without NVRTC. A bundle entry is used only for the same "
+                    "program: source, headers, options and name expressions must be those the "
+                    "package uses at run time. --programs MODULE:NAME takes them from the package "
+                    "itself (NAME: a function returning its Program objects), so they are.")
+    pre.add_argument("files", nargs="*", metavar="FILE.cu", help="source files (Program.from_file)")
+    pre.add_argument("--package", help="the package holding --resource files")
+    pre.add_argument("--resource", action="append", default=[],
+                     help="a .cu file of --package (Program.from_resource); repeatable")
+    pre.add_argument("--programs", metavar="MODULE:NAME", action="append", default=[],
+                     help="a function (or list) in an importable module giving Program objects")
+    pre.add_argument("--arch", action="append", required=True,
+                     help="repeatable: --arch sm_80 --arch sm_90")
+    pre.add_argument("--name-expression", action="append", default=[], dest="name_expressions",
+                     help="for FILE.cu and --resource programs, e.g. 'add<float>'; repeatable")
+    pre.add_argument("--option", action="append", default=[],
+                     help="an NVRTC option for FILE.cu and --resource programs; repeatable")
+    pre.add_argument("-o", "--output-file", dest="out", metavar="OUT.bundle",
+                     help="write a bundle (replacing the file, unless --append)")
+    pre.add_argument("--append", action="store_true",
+                     help="keep the entries already in OUT.bundle (e.g. built by another NVRTC)")
+    pre.set_defaults(func=_cmd_precompile)
+
+
+def _precompile_programs(args) -> list:
+    """The Program objects named on the command line.  Raises ValueError, ImportError, OSError."""
+    import importlib
+    import os
+
+    from .options import split_cli
+    from .program import Program
+
+    if args.resource and not args.package:
+        raise ValueError("--resource needs --package (the package that holds the file)")
+    common = {"options": split_cli(args.option), "name_expressions": args.name_expressions}
+    programs = [Program.from_file(path, **common) for path in args.files]
+    programs += [Program.from_resource(args.package, res, **common) for res in args.resource]
+    for spec in args.programs:
+        module_name, _, attr = spec.partition(":")
+        if not attr:
+            raise ValueError(f"--programs {spec!r}: write MODULE:NAME, e.g. mypkg.kernels:programs")
+        if os.getcwd() not in sys.path:  # as `python -m` does: packages in the current folder
+            sys.path.insert(0, os.getcwd())
+        found = getattr(importlib.import_module(module_name), attr)
+        found = list(found() if callable(found) else found)
+        if not all(isinstance(p, Program) for p in found):
+            raise ValueError(f"--programs {spec!r} gave something other than Program objects")
+        programs += found
+    if not programs:
+        raise ValueError("nothing to compile: give FILE.cu, --package with --resource, or "
+                         "--programs MODULE:NAME")
+    return programs
+
+
+def _cmd_precompile(args) -> int:
+    from .bundle import Bundle
+    from .errors import CudaLoadError
+
+    try:
+        programs = _precompile_programs(args)
+    except (ImportError, AttributeError, OSError, ValueError, TypeError) as err:
+        print(f"cudaload precompile: {err}", file=sys.stderr)
+        return 2
+    bundle = Bundle.from_file(args.out) if args.out and args.append else Bundle()
+    for program in programs:
+        program.bundle = None  # compile afresh: the code must not come from an older bundle
+        for arch in args.arch:
+            try:
+                obj = program.compile(arch=arch, output="cubin" if args.out else "auto")
+            except (CudaLoadError, ValueError) as err:
+                print(f"cudaload precompile: {program.name} for {arch}: {err}", file=sys.stderr)
+                return 1
+            names = ", ".join(program.name_expressions)
+            print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {obj.arch} "
+                  f"({obj.cached or 'compiled'})")
+            if args.out:
+                bundle.add(program, obj)
+    if args.out:
+        try:
+            size = bundle.write(args.out)
+        except OSError as err:
+            print(f"cudaload precompile: cannot write {args.out}: {err}", file=sys.stderr)
+            return 1
+        print(f"wrote {len(bundle)} entries ({size} bytes) to {args.out}")
+    return 0

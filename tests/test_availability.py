@@ -1,0 +1,165 @@
+"""is_available() and status(): never raise, and say what is wrong with a concrete next step."""
+
+from __future__ import annotations
+
+import json
+
+from tests._fakelibs import no_symbols_library, partial_driver, text_file  # noqa: F401  (fixtures)
+from tests.conftest import run_json
+
+NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1",
+           "CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}
+
+_REPORT = """
+import json, cudaload
+st = cudaload.status()
+print(json.dumps({"available": cudaload.is_available(), "report": st.as_dict(), "text": str(st),
+                  "cached": cudaload.status() is st}))
+"""
+
+
+def report(env=None, unset=(), prelude: str = "") -> dict:
+    return run_json(prelude + _REPORT, env=env, unset=unset)
+
+
+def _assert_well_formed(rep: dict) -> None:
+    assert set(rep) >= {"available", "driver", "nvrtc", "devices", "ptx_loadable",
+                        "module_loading_mode", "problems"}
+    assert set(rep["driver"]) >= {"found", "path", "found_via", "version", "cuinit", "error"}
+    assert set(rep["nvrtc"]) >= {"found", "path", "found_via", "version", "supported_archs",
+                                 "builtins", "header_dirs", "error"}
+    for problem in rep["problems"]:
+        assert set(problem) == {"what", "hint"}
+        assert problem["what"].strip() and len(problem["hint"]) > 20
+    json.dumps(rep)
+
+
+def test_no_cuda_library_at_all():
+    result = report(NO_CUDA)
+    rep = result["report"]
+    _assert_well_formed(rep)
+    assert result["available"] is False and rep["available"] is False and result["cached"]
+    assert rep["driver"]["found"] is False and rep["nvrtc"]["found"] is False
+    assert rep["devices"] == [] and rep["ptx_loadable"] is None
+    driver_problem, nvrtc_problem = rep["problems"]
+    assert driver_problem["what"].startswith("libcuda not found")
+    assert "/nonexistent/libcuda.so.1" in driver_problem["what"]
+    assert "install the NVIDIA driver" in driver_problem["hint"]
+    assert "CUDALOAD_LIBCUDA" in driver_problem["hint"]
+    assert "pip install 'cudaload[nvrtc]'" in nvrtc_problem["hint"]
+    assert "NOT available" in result["text"] and "driver   not found" in result["text"]
+    assert driver_problem["hint"] in result["text"]
+
+
+def test_driver_535_without_gpu_and_nvrtc_13(libcuda_535):
+    result = report({"CUDALOAD_LIBCUDA": libcuda_535}, unset=("CUDALOAD_LIBNVRTC",))
+    rep, text = result["report"], result["text"]
+    _assert_well_formed(rep)
+    assert result["available"] is False and rep["available"] is False
+    drv = rep["driver"]
+    assert drv["found"] and drv["path"] == libcuda_535 and drv["found_via"] == "CUDALOAD_LIBCUDA"
+    assert drv["version"] == "12.2" and drv["cuinit"] == "CUDA_ERROR_NO_DEVICE"
+    assert rep["devices"] == [] and rep["module_loading_mode"] is None
+    nv = rep["nvrtc"]
+    assert nv["found"] and nv["builtins"] is True and int(nv["version"].split(".")[0]) >= 13
+    assert 90 in nv["supported_archs"] and nv["header_dirs"]["cudart"]
+    assert rep["ptx_loadable"] is False
+    whats = [p["what"] for p in rep["problems"]]
+    assert any("CUDA_ERROR_NO_DEVICE" in w for w in whats)
+    assert any(w.startswith(f"PTX from NVRTC {nv['version']} would not load") and "CUDA 12.2" in w
+               for w in whats)
+    assert "found: CUDA 12.2" in text and "cuInit: CUDA_ERROR_NO_DEVICE" in text
+    assert "PTX from this NVRTC loads on this driver: NO" in text
+
+
+def test_a_driver_as_new_as_nvrtc_can_load_its_ptx():
+    result = run_json("""
+        import json
+        from cudaload import availability
+        problems = []
+        print(json.dumps([availability._ptx_loadable(13050, (13, 5), problems),
+                          availability._ptx_loadable(12080, (12, 4), problems),
+                          availability._ptx_loadable(12040, (12, 8), problems), len(problems)]))
+    """)
+    assert result == [True, True, False, 1]
+
+
+def test_broken_driver_files_are_problems_not_crashes(text_file, no_symbols_library, tmp_path):
+    for path, expected in ((text_file, "could not be loaded"), (str(tmp_path), "is a directory"),
+                           (no_symbols_library, "lacks cuInit")):
+        result = report({**NO_CUDA, "CUDALOAD_LIBCUDA": path})
+        rep = result["report"]
+        _assert_well_formed(rep)
+        assert result["available"] is False and rep["driver"]["found"] is False
+        assert expected in rep["problems"][0]["what"]
+
+
+def test_driver_missing_entry_points_is_a_problem_with_a_hint(partial_driver):
+    result = report({**NO_CUDA, "CUDALOAD_LIBCUDA": partial_driver})
+    rep = result["report"]
+    _assert_well_formed(rep)
+    assert result["available"] is False
+    assert rep["driver"]["version"] == "12.0" and rep["driver"]["cuinit"] == "CUDA_SUCCESS"
+    missing = [p for p in rep["problems"] if "cuDeviceGetCount" in p["what"]]
+    assert missing and "upgrade the NVIDIA driver" in missing[0]["hint"]
+
+
+def test_an_unexpected_exception_in_a_section_is_recorded():
+    prelude = """
+from cudaload import nvrtc
+def boom():
+    raise ValueError("boom")
+nvrtc.version = boom
+"""
+    rep = report(NO_CUDA | {"CUDALOAD_LIBNVRTC": ""}, unset=("CUDALOAD_LIBNVRTC",),
+                 prelude=prelude)["report"]
+    assert rep["nvrtc"]["found"] is True and rep["nvrtc"]["error"] == "ValueError: boom"
+    assert any("ValueError: boom" in p["what"] and "report" in p["hint"] for p in rep["problems"])
+
+
+def test_an_unexpected_exception_anywhere_still_gives_a_report():
+    result = run_json("""
+        import json
+        from cudaload import availability
+        def broken():
+            raise RuntimeError("probe exploded")
+        availability._probe = broken
+        st = availability.status()
+        print(json.dumps([st.available, st.problems]))
+    """)
+    available, problems = result
+    assert available is False and "probe exploded" in problems[0]["what"]
+
+
+def test_is_available_never_raises_even_if_the_driver_module_breaks():
+    result = run_json("""
+        import json, cudaload
+        from cudaload import driver
+        def broken():
+            raise MemoryError("odd")
+        driver.init = broken
+        print(json.dumps(cudaload.is_available()))
+    """)
+    assert result is False
+
+
+def test_refresh_probes_again():
+    result = run_json("""
+        import json, cudaload
+        first = cudaload.status()
+        again = cudaload.status(refresh=True)
+        print(json.dumps([first is again, first.as_dict() == again.as_dict(),
+                          again is cudaload.status(), repr(again)]))
+    """, env=NO_CUDA)
+    assert result == [False, True, True, "<Status available=False problems=2>"]
+
+
+def test_a_broken_installation_without_cffi_is_reported():
+    prelude = """
+import sys
+sys.modules["_cffi_backend"] = None  # as if cffi were not installed
+"""
+    rep = report(NO_CUDA, prelude=prelude)["report"]
+    assert rep["available"] is False
+    assert any("_cffi_backend" in p["what"] and "reinstall cudaload" in p["hint"]
+               for p in rep["problems"])

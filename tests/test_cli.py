@@ -1,0 +1,82 @@
+"""The command line: `python -m cudaload`, `cudaload doctor [--json]`, `cudaload demo`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1",
+           "CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}
+
+
+def cli(*args, env=None, unset=(), command=None) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
+    for key in unset:
+        full_env.pop(key, None)
+    full_env.update(env or {})
+    return subprocess.run([*(command or [sys.executable, "-m", "cudaload"]), *args], env=full_env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_no_command_is_doctor_and_exits_1_without_cuda():
+    plain, doctor = cli(env=NO_CUDA), cli("doctor", env=NO_CUDA)
+    assert plain.returncode == 1 and doctor.returncode == 1
+    assert plain.stdout == doctor.stdout
+    assert "CUDA is NOT available" in plain.stdout and "next step:" in plain.stdout
+
+
+def test_doctor_json_is_the_status_dict():
+    proc = cli("doctor", "--json", env=NO_CUDA)
+    assert proc.returncode == 1
+    rep = json.loads(proc.stdout)
+    assert rep["available"] is False and rep["driver"]["found"] is False
+    assert len(rep["problems"]) == 2
+
+
+def test_doctor_with_driver_535(libcuda_535):
+    proc = cli("doctor", env={"CUDALOAD_LIBCUDA": libcuda_535}, unset=("CUDALOAD_LIBNVRTC",))
+    assert proc.returncode == 1
+    assert "found: CUDA 12.2" in proc.stdout and "CUDA_ERROR_NO_DEVICE" in proc.stdout
+    assert "would not load on this driver" in proc.stdout
+
+
+def test_demo_compiles_without_a_gpu():
+    proc = cli("demo", env={"CUDALOAD_LIBCUDA": NO_CUDA["CUDALOAD_LIBCUDA"]},
+               unset=("CUDALOAD_LIBNVRTC",))
+    assert proc.returncode == 0, proc.stderr
+    assert "compiled saxpy with NVRTC" in proc.stdout and "CUBIN for sm_" in proc.stdout
+    assert "not launched" in proc.stdout
+
+
+def test_demo_without_nvrtc_fails_with_the_next_step():
+    proc = cli("demo", env=NO_CUDA)
+    assert proc.returncode == 1
+    assert "cannot compile" in proc.stderr and "pip install" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["doctor", "demo", "compile", "cache", "precompile"])
+def test_every_command_is_registered(command):
+    proc = cli(command, "--help")
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: cudaload {command}")
+
+
+def test_version_option():
+    proc = cli("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("cudaload ")
+
+
+def test_console_script():
+    script = os.path.join(os.path.dirname(sys.executable), "cudaload")
+    if not os.path.exists(script):
+        if os.environ.get("CI"):
+            pytest.fail(f"{script} is missing: the package is not installed in this environment")
+        pytest.skip("the cudaload console script is not installed next to this interpreter")
+    proc = cli("doctor", "--json", env=NO_CUDA, command=[script])
+    assert proc.returncode == 1 and json.loads(proc.stdout)["available"] is False
