@@ -252,23 +252,41 @@ def _probe_devices(drv, problems: list) -> list[dict]:
 
 
 def _probe_nvrtc(section: dict, problems: list) -> tuple[int, int] | None:
-    """Fill the NVRTC part; return its (major, minor) version or None."""
-    library = _open("nvrtc", section, problems)
-    if library is None:
-        return None
-    version = None
-    try:
-        from . import nvrtc
+    """Fill the NVRTC part; return its (major, minor) version or None.
 
-        version = nvrtc.version()
-        section["version"] = f"{version[0]}.{version[1]}"
-        section["supported_archs"] = nvrtc.supported_archs()
-        section["builtins"] = _builtins_load(section, problems)
+    The toolchain remembered beside the kernel cache (revalidated with ``os.stat``) answers without
+    importing cuda.pathfinder or mapping libnvrtc, so a repeated report costs milliseconds.
+    """
+    from . import toolchain
+
+    try:
+        tc = toolchain.current()
     except Exception as exc:
-        _record("nvrtc", section, problems, exc,
-                "reinstall it: pip install --force-reinstall nvidia-cuda-nvrtc")
-    section["header_dirs"] = _header_dirs(problems)
-    return version
+        library = _loader.loaded("nvrtc")
+        if isinstance(library, _loader.Library):  # it loaded; what failed came after
+            section.update(found=True, path=library.path, found_via=library.found_via)
+        _record("nvrtc", section, problems, exc)
+        return None
+    section.update(found=True, path=tc.nvrtc_path, found_via=tc.found_via or None,
+                   version=f"{tc.version[0]}.{tc.version[1]}", supported_archs=list(tc.archs))
+    # A real compilation is the only proof that libnvrtc-builtins loads; it is run only where
+    # NVRTC is loaded anyway.  A remembered NVRTC compiled before; its builtins must still be there.
+    if _loader.loaded("nvrtc") is not None:
+        section["builtins"] = _builtins_load(section, problems)
+    else:
+        section["builtins"] = _builtins_present(tc.nvrtc_path, section, problems)
+    section["header_dirs"] = dict((name, path) for name, path, _ident in tc.headers)
+    if not section["header_dirs"].get("cudart"):
+        problems.append(_problem(
+            "CUDA's headers (cuda_fp16.h, cuda_runtime.h) were not found: kernels that include "
+            "them will not compile",
+            "pip install 'cudaload[nvrtc]' (the nvidia-cuda-runtime wheel ships them), or set "
+            "CUDA_HOME to a CUDA toolkit"))
+    return tc.version
+
+
+_BUILTINS_HINT = ("libnvrtc-builtins must sit next to libnvrtc with the same version: "
+                  "pip install --force-reinstall nvidia-cuda-nvrtc")
 
 
 def _builtins_load(section: dict, problems: list) -> bool:
@@ -282,29 +300,24 @@ def _builtins_load(section: dict, problems: list) -> bool:
         return True
     except NvrtcError as err:
         section["error"] = str(err)
-        problems.append(_problem(
-            f"NVRTC cannot compile even a trivial kernel: {err}",
-            "libnvrtc-builtins must sit next to libnvrtc with the same version: "
-            "pip install --force-reinstall nvidia-cuda-nvrtc"))
+        problems.append(_problem(f"NVRTC cannot compile even a trivial kernel: {err}",
+                                 _BUILTINS_HINT))
         return False
 
 
-def _header_dirs(problems: list) -> dict:
-    """Where CUDA's own headers (cuda_fp16.h; CUB and libcu++ from CCCL) are, or None."""
-    try:
-        from cuda import pathfinder
+def _builtins_present(nvrtc_path: str, section: dict, problems: list) -> bool:
+    import os
 
-        find = pathfinder.find_nvidia_header_directory
-        dirs = {name: find(name) for name in ("cudart", "cccl")}
-    except Exception as exc:  # an old cuda-pathfinder lacks the function; either way, say so
-        dirs = {"cudart": None, "cccl": None, "error": f"{type(exc).__name__}: {exc}"}
-    if dirs.get("cudart") is None:
-        problems.append(_problem(
-            "CUDA's headers (cuda_fp16.h, cuda_runtime.h) were not found: kernels that include "
-            "them will not compile",
-            "pip install 'cudaload[nvrtc]' (the nvidia-cuda-runtime wheel ships them), or set "
-            "CUDA_HOME to a CUDA toolkit"))
-    return dirs
+    folder = os.path.dirname(nvrtc_path)
+    try:
+        present = any(n.startswith(("libnvrtc-builtins", "nvrtc-builtins"))
+                      for n in os.listdir(folder))
+    except OSError:
+        present = False
+    if not present:
+        section["error"] = f"no libnvrtc-builtins in {folder}: NVRTC cannot compile"
+        problems.append(_problem(section["error"], _BUILTINS_HINT))
+    return present
 
 
 def _ptx_loadable(driver_version: int, nvrtc_version: tuple[int, int], problems: list) -> bool:

@@ -35,6 +35,7 @@ class Toolchain:
     build: str  # file size + sha256 of its first and last MiB: tells builds of one version apart
     archs: tuple
     headers: tuple  # ((name, path | None, stat identity as JSON | None), ...)
+    found_via: str = ""  # how the loader found NVRTC; not part of the key
 
     @property
     def key(self) -> str:
@@ -116,7 +117,7 @@ def _from_record(record: dict) -> Toolchain | None:
                 return None
             headers.append((name, path, ident))
         return Toolchain(entry["path"], tuple(entry["version"]), entry["build"],
-                         tuple(entry["archs"]), tuple(headers))
+                         tuple(entry["archs"]), tuple(headers), entry.get("found_via", ""))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -124,7 +125,8 @@ def _from_record(record: dict) -> Toolchain | None:
 def _probe() -> Toolchain:
     from . import _loader, nvrtc
 
-    path = _loader.nvrtc().path
+    library = _loader.nvrtc()
+    path = library.path
     record = _read_record() if cache.enabled() else {}
     known = (record.get("nvrtc") or {}).get(_selector()) if isinstance(record.get("nvrtc"), dict) \
         else None
@@ -134,7 +136,8 @@ def _probe() -> Toolchain:
     else:
         build = _fingerprint(path)
     headers = _known_headers(record) or _find_headers()
-    tc = Toolchain(path, nvrtc.version(), build, tuple(nvrtc.supported_archs()), headers)
+    tc = Toolchain(path, nvrtc.version(), build, tuple(nvrtc.supported_archs()), headers,
+                   library.found_via)
     if cache.enabled():
         _remember(record, tc, stat)
     return tc
@@ -181,7 +184,8 @@ def _find_headers() -> tuple:
 def _remember(record: dict, tc: Toolchain, stat) -> None:
     nvrtc_entries = dict(record["nvrtc"]) if isinstance(record.get("nvrtc"), dict) else {}
     nvrtc_entries[_selector()] = {"path": tc.nvrtc_path, "stat": stat, "version": list(tc.version),
-                                  "build": tc.build, "archs": list(tc.archs)}
+                                  "build": tc.build, "archs": list(tc.archs),
+                                  "found_via": tc.found_via}
     new = {"nvrtc": nvrtc_entries,
            "headers": [list(h) for h in tc.headers]}
     if new == record:

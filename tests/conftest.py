@@ -35,6 +35,14 @@ def run_json(code: str, **kw):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Tests never read or write the user's kernel cache; subprocesses inherit this folder."""
+    if "CUDALOAD_CACHE_DIR" not in os.environ:
+        os.environ["CUDALOAD_CACHE_DIR"] = str(tmp_path_factory.mktemp("cudaload-cache"))
+    yield
+
+
 @pytest.fixture
 def libcuda_535():
     """Path of a real driver library (Debian libcuda1, CUDA 12.2), fetched by ci/fetch_libcuda.sh."""

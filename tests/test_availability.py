@@ -111,8 +111,9 @@ def boom():
     raise ValueError("boom")
 nvrtc.version = boom
 """
-    rep = report(NO_CUDA | {"CUDALOAD_LIBNVRTC": ""}, unset=("CUDALOAD_LIBNVRTC",),
-                 prelude=prelude)["report"]
+    # CUDALOAD_CACHE=0: no remembered toolchain, so the probe really asks NVRTC.
+    rep = report(NO_CUDA | {"CUDALOAD_LIBNVRTC": "", "CUDALOAD_CACHE": "0"},
+                 unset=("CUDALOAD_LIBNVRTC",), prelude=prelude)["report"]
     assert rep["nvrtc"]["found"] is True and rep["nvrtc"]["error"] == "ValueError: boom"
     assert any("ValueError: boom" in p["what"] and "report" in p["hint"] for p in rep["problems"])
 
@@ -163,3 +164,22 @@ sys.modules["_cffi_backend"] = None  # as if cffi were not installed
     assert rep["available"] is False
     assert any("_cffi_backend" in p["what"] and "reinstall cudaload" in p["hint"]
                for p in rep["problems"])
+
+
+def test_repeated_report_uses_the_remembered_toolchain(tmp_path):
+    """After one compile, a fresh process reports NVRTC without mapping it or importing pathfinder."""
+    env = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", "CUDALOAD_CACHE_DIR": str(tmp_path)}
+    first = report(env, unset=("CUDALOAD_LIBNVRTC",))["report"]["nvrtc"]
+    second = run_json("""
+import json, sys, cudaload
+rep = cudaload.status().as_dict()["nvrtc"]
+maps = open("/proc/self/maps").read()
+print(json.dumps({"rep": rep, "mapped": "libnvrtc" in maps,
+                  "pathfinder": "cuda.pathfinder" in sys.modules}))
+""", env=env, unset=("CUDALOAD_LIBNVRTC",))
+    assert first["found"] and first["builtins"] is True
+    assert second["mapped"] is False and second["pathfinder"] is False
+    rep = second["rep"]
+    assert rep["found"] and rep["builtins"] is True
+    for key in ("path", "version", "supported_archs", "header_dirs", "found_via"):
+        assert rep[key] == first[key], key

@@ -1,0 +1,69 @@
+/* Launch-overhead floor: N launches of an empty two-argument kernel from C, then synchronize.
+ * Usage: launch_c CUBIN launch|graph N REPEATS   -> prints one JSON line, seconds per kernel.
+ * The driver is opened with dlopen so the program builds without the toolkit's link stub. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cuda.h>
+
+#define LOAD(name) name##_t p##name = (name##_t)dlsym(lib, #name); if (!p##name) { fprintf(stderr, "no %s\n", #name); return 2; }
+#define CK(x) do { CUresult r_ = (x); if (r_) { fprintf(stderr, "%s failed: %d\n", #x, (int)r_); return 1; } } while (0)
+
+typedef CUresult (*cuInit_t)(unsigned);
+typedef CUresult (*cuDeviceGet_t)(CUdevice *, int);
+typedef CUresult (*cuDevicePrimaryCtxRetain_t)(CUcontext *, CUdevice);
+typedef CUresult (*cuCtxSetCurrent_t)(CUcontext);
+typedef CUresult (*cuModuleLoadData_t)(CUmodule *, const void *);
+typedef CUresult (*cuModuleGetFunction_t)(CUfunction *, CUmodule, const char *);
+typedef CUresult (*cuMemAlloc_v2_t)(CUdeviceptr *, size_t);
+typedef CUresult (*cuStreamCreate_t)(CUstream *, unsigned);
+typedef CUresult (*cuStreamSynchronize_t)(CUstream);
+typedef CUresult (*cuLaunchKernel_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                     unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*cuStreamBeginCapture_v2_t)(CUstream, CUstreamCaptureMode);
+typedef CUresult (*cuStreamEndCapture_t)(CUstream, CUgraph *);
+typedef CUresult (*cuGraphInstantiateWithFlags_t)(CUgraphExec *, CUgraph, unsigned long long);
+typedef CUresult (*cuGraphLaunch_t)(CUgraphExec, CUstream);
+
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
+
+int main(int argc, char **argv) {
+    if (argc < 5) { fprintf(stderr, "usage: launch_c CUBIN launch|graph N REPEATS\n"); return 2; }
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!lib) { fprintf(stderr, "%s\n", dlerror()); return 2; }
+    LOAD(cuInit) LOAD(cuDeviceGet) LOAD(cuDevicePrimaryCtxRetain) LOAD(cuCtxSetCurrent)
+    LOAD(cuModuleLoadData) LOAD(cuModuleGetFunction) LOAD(cuMemAlloc_v2) LOAD(cuStreamCreate)
+    LOAD(cuStreamSynchronize) LOAD(cuLaunchKernel) LOAD(cuStreamBeginCapture_v2)
+    LOAD(cuStreamEndCapture) LOAD(cuGraphInstantiateWithFlags) LOAD(cuGraphLaunch)
+    FILE *f = fopen(argv[1], "rb"); if (!f) return 2;
+    fseek(f, 0, SEEK_END); long size = ftell(f); fseek(f, 0, SEEK_SET);
+    char *image = malloc(size); if (fread(image, 1, size, f) != (size_t)size) return 2; fclose(f);
+    int graph = strcmp(argv[2], "graph") == 0, n = atoi(argv[3]), reps = atoi(argv[4]);
+    CUdevice dev; CUcontext ctx; CUmodule mod; CUfunction fn; CUdeviceptr buf; CUstream s;
+    CK(pcuInit(0)); CK(pcuDeviceGet(&dev, 0)); CK(pcuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(pcuCtxSetCurrent(ctx)); CK(pcuModuleLoadData(&mod, image));
+    CK(pcuModuleGetFunction(&fn, mod, "empty")); CK(pcuMemAlloc_v2(&buf, 64));
+    CK(pcuStreamCreate(&s, 1));
+    int count = 2; void *params[] = {&buf, &count};
+    CUgraphExec exec = NULL;
+    if (graph) {
+        CUgraph g;
+        CK(pcuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        for (int i = 0; i < 100; i++) CK(pcuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+        CK(pcuStreamEndCapture(s, &g)); CK(pcuGraphInstantiateWithFlags(&exec, g, 0));
+    }
+    double t[64];
+    for (int r = -1; r < reps && r < 63; r++) {
+        double start = now();
+        if (graph) for (int i = 0; i < n / 100; i++) CK(pcuGraphLaunch(exec, s));
+        else for (int i = 0; i < n; i++) CK(pcuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+        CK(pcuStreamSynchronize(s));
+        if (r >= 0) t[r] = (now() - start) / n;
+    }
+    qsort(t, reps, sizeof(double), cmp);
+    printf("{\"seconds_per_kernel\": %.9e}\n", t[reps / 2]);
+    return 0;
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Run the GPU test suite and the launch benchmark on a GPU machine (no network needed) and write
+# the record to a folder:  ci/gpu_run.sh OUT_DIR
+#   OUT_DIR/result.json     GPU, driver, commit, passed/failed/skipped counts, benchmark figures
+#   OUT_DIR/junit.xml, OUT_DIR/pytest.log, OUT_DIR/launch_bench.json
+# Wheels under .whl/ (e.g. cffi, pycparser) are installed first into a private folder.
+set -u
+OUT="${1:?usage: ci/gpu_run.sh OUT_DIR}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+mkdir -p "$OUT"
+cd "$ROOT"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+if ls .whl/*.whl >/dev/null 2>&1; then
+    # Into the running environment, so that test subprocesses which set their own PYTHONPATH see
+    # them too; into a private folder on PYTHONPATH where that environment is read-only.
+    if ! python3 -m pip install -q --no-index --no-deps --no-cache-dir .whl/*.whl; then
+        SITE="${TMPDIR:-/tmp}/cudaload-site"
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+            --target "$SITE" .whl/*.whl || exit 1
+        export PYTHONPATH="$SITE:$PYTHONPATH"
+    fi
+fi
+export CUDALOAD_CACHE_DIR="${CUDALOAD_CACHE_DIR:-$(mktemp -d)}"
+
+CUDALOAD_REQUIRE_GPU=1 timeout 1500 python3 -m pytest -q -p no:cacheprovider tests/gpu tests \
+    --junitxml="$OUT/junit.xml" >"$OUT/pytest.log" 2>&1
+PYTEST_RC=$?
+timeout 900 python3 bench/launch_bench.py --out "$OUT/launch_bench.json" >"$OUT/launch_bench.log" 2>&1
+BENCH_RC=$?
+
+python3 - "$OUT" "$PYTEST_RC" "$BENCH_RC" <<'PY'
+import json, os, subprocess, sys, xml.etree.ElementTree as ET
+out, pytest_rc, bench_rc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def sh(*cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
+    except Exception as exc:
+        return f"unavailable: {exc}"
+counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+failed = []
+try:
+    root = ET.parse(os.path.join(out, "junit.xml")).getroot()
+    for suite in root.iter("testsuite"):
+        for key in counts:
+            counts[key] += int(suite.get(key, 0))
+    for case in root.iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed.append(f"{case.get('classname')}::{case.get('name')}")
+except (OSError, ET.ParseError) as exc:
+    failed.append(f"no junit report: {exc}")
+bench = None
+try:
+    with open(os.path.join(out, "launch_bench.json")) as f:
+        bench = json.load(f)
+except (OSError, ValueError):
+    pass
+record = {
+    "gpu": sh("nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"),
+    "commit": sh("git", "rev-parse", "HEAD") or "uncommitted",
+    "dirty": bool(sh("git", "status", "--porcelain")),
+    "python": sys.version.split()[0],
+    "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],
+    "failed": counts["failures"] + counts["errors"],
+    "skipped": counts["skipped"],
+    "failed_tests": failed,
+    "pytest_exit": pytest_rc,
+    "bench_exit": bench_rc,
+    "bench": bench,
+}
+with open(os.path.join(out, "result.json"), "w") as f:
+    json.dump(record, f, indent=2)
+print(json.dumps({k: record[k] for k in ("gpu", "commit", "passed", "failed", "skipped")}))
+PY
+[ "$PYTEST_RC" -eq 0 ] && [ "$BENCH_RC" -eq 0 ]

@@ -1,0 +1,194 @@
+"""Devices and their primary contexts, made current per thread.
+
+Each device's primary context is retained (never a private one), so cudaload shares memory and
+streams with PyTorch and CuPy in the same process.  Which context is current is remembered per
+thread, so making it current again costs one attribute read instead of a driver call.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from . import driver
+
+__all__ = ["Device", "device_count", "current_device", "current_arch", "activate"]
+
+_lock = threading.Lock()
+_devices: dict[int, Device] = {}
+_tls = threading.local()  # .device: the thread's chosen Device; .bound: the one whose context is current
+
+def device_count() -> int:
+    """Number of visible CUDA devices.  Raises the driver's errors (no driver, no device)."""
+    drv = driver.init()
+    out = drv.ffi.new("int *")
+    driver.check(drv.cuDeviceGetCount(out), "cuDeviceGetCount")
+    return out[0]
+
+
+class Device:
+    """One GPU, by ordinal; ``Device(i)`` is the same object each time.  Raises ``ValueError``."""
+
+    def __new__(cls, ordinal: int = 0):
+        dev = _devices.get(ordinal)
+        if dev is not None:
+            return dev
+        count = device_count()
+        if not isinstance(ordinal, int) or not 0 <= ordinal < count:
+            raise ValueError(f"no CUDA device {ordinal!r}: {count} visible (0..{count - 1})")
+        with _lock:
+            dev = _devices.get(ordinal)
+            if dev is None:
+                dev = object.__new__(cls)
+                dev._init(ordinal)
+                _devices[ordinal] = dev
+        return dev
+
+    def _init(self, ordinal: int) -> None:
+        drv = driver.init()
+        self.ordinal = ordinal
+        out = drv.ffi.new("CUdevice *")
+        driver.check(drv.cuDeviceGet(out, ordinal), "cuDeviceGet")
+        self.handle = out[0]
+        self._context = None
+        self._attrs: dict[int, int] = {}
+
+    def __repr__(self) -> str:
+        return f"<cudaload.Device {self.ordinal}: {self.name} (sm_{self.arch})>"
+
+    def __reduce__(self):
+        return (Device, (self.ordinal,))
+
+    def attribute(self, attr) -> int:
+        """A ``CUdevice_attribute`` value, by enum name or number.  Raises :class:`DriverError`."""
+        drv = driver.init()
+        if isinstance(attr, str):
+            attr = getattr(drv.library.lib, attr)
+        value = self._attrs.get(attr)
+        if value is None:
+            out = drv.ffi.new("int *")
+            driver.check(drv.cuDeviceGetAttribute(out, attr, self.handle), "cuDeviceGetAttribute")
+            value = self._attrs[attr] = out[0]
+        return value
+
+    @property
+    def name(self) -> str:
+        drv = driver.init()
+        buf = drv.ffi.new("char[256]")
+        driver.check(drv.cuDeviceGetName(buf, 256, self.handle), "cuDeviceGetName")
+        return drv.ffi.string(buf).decode(errors="replace")
+
+    @property
+    def compute_capability(self) -> tuple[int, int]:
+        return (self.attribute("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"),
+                self.attribute("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"))
+
+    @property
+    def arch(self) -> int:
+        major, minor = self.compute_capability
+        return major * 10 + minor
+
+    @property
+    def total_memory(self) -> int:
+        drv = driver.init()
+        out = drv.ffi.new("size_t *")
+        driver.check(drv.cuDeviceTotalMem_v2(out, self.handle), "cuDeviceTotalMem")
+        return out[0]
+
+    def mem_info(self) -> tuple[int, int]:
+        """(free, total) bytes of device memory, as the driver reports them."""
+        drv = activate(self)
+        free, total = drv.ffi.new("size_t *"), drv.ffi.new("size_t *")
+        driver.check(drv.cuMemGetInfo_v2(free, total), "cuMemGetInfo")
+        return free[0], total[0]
+
+    @property
+    def context(self):
+        """The retained primary context (a ``CUcontext`` cdata)."""
+        if self._context is None:
+            drv = driver.init()
+            with _lock:
+                if self._context is None:
+                    out = drv.ffi.new("CUcontext *")
+                    driver.check(drv.cuDevicePrimaryCtxRetain(out, self.handle),
+                                 "cuDevicePrimaryCtxRetain")
+                    # Released by the driver at process exit: other libraries share this context,
+                    # and releasing it from an atexit hook could tear it down under them.
+                    self._context = out[0]
+        return self._context
+
+    def set_current(self) -> None:
+        """Make this the calling thread's device (its primary context current here)."""
+        _tls.device = self
+        activate(self)
+
+    def synchronize(self) -> None:
+        """Wait for all work on this device.  Raises :class:`DriverError` (sticky errors too)."""
+        activate(self)
+        driver.check(driver.init().cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def limits(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+        """(max grid, max block, max threads per block) of this device."""
+        a = self.attribute
+        return ((a(5), a(6), a(7)), (a(2), a(3), a(4)), a(1))
+
+
+def current_device() -> Device:
+    """The calling thread's device: the one it chose with ``set_current``, else that of the context
+    another library made current in this thread, else device 0."""
+    dev = getattr(_tls, "device", None)
+    if dev is not None:
+        return dev
+    drv = driver.init()
+    ctx = drv.ffi.new("CUcontext *")
+    driver.check(drv.cuCtxGetCurrent(ctx), "cuCtxGetCurrent")
+    ordinal = 0
+    if ctx[0] != drv.ffi.NULL:
+        out = drv.ffi.new("CUdevice *")
+        driver.check(drv.cuCtxGetDevice(out), "cuCtxGetDevice")
+        ordinal = out[0]
+    dev = _tls.device = Device(ordinal)
+    return dev
+
+
+# Bumped whenever a thread binds a different context, so cached launch state can tell cheaply
+# that it must bind its own again (one list read on the hot path instead of a driver call).
+generation = [0]
+
+
+def activate(device: Device | None = None):
+    """Bind ``device``'s (default: the thread's) primary context in this thread; return the driver.
+
+    The bound context is remembered per thread, so binding it again costs no driver call."""
+    drv = driver.init()
+    if device is None:
+        device = current_device()
+    if getattr(_tls, "bound", None) is not device:
+        driver.check(drv.cuCtxSetCurrent(device.context), "cuCtxSetCurrent")
+        _tls.bound = device
+        generation[0] += 1
+    return drv
+
+
+def current_arch() -> int:
+    """Compute capability of the current device as an int, e.g. 90.  Raises :class:`CudaLoadError`."""
+    return current_device().arch
+
+
+def as_device(device) -> Device:
+    """``None`` -> the thread's device; an int -> ``Device(int)``; a Device as is."""
+    if device is None:
+        return current_device()
+    if isinstance(device, Device):
+        return device
+    return Device(int(device))
+
+
+def _after_fork_in_child() -> None:
+    # Cached launch state must take the slow path, which calls driver.init() and so raises
+    # ForkedProcessError instead of calling into a driver the child cannot use.
+    generation[0] += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

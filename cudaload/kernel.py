@@ -1,0 +1,360 @@
+"""Launching kernels: ``Kernel`` (from ``Module.get_kernel``) and ``RawKernel`` (compiled lazily).
+
+The hot path of ``kernel(grid, block, args)`` is: this thread's launch state (a thread-local
+read), the cached ``CUlaunchConfig`` for (grid, block, shared_mem, stream) (a dict read), the packing
+plan generated for the argument types of the last call (one call: a type test and a
+``struct.pack_into`` into a preallocated buffer that a ``void*[]`` already points into), and
+``cuLaunchKernelEx``.  Context binding, checks of the grid against the device, enabling large shared
+memory and the choice of conversions happen once, on the slow path.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import threading
+import weakref
+
+from . import arguments, driver
+from .errors import LaunchArgumentError
+from .device import Device, activate, current_device, generation
+
+__all__ = ["Kernel", "RawKernel"]
+
+_PACK_ERRORS = (struct.error, OverflowError, TypeError, ValueError)
+_MAX_CONFIGS = 256  # cached launch configurations per kernel and thread
+_SMEM_DEFAULT = 48 * 1024
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+_CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+# CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_CONTEXT_IS_DESTROYED, CUDA_ERROR_INVALID_HANDLE: another
+# library may have bound its own context in this thread; bind ours again and retry once.
+_REBIND = frozenset({201, 709, 400})
+_keep: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class _Launch:
+    """One thread's state for one kernel on one device: function, buffer, configs, packing plan."""
+
+    __slots__ = ("device", "gen", "func", "packer", "pointers", "configs", "launch", "null",
+                 "pack", "smem")
+
+    def __init__(self, kernel: _Core, dev: Device):
+        drv = activate(dev)
+        self.device = dev
+        self.gen = generation[0]
+        self.func = kernel._function(dev)
+        self.packer = arguments.Packer(drv.ffi, kernel.name, kernel._params_for(dev, self.func),
+                                       dev.ordinal)
+        self.pointers = self.packer.pointers
+        self.configs: dict = {}
+        # cuLaunchKernelEx takes four pointers, which cffi passes in about a third of the time of
+        # cuLaunchKernel's eleven arguments; the CUlaunchConfig is built once per launch shape.
+        self.launch = drv.cuLaunchKernelEx
+        self.null = drv.ffi.NULL
+        self.pack = _never
+        self.smem = kernel._smem_enabled.setdefault(dev.ordinal, [_SMEM_DEFAULT])
+
+
+def _never(_args) -> bool:
+    return False
+
+
+class _Core:
+    """Everything a kernel knows and caches; ``launch`` is what calling a :class:`Kernel` runs."""
+
+    def __init__(self, module, name: str, signature: str | None = None, source: str | None = None):
+        self.name = name
+        self._module = module
+        self._signature = signature
+        self._source = source
+        self._lock = threading.Lock()
+        self._tls = threading.local()  # .state: the calling thread's _Launch
+        self._by_device: dict[tuple[int, int], _Launch] = {}
+        self._functions: dict[int, object] = {}
+        self._params: tuple | None = None
+        self._smem_enabled: dict[int, list[int]] = {}
+        if signature is not None:
+            arguments.signature_types(signature)  # a malformed signature fails here, not at launch
+
+    # ---- the launch ----------------------------------------------------------------------------
+
+    def launch(self, grid, block, args, *, shared_mem=0, stream=None, cluster=None,
+               cooperative=False):
+        try:
+            state = self._tls.state
+        except AttributeError:  # first launch of this kernel in this thread
+            state = None
+        if state is None or state.gen != generation[0]:
+            state = self._prepare()
+        try:
+            config = state.configs[grid, block, shared_mem, stream, cluster, cooperative]
+        except (KeyError, TypeError):
+            config = self._config(state, grid, block, shared_mem, stream, cluster, cooperative)
+        try:
+            if not state.pack(args):
+                self._repack(state, args)
+        except LaunchArgumentError:
+            raise
+        except _PACK_ERRORS as exc:
+            raise state.packer.fail(args, exc) from None
+        rc = state.launch(config, state.func, state.pointers, state.null)
+        if rc:
+            self._failed(rc, state, config)
+
+    def _repack(self, state: _Launch, args) -> None:
+        pack = state.pack = state.packer.plan(tuple(map(type, args)))
+        if not pack(args):  # right types, but a guard failed (e.g. an array on another device)
+            raise state.packer.fail(args, None)
+
+    def _failed(self, rc: int, state: _Launch, config) -> None:
+        if rc in _REBIND:
+            from . import device
+
+            device._tls.bound = None  # another library changed this thread's context
+            activate(state.device)
+            rc = state.launch(config, state.func, state.pointers, state.null)
+        driver.check(rc, f"cuLaunchKernelEx({self.name})")
+
+    # ---- slow path: resolution, layout, checks ----------------------------------------------
+
+    def _loaded(self):
+        return self._module
+
+    def _function(self, dev: Device):
+        func = self._functions.get(dev.ordinal)
+        if func is None:
+            module = self._loaded()
+            func = self._functions[dev.ordinal] = module.function(module.symbol(self.name), dev)
+        return func
+
+    def _types(self):
+        """C types and parameter names: declared signature, mangled name, or the source."""
+        if self._signature is not None:
+            return arguments.signature_types(self._signature)
+        module = self._loaded()
+        types = arguments.mangled_types(module.symbol(self.name))
+        if types is not None:
+            return types, None
+        origin = getattr(module.code, "_origin", None)  # (Program, ...) when a Program made it
+        source = self._source or getattr(origin[0] if origin else None, "source", None)
+        if source:
+            found = arguments.source_types(source, self.name)
+            if found is not None:
+                return found
+        return None, None
+
+    def _params_for(self, dev: Device, func):
+        if self._params is None:
+            types, names = self._types()
+            self._params = arguments.build_params(types, _driver_layout(func), names)
+        return self._params
+
+    @property
+    def params(self) -> tuple:
+        """Per parameter: index, offset, size, C type (None where unknown), name."""
+        dev = current_device()
+        return self._params_for(dev, self._function(dev))
+
+    @property
+    def signature(self) -> str:
+        """The kernel's signature as error messages show it."""
+        return arguments.describe_signature(self.name, self.params)
+
+    def _prepare(self) -> _Launch:
+        dev = current_device()
+        key = (threading.get_ident(), dev.ordinal)
+        state = self._by_device.get(key)
+        if state is None:
+            state = self._by_device[key] = _Launch(self, dev)
+        else:
+            activate(dev)
+            state.gen = generation[0]
+        self._tls.state = state
+        return state
+
+    def _config(self, state: _Launch, grid, block, shared_mem, stream, cluster, cooperative):
+        grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
+        dev = state.device
+        max_grid, max_block, max_threads = dev.limits()
+        for axis in range(3):
+            if block3[axis] > max_block[axis] or grid3[axis] > max_grid[axis]:
+                raise ValueError(f"{self.name}: grid {grid3} / block {block3} exceeds device "
+                                 f"{dev.ordinal}'s limits (grid {max_grid}, block {max_block})")
+        if block3[0] * block3[1] * block3[2] > max_threads:
+            raise ValueError(f"{self.name}: block {block3} has more than the device's "
+                             f"{max_threads} threads per block")
+        shared_mem = int(shared_mem)
+        if shared_mem > state.smem[0]:
+            self._enable_smem(state, shared_mem)
+        drv = driver.api()
+        cfg = drv.ffi.new("CUlaunchConfig *")
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid3
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block3
+        cfg.sharedMemBytes = shared_mem
+        cfg.hStream = self._stream_handle(state, stream)
+        if cluster is not None or cooperative:
+            attrs = drv.ffi.new("CUlaunchAttribute[2]")
+            n = 0
+            if cluster is not None:
+                attrs[n].id = _CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+                dims = attrs[n].value.clusterDim
+                dims.x, dims.y, dims.z = _dims(cluster, "cluster")
+                n += 1
+            if cooperative:
+                attrs[n].id = _CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+                attrs[n].value.cooperative = 1
+                n += 1
+            cfg.attrs, cfg.numAttrs = attrs, n
+            _keep[cfg] = attrs  # the config points into attrs: they live and die together
+        if len(state.configs) >= _MAX_CONFIGS:
+            state.configs.clear()
+        try:
+            state.configs[grid, block, shared_mem, stream, cluster, cooperative] = cfg
+        except TypeError:  # an unhashable grid (a list): launchable, just not cached
+            pass
+        return cfg
+
+    def _stream_handle(self, state: _Launch, stream):
+        if stream is None:
+            return driver.api().ffi.NULL
+        from .stream import Stream
+
+        wrapped = Stream.from_handle(stream, state.device.ordinal
+                                     if not isinstance(stream, Stream) else None)
+        if wrapped.device is not state.device:
+            raise ValueError(f"{self.name}: the stream is on device {wrapped.device.ordinal} but "
+                             f"device {state.device.ordinal} is current in this thread; call "
+                             f"cudaload.Device({wrapped.device.ordinal}).set_current() first")
+        return wrapped.handle
+
+    def _enable_smem(self, state: _Launch, nbytes: int) -> None:
+        dev = state.device
+        limit = dev.attribute(_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        if nbytes > limit:
+            raise ValueError(f"{self.name}: shared_mem={nbytes} exceeds device {dev.ordinal}'s "
+                             f"{limit} bytes of shared memory per block")
+        with self._lock:
+            if nbytes > state.smem[0]:
+                drv = activate(dev)
+                driver.check(drv.cuFuncSetAttribute(
+                    state.func, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
+                    "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+                state.smem[0] = nbytes
+
+
+def _dims(value, what: str) -> tuple[int, int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        dims = (value, 1, 1)
+    else:
+        try:
+            dims = tuple(int(v) for v in value)
+        except TypeError:
+            raise TypeError(f"{what} must be an int or a tuple of up to three ints, "
+                            f"not {value!r}") from None
+        if not 1 <= len(dims) <= 3:
+            raise ValueError(f"{what} must have one to three dimensions, not {value!r}")
+        dims += (1,) * (3 - len(dims))
+    if min(dims) < 1:
+        raise ValueError(f"{what} dimensions must be at least 1, not {value!r}")
+    return dims
+
+
+def _driver_layout(func):
+    """[(offset, size)] of each parameter from the driver (CUDA 12.4+), else None."""
+    drv = driver.init()
+    if drv.version < 12040:
+        return None
+    try:
+        get = drv.cuFuncGetParamInfo
+    except AttributeError:
+        return None
+    offset, size = drv.ffi.new("size_t *"), drv.ffi.new("size_t *")
+    layout = []
+    while True:
+        rc = get(func, len(layout), offset, size)
+        if rc == 1:  # CUDA_ERROR_INVALID_VALUE: past the last parameter
+            return layout
+        if rc:
+            return None
+        layout.append((offset[0], size[0]))
+
+
+class _RawCore(_Core):
+    """A core whose module is compiled from source on first use."""
+
+    def __init__(self, source, name, options, name_expressions, signature):
+        super().__init__(None, name, signature=signature, source=source)
+        self._options = tuple(options)
+        self._name_expressions = tuple(name_expressions)
+
+    def _loaded(self):
+        if self._module is None:
+            with self._lock:
+                if self._module is None:
+                    from .program import Program
+
+                    program = Program(self._source, options=self._options,
+                                      name_expressions=self._name_expressions)
+                    self._module = program.compile().load()
+        return self._module
+
+
+class Kernel(functools.partial):
+    """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``.
+
+    Raises :class:`LaunchArgumentError` for arguments that do not fit, ``ValueError`` for a grid or
+    block beyond the device's limits, :class:`DriverError` when the launch fails."""
+
+    # A partial over the bound ``_Core.launch``: CPython calls it through vectorcall, while an
+    # instance with a Python ``__call__`` pays for a tuple and a keyword dict on every launch
+    # (about 0.3 us, a tenth of the whole launch).
+
+    def __new__(cls, module, name: str, signature: str | None = None):
+        return cls._wrap(_Core(module, name, signature=signature))
+
+    @classmethod
+    def _wrap(cls, core: _Core):
+        self = functools.partial.__new__(cls, core.launch)
+        self._core = core
+        return self
+
+    def __repr__(self) -> str:
+        return f"<cudaload.{type(self).__name__} {self.name}>"
+
+    def __reduce__(self):
+        raise TypeError("a Kernel cannot be pickled: pickle the ObjectCode or source instead")
+
+    @property
+    def name(self) -> str:
+        return self._core.name
+
+    @property
+    def params(self) -> tuple:
+        """Per parameter: index, offset, size, C type (None where unknown), name."""
+        return self._core.params
+
+    @property
+    def signature(self) -> str:
+        """The kernel's signature as error messages show it."""
+        return self._core.signature
+
+
+class RawKernel(Kernel):
+    """A kernel from CUDA source, compiled (through the cache) and loaded on first use.
+
+    ``RawKernel(source, name, options=(), name_expressions=())``; ``name`` may be a name
+    expression such as ``"scale<float>"``.  Raises :class:`CompileError` on that first use."""
+
+    def __new__(cls, source: str, name: str, *, options=(), name_expressions=(),
+                signature: str | None = None):
+        exprs = tuple(name_expressions)
+        if "<" in name and name not in exprs:
+            exprs += (name,)
+        return cls._wrap(_RawCore(source, name, options, exprs, signature))
+
+    @property
+    def module(self):
+        """The loaded Module (compiling now if needed)."""
+        return self._core._loaded()

@@ -1,0 +1,145 @@
+"""Device memory: ``alloc`` and ``DeviceBuffer``, with copies to and from host buffers."""
+
+from __future__ import annotations
+
+import weakref
+
+from . import driver
+from .device import Device, activate, as_device
+
+__all__ = ["alloc", "DeviceBuffer"]
+
+
+def alloc(nbytes: int, device=None) -> DeviceBuffer:
+    """Allocate ``nbytes`` on ``device`` (default: the thread's).  Out of memory is a DriverError."""
+    nbytes = int(nbytes)
+    if nbytes < 0:
+        raise ValueError(f"cannot allocate {nbytes} bytes")
+    dev = as_device(device)
+    drv = activate(dev)
+    out = drv.ffi.new("CUdeviceptr *")
+    driver.check(drv.cuMemAlloc_v2(out, max(nbytes, 1)),
+                 f"cuMemAlloc ({nbytes} bytes on device {dev.ordinal})")
+    buf = DeviceBuffer(out[0], nbytes, dev)
+    buf._finalizer = weakref.finalize(buf, _free, out[0], dev)
+    # The process's exit tears the context down with all its memory; freeing from an exit hook
+    # could run after another library reset the shared primary context.
+    buf._finalizer.atexit = False
+    return buf
+
+
+def _free(ptr: int, dev: Device) -> None:
+    if driver._forked:  # the child of a fork owns no CUDA memory; touching the driver would fail
+        return
+    drv = activate(dev)
+    drv.cuMemFree_v2(ptr)
+
+
+def _stream_handle(stream):
+    if stream is None:
+        return driver.init().ffi.NULL
+    from .stream import Stream
+
+    return Stream.from_handle(stream).handle
+
+
+class DeviceBuffer:
+    """A span of device memory: ``.ptr``, ``.nbytes``, ``.device``; ``__cuda_array_interface__``.
+
+    Made by :func:`alloc` (owning, freed when garbage) or as a view (``Module.get_global``)."""
+
+    __slots__ = ("ptr", "nbytes", "device", "_finalizer", "_owner", "__weakref__")
+
+    def __init__(self, ptr: int, nbytes: int, device: Device, owner=None):
+        self.ptr = int(ptr)
+        self.nbytes = int(nbytes)
+        self.device = device
+        self._finalizer = None
+        self._owner = owner  # keeps what the view points into alive
+
+    def __repr__(self) -> str:
+        return f"<cudaload.DeviceBuffer 0x{self.ptr:x} {self.nbytes} bytes on device {self.device.ordinal}>"
+
+    def __int__(self) -> int:
+        return self.ptr
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
+                "version": 3, "strides": None, "stream": None}
+
+    def free(self) -> None:
+        """Release the memory now (only for buffers made by :func:`alloc`)."""
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def _host(self, obj, writable: bool, nbytes: int | None):
+        ffi = driver.init().ffi
+        try:
+            view = memoryview(obj)
+        except TypeError:
+            raise TypeError(f"{type(obj).__name__} does not support the buffer protocol; "
+                            "pass a numpy array, bytes, bytearray or memoryview") from None
+        if not view.c_contiguous:
+            raise ValueError("host buffer must be C-contiguous (numpy.ascontiguousarray)")
+        if writable and view.readonly:
+            raise ValueError("host buffer is read-only; pass a writable one (bytearray, numpy)")
+        count = view.nbytes if nbytes is None else nbytes
+        if count > self.nbytes or count > view.nbytes:
+            raise ValueError(f"copy of {count} bytes does not fit: device buffer has "
+                             f"{self.nbytes}, host buffer has {view.nbytes}")
+        return ffi.from_buffer(view, require_writable=writable), count
+
+    def copy_from_host(self, obj, stream=None, nbytes: int | None = None) -> DeviceBuffer:
+        """Copy a host buffer (numpy, bytes, ...) into this one; on ``stream`` when given."""
+        src, count = self._host(obj, False, nbytes)
+        drv = activate(self.device)
+        if stream is None:
+            driver.check(drv.cuMemcpyHtoD_v2(self.ptr, src, count), "cuMemcpyHtoD")
+        else:
+            driver.check(drv.cuMemcpyHtoDAsync_v2(self.ptr, src, count, _stream_handle(stream)),
+                         "cuMemcpyHtoDAsync")
+        return self
+
+    def copy_to_host(self, out=None, stream=None, nbytes: int | None = None):
+        """Copy into ``out`` (default: a new bytearray) and return it; on ``stream`` when given.
+
+        Copies into pageable memory return when complete; into pinned memory, synchronize the
+        stream before reading ``out``."""
+        if out is None:
+            out = bytearray(self.nbytes if nbytes is None else nbytes)
+        dst, count = self._host(out, True, nbytes)
+        drv = activate(self.device)
+        if stream is None:
+            driver.check(drv.cuMemcpyDtoH_v2(dst, self.ptr, count), "cuMemcpyDtoH")
+        else:
+            driver.check(drv.cuMemcpyDtoHAsync_v2(dst, self.ptr, count, _stream_handle(stream)),
+                         "cuMemcpyDtoHAsync")
+        return out
+
+    def copy_from(self, other, stream=None) -> DeviceBuffer:
+        """Copy from another device buffer (anything with ``.ptr``/``.nbytes``) of at most this size."""
+        if other.nbytes > self.nbytes:
+            raise ValueError(f"source has {other.nbytes} bytes, this buffer {self.nbytes}")
+        drv = activate(self.device)
+        if stream is None:
+            driver.check(drv.cuMemcpyDtoD_v2(self.ptr, other.ptr, other.nbytes), "cuMemcpyDtoD")
+        else:
+            driver.check(drv.cuMemcpyDtoDAsync_v2(self.ptr, other.ptr, other.nbytes,
+                                                  _stream_handle(stream)), "cuMemcpyDtoDAsync")
+        return self
+
+    def memset(self, value: int, stream=None) -> DeviceBuffer:
+        """Set every byte to ``value`` (0..255); on ``stream`` when given."""
+        if not 0 <= int(value) <= 255:
+            raise ValueError(f"memset value must be a byte (0..255), not {value!r}")
+        drv = activate(self.device)
+        if stream is None:
+            driver.check(drv.cuMemsetD8_v2(self.ptr, int(value), self.nbytes), "cuMemsetD8")
+        else:
+            driver.check(drv.cuMemsetD8Async(self.ptr, int(value), self.nbytes,
+                                             _stream_handle(stream)), "cuMemsetD8Async")
+        return self

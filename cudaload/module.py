@@ -1,0 +1,147 @@
+"""Loaded code: ``Module`` holds a cubin/PTX image and resolves its kernels per device on first use.
+
+Drivers with the library API (CUDA 12.0+) load once for every context (``cuLibraryLoadData``);
+older ones load per context (``cuModuleLoadData``).  An image the driver refuses is recompiled once
+for what it can load (``ObjectCode._recompile_after_refusal``) before the error is raised.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from . import driver
+from .device import Device, activate, current_device
+from .errors import DriverError
+
+__all__ = ["Module", "REFUSALS"]
+
+# CUDA_ERROR_INVALID_IMAGE, NO_BINARY_FOR_GPU, INVALID_PTX, UNSUPPORTED_PTX_VERSION
+REFUSALS = frozenset({200, 209, 218, 222})
+
+
+def _unload(fn_name: str, handle, dev: Device | None) -> None:
+    if driver._forked:
+        return
+    drv = activate(dev) if dev is not None else driver.api()
+    getattr(drv, fn_name)(handle)
+
+
+class Module:
+    """A loaded image; ``get_kernel`` and ``get_global`` find what it defines.
+
+    Raises :class:`DriverError` when the driver refuses the image even after one recompilation."""
+
+    def __init__(self, obj):
+        self._obj = obj
+        self._lock = threading.RLock()
+        self._recompiled = False
+        drv = driver.init()
+        self._use_library = drv.version >= 12000
+        self._library = None
+        self._per_device: dict[int, object] = {}  # ordinal -> CUmodule (per-context loading)
+        self._kernels: dict[str, object] = {}  # symbol -> CUkernel (library loading)
+        if self._use_library:
+            self._retry(self._load_library)
+        else:
+            self._retry(lambda: self._context_module(current_device()))
+
+    @property
+    def code(self):
+        """The ObjectCode this module was loaded from."""
+        return self._obj
+
+    def _image(self, drv):
+        code = self._obj.code
+        if getattr(self._obj, "kind", "cubin") == "ptx" and not code.endswith(b"\0"):
+            code += b"\0"  # the driver reads PTX as a C string
+        return drv.ffi.new("char[]", code)
+
+    def _load_library(self) -> None:
+        drv = driver.init()
+        out = drv.ffi.new("CUlibrary *")
+        null = drv.ffi.NULL
+        driver.check(drv.cuLibraryLoadData(out, self._image(drv), null, null, 0, null, null, 0),
+                     "cuLibraryLoadData")
+        self._library = out[0]
+        self._kernels.clear()
+        weakref.finalize(self, _unload, "cuLibraryUnload", out[0], None).atexit = False
+
+    def _context_module(self, dev: Device):
+        mod = self._per_device.get(dev.ordinal)
+        if mod is None:
+            drv = activate(dev)
+            out = drv.ffi.new("CUmodule *")
+            driver.check(drv.cuModuleLoadData(out, self._image(drv)), "cuModuleLoadData")
+            mod = self._per_device[dev.ordinal] = out[0]
+            weakref.finalize(self, _unload, "cuModuleUnload", mod, dev).atexit = False
+        return mod
+
+    def _retry(self, action):
+        """Run ``action``; if the driver refuses the image, recompile once and run it again."""
+        try:
+            return action()
+        except DriverError as err:
+            if err.code not in REFUSALS or self._recompiled:
+                raise
+            redo = getattr(self._obj, "_recompile_after_refusal", None)
+            fresh = redo() if redo is not None else None
+            if fresh is None:
+                raise
+            with self._lock:
+                self._recompiled = True
+                self._obj = fresh
+                self._per_device.clear()
+                if self._use_library:
+                    self._load_library()
+            return action()
+
+    def symbol(self, name: str) -> str:
+        """The symbol a kernel or name expression is compiled to (its lowered name, if any)."""
+        return (getattr(self._obj, "lowered_names", None) or {}).get(name, name)
+
+    def function(self, symbol: str, dev: Device):
+        """The ``CUfunction`` of ``symbol`` in ``dev``'s primary context, loading as needed."""
+        def resolve():
+            drv = activate(dev)
+            out = drv.ffi.new("CUfunction *")
+            if self._use_library:
+                kernel = self._kernels.get(symbol)
+                if kernel is None:
+                    handle = drv.ffi.new("CUkernel *")
+                    driver.check(drv.cuLibraryGetKernel(handle, self._library, symbol.encode()),
+                                 f"cuLibraryGetKernel({symbol!r})")
+                    kernel = self._kernels[symbol] = handle[0]
+                driver.check(drv.cuKernelGetFunction(out, kernel), "cuKernelGetFunction")
+            else:
+                driver.check(drv.cuModuleGetFunction(out, self._context_module(dev),
+                                                     symbol.encode()),
+                             f"cuModuleGetFunction({symbol!r})")
+            return out[0]
+        with self._lock:
+            return self._retry(resolve)
+
+    def get_kernel(self, name: str, signature: str | None = None):
+        """The kernel ``name`` (or a name expression such as ``"scale<float>"``).
+
+        ``signature`` (e.g. ``"const float*, float, int"``) declares the C types where neither the
+        mangled name nor the source says them.  Raises :class:`DriverError` if there is no such
+        kernel (on first use), :class:`LaunchArgumentError` for a malformed signature."""
+        from .kernel import Kernel
+
+        return Kernel(self, name, signature=signature)
+
+    def get_global(self, name: str, device=None):
+        """A ``__device__``/``__constant__`` variable as a :class:`DeviceBuffer` view."""
+        from .memory import DeviceBuffer
+
+        dev = current_device() if device is None else Device(int(getattr(device, "ordinal", device)))
+        drv = activate(dev)
+        ptr, size = drv.ffi.new("CUdeviceptr *"), drv.ffi.new("size_t *")
+        symbol = self.symbol(name).encode()
+        if self._use_library:
+            rc = drv.cuLibraryGetGlobal(ptr, size, self._library, symbol)
+        else:
+            rc = drv.cuModuleGetGlobal_v2(ptr, size, self._context_module(dev), symbol)
+        driver.check(rc, f"get_global({name!r})")
+        return DeviceBuffer(ptr[0], size[0], dev, owner=self)

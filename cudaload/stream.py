@@ -1,0 +1,146 @@
+"""Streams and events, including streams owned by other libraries (CuPy, PyTorch, raw handles)."""
+
+from __future__ import annotations
+
+import weakref
+
+from . import driver
+from .device import Device, activate, as_device
+
+__all__ = ["Stream", "Event"]
+
+_CU_STREAM_NON_BLOCKING = 1
+_CU_EVENT_DISABLE_TIMING = 2
+
+
+def _destroyer(name: str):
+    def destroy(handle, dev: Device) -> None:
+        if not driver._forked:
+            getattr(activate(dev), name)(handle)
+    return destroy
+
+
+class Stream:
+    """A CUDA stream: ``.handle`` (``CUstream``), ``.ptr`` (int), ``.device``; ``__cuda_stream__``.
+
+    ``Stream()`` creates a non-blocking stream on the thread's device; ``Stream.from_handle``
+    wraps one another library owns.  Raises :class:`DriverError`."""
+
+    def __init__(self, device=None, *, priority: int | None = None, non_blocking: bool = True):
+        self.device = as_device(device)
+        drv = activate(self.device)
+        out = drv.ffi.new("CUstream *")
+        flags = _CU_STREAM_NON_BLOCKING if non_blocking else 0
+        if priority is None:
+            driver.check(drv.cuStreamCreate(out, flags), "cuStreamCreate")
+        else:
+            driver.check(drv.cuStreamCreateWithPriority(out, flags, priority),
+                         "cuStreamCreateWithPriority")
+        self._set(out[0], None)
+        self._finalizer = weakref.finalize(self, _destroyer("cuStreamDestroy_v2"), out[0],
+                                           self.device)
+        self._finalizer.atexit = False  # process exit destroys the context with its streams
+
+    def _set(self, handle, owner) -> None:
+        self.handle = handle
+        self.ptr = int(driver.api().ffi.cast("uintptr_t", handle))
+        self._owner = owner
+
+    @classmethod
+    def from_handle(cls, obj, device=None) -> Stream:
+        """Wrap a foreign stream: ``__cuda_stream__``, CuPy (``.ptr``), PyTorch (``.cuda_stream``),
+        or an int handle (0 is the legacy default stream).  Raises ``TypeError``."""
+        if isinstance(obj, Stream):
+            return obj
+        if hasattr(obj, "__cuda_stream__"):
+            proto = obj.__cuda_stream__
+            _version, ptr = proto() if callable(proto) else proto
+        elif hasattr(obj, "cuda_stream"):  # torch.cuda.Stream
+            ptr = obj.cuda_stream
+        elif hasattr(obj, "ptr") and not hasattr(obj, "__cuda_array_interface__"):  # cupy Stream
+            ptr = obj.ptr
+        elif isinstance(obj, int) and not isinstance(obj, bool):
+            ptr = obj
+        else:
+            raise TypeError(f"cannot use {type(obj).__name__} as a CUDA stream: pass a "
+                            "cudaload.Stream, an object with __cuda_stream__, a CuPy or PyTorch "
+                            "stream, or an int handle")
+        if device is None:
+            index = getattr(obj, "device_id", None)  # cupy
+            if index is None:
+                index = getattr(getattr(obj, "device", None), "index", None)  # torch
+            device = index
+        stream = cls.__new__(cls)
+        stream.device = as_device(device)
+        stream._set(driver.init().ffi.cast("CUstream", int(ptr)), obj)
+        stream._finalizer = None
+        return stream
+
+    def __cuda_stream__(self):
+        return (0, self.ptr)
+
+    def __repr__(self) -> str:
+        return f"<cudaload.Stream 0x{self.ptr:x} on device {self.device.ordinal}>"
+
+    def synchronize(self) -> None:
+        """Wait for the stream's work.  Raises :class:`DriverError` (a kernel's fault too)."""
+        driver.check(activate(self.device).cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+
+    def wait(self, event: Event) -> None:
+        """Make later work on this stream wait for ``event``."""
+        driver.check(activate(self.device).cuStreamWaitEvent(self.handle, event.handle, 0),
+                     "cuStreamWaitEvent")
+
+    def record(self, event: Event | None = None) -> Event:
+        """Record ``event`` (default: a new one) on this stream and return it."""
+        event = event or Event(self.device)
+        event.record(self)
+        return event
+
+    def capture(self, mode: str = "thread_local"):
+        """Context manager: launches on this stream are recorded into a :class:`Graph`."""
+        from .graph import capture
+
+        return capture(self, mode)
+
+
+class Event:
+    """A CUDA event for ordering streams and timing.  Raises :class:`DriverError`."""
+
+    def __init__(self, device=None, *, timing: bool = True):
+        self.device = as_device(device)
+        drv = activate(self.device)
+        out = drv.ffi.new("CUevent *")
+        driver.check(drv.cuEventCreate(out, 0 if timing else _CU_EVENT_DISABLE_TIMING),
+                     "cuEventCreate")
+        self.handle = out[0]
+        self._finalizer = weakref.finalize(self, _destroyer("cuEventDestroy_v2"), out[0],
+                                           self.device)
+        self._finalizer.atexit = False
+
+    def record(self, stream=None) -> Event:
+        """Record on ``stream`` (default: the legacy default stream)."""
+        drv = activate(self.device)
+        handle = drv.ffi.NULL if stream is None else Stream.from_handle(stream).handle
+        driver.check(drv.cuEventRecord(self.handle, handle), "cuEventRecord")
+        return self
+
+    def synchronize(self) -> None:
+        """Wait until the event has happened."""
+        driver.check(activate(self.device).cuEventSynchronize(self.handle), "cuEventSynchronize")
+
+    def query(self) -> bool:
+        """Whether the event has happened, without waiting."""
+        rc = activate(self.device).cuEventQuery(self.handle)
+        if rc == 600:  # CUDA_ERROR_NOT_READY
+            return False
+        driver.check(rc, "cuEventQuery")
+        return True
+
+    def elapsed_ms(self, other: Event) -> float:
+        """Milliseconds from this event to ``other`` (both recorded, ``other`` completed)."""
+        drv = activate(self.device)
+        out = drv.ffi.new("float *")
+        driver.check(drv.cuEventElapsedTime_v2(out, self.handle, other.handle),
+                     "cuEventElapsedTime")
+        return out[0]

@@ -1,0 +1,169 @@
+"""Argument layout, C types and packing, against synthetic layouts (no GPU, no driver)."""
+
+from __future__ import annotations
+
+import struct
+
+import cffi
+import pytest
+
+np = pytest.importorskip("numpy")
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from cudaload import arguments  # noqa: E402
+from cudaload.errors import LaunchArgumentError  # noqa: E402
+
+FFI = cffi.FFI()
+
+
+def packer(types, layout=None, names=None):
+    return arguments.Packer(FFI, "k", arguments.build_params(types, layout, names), 0)
+
+
+def pack(p, args):
+    plan = p.plan(tuple(map(type, args)))
+    try:
+        assert plan(args)
+    except LaunchArgumentError:
+        raise
+    except (struct.error, OverflowError, TypeError, ValueError) as exc:
+        raise p.fail(args, exc) from None
+    return bytes(p.buffer)
+
+
+def test_natural_layout_without_driver_info():
+    params = arguments.build_params(["char", "double", "int", "const float*"], None)
+    assert [(q.offset, q.size) for q in params] == [(0, 1), (8, 8), (16, 4), (24, 8)]
+
+
+def test_driver_layout_wins_and_sizes_are_checked():
+    params = arguments.build_params(["int", "float"], [(0, 4), (16, 4)])
+    assert [q.offset for q in params] == [0, 16]
+    with pytest.raises(LaunchArgumentError, match="8 bytes"):
+        arguments.build_params(["int"], [(0, 8)])
+    with pytest.raises(LaunchArgumentError, match="has 1 parameters but"):
+        arguments.build_params(["int"], [(0, 4), (8, 8)])
+
+
+def test_packs_exact_bytes_at_offsets_and_pointers_point_into_buffer():
+    p = packer(["const float*", "float", "int"])
+    data = pack(p, (0x1122334455667788, 2.5, -3))
+    assert data == struct.pack("<QfI", 0x1122334455667788, 2.5, (-3) & 0xFFFFFFFF)
+    base = int(FFI.cast("uintptr_t", p.pointers[0]))
+    assert int(FFI.cast("uintptr_t", p.pointers[2])) - base == 12
+
+
+def test_overflow_names_parameter_and_signature():
+    p = packer(["float*", "int"], names=["x", "n"])
+    with pytest.raises(LaunchArgumentError) as err:
+        pack(p, (0, 2 ** 40))
+    text = str(err.value)
+    assert "argument 1 (int n)" in text and "k(float* x, int n)" in text and "2147483647" in text
+
+
+def test_wrong_count_and_kinds_are_refused():
+    p = packer(["float*", "int"])
+    with pytest.raises(LaunchArgumentError, match="takes 2 arguments, 1 given"):
+        pack(p, (0,))
+    with pytest.raises(LaunchArgumentError, match="integer is needed"):
+        pack(p, (0, 1.5))
+    with pytest.raises(LaunchArgumentError, match="host memory"):
+        pack(p, (np.zeros(4, np.float32), 1))
+    with pytest.raises(LaunchArgumentError, match="device pointer is needed"):
+        pack(p, ("text", 1))
+    with pytest.raises(LaunchArgumentError, match="does not fit"):
+        pack(p, (-1, 1))  # a negative address
+
+
+def test_numpy_scalars_bool_half_and_structs():
+    p = packer(["short", "double", "bool", "__half", "Pair"], [(0, 2), (8, 8), (16, 1), (18, 2),
+                                                               (24, 8)])
+    pair = np.array((1, 2.0), dtype=[("a", "<i4"), ("b", "<f4")])[()]
+    data = pack(p, (np.int16(-5), np.float32(0.5), True, 1.5, pair))
+    assert data == struct.pack("<h6xd?xe4x", -5, 0.5, True, 1.5) + pair.tobytes()
+    assert pack(p, (1, 1, 1, 1, b"\0" * 8))[16] == 1
+    with pytest.raises(LaunchArgumentError, match="0 or 1"):
+        pack(p, (1, 1, 2, 1, b"\0" * 8))
+    with pytest.raises(LaunchArgumentError, match="7 bytes given"):
+        pack(p, (1, 1, True, 1, b"\0" * 7))
+
+
+def test_plan_rejects_other_types_so_caller_replans():
+    p = packer(["int"])
+    plan = p.plan((int,))
+    assert plan((3,)) is True
+    assert plan((3.0,)) is False
+    assert plan((1, 2)) is False
+
+
+def test_signature_and_source_parsing():
+    types, names = arguments.signature_types("const float* __restrict__ x, float a, unsigned n")
+    assert types == ["const float*", "float", "unsigned"] and names == ["x", "a", "n"]
+    src = """
+    // __global__ void saxpy(double wrong)
+    extern "C" __global__ void __launch_bounds__(256) saxpy(const float *x, float *y,
+                                                          float a, size_t n) { }"""
+    assert arguments.source_types(src, "saxpy")[0] == ["const float*", "float*", "float", "size_t"]
+    assert arguments.source_types(src, "missing") is None
+
+
+@pytest.mark.parametrize("mangled, types", [
+    ("_Z5saxpyPKfPffi", ["const float*", "float*", "float", "int"]),
+    ("_Z5scaleIfEvPT_S1_i", ["float*", "float*", "int"]),
+    ("_Z5scaleIfEvPT_S0_i", ["float*", "float", "int"]),
+    ("_Z3addIdLi4EEvPKT_PS0_m", ["const double*", "double*", "unsigned long"]),
+    ("_Z1kPfS_S_", ["float*", "float*", "float*"]),
+    ("_Z1kN4cuda3std7complexIfEE", ["cuda::std::complex<float>"]),
+    ("_Z1kv", []),
+])
+def test_mangled_names(mangled, types):
+    assert arguments.mangled_types(mangled) == types
+
+
+def test_unknown_types_need_driver_layout():
+    with pytest.raises(LaunchArgumentError, match="without the driver"):
+        arguments.build_params(["MyStruct"], None)
+    with pytest.raises(LaunchArgumentError, match="types are unknown"):
+        arguments.build_params(None, None)
+    p = arguments.Packer(FFI, "k", arguments.build_params(None, [(0, 4), (8, 8)]), 0)
+    assert pack(p, (-1, 2.0)) == struct.pack("<i4xd", -1, 2.0)
+
+
+INT_CODES = {"char": "b", "unsigned char": "B", "short": "h", "unsigned short": "H", "int": "i",
+             "unsigned int": "I", "long long": "q", "unsigned long long": "Q", "float": "f",
+             "double": "d", "const int*": "Q"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(INT_CODES)),
+                          st.one_of(st.integers(-2 ** 70, 2 ** 70),
+                                    st.floats(allow_nan=False, width=32), st.booleans())),
+                min_size=1, max_size=8))
+def test_random_values_against_random_layouts(cases):
+    types = [t for t, _ in cases]
+    values = tuple(v for _, v in cases)
+    p = packer(types)
+    expected = bytearray(len(p.buffer))
+    ok = True
+    for param, value in zip(p.params, values):
+        code = INT_CODES[param.ctype]
+        is_int = isinstance(value, int)
+        if code in "fd":
+            fits = not isinstance(value, bool) or False
+            fits = fits and (code == "d" or abs(float(value)) <= 3.4028234663852886e38)
+        else:
+            fits = is_int and not (code == "Q" and param.ctype.endswith("*") and isinstance(value, bool))
+            if fits:
+                bits = struct.calcsize(code) * 8
+                lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if code.islower() else (0, (1 << bits) - 1)
+                fits = lo <= value <= hi
+        if not fits:
+            ok = False
+            break
+        struct.pack_into("<" + code, expected, param.offset, value)
+    if ok:
+        assert pack(p, values) == bytes(expected)
+    else:
+        with pytest.raises(LaunchArgumentError):
+            pack(p, values)
