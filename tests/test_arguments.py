@@ -11,14 +11,14 @@ np = pytest.importorskip("numpy")
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from cudaload import arguments  # noqa: E402
+from cudaload import arguments, signature  # noqa: E402
 from cudaload.errors import LaunchArgumentError  # noqa: E402
 
 FFI = cffi.FFI()
 
 
 def packer(types, layout=None, names=None):
-    return arguments.Packer(FFI, "k", arguments.build_params(types, layout, names), 0)
+    return arguments.Packer(FFI, "k", signature.build_params(types, layout, names), 0)
 
 
 def pack(p, args):
@@ -30,20 +30,6 @@ def pack(p, args):
     except (struct.error, OverflowError, TypeError, ValueError) as exc:
         raise p.fail(args, exc) from None
     return bytes(p.buffer)
-
-
-def test_natural_layout_without_driver_info():
-    params = arguments.build_params(["char", "double", "int", "const float*"], None)
-    assert [(q.offset, q.size) for q in params] == [(0, 1), (8, 8), (16, 4), (24, 8)]
-
-
-def test_driver_layout_wins_and_sizes_are_checked():
-    params = arguments.build_params(["int", "float"], [(0, 4), (16, 4)])
-    assert [q.offset for q in params] == [0, 16]
-    with pytest.raises(LaunchArgumentError, match="8 bytes"):
-        arguments.build_params(["int"], [(0, 8)])
-    with pytest.raises(LaunchArgumentError, match="has 1 parameters but"):
-        arguments.build_params(["int"], [(0, 4), (8, 8)])
 
 
 def test_packs_exact_bytes_at_offsets_and_pointers_point_into_buffer():
@@ -97,36 +83,12 @@ def test_plan_rejects_other_types_so_caller_replans():
     assert plan((1, 2)) is False
 
 
-def test_signature_and_source_parsing():
-    types, names = arguments.signature_types("const float* __restrict__ x, float a, unsigned n")
-    assert types == ["const float*", "float", "unsigned"] and names == ["x", "a", "n"]
-    src = """
-    // __global__ void saxpy(double wrong)
-    extern "C" __global__ void __launch_bounds__(256) saxpy(const float *x, float *y,
-                                                          float a, size_t n) { }"""
-    assert arguments.source_types(src, "saxpy")[0] == ["const float*", "float*", "float", "size_t"]
-    assert arguments.source_types(src, "missing") is None
-
-
-@pytest.mark.parametrize("mangled, types", [
-    ("_Z5saxpyPKfPffi", ["const float*", "float*", "float", "int"]),
-    ("_Z5scaleIfEvPT_S1_i", ["float*", "float*", "int"]),
-    ("_Z5scaleIfEvPT_S0_i", ["float*", "float", "int"]),
-    ("_Z3addIdLi4EEvPKT_PS0_m", ["const double*", "double*", "unsigned long"]),
-    ("_Z1kPfS_S_", ["float*", "float*", "float*"]),
-    ("_Z1kN4cuda3std7complexIfEE", ["cuda::std::complex<float>"]),
-    ("_Z1kv", []),
-])
-def test_mangled_names(mangled, types):
-    assert arguments.mangled_types(mangled) == types
-
-
 def test_unknown_types_need_driver_layout():
     with pytest.raises(LaunchArgumentError, match="without the driver"):
-        arguments.build_params(["MyStruct"], None)
+        signature.build_params(["MyStruct"], None)
     with pytest.raises(LaunchArgumentError, match="types are unknown"):
-        arguments.build_params(None, None)
-    p = arguments.Packer(FFI, "k", arguments.build_params(None, [(0, 4), (8, 8)]), 0)
+        signature.build_params(None, None)
+    p = arguments.Packer(FFI, "k", signature.build_params(None, [(0, 4), (8, 8)]), 0)
     assert pack(p, (-1, 2.0)) == struct.pack("<i4xd", -1, 2.0)
 
 

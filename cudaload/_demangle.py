@@ -1,0 +1,177 @@
+"""Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["mangled_types"]
+
+
+_BUILTINS = {"v": "void", "b": "bool", "c": "char", "a": "signed char", "h": "unsigned char",
+             "s": "short", "t": "unsigned short", "i": "int", "j": "unsigned int", "l": "long",
+             "m": "unsigned long", "x": "long long", "y": "unsigned long long", "f": "float",
+             "d": "double", "e": "long double", "n": "__int128", "o": "unsigned __int128",
+             "w": "wchar_t", "z": "..."}
+
+
+class _Demangler:
+    """Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name."""
+
+    def __init__(self, text: str):
+        self.s, self.i, self.subs, self.targs = text, 0, [], []
+
+    def peek(self, n=1):
+        return self.s[self.i:self.i + n]
+
+    def take(self, n=1):
+        out = self.s[self.i:self.i + n]
+        self.i += n
+        return out
+
+    def number(self) -> int:
+        m = re.compile(r"\d+").match(self.s, self.i)
+        if not m:
+            raise ValueError("number expected")
+        self.i = m.end()
+        return int(m.group())
+
+    def source_name(self) -> str:
+        n = self.number()
+        return self.take(n)
+
+    def template_args(self) -> list[str]:
+        assert self.take() == "I"
+        args = []
+        while self.peek() != "E":
+            if self.peek() == "L":
+                self.take()
+                kind = self.type()
+                if self.peek() == "n":
+                    self.take()
+                    value = "-" + str(self.number())
+                else:
+                    value = str(self.number())
+                if self.take() != "E":
+                    raise ValueError("literal")
+                args.append(f"({kind}){value}")
+            elif self.peek() == "J":
+                raise ValueError("parameter packs are not read")
+            else:
+                args.append(self.type())
+        self.take()
+        return args
+
+    def substitution(self) -> str:
+        self.take()  # S
+        if self.peek() == "t":
+            self.take()
+            return "std::" + self.unqualified()
+        seq = 0
+        if self.peek() != "_":
+            m = re.compile(r"[0-9A-Z]+").match(self.s, self.i)
+            if not m:
+                raise ValueError("substitution")
+            self.i = m.end()
+            seq = int(m.group(), 36) + 1
+        self.take()
+        return self.subs[seq]
+
+    def unqualified(self) -> str:
+        name = self.source_name()
+        if self.peek() == "I":
+            self.subs.append(name)
+            name += "<" + ", ".join(self.template_args()) + ">"
+        return name
+
+    def nested(self) -> str:
+        self.take()  # N
+        while self.peek() in ("K", "V", "r"):
+            self.take()
+        parts = []
+        while self.peek() != "E":
+            if self.peek() == "S":
+                parts = [self.substitution()]
+            elif self.peek() == "I":
+                parts[-1] += "<" + ", ".join(self.template_args()) + ">"
+            else:
+                parts.append(self.source_name())
+            self.subs.append("::".join(parts))
+        self.take()
+        self.subs.pop()  # the whole nested name is a candidate only as a prefix
+        return "::".join(parts)
+
+    def type(self) -> str:
+        c = self.peek()
+        if c in _BUILTINS:
+            self.take()
+            return _BUILTINS[c]
+        if c in "PRO":
+            self.take()
+            out = self.type() + {"P": "*", "R": "&", "O": "&&"}[c]
+        elif c in "KVr":
+            quals = []
+            while self.peek() in ("K", "V", "r"):
+                quals.append({"K": "const", "V": "volatile", "r": "__restrict__"}[self.take()])
+            inner = self.type()
+            out = " ".join(q for q in quals if q != "__restrict__") + " " + inner
+            out = out.strip()
+        elif c == "T":
+            self.take()
+            index = 0 if self.peek() == "_" else self.number() + 1
+            self.take()
+            out = self.targs[index]
+        elif c == "S":
+            out = self.substitution()
+            if self.peek() != "I":
+                return out
+            out += "<" + ", ".join(self.template_args()) + ">"
+        elif c == "N":
+            name = self.nested()
+            self.subs.append(name)
+            return name
+        elif c.isdigit():
+            out = self.unqualified()
+        elif self.peek(2) == "Dh":
+            self.take(2)
+            return "__half"
+        else:
+            raise ValueError(f"type code {c!r} is not read")
+        self.subs.append(out)
+        return out
+
+    def parse(self) -> list[str]:
+        if self.take(2) != "_Z":
+            raise ValueError("not a mangled name")
+        if self.peek() == "N":
+            self.take()
+            parts = []
+            while self.peek() != "E":
+                if self.peek() == "I":
+                    self.subs.append("::".join(parts))
+                    self.targs = self.template_args()
+                else:
+                    if parts:
+                        self.subs.append("::".join(parts))
+                    parts.append(self.source_name())
+            self.take()
+        else:
+            self.source_name()
+            if self.peek() == "I":
+                self.subs.append("name")
+                self.targs = self.template_args()
+        if self.targs:
+            self.type()  # a function template's mangled name carries its return type
+        params = []
+        while self.i < len(self.s):
+            params.append(self.type())
+        return [] if params == ["void"] else params
+
+
+def mangled_types(name: str):
+    """Parameter C types from an Itanium-mangled name, or None when it cannot be read."""
+    if not name.startswith("_Z"):
+        return None
+    try:
+        return _Demangler(name).parse()
+    except (ValueError, IndexError, AssertionError):
+        return None
