@@ -1,7 +1,8 @@
 """Program: CUDA C++ source compiled by NVRTC for one architecture, each result cached.
 
-``compile()`` goes memory cache -> disk cache -> NVRTC.  The memory key is what the Program hashed
-when it was made plus the ``arch``/``output`` as asked, so a hit costs a dict lookup.  The disk key
+``compile()`` goes memory cache -> the program's bundle of shipped code, if any (bundle.py) ->
+disk cache -> NVRTC.  The memory key is what the Program hashed when it was made plus the
+``arch``/``output`` as asked, so a hit costs a dict lookup.  The disk key
 (sha256) covers everything that changes the output: the program's inputs (source, name, in-memory
 headers, the contents of files it includes from its include paths, options, name expressions), the
 target kind and arch, NVRTC's version and build, the CUDA header folders, the cache format, and for
@@ -30,17 +31,19 @@ _ARCH_OPTIONS = ("-arch", "--gpu-architecture", "--gpu-name")
 class Program:
     """CUDA C++ source with the headers, options and name expressions to compile it with.
 
-    Raises ValueError/TypeError for malformed arguments; reading include files never raises.
+    Raises ValueError/TypeError for malformed arguments (source or headers that are not UTF-8,
+    options without their value); reading include files never raises.
     """
 
     def __init__(self, source, *, name: str = "kernel.cu", options=(), headers=None,
                  include_paths=(), name_expressions=(), std: str | None = "c++17",
                  defines=None, fast_math: bool = False, line_info: bool = False,
                  debug: bool = False, max_registers: int | None = None,
-                 relocatable: bool = False):
-        self.source = source.decode() if isinstance(source, bytes) else str(source)
+                 relocatable: bool = False, bundle=None):
+        self.bundle = bundle  # a cudaload.bundle.Bundle of precompiled code, asked before NVRTC
+        self.source = _text(source, "source")
         self.name = str(name)
-        self.headers = {str(k): (v.decode() if isinstance(v, bytes) else str(v))
+        self.headers = {str(k): _text(v, f"header {k}")
                         for k, v in (headers or {}).items()}
         self.include_paths = tuple(os.fspath(p) for p in include_paths)
         self.options = _options.build(
@@ -96,6 +99,11 @@ class Program:
         hit = cache.MEMORY.get((self._digest, arch, output))
         if hit is not None:
             return hit
+        if self.bundle is not None and arch is not None:
+            shipped = self.bundle.find(self, arch, output)
+            if shipped is not None:
+                cache.MEMORY[(self._digest, arch, output)] = shipped._as("memory")
+                return shipped
         return self._compile(arch, output)
 
     def _compile(self, arch, output: str) -> ObjectCode:
@@ -143,8 +151,10 @@ class Program:
 
     def _recompile_after_refusal(self, refused: ObjectCode) -> ObjectCode | None:
         _program, arch, output, key = refused._origin
-        cache.evict(key)
         cache.MEMORY.pop((self._digest, arch, output), None)
+        if key is None:  # shipped in a bundle: compile it here instead
+            return self._compile(arch, output)
+        cache.evict(key)
         tc = toolchain.live()
         before = parse_arch(refused.arch)
         device = _device_arch()
@@ -162,6 +172,16 @@ class Program:
         cache.store(key, obj)  # what this driver refused is replaced by what it can load
         cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
         return obj
+
+
+def _text(value, what: str) -> str:
+    if not isinstance(value, (bytes, bytearray)):
+        return str(value)
+    try:
+        return bytes(value).decode()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"the {what} is not UTF-8 text (byte 0x{value[exc.start]:02x} at offset "
+                         f"{exc.start}): pass CUDA C++ source as str, or as UTF-8 bytes") from None
 
 
 def _hash(*parts: str | bytes) -> bytes:

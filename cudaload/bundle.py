@@ -1,0 +1,210 @@
+"""Bundles: precompiled kernels shipped inside a host package, used before NVRTC is needed.
+
+``cudaload precompile ... -o pkg/_kernels.bundle`` compiles a package's programs for listed archs
+and writes one file; the package passes ``bundle=Bundle.from_resource("pkg", "_kernels.bundle")``
+to its :class:`~cudaload.Program` objects.  ``Program.compile`` asks the bundle first: an entry is
+used when it was made from the same program (the program's digest: source, name, in-memory headers,
+included files, options and name expressions) for an arch the device can run.  Otherwise, or when
+the file is missing or damaged, the program is compiled as usual.  The bundle needs neither NVRTC
+nor ``cuda.pathfinder``, and is independent of the toolchain that reads it.
+
+Layout::
+
+    MAGIC, format (u16), index length (u32)      BUNDLE_HEADER
+    index: JSON {"cudaload": version, "entries": [{"program", "name", "kind", "arch",
+                 "name_expressions", "offset", "length"}, ...]}
+    entries: each one the bytes of a kernel cache entry (cache.encode), with its own integrity hash
+
+A CUBIN runs on its own arch and on later minor revisions of the same major (sm_80 code runs on
+sm_86 and sm_89), so the bundle picks the exact arch, else the newest same-major one not newer than
+the device.  Arch-specific targets (sm_90a) are only used for exactly that arch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+import warnings
+
+from . import cache
+from .objectcode import ObjectCode
+from .options import parse_arch
+
+__all__ = ["Bundle", "BundleWarning", "MAGIC", "FORMAT"]
+
+MAGIC = b"CUDALDKB"
+FORMAT = 1
+BUNDLE_HEADER = struct.Struct("<8sHI")
+
+
+class BundleWarning(UserWarning):
+    """A bundle file cannot be read; its kernels are compiled instead."""
+
+
+class Bundle:
+    """Precompiled kernels by (program digest, kind, arch).  Read on first lookup, not before."""
+
+    def __init__(self, data: bytes | None = None, *, origin: str = "<bytes>", reader=None):
+        self.origin = origin
+        self._reader = reader if data is None else (lambda: data)
+        self._lock = threading.Lock()
+        self._index: dict | None = None  # (digest hex, kind, arch) -> entry dict
+        self._data = b""
+        self._new: list[tuple[dict, bytes]] = []  # entries added by add(), for to_bytes()
+
+    @classmethod
+    def from_file(cls, path) -> Bundle:
+        """The bundle in file ``path``; a missing file is an empty bundle (kernels get compiled)."""
+        path = os.fspath(path)
+
+        def read() -> bytes | None:
+            try:
+                with open(path, "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+        return cls(origin=path, reader=read)
+
+    @classmethod
+    def from_resource(cls, package: str, resource: str) -> Bundle:
+        """The bundle shipped as package data; missing is empty, as for :meth:`from_file`."""
+        def read() -> bytes | None:
+            from importlib import resources
+
+            node = resources.files(package).joinpath(*resource.split("/"))
+            return node.read_bytes() if node.is_file() else None
+        return cls(origin=f"{package}:{resource}", reader=read)
+
+    def __repr__(self) -> str:
+        return f"<cudaload.Bundle {self.origin}>"
+
+    def __len__(self) -> int:
+        return len(self._entries().keys() | {_key(meta) for meta, _blob in self._new})
+
+    def entries(self) -> list[dict]:
+        """What the bundle holds: per entry the program's name, kind, arch and name expressions."""
+        return [{k: e[k] for k in ("program", "name", "kind", "arch", "name_expressions")}
+                for e in self._entries().values()]
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    def _entries(self) -> dict:
+        if self._index is None:
+            with self._lock:
+                if self._index is None:
+                    self._index = self._load()
+        return self._index
+
+    def _load(self) -> dict:
+        data = self._reader() if self._reader is not None else None
+        if data is None:
+            return {}
+        try:
+            index = _parse(data)
+        except ValueError as exc:
+            warnings.warn(f"cudaload: kernel bundle {self.origin} cannot be used ({exc}); its "
+                          "kernels will be compiled. Next step: rebuild it with `cudaload "
+                          "precompile ... -o FILE` using this cudaload version", BundleWarning,
+                          stacklevel=5)
+            return {}
+        self._data = data
+        return index
+
+    def find(self, program, arch, output: str = "auto") -> ObjectCode | None:
+        """The entry of ``program`` for a device of ``arch``, or None (then compile).
+
+        The result remembers ``program``, so code the driver refuses is compiled instead."""
+        if output == "ptx":
+            return None
+        entries = self._entries()
+        if not entries:
+            return None
+        want = parse_arch(arch)
+        digest = program._digest.hex()
+        entry = entries.get((digest, "cubin", want.sm()))
+        if entry is None and not want[1] and output == "auto":
+            usable = [parse_arch(a) for d, k, a in entries
+                      if d == digest and k == "cubin"]
+            usable = [a for a in usable if not a[1] and a.number // 10 == want.number // 10
+                      and a.number < want.number]
+            if usable:
+                entry = entries[(digest, "cubin", max(usable).sm())]
+        if entry is None:
+            return None
+        start = entry["offset"]
+        obj = cache.decode(self._data[start:start + entry["length"]])
+        if obj is None:  # a damaged entry is a miss; its neighbours may be fine
+            return None
+        shipped = obj._as("bundle")
+        shipped._origin = (program, arch, output, None)  # no cache key: nothing to evict
+        return shipped
+
+    # ---- writing -------------------------------------------------------------------------------
+
+    def add(self, program, obj: ObjectCode) -> None:
+        """Add ``obj``, compiled from ``program``, replacing an entry for the same kind and arch.
+
+        Raises ValueError for code that is not a CUBIN with a known arch."""
+        if obj.kind != "cubin" or not obj.arch:
+            raise ValueError(f"a bundle holds CUBINs for a known arch, not {obj!r}: compile with "
+                             "output='cubin' and an arch NVRTC supports")
+        meta = {"program": program._digest.hex(), "name": program.name, "kind": obj.kind,
+                "arch": obj.arch, "name_expressions": list(program.name_expressions)}
+        self._new = [(m, b) for m, b in self._new if _key(m) != _key(meta)]
+        self._new.append((meta, cache.encode(obj)))
+
+    def to_bytes(self) -> bytes:
+        """The bundle file: entries read from the origin and those added, one per key."""
+        from . import __version__
+
+        merged = {k: (e, self._data[e["offset"]:e["offset"] + e["length"]])
+                  for k, e in self._entries().items()}
+        for meta, blob in self._new:
+            merged[_key(meta)] = (meta, blob)
+        entries, blobs, offset = [], [], 0
+        for _k, (meta, blob) in sorted(merged.items()):
+            entries.append({**{k: meta[k] for k in ("program", "name", "kind", "arch",
+                                                     "name_expressions")},
+                            "offset": offset, "length": len(blob)})
+            blobs.append(blob)
+            offset += len(blob)
+        index = json.dumps({"cudaload": __version__, "entries": entries}, sort_keys=True).encode()
+        return BUNDLE_HEADER.pack(MAGIC, FORMAT, len(index)) + index + b"".join(blobs)
+
+    def write(self, path) -> int:
+        """Write the bundle to ``path`` (atomically); return its size.  Raises OSError."""
+        data = self.to_bytes()
+        path = os.path.abspath(os.fspath(path))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        cache.write_atomic(path, data)
+        os.chmod(path, 0o644)  # package data, read by every user; the temporary file was 0600
+        return len(data)
+
+
+def _key(entry: dict) -> tuple[str, str, str]:
+    return (str(entry["program"]), str(entry["kind"]), str(entry["arch"]))
+
+
+def _parse(data: bytes) -> dict:
+    """(digest, kind, arch) -> entry, with offsets made absolute.  Raises ValueError."""
+    if len(data) < BUNDLE_HEADER.size:
+        raise ValueError("the file is too short to be a bundle")
+    magic, version, index_len = BUNDLE_HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise ValueError("not a cudaload kernel bundle")
+    if version != FORMAT:
+        raise ValueError(f"bundle format {version}, this cudaload reads format {FORMAT}")
+    start = BUNDLE_HEADER.size + index_len
+    try:
+        index = json.loads(data[BUNDLE_HEADER.size:start])
+        entries = {}
+        for e in index["entries"]:
+            e = dict(e, offset=start + int(e["offset"]), length=int(e["length"]))
+            if e["offset"] + e["length"] > len(data):
+                raise ValueError("the file is truncated")
+            entries[_key(e)] = e
+    except (KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"its index is malformed ({exc!r})") from None
+    return entries
