@@ -3,6 +3,7 @@
 # the record to a folder:  ci/gpu_run.sh OUT_DIR
 #   OUT_DIR/result.json     GPU, driver, commit, passed/failed/skipped counts, benchmark figures
 #   OUT_DIR/junit.xml, OUT_DIR/pytest.log, OUT_DIR/launch_bench.json
+# CUDALOAD_COMMIT names the commit where the copy has no .git.
 # Wheels under .whl/ (e.g. cffi, pycparser) are installed first into a private folder.
 set -u
 OUT="${1:?usage: ci/gpu_run.sh OUT_DIR}"
@@ -56,8 +57,9 @@ except (OSError, ValueError):
     pass
 record = {
     "gpu": sh("nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"),
-    "commit": sh("git", "rev-parse", "HEAD") or "uncommitted",
-    "dirty": bool(sh("git", "status", "--porcelain")),
+    # The device copy of a checkout may carry no .git: the caller passes the commit then.
+    "commit": os.environ.get("CUDALOAD_COMMIT") or sh("git", "rev-parse", "HEAD") or "unknown",
+    "dirty": os.environ.get("CUDALOAD_DIRTY", "unknown"),
     "python": sys.version.split()[0],
     "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],
     "failed": counts["failures"] + counts["errors"],
