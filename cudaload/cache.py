@@ -108,10 +108,17 @@ def decode(data: bytes) -> ObjectCode | None:
         return None
     try:
         meta = json.loads(bytes(body[:meta_len]))
-        return ObjectCode(bytes(body[meta_len:]), meta["kind"], meta["arch"], log=meta["log"],
-                          lowered_names=dict(meta["lowered_names"]), cached="disk")
+        kind, arch, log, names = meta["kind"], meta["arch"], meta["log"], meta["lowered_names"]
     except (ValueError, KeyError, TypeError):
         return None
+    # An entry whose hash matches but whose fields are not what this version writes (another
+    # writer using the same format number) is a miss, not an ObjectCode the driver chokes on.
+    if kind not in ("cubin", "ptx") or not isinstance(arch, (str, type(None))) \
+            or not isinstance(log, str) or not isinstance(names, dict) \
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+        return None
+    return ObjectCode(bytes(body[meta_len:]), kind, arch, log=log, lowered_names=dict(names),
+                      cached="disk")
 
 
 def lookup(key: str) -> ObjectCode | None:

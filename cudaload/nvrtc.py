@@ -10,12 +10,13 @@ import re
 from dataclasses import dataclass, field
 
 from . import _loader
-from .errors import CompileError, nvrtc_error
+from .errors import CompileError, NvrtcError, nvrtc_error
 
 __all__ = ["Compiled", "compile", "version", "supported_archs", "describe", "check"]
 
 _COMPILATION = 6  # NVRTC_ERROR_COMPILATION
 _INVALID_OPTION = 5  # NVRTC_ERROR_INVALID_OPTION
+_BUILTIN_OPERATION_FAILURE = 7  # NVRTC_ERROR_BUILTIN_OPERATION_FAILURE
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
     keep = []  # cdata must outlive the NVRTC calls that read them
 
     def cstr(s: str):
+        if "\0" in s:  # C strings end there: NVRTC would silently see only the part before it
+            raise ValueError(f"{name}: a NUL character at offset {s.index(chr(0))} of "
+                             f"{s[:40]!r}...; remove it (CUDA source and options are text)")
         keep.append(ffi.new("char[]", s.encode()))
         return keep[-1]
 
@@ -92,13 +96,24 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         rc = lib.nvrtcCompileProgram(prog, len(opts), ffi.new("char *[]", opts) if opts else ffi.NULL)
         log = _read(ffi, lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog").rstrip("\0")
         if rc in (_COMPILATION, _INVALID_OPTION):
-            raise CompileError(format_compile_error(name, source, options, log, describe(rc)),
+            hint = _HINT_INVALID_OPTION if rc == _INVALID_OPTION else (
+                _HINT_NAME_EXPRESSION.format(", ".join(name_expressions))
+                if "__nv_name_map" in log else _HINT_INCLUDE if "cannot open source file" in log
+                else "")
+            raise CompileError(format_compile_error(name, source, options, log, describe(rc), hint),
                                log=log, source=source, options=options, name=name, code=rc)
+        if rc == _BUILTIN_OPERATION_FAILURE:
+            raise _builtins_error(rc, log)
         check(rc, "nvrtcCompileProgram")
         getter = {"cubin": "CUBIN", "ptx": "PTX", "ltoir": "LTOIR"}[kind]
         code = _read(ffi, lib, prog, f"nvrtcGet{getter}Size", f"nvrtcGet{getter}", raw=True)
         if kind == "ptx":
             code = code.rstrip(b"\0")
+        if not code:
+            raise NvrtcError(
+                f"{name}: NVRTC succeeded but produced no {kind.upper()}: an option asked for "
+                f"something else (e.g. -dlto gives LTO IR). Next step: remove it; options: "
+                f"{' '.join(options)}", function="nvrtcGet" + getter)
         lowered = {}
         for expr in name_expressions:
             out = ffi.new("char **")
@@ -107,6 +122,32 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         return Compiled(code, kind, log.strip(), lowered)
     finally:
         lib.nvrtcDestroyProgram(prog_p)
+
+
+def _builtins_error(rc: int, log: str) -> NvrtcError:
+    """The error for a compilation that failed because NVRTC could not use libnvrtc-builtins."""
+    import glob
+    import os
+
+    path = _loader.nvrtc().path
+    folder = os.path.dirname(os.path.abspath(path))
+    major, minor = version()
+    wanted = (f"nvrtc-builtins64_{major}{minor}.dll" if os.name == "nt"
+              else f"libnvrtc-builtins.so.{major}.{minor}")
+    present = sorted(os.path.basename(p) for p in glob.glob(os.path.join(folder, "*nvrtc-builtins*")))
+    if wanted not in present:
+        found = f"found only {', '.join(present)}" if present else "found none"
+        what = f"its builtins library {wanted} is missing: NVRTC looks for it beside {path}, {found}"
+    else:
+        what = f"its builtins library {os.path.join(folder, wanted)} failed to load or is damaged"
+    message = (f"NVRTC {major}.{minor} cannot compile anything: {what}. Next step: reinstall NVRTC "
+               "so that libnvrtc and libnvrtc-builtins of the same version sit in one folder "
+               "(pip install --force-reinstall nvidia-cuda-nvrtc), or set CUDALOAD_LIBNVRTC to a "
+               "complete install")
+    if log.strip():
+        message += f"\nNVRTC log:\n{log.strip()}"
+    name = describe(rc)
+    return NvrtcError(message, code=rc, name=name, function="nvrtcCompileProgram", detail=name)
 
 
 def _read(ffi, lib, prog, size_fn: str, get_fn: str, raw: bool = False):
@@ -121,7 +162,16 @@ def _read(ffi, lib, prog, size_fn: str, get_fn: str, raw: bool = False):
 _LOG_LINE = re.compile(r"\((\d+)\): (?:error|warning|catastrophic error)")
 
 
-def format_compile_error(name: str, source: str, options, log: str, reason: str) -> str:
+_HINT_INVALID_OPTION = ("Next step: fix or remove the option the log names; NVRTC's options are "
+                        "listed at https://docs.nvidia.com/cuda/nvrtc/#supported-compile-options")
+_HINT_INCLUDE = ("Next step: pass the folder as Program(include_paths=...) or the file's text as "
+                 "headers={name: text}; CUDA's own headers are found without either")
+_HINT_NAME_EXPRESSION = ("Next step: each name expression ({}) must name a __global__ function or "
+                         "template instantiation declared in the source, e.g. 'scale<float>'")
+
+
+def format_compile_error(name: str, source: str, options, log: str, reason: str,
+                         hint: str = "") -> str:
     """The message of a failed compilation: the log, then each source line it points at, numbered."""
     lines = source.splitlines()
     wanted = sorted({int(m.group(1)) for m in _LOG_LINE.finditer(log)})
@@ -137,4 +187,6 @@ def format_compile_error(name: str, source: str, options, log: str, reason: str)
     if excerpt:
         message += f"\n\n{excerpt}"
     message += f"\n\noptions: {' '.join(options) if options else '(none)'}"
+    if hint:
+        message += f"\n{hint}"
     return message

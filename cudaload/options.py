@@ -14,10 +14,16 @@ __all__ = ["build", "Arch", "parse_arch", "split_cli"]
 def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=(),
           fast_math: bool = False, line_info: bool = False, debug: bool = False,
           max_registers: int | None = None, relocatable: bool = False) -> tuple[str, ...]:
-    """The NVRTC option list for these keywords followed by ``options``.  Raises TypeError."""
+    """The NVRTC option list for these keywords followed by ``options``.
+
+    Raises TypeError for a single string, ValueError for an empty option, one containing NUL, or
+    one that needs a value and has none.
+    """
     if isinstance(options, str):
         raise TypeError("options must be a sequence of strings, e.g. ('-DN=4',), not one string")
     user = tuple(str(o) for o in options)
+    for option in user:
+        _check(option)
     out: list[str] = []
     if std and not any(o.startswith(("-std", "--std")) for o in user):
         out.append(f"-std={std}")
@@ -35,6 +41,27 @@ def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=
     if relocatable:
         out.append("-rdc=true")
     return tuple(out) + user
+
+
+# Options whose value NVRTC reads from the next word when it is not attached: given bare, each one
+# silently swallows the option after it (a bare "-I" ate the architecture and gave an empty CUBIN).
+_NEEDS_VALUE = frozenset({
+    "-I", "--include-path", "-D", "--define-macro", "-U", "--undefine-macro", "-include",
+    "--pre-include", "-Xptxas", "--ptxas-options", "-maxrregcount", "--maxrregcount", "-dopt",
+    "--dopt", "-diag-suppress", "--diag-suppress", "-diag-error", "--diag-error", "-diag-warn",
+    "--diag-warn", "-split-compile", "--split-compile", "-Werror", "--warning-as-error"})
+
+
+def _check(option: str) -> None:
+    if not option.strip():
+        raise ValueError("an empty option was given; remove it from options")
+    if "\0" in option:
+        raise ValueError(f"option {option!r} contains a NUL character, which would cut it short")
+    if option in _NEEDS_VALUE:
+        joined = f"{option}VALUE" if len(option) == 2 else f"{option}=VALUE"
+        raise ValueError(
+            f"option {option!r} has no value: NVRTC takes each option and its value as one "
+            f"string, e.g. '{joined}'; a bare {option} would swallow the option after it")
 
 
 class Arch(tuple):
@@ -63,6 +90,9 @@ def parse_arch(arch) -> Arch:
     if cached is not None:
         return cached
     if isinstance(arch, tuple) and len(arch) == 2 and all(isinstance(x, int) for x in arch):
+        if not (1 <= arch[0] <= 99 and 0 <= arch[1] <= 9):  # (8, 10) must not become sm_90
+            raise ValueError(f"arch {arch!r} is not a compute capability: use e.g. (9, 0), 90 "
+                             "or 'sm_90'")
         result = Arch((arch[0] * 10 + arch[1], ""))
     else:
         match = _ARCH.match(str(arch).strip().lower())
@@ -70,6 +100,9 @@ def parse_arch(arch) -> Arch:
             raise ValueError(f"arch {arch!r} is not a compute capability: use e.g. 90, 'sm_90' "
                              "or 'sm_90a'")
         result = Arch((int(match.group(1)), match.group(2)))
+        if result.number < 10:  # "00", "05": no compute capability has major 0
+            raise ValueError(f"arch {arch!r} is not a compute capability: use e.g. 90, 'sm_90' "
+                             "or 'sm_90a'")
     if not isinstance(arch, list):
         _parsed[arch] = result
     return result

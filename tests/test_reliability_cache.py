@@ -1,0 +1,304 @@
+"""Cache faults and load: damaged entries, unusable file systems, killed writers, 16 processes.
+
+The outcome allowed for a damaged entry is a miss (and a fresh compile), never an exception or a
+wrong kernel; for an unusable folder, one warning and compiling without the disk cache; for a
+writer killed mid-write, no torn entry visible; under load, every key compiled exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from tests.conftest import ROOT, run_json, run_py
+from tests.test_cache import cache_dir  # noqa: F401  (fixture: a fresh cache folder)
+
+KERNEL = 'extern "C" __global__ void k{n}(int *x) {{ x[0] = {n}; }}\n'
+
+
+def _entries(folder) -> list:
+    return sorted(folder.glob("v*/*.bin"))
+
+
+def _all_valid(folder) -> tuple[int, int]:
+    """(entries, corrupt entries) in ``folder``."""
+    from cudaload import cache
+
+    paths = _entries(folder)
+    return len(paths), sum(cache.decode(p.read_bytes()) is None for p in paths)
+
+
+@pytest.fixture
+def real_entry(cache_dir):
+    """(key, bytes) of a cache entry NVRTC really produced."""
+    run_py("from cudaload import Program; Program(%r).compile(arch=90)" % KERNEL.format(n=1))
+    (path,) = _entries(cache_dir)
+    return path.name[:-4], path.read_bytes()
+
+
+# --- damaged entries ----------------------------------------------------------------------------
+
+def test_every_truncation_through_the_file_is_a_miss(cache_dir, real_entry):
+    from cudaload import cache
+
+    key, data = real_entry
+    path = cache_dir / f"v{cache.FORMAT}" / f"{key}.bin"
+    for n in range(len(data)):  # every length, read through lookup() from the file
+        path.write_bytes(data[:n])
+        assert cache.lookup(key) is None, n
+    path.write_bytes(data)
+    assert cache.lookup(key).code == cache.decode(data).code
+
+
+@pytest.mark.parametrize("mask", [0x01, 0x80, 0xFF])
+def test_a_flipped_byte_at_every_position_is_a_miss(real_entry, mask):
+    from cudaload import cache
+
+    _key, data = real_entry
+    for i in range(len(data)):
+        flipped = bytearray(data)
+        flipped[i] ^= mask
+        assert cache.decode(bytes(flipped)) is None, i
+
+
+def _reseal(meta: dict, code: bytes, version: int | None = None, magic: bytes | None = None):
+    """An entry with this metadata and a correct integrity hash: damage the hash cannot see."""
+    import hashlib
+
+    from cudaload import cache
+
+    raw = json.dumps(meta).encode() if not isinstance(meta, bytes) else meta
+    return cache.HEADER.pack(magic or cache.MAGIC, cache.FORMAT if version is None else version,
+                             len(raw), len(code), hashlib.sha256(raw + code).digest()) + raw + code
+
+
+GOOD_META = {"kind": "cubin", "arch": "sm_90", "log": "", "lowered_names": {}}
+WRONG_FORMAT = {
+    "format version + 1": dict(version=2),
+    "format version 0": dict(version=0),
+    "other magic": dict(magic=b"CUDALDXX"),
+    "meta not JSON": dict(meta=b"\xff{"),
+    "meta a list": dict(meta=[1, 2]),
+    "meta null": dict(meta=None),
+    "kind missing": dict(meta={k: v for k, v in GOOD_META.items() if k != "kind"}),
+    "kind unknown": dict(meta={**GOOD_META, "kind": "exe"}),
+    "kind a number": dict(meta={**GOOD_META, "kind": 5}),
+    "arch a number": dict(meta={**GOOD_META, "arch": 90}),
+    "log a list": dict(meta={**GOOD_META, "log": ["x"]}),
+    "names a list": dict(meta={**GOOD_META, "lowered_names": [["a", "b"]]}),
+    "names to numbers": dict(meta={**GOOD_META, "lowered_names": {"a": 1}}),
+    "lengths past the end": dict(extra=b"tail"),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_FORMAT))
+def test_a_wrong_format_entry_is_a_miss(cache_dir, real_entry, case):
+    from cudaload import cache
+
+    key, data = real_entry
+    spec = dict(WRONG_FORMAT[case])
+    code = cache.decode(data).code
+    entry = _reseal(spec.pop("meta", GOOD_META), code, **{k: v for k, v in spec.items()
+                                                            if k != "extra"})
+    entry += spec.get("extra", b"")
+    (cache_dir / f"v{cache.FORMAT}" / f"{key}.bin").write_bytes(entry)
+    assert cache.decode(entry) is None
+    assert cache.lookup(key) is None
+    # and a process that meets it compiles again and replaces it
+    out = run_json("import json; from cudaload import Program\n"
+                   f"print(json.dumps(Program({KERNEL.format(n=1)!r}).compile(arch=90).cached))")
+    assert out is None
+    assert cache.lookup(key) is not None
+
+
+def test_an_entry_that_is_a_directory_is_a_miss(cache_dir, real_entry):
+    from cudaload import cache
+
+    key, _data = real_entry
+    path = cache_dir / f"v{cache.FORMAT}" / f"{key}.bin"
+    path.unlink()
+    path.mkdir()
+    assert cache.lookup(key) is None
+    out = run_json("import json, warnings; warnings.simplefilter('ignore')\n"
+                   "from cudaload import Program\n"
+                   f"print(json.dumps(len(Program({KERNEL.format(n=1)!r}).compile(arch=90).code)))")
+    assert out > 0
+
+
+# --- folders that cannot be used ----------------------------------------------------------------
+
+_COMPILES = """
+import json, os, warnings
+from cudaload import Program, cache
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    got = [Program({kernel!r}.format(n=i)).compile(arch=90) for i in range({count})]
+print(json.dumps({{"cached": [o.cached for o in got], "sizes": [len(o.code) for o in got],
+                  "warnings": [str(w.message) for w in caught
+                               if issubclass(w.category, cache.CacheWarning)]}}))
+"""
+
+
+def compiles(count: int, **env) -> dict:
+    return run_json(_COMPILES.format(kernel=KERNEL, count=count), env=env)
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path):
+    """Mount a tmpfs of the given size and options; unmounted after the test."""
+    mounted = []
+
+    def mount(size: str, *opts: str):
+        where = tmp_path / f"mnt{len(mounted)}"
+        where.mkdir()
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join((f"size={size}",) + opts),
+                               "tmpfs", str(where)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.strip() or proc.returncode}); "
+                        "run as root, or in a container allowed to mount")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in mounted:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def test_missing_folder_is_created(cache_dir):
+    deep = cache_dir / "a" / "b" / "c"
+    out = compiles(2, CUDALOAD_CACHE_DIR=str(deep))
+    assert out["warnings"] == [] and all(out["sizes"])
+    assert _all_valid(deep) == (2, 0)
+
+
+def test_folder_path_through_a_file(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    out = compiles(3, CUDALOAD_CACHE_DIR=str(blocker / "cache"))
+    assert all(out["sizes"]) and len(out["warnings"]) == 1
+    assert "CUDALOAD_CACHE_DIR" in out["warnings"][0]
+
+
+def test_really_read_only_file_system(mount_tmpfs):
+    where = mount_tmpfs("64k", "ro")
+    out = compiles(3, CUDALOAD_CACHE_DIR=str(where / "cache"))
+    assert all(out["sizes"]) and out["cached"] == [None] * 3
+    assert len(out["warnings"]) == 1 and "Read-only file system" in out["warnings"][0]
+
+
+def test_read_only_file_system_with_entries_still_serves_them(mount_tmpfs, tmp_path):
+    where = mount_tmpfs("1m")
+    compiles(3, CUDALOAD_CACHE_DIR=str(where))
+    subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
+    out = compiles(3, CUDALOAD_CACHE_DIR=str(where))
+    assert out["cached"] == ["disk"] * 3 and out["warnings"] == []
+
+
+def test_full_file_system(mount_tmpfs):
+    where = mount_tmpfs("64k")
+    out = compiles(30, CUDALOAD_CACHE_DIR=str(where))
+    assert all(out["sizes"]) and len(out["sizes"]) == 30  # every compile still gave code
+    assert len(out["warnings"]) == 1 and "No space left" in out["warnings"][0]
+    written, corrupt = _all_valid(where)
+    assert 0 < written < 30 and corrupt == 0
+    assert not list(where.glob("v*/.tmp-*"))  # a failed write leaves nothing behind
+    # a later process reads what fits, and compiles the rest without error
+    again = compiles(30, CUDALOAD_CACHE_DIR=str(where))
+    assert again["cached"].count("disk") == written and all(again["sizes"])
+
+
+# --- a writer killed in the middle of a write -----------------------------------------------------
+
+_WRITER = """
+import os, sys
+from cudaload import cache
+from cudaload.objectcode import ObjectCode
+sys.stdout.write("ready\\n"); sys.stdout.flush()
+i = 0
+while True:
+    size = (1 << 20) * (1 + i % 8)  # large entries: the kill lands inside a write often
+    cache.store("%064x" % (i % 40), ObjectCode(os.urandom(64) * (size // 64), "cubin", "sm_90"))
+    i += 1
+"""
+
+
+def test_writer_killed_mid_write_leaves_no_torn_entry(cache_dir):
+    from cudaload import cache
+
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    kills = 0
+    torn_tmp = 0
+    for delay in [0.05 * (1 + i % 10) for i in range(20)]:
+        proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_WRITER)], env=env,
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline() == "ready\n"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        total, corrupt = _all_valid(cache_dir)
+        assert corrupt == 0, f"a torn entry is visible after kill {kills}"
+        for i in range(40):
+            obj = cache.lookup("%064x" % i)
+            assert obj is None or len(obj.code) % (1 << 20) == 0
+        torn_tmp = max(torn_tmp, len(list(cache_dir.glob("v*/.tmp-*"))))
+    assert total > 0  # the writers did write between kills
+    assert torn_tmp > 0  # and at least one kill landed inside a write
+    # the leftovers of killed writers are hidden temporary files, removed by prune once stale
+    assert cache.prune()["corrupt"] == 0
+
+
+# --- load: 16 processes x 50 kernels, half of them shared -----------------------------------------
+
+_LOAD_WORKER = """
+import json, sys, time
+from cudaload import Program, _loader
+_loader.nvrtc()
+worker, start = int(sys.argv[1]), float(sys.argv[2])
+src = 'extern "C" __global__ void k(int *x) {{ x[0] = %d; }}\\n'
+# kernels 0-24 are shared by every process; the other 25 belong to this one
+numbers = list(range(25)) + [1000 * (worker + 1) + i for i in range(25)]
+progs = [Program(src % n) for n in numbers]
+while time.time() < start:
+    time.sleep(0.001)
+got = [p.compile(arch=90) for p in progs]
+print(json.dumps({{"cached": [o.cached for o in got], "sizes": [len(o.code) for o in got],
+                  "seconds": time.time() - start}}))
+"""
+
+
+def test_16_processes_50_kernels_half_shared(cache_dir, tmp_path, record_property):
+    log = tmp_path / "compiles.log"
+    env = {**os.environ, "PYTHONPATH": ROOT, "CUDALOAD_TEST_COMPILE_LOG": str(log)}
+    code = textwrap.dedent(_LOAD_WORKER.format())
+    start = time.time() + 3.0  # every process has NVRTC loaded before the first compile
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(w), str(start)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for w in range(16)]
+    outs = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=170)
+        assert proc.returncode == 0, stderr
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    elapsed = max(o["seconds"] for o in outs)
+    keys = [line.split()[1] for line in log.read_text().splitlines()]
+    entries, corrupt = _all_valid(cache_dir)
+    report = {"processes": 16, "kernels_each": 50, "distinct_keys": 25 + 16 * 25,
+              "compilations": len(keys), "entries": entries, "corrupt": corrupt,
+              "seconds": round(elapsed, 2)}
+    record_property("load", report)
+    print("cache load test:", json.dumps(report))
+    assert corrupt == 0
+    assert entries == 425 and len(keys) == 425 and len(set(keys)) == 425  # each key once
+    assert all(all(o["sizes"]) for o in outs)
+    # the shared kernels: one process compiled each, all others read it from disk
+    for i in range(25):
+        assert sorted(str(o["cached"][i]) for o in outs).count("None") <= 1
+    assert not list(cache_dir.glob("v*/.tmp-*"))
