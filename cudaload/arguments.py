@@ -127,6 +127,8 @@ class Packer:
         if tp is type(None):
             return _zero
         def from_buffer(value):
+            if not value.ptr:
+                raise fail(p, value, "the buffer was freed (DeviceBuffer.free()); pass a live one")
             if value.device.ordinal != device:
                 raise fail(p, value, _other_device(value.device.ordinal, device))
             return value.ptr
@@ -144,7 +146,7 @@ class Packer:
             return value.data_ptr()
 
         if issubclass(tp, DeviceBuffer):
-            return _Inline("{a}.ptr", "{a}.device.ordinal == D", from_buffer)
+            return _Inline("{a}.ptr", "{a}.ptr and {a}.device.ordinal == D", from_buffer)
         module = tp.__module__.split(".")[0]
         if module == "cupy" and hasattr(tp, "data") and hasattr(tp, "__cuda_array_interface__"):
             return _Inline("{a}.data.ptr", "{a}.data.device_id == D", from_cupy)

@@ -186,6 +186,8 @@ class _Core:
             raise ValueError(f"{self.name}: block {block3} has more than the device's "
                              f"{max_threads} threads per block")
         shared_mem = int(shared_mem)
+        if shared_mem < 0:
+            raise ValueError(f"{self.name}: shared_mem={shared_mem} is negative; pass a byte count")
         if shared_mem > state.smem[0]:
             self._enable_smem(state, shared_mem)
         drv = driver.api()

@@ -68,13 +68,25 @@ class DeviceBuffer:
 
     @property
     def __cuda_array_interface__(self) -> dict:
+        self._live()
         return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
                 "version": 3, "strides": None, "stream": None}
 
     def free(self) -> None:
-        """Release the memory now (only for buffers made by :func:`alloc`)."""
+        """Release the memory now (only for buffers made by :func:`alloc`).
+
+        Afterwards ``.ptr`` is 0, so every later use is refused instead of reaching freed memory
+        (a kernel writing there would poison the whole context)."""
         if self._finalizer is not None:
             self._finalizer()
+            self.ptr = 0
+
+    def _live(self):
+        """The driver, with this buffer's device current.  Raises ValueError once freed."""
+        if not self.ptr:
+            raise ValueError(f"this DeviceBuffer of {self.nbytes} bytes was freed; "
+                             "allocate a new one with cudaload.alloc()")
+        return activate(self.device)
 
     def _host(self, obj, writable: bool, nbytes: int | None):
         ffi = driver.init().ffi
@@ -96,7 +108,7 @@ class DeviceBuffer:
     def copy_from_host(self, obj, stream=None, nbytes: int | None = None) -> DeviceBuffer:
         """Copy a host buffer (numpy, bytes, ...) into this one; on ``stream`` when given."""
         src, count = self._host(obj, False, nbytes)
-        drv = activate(self.device)
+        drv = self._live()
         if stream is None:
             driver.check(drv.cuMemcpyHtoD_v2(self.ptr, src, count), "cuMemcpyHtoD")
         else:
@@ -112,7 +124,7 @@ class DeviceBuffer:
         if out is None:
             out = bytearray(self.nbytes if nbytes is None else nbytes)
         dst, count = self._host(out, True, nbytes)
-        drv = activate(self.device)
+        drv = self._live()
         if stream is None:
             driver.check(drv.cuMemcpyDtoH_v2(dst, self.ptr, count), "cuMemcpyDtoH")
         else:
@@ -124,7 +136,9 @@ class DeviceBuffer:
         """Copy from another device buffer (anything with ``.ptr``/``.nbytes``) of at most this size."""
         if other.nbytes > self.nbytes:
             raise ValueError(f"source has {other.nbytes} bytes, this buffer {self.nbytes}")
-        drv = activate(self.device)
+        if not other.ptr:
+            raise ValueError("the source buffer was freed; copy from a live one")
+        drv = self._live()
         if stream is None:
             driver.check(drv.cuMemcpyDtoD_v2(self.ptr, other.ptr, other.nbytes), "cuMemcpyDtoD")
         else:
@@ -136,7 +150,7 @@ class DeviceBuffer:
         """Set every byte to ``value`` (0..255); on ``stream`` when given."""
         if not 0 <= int(value) <= 255:
             raise ValueError(f"memset value must be a byte (0..255), not {value!r}")
-        drv = activate(self.device)
+        drv = self._live()
         if stream is None:
             driver.check(drv.cuMemsetD8_v2(self.ptr, int(value), self.nbytes), "cuMemsetD8")
         else:

@@ -22,9 +22,11 @@ def packer(types, layout=None, names=None):
 
 
 def pack(p, args):
+    """What a launch does: the plan packs, or a failed guard or conversion gives the precise error."""
     plan = p.plan(tuple(map(type, args)))
     try:
-        assert plan(args)
+        if not plan(args):
+            raise p.fail(args, None)
     except LaunchArgumentError:
         raise
     except (struct.error, OverflowError, TypeError, ValueError) as exc:
@@ -129,3 +131,19 @@ def test_random_values_against_random_layouts(cases):
     else:
         with pytest.raises(LaunchArgumentError):
             pack(p, values)
+
+
+def test_device_buffers_pack_their_pointer_and_freed_or_foreign_ones_are_refused():
+    from types import SimpleNamespace
+
+    from cudaload.memory import DeviceBuffer
+
+    p = packer(["float*"])
+    live = DeviceBuffer(0x7000, 16, SimpleNamespace(ordinal=0))
+    assert pack(p, (live,)) == struct.pack("<Q", 0x7000)
+    freed = DeviceBuffer(0, 16, SimpleNamespace(ordinal=0))  # what free() leaves behind
+    with pytest.raises(LaunchArgumentError, match="was freed"):
+        pack(p, (freed,))
+    other = DeviceBuffer(0x7000, 16, SimpleNamespace(ordinal=1))
+    with pytest.raises(LaunchArgumentError, match="device 1"):
+        pack(p, (other,))
