@@ -9,6 +9,7 @@ load, so ``status(refresh=True)`` queries again but does not retry a library tha
 from __future__ import annotations
 
 import _thread
+import os
 
 from . import _loader
 from .errors import (_DRIVER_HINTS, CudaLoadError, DriverError, LibraryLoadError,
@@ -257,6 +258,10 @@ def _probe_nvrtc(section: dict, problems: list) -> tuple[int, int] | None:
     The toolchain remembered beside the kernel cache (revalidated with ``os.stat``) answers without
     importing cuda.pathfinder or mapping libnvrtc, so a repeated report costs milliseconds.
     """
+    override = os.environ.get("CUDALOAD_LIBNVRTC")
+    if override and not os.path.exists(override):
+        _open("nvrtc", section, problems)  # the loader's own "not found", naming the path
+        return None
     from . import toolchain
 
     try:
@@ -306,8 +311,6 @@ def _builtins_load(section: dict, problems: list) -> bool:
 
 
 def _builtins_present(nvrtc_path: str, section: dict, problems: list) -> bool:
-    import os
-
     folder = os.path.dirname(nvrtc_path)
     try:
         present = any(n.startswith(("libnvrtc-builtins", "nvrtc-builtins"))

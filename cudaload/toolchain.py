@@ -10,11 +10,10 @@ checked.  Once NVRTC is loaded in the process, the loaded library is the truth.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
-from dataclasses import dataclass
+from collections import namedtuple
 
 from . import cache
 
@@ -26,19 +25,25 @@ _HEADER_SETS = {"cudart": "cuda_runtime_api.h", "cccl": os.path.join("cuda", "st
 _FINGERPRINT_SPAN = 1 << 20
 
 
-@dataclass(frozen=True)
-class Toolchain:
-    """NVRTC's identity and the CUDA header folders passed to it."""
+_Fields = namedtuple("_Fields", "nvrtc_path version build archs headers found_via", defaults=("",))
 
-    nvrtc_path: str
-    version: tuple
-    build: str  # file size + sha256 of its first and last MiB: tells builds of one version apart
-    archs: tuple
-    headers: tuple  # ((name, path | None, stat identity as JSON | None), ...)
-    found_via: str = ""  # how the loader found NVRTC; not part of the key
+
+# A namedtuple, not a dataclass: the availability report builds one, and importing dataclasses
+# alone costs several milliseconds of a report that should take a few.
+class Toolchain(_Fields):
+    """NVRTC's identity and the CUDA header folders passed to it.
+
+    ``build`` is the file size plus sha256 of its first and last MiB (it tells builds of one version
+    apart); ``headers`` is ((name, path | None, stat identity as JSON | None), ...); ``found_via``
+    says how the loader found NVRTC and is not part of the key.
+    """
+
+    __slots__ = ()
 
     @property
     def key(self) -> str:
+        import hashlib
+
         return hashlib.sha256(json.dumps(
             [list(self.version), self.build, [list(h) for h in self.headers]]).encode()).hexdigest()
 
@@ -144,6 +149,8 @@ def _probe() -> Toolchain:
 
 
 def _fingerprint(path: str) -> str:
+    import hashlib
+
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size

@@ -124,7 +124,7 @@ out["included_file"] = compile()
 tc = toolchain.live()
 for field, value in (("version", (tc.version[0], tc.version[1] - 1)), ("build", "other-build"),
                      ("headers", tc.headers[:1] + (("cccl", "/elsewhere", "[1, null]"),))):
-    toolchain._live = dataclasses.replace(tc, **{{field: value}})
+    toolchain._live = tc._replace(**{{field: value}})
     out["nvrtc_" + field] = compile()
 toolchain._live = tc
 cache.FORMAT += 1
