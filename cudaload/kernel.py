@@ -15,7 +15,8 @@ import struct
 import threading
 import weakref
 
-from . import arguments, driver, signature
+from . import arguments, driver
+from . import signature as _signature
 from .errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
 
@@ -76,7 +77,7 @@ class _Core:
         self._params: tuple | None = None
         self._smem_enabled: dict[int, list[int]] = {}
         if signature is not None:
-            signature.signature_types(signature)  # a malformed signature fails here, not at launch
+            _signature.signature_types(signature)  # a malformed signature fails here, not at launch
 
     # ---- the launch ----------------------------------------------------------------------------
 
@@ -132,15 +133,15 @@ class _Core:
     def _types(self):
         """C types and parameter names: declared signature, mangled name, or the source."""
         if self._signature is not None:
-            return signature.signature_types(self._signature)
+            return _signature.signature_types(self._signature)
         module = self._loaded()
-        types = signature.mangled_types(module.symbol(self.name))
+        types = _signature.mangled_types(module.symbol(self.name))
         if types is not None:
             return types, None
         origin = getattr(module.code, "_origin", None)  # (Program, ...) when a Program made it
         source = self._source or getattr(origin[0] if origin else None, "source", None)
         if source:
-            found = signature.source_types(source, self.name)
+            found = _signature.source_types(source, self.name)
             if found is not None:
                 return found
         return None, None
@@ -148,7 +149,7 @@ class _Core:
     def _params_for(self, dev: Device, func):
         if self._params is None:
             types, names = self._types()
-            self._params = signature.build_params(types, _driver_layout(func), names)
+            self._params = _signature.build_params(types, _driver_layout(func), names)
         return self._params
 
     @property
@@ -160,7 +161,7 @@ class _Core:
     @property
     def signature(self) -> str:
         """The kernel's signature as error messages show it."""
-        return signature.describe_signature(self.name, self.params)
+        return _signature.describe_signature(self.name, self.params)
 
     def _prepare(self) -> _Launch:
         dev = current_device()
