@@ -57,11 +57,20 @@ _swept: set[str] = set()  # folders whose stale temporary files this process has
 
 def directory() -> str:
     """The cache folder this process uses (it may not exist yet)."""
-    configured = os.environ.get("CUDALOAD_CACHE_DIR")
-    if configured:
-        return os.path.abspath(os.path.expanduser(configured))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cudaload")
+    env = os.environ
+    spec = (env.get("CUDALOAD_CACHE_DIR"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+    root = _resolved.get(spec)
+    if root is None:  # resolved once per setting: a miss asks for the folder several times
+        configured, xdg, _home = spec
+        if configured:
+            root = os.path.abspath(os.path.expanduser(configured))
+        else:
+            root = os.path.join(xdg or os.path.join(os.path.expanduser("~"), ".cache"), "cudaload")
+        _resolved[spec] = root
+    return root
+
+
+_resolved: dict = {}
 
 
 def enabled() -> bool:
@@ -165,7 +174,7 @@ def store(key: str, obj: ObjectCode) -> None:
     path = _path(key)
     try:
         folder = os.path.dirname(path)
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)  # every time: another process may have cleared it
         if folder not in _swept:  # once per process: the scan grows with the folder
             _swept.add(folder)
             _sweep_tmp(folder)
