@@ -445,6 +445,122 @@ def launch_section(res: dict, targets: Targets) -> tuple[list[str], dict | None]
     return lines + _bench_body(b), series
 
 
+FW_COLUMNS = (("c", "raw C (floor)"), ("cudaload", "cudaload"), ("cuda.core", "cuda.core"),
+              ("cuda.bindings", "cuda.bindings"), ("cupy", "CuPy"), ("torch", "PyTorch"))
+FW_ROWS = (  # row in frameworks_bench.py's JSON, label, unit, digits
+    ("import_ms", "import (`python -c \"import X\"` − `python -c pass`)", " ms", 1),
+    ("first_context_ms", "first context: import → context current, 1 element allocated", " ms", 0),
+    ("after_import_ms", "… of which after the import", " ms", 0),
+    ("cold_compile_ms", "cold compile of saxpy, fresh process, empty caches", " ms", 1),
+    ("memory_hit_ms", "memory-cache hit (same source again, same process)", " ms", 4),
+    ("disk_hit_ms", "disk-cache hit in a fresh process", " ms", 2),
+    ("context_mib", "GPU memory after the first context", " MiB", 0),
+    ("ten_kernels_mib", "GPU memory after 10 kernels compiled, loaded, launched (LAZY)", " MiB", 0))
+LAUNCH_ROWS = (  # label, {framework: key in launch_bench's us_per_launch}, floor key
+    ("launch, 2 arguments", {"c": "c", "cudaload": "cudaload", "cuda.core": "cuda.core",
+                             "cuda.bindings": "cuda.bindings", "cupy": "cupy", "torch": "torch"}, "c"),
+    ("launch, 8 arguments", {"cudaload": "cudaload_8_args"}, "c"),
+    ("launch, 16 arguments", {"cudaload": "cudaload_16_args"}, "c"),
+    ("launch, CuPy array argument", {"cudaload": "cudaload_cupy_array_arg"}, "c"),
+    ("graph replay, per kernel (100 launches)", {"c": "c_graph_per_kernel",
+                                                 "cudaload": "cudaload_graph_per_kernel"},
+     "c_graph_per_kernel"))
+
+
+def _ratio(r: float) -> str:
+    return f"{r:.2f}×" if r >= 0.01 or r <= 0 else f"1/{1 / r:,.0f}"
+
+
+def _fw_cell(c, unit: str, digits: int, floor: float | None, fw: str, row: str,
+             failures: list[str]) -> str:
+    if not isinstance(c, dict):
+        return "–"
+    if "error" in c:
+        failures.append(f"{fw}, {row}: `{str(c['error'])[-300:]}`")
+        return "failed" if "not available" not in str(c["error"]) else "not installed"
+    if "na" in c:
+        return str(c["na"])
+    v = _num(c.get("median"))
+    if v is None:
+        return "–"
+    text = fmt(v, digits if unit == " MiB" else 0 if v >= 100 else 1 if v >= 10 else 2 if v >= 1
+               else max(2, 2 - int(f"{v:e}".split("e")[1])), unit)
+    if unit == " MiB" and floor:
+        text += f" (+{v - floor:,.1f}, {_ratio(v / floor)})"
+    elif floor:
+        text += f" ({_ratio(v / floor)})"
+    note = c.get("note")
+    return text + (f"; {note}" if note else "")
+
+
+def frameworks_section(res: dict) -> list[str]:
+    b = dig(res, "benchmarks", "frameworks") or {}
+    data = b.get("data") or {}
+    rows_in = data.get("rows") or {}
+    floors = data.get("floors") or {}
+    us = dig(res, "benchmarks", "launch", "data", "us_per_launch") or {}
+    lines = ["## Against the alternatives", ""]
+    if not rows_in and not us:
+        why = f" (`frameworks_bench.py` failed: `{str(b['error'])[-300:]}`)" if b.get("error") else ""
+        return lines + ["Not measured in this run (`bench/frameworks_bench.py` and "
+                        f"`bench/launch_bench.py` have no data here){why}.", ""]
+    failures: list[str] = []
+    table_rows = []
+    for row, label, unit, digits in FW_ROWS:
+        cells = rows_in.get(row)
+        if not cells:
+            continue
+        fl = floors.get(row) or {}
+        floor = _num(fl.get("value"))
+        if fl and fl.get("framework") != "c":
+            label += f" (× {fl['framework']}" + (f" {fl['row'][:-3].replace('_', ' ')}"
+                                                 if fl.get("row") != row else "") + ")"
+        table_rows.append([label] + [_fw_cell(cells.get(fw), unit, digits, floor, fw, row, failures)
+                                     for fw, _ in FW_COLUMNS])
+    for label, keys, floor_key in LAUNCH_ROWS:
+        floor = _num(us.get(floor_key))
+        row = [label + " (launch_bench)"]
+        for fw, _ in FW_COLUMNS:
+            v = us.get(keys[fw]) if fw in keys else None
+            if _num(v) is not None:
+                row.append(fmt(v, 2, " µs") + (f" ({v / floor:.2f}×)" if floor else ""))
+            else:
+                row.append(str(v)[:40] if v else "–")
+        if any(c != "–" for c in row[1:]):
+            table_rows.append(row)
+    if not rows_in:
+        lines += ["`bench/frameworks_bench.py` " + ("failed: `" + str(b["error"])[-300:] + "`"
+                                                    if b.get("error") else "did not run")
+                  + "; only the launch rows are shown.", ""]
+    else:
+        reps = data.get("repeats")
+        lines += [
+            f"One run, each framework in its own processes, interleaved; medians of {reps} "
+            f"repetitions{' after a warm-up one' if data.get('warmup') else ''}. In brackets, the "
+            "ratio to the floor of the same run: the raw C driver API (`bench/context_c.c`, "
+            "`bench/launch_c.c`) for context, memory and launch rows; NVRTC called directly "
+            "through cuda.bindings for the compile rows (the disk-hit row against its cold compile). "
+            "GPU memory is `cuMemGetInfo` total − free, device-wide; `+` is over the C program's "
+            "bare context. CuPy's and PyTorch's compile figures include loading the module; the "
+            "cache rows of frameworks without a cache show a recompile. The launch rows come from "
+            "the launch benchmark above.", ""]
+        if data.get("skipped"):
+            lines += [f"Skipped: {data['skipped']}.", ""]
+    lines += table(["measurement"] + [name for _, name in FW_COLUMNS], table_rows)
+    versions = [f"{fw} {v.get('version')}" for fw, v in (data.get("frameworks") or {}).items()
+                if v.get("available") and v.get("version")]
+    missing = [f"{fw} ({v.get('reason', '?')[-120:]})" for fw, v in
+               (data.get("frameworks") or {}).items() if not v.get("available")]
+    if versions:
+        lines += ["Versions: " + ", ".join(versions) + ".", ""]
+    if missing:
+        lines += ["Not available: " + "; ".join(missing) + ".", ""]
+    failed = [f for f in failures if "not available" not in f]
+    if failed:
+        lines += ["Failures:", ""] + [f"- {f}" for f in failed] + [""]
+    return lines
+
+
 def _bench_body(b: dict) -> list[str]:
     if not b:
         return ["Not run.", ""]
@@ -611,6 +727,7 @@ def main(argv=None) -> int:
     body += compile_section(res, targets)
     launch_lines, series = launch_section(res, targets)
     body += launch_lines
+    body += frameworks_section(res)
     made, why_not = plots(res, args.docs, series)
 
     lines = header(res) + headline(res)

@@ -4,7 +4,8 @@
     python bench/report.py DIR/results.json
 
 On a GPU machine (no network needed) it runs the memory story (bench/memory_story/) and the
-import, compile and launch benchmarks, each in its own processes, and writes DIR/results.json
+import, compile, launch and
+frameworks benchmarks, each in its own processes, and writes DIR/results.json
 (plus each benchmark's own JSON and DIR/run_all.log).  Without a GPU it runs the CPU-side parts
 (import, compile, cache, the ahead-of-time build and cudaload's compile of each workload) and
 records what it skipped and why.
@@ -29,6 +30,7 @@ OTHERS = (
     ("import_bench.py", 300, ["--runs", "15"]),
     ("compile_bench.py", 420, ["--quick"]),
     ("launch_bench.py", 420, ["--quick"]),
+    ("frameworks_bench.py", 300, ["--quick"]),
 )
 PACKAGES = ("cffi", "numpy", "cuda-core", "cuda-bindings", "cuda-python", "cupy-cuda12x",
             "cupy-cuda13x", "torch", "nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12",

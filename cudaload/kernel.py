@@ -23,6 +23,7 @@ from .device import Device, activate, current_device, generation
 __all__ = ["Kernel", "RawKernel"]
 
 _PACK_ERRORS = (struct.error, OverflowError, TypeError, ValueError)
+_IMMUTABLE = (int, tuple)
 _MAX_CONFIGS = 256  # cached launch configurations per kernel and thread
 _SMEM_DEFAULT = 48 * 1024
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
@@ -39,7 +40,7 @@ class _Launch:
     """One thread's state for one kernel on one device: function, buffer, configs, packing plan."""
 
     __slots__ = ("device", "gen", "func", "packer", "pointers", "configs", "launch", "null",
-                 "pack", "smem")
+                 "pack", "smem", "grid", "block", "shmem", "stream", "config")
 
     def __init__(self, kernel: _Core, dev: Device):
         drv = activate(dev)
@@ -50,6 +51,8 @@ class _Launch:
                                        dev.ordinal)
         self.pointers = self.packer.pointers
         self.configs: dict = {}
+        # The last plain launch shape, compared by identity (see _Core.launch).
+        self.grid = self.block = self.shmem = self.stream = self.config = None
         # cuLaunchKernelEx takes four pointers, which cffi passes in about a third of the time of
         # cuLaunchKernel's eleven arguments; the CUlaunchConfig is built once per launch shape.
         self.launch = drv.cuLaunchKernelEx
@@ -89,10 +92,22 @@ class _Core:
             state = None
         if state is None or state.gen != generation[0]:
             state = self._prepare()
-        try:
-            config = state.configs[grid, block, shared_mem, stream, cluster, cooperative]
-        except (KeyError, TypeError):
-            config = self._config(state, grid, block, shared_mem, stream, cluster, cooperative)
+        # Repeated launches pass the same int or tuple objects (literals, cached small ints), so
+        # identity finds the last shape without building and hashing a key; equal-but-new objects
+        # take the dict below.  Only immutable grids and blocks are remembered this way.
+        if grid is state.grid and block is state.block and stream is state.stream \
+                and shared_mem is state.shmem and cluster is None and not cooperative:
+            config = state.config
+        else:
+            try:
+                config = state.configs[grid, block, shared_mem, stream, cluster, cooperative]
+            except (KeyError, TypeError):
+                config = self._config(state, grid, block, shared_mem, stream, cluster,
+                                      cooperative)
+            if cluster is None and not cooperative and type(grid) in _IMMUTABLE \
+                    and type(block) in _IMMUTABLE and type(shared_mem) is int:
+                state.grid, state.block, state.shmem, state.stream = grid, block, shared_mem, stream
+                state.config = config
         try:
             if not state.pack(args):
                 self._repack(state, args)

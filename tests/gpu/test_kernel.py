@@ -193,3 +193,21 @@ def test_fork_child_gets_clear_error_and_never_hangs():
         print("CHILD", os.waitstatus_to_exitcode(status))
     """, timeout=60)
     assert "CHILD 0" in proc.stdout
+
+
+def test_launch_shape_changes_are_seen_whatever_object_carries_them():
+    """Repeated shapes are found by identity; a mutated list or a new equal tuple must not be."""
+    k = cudaload.RawKernel('extern "C" __global__ void mark(int *out) { out[blockIdx.x] += 1; }',
+                           "mark")
+    out = cudaload.alloc(4 * 8)
+    out.memset(0)
+    grid = [2]
+    k(grid, 1, (out,))
+    grid[0] = 4  # same list object, new shape
+    k(grid, 1, (out,))
+    k((1,), 1, (out,))
+    k(tuple([1]), 1, (out,))  # an equal tuple built at run time
+    for blocks in (3, 3, 300 // 100):  # small ints: the same objects, identity hit
+        k(blocks, 1, (out,))
+    counts = to_host(out, np.int32, 8).tolist()
+    assert counts == [7, 5, 4, 1, 0, 0, 0, 0], counts
