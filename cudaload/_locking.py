@@ -48,7 +48,8 @@ def _same_file(fd: int, path: str) -> bool:
 
 @contextlib.contextmanager
 def hold(path: str):
-    """Hold the lock of ``path`` (created if absent) for the ``with`` block.  Raises OSError."""
+    """Hold the lock of ``path`` (created if absent) for the ``with`` block, which gets the file's
+    descriptor.  Raises OSError."""
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
@@ -60,7 +61,7 @@ def hold(path: str):
             break
         os.close(fd)
     try:
-        yield
+        yield fd
     finally:
         os.close(fd)  # closing the descriptor releases the lock
 

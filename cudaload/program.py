@@ -116,7 +116,7 @@ class Program:
             obj = cache.lookup(key)
             if obj is not None:
                 break
-            with cache.lock(key):
+            with cache.lock(key) as publish:
                 obj = cache.lookup(key)  # another process may have compiled it while we waited
                 if obj is None:
                     loaded = toolchain.live()
@@ -124,7 +124,7 @@ class Program:
                         tc = loaded
                         continue
                     obj = self._build(tc, kind, target, key)
-                    cache.store(key, obj)
+                    publish(obj)
             break
         obj._origin = (self, arch, output, key)
         cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
