@@ -185,9 +185,7 @@ def store(key: str, obj: ObjectCode) -> None:
     except OSError as exc:
         _give_up(exc, "writing an entry")
         return
-    limit = _max_bytes()
-    if limit is not None:
-        prune(limit, keep=path, verify=False)
+    _bound(path)
 
 
 @contextlib.contextmanager
@@ -238,6 +236,11 @@ def _publish(key: str, fd: int, lock_path: str, obj: ObjectCode) -> None:
     except OSError as exc:
         _give_up(exc, "writing an entry")
         return
+    _bound(entry)
+
+
+def _bound(entry: str) -> None:
+    """Hold the folder to ``CUDALOAD_CACHE_MAX_BYTES`` after ``entry`` was written, sparing it."""
     limit = _max_bytes()
     if limit is not None:
         prune(limit, keep=entry, verify=False)

@@ -330,13 +330,19 @@ def test_cuda_functions_use_real_exported_names():
 # tests against the official headers
 # --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("real_header", _params(_cuda_headers(), "cuda.h"))
-def test_cuda_enums_and_layout_match_official_header(real_header, tmp_path):
-    cc = _require_cc()
+def _require_cuda_version(real_header) -> int:
+    """The header's CUDA_VERSION; skips when it is older than the one headers/cuda.h follows."""
     version = _cuda_version(real_header)
     if version is None or version < CUDA_SOURCE_VERSION:
         pytest.skip("%s is CUDA_VERSION %s; headers/cuda.h is transcribed from %d"
                     % (real_header, version, CUDA_SOURCE_VERSION))
+    return version
+
+
+@pytest.mark.parametrize("real_header", _params(_cuda_headers(), "cuda.h"))
+def test_cuda_enums_and_layout_match_official_header(real_header, tmp_path):
+    cc = _require_cc()
+    version = _require_cuda_version(real_header)
     problems = _check_enums_and_layout(
         cc, real_header, CUDA_H, tmp_path, "cuda_values",
         strict_missing=True, complete=(version == CUDA_SOURCE_VERSION))
@@ -346,10 +352,7 @@ def test_cuda_enums_and_layout_match_official_header(real_header, tmp_path):
 @pytest.mark.parametrize("real_header", _params(_cuda_headers(), "cuda.h"))
 def test_cuda_prototypes_match_official_header(real_header, tmp_path):
     cc = _require_cc()
-    version = _cuda_version(real_header)
-    if version is None or version < CUDA_SOURCE_VERSION:
-        pytest.skip("%s is CUDA_VERSION %s; headers/cuda.h is transcribed from %d"
-                    % (real_header, version, CUDA_SOURCE_VERSION))
+    _require_cuda_version(real_header)
     include_dir, header_name = os.path.split(real_header)
     _check_prototypes(cc, include_dir, header_name, CUDA_H, tmp_path, "cuda_protos")
 
