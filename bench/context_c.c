@@ -2,23 +2,10 @@
  * 4-byte allocation, synchronized; then cuMemGetInfo.  Usage: context_c -> one JSON line:
  * {"import_ms": dlopen + dlsym, "first_context_ms": all of it, "context_used_bytes": total - free}.
  * The driver is opened with dlopen so the program builds without the toolkit's link stub. */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <time.h>
-#include <cuda.h>
+#include "cuda_dl.h"
 
-#define LOAD(name) name##_t p##name = (name##_t)dlsym(lib, #name); if (!p##name) { fprintf(stderr, "no %s\n", #name); return 2; }
-#define CK(x) do { CUresult r_ = (x); if (r_) { fprintf(stderr, "%s failed: %d\n", #x, (int)r_); return 1; } } while (0)
-
-typedef CUresult (*cuInit_t)(unsigned);
-typedef CUresult (*cuDeviceGet_t)(CUdevice *, int);
-typedef CUresult (*cuDevicePrimaryCtxRetain_t)(CUcontext *, CUdevice);
-typedef CUresult (*cuCtxSetCurrent_t)(CUcontext);
-typedef CUresult (*cuMemAlloc_v2_t)(CUdeviceptr *, size_t);
 typedef CUresult (*cuCtxSynchronize_t)(void);
 typedef CUresult (*cuMemGetInfo_v2_t)(size_t *, size_t *);
-
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 
 int main(void) {
     double t0 = now();

@@ -395,24 +395,19 @@ class Runner:
 
 
 def build_floor(tmp: str) -> tuple[str | None, str | None]:
-    """(the C floor program, None) or (None, why it could not be built).  Built the way
-    launch_bench.py builds launch_c.c: gcc with the toolkit's cuda.h and -ldl, else nvcc."""
-    import shutil
+    """(the C floor program, None) or (None, why it could not be built)."""
     import subprocess
 
-    exe, src = os.path.join(tmp, "context_c"), os.path.join(BENCH, "context_c.c")
-    include = os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/include"
-    cmd = [shutil.which("gcc") or shutil.which("cc") or "cc", "-O2", "-o", exe, src,
-           f"-I{include}", "-ldl"]
-    if not os.path.exists(os.path.join(include, "cuda.h")) and shutil.which("nvcc"):
-        cmd = ["nvcc", "-O2", "-o", exe, src, "-ldl"]
+    from launch_bench import build_c
+
+    exe = os.path.join(tmp, "context_c")
     try:
-        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+        build_c("context_c.c", exe)
         return exe, None
     except subprocess.CalledProcessError as exc:
-        return None, f"{cmd[0]} failed: {(exc.stderr or exc.stdout or '')[-300:]}"
+        return None, f"{exc.cmd[0]} failed: {(exc.stderr or exc.stdout or '')[-300:]}"
     except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"{cmd[0]}: {type(exc).__name__}: {exc}"
+        return None, f"building context_c.c: {type(exc).__name__}: {exc}"
 
 
 def summary(values: list, scale: float = 1.0, **extra) -> dict:

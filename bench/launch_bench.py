@@ -194,16 +194,22 @@ def run_torch(n, repeats):
                                s.synchronize, n, repeats)}
 
 
+def build_c(source: str, exe: str) -> None:
+    """Build ``bench/<source>`` into ``exe``: gcc with the toolkit's cuda.h and -ldl, else nvcc.
+    Raises subprocess.CalledProcessError or OSError."""
+    src = os.path.join(ROOT, "bench", source)
+    include = os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/include"
+    cmd = [shutil.which("gcc") or shutil.which("cc") or "cc", "-O2", "-o", exe, src,
+           f"-I{include}", "-ldl"]
+    if not os.path.exists(os.path.join(include, "cuda.h")) and shutil.which("nvcc"):
+        cmd = ["nvcc", "-O2", "-o", exe, src, "-ldl"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+
+
 def run_c(n, repeats, cubin, mode):
     exe = os.path.join(os.path.dirname(cubin), "launch_c")
     if not os.path.exists(exe):
-        include = os.environ.get("CUDA_HOME", "/usr/local/cuda") + "/include"
-        cc = shutil.which("gcc") or shutil.which("cc")
-        cmd = [cc, "-O2", "-o", exe, os.path.join(ROOT, "bench", "launch_c.c"), f"-I{include}",
-               "-ldl"]
-        if not os.path.exists(os.path.join(include, "cuda.h")) and shutil.which("nvcc"):
-            cmd = ["nvcc", "-O2", "-o", exe, os.path.join(ROOT, "bench", "launch_c.c"), "-ldl"]
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        build_c("launch_c.c", exe)
     out = subprocess.run([exe, cubin, mode, str(n), str(repeats)], check=True,
                          capture_output=True, text=True)
     seconds = json.loads(out.stdout)["seconds_per_kernel"]

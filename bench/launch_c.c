@@ -1,23 +1,12 @@
 /* Launch-overhead floor: N launches of an empty two-argument kernel from C, then synchronize.
  * Usage: launch_c CUBIN launch|graph N REPEATS   -> prints one JSON line, seconds per kernel.
  * The driver is opened with dlopen so the program builds without the toolkit's link stub. */
-#include <dlfcn.h>
-#include <stdio.h>
+#include "cuda_dl.h"
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <cuda.h>
 
-#define LOAD(name) name##_t p##name = (name##_t)dlsym(lib, #name); if (!p##name) { fprintf(stderr, "no %s\n", #name); return 2; }
-#define CK(x) do { CUresult r_ = (x); if (r_) { fprintf(stderr, "%s failed: %d\n", #x, (int)r_); return 1; } } while (0)
-
-typedef CUresult (*cuInit_t)(unsigned);
-typedef CUresult (*cuDeviceGet_t)(CUdevice *, int);
-typedef CUresult (*cuDevicePrimaryCtxRetain_t)(CUcontext *, CUdevice);
-typedef CUresult (*cuCtxSetCurrent_t)(CUcontext);
 typedef CUresult (*cuModuleLoadData_t)(CUmodule *, const void *);
 typedef CUresult (*cuModuleGetFunction_t)(CUfunction *, CUmodule, const char *);
-typedef CUresult (*cuMemAlloc_v2_t)(CUdeviceptr *, size_t);
 typedef CUresult (*cuStreamCreate_t)(CUstream *, unsigned);
 typedef CUresult (*cuStreamSynchronize_t)(CUstream);
 typedef CUresult (*cuLaunchKernel_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -27,7 +16,6 @@ typedef CUresult (*cuStreamEndCapture_t)(CUstream, CUgraph *);
 typedef CUresult (*cuGraphInstantiateWithFlags_t)(CUgraphExec *, CUgraph, unsigned long long);
 typedef CUresult (*cuGraphLaunch_t)(CUgraphExec, CUstream);
 
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 
 int main(int argc, char **argv) {
