@@ -10,7 +10,9 @@ libcuda
 
 libnvrtc
   1. ``CUDALOAD_LIBNVRTC``, a full path.
-  2. ``cuda.pathfinder`` (pip wheels, conda, ``CUDA_HOME``/``CUDA_PATH``, the system), imported only
+  2. The NVRTC the kernel cache remembers compiling with, when its file is unchanged (the caller
+     passes it; see toolchain.py): a process compiling a new kernel need not search again.
+  3. ``cuda.pathfinder`` (pip wheels, conda, ``CUDA_HOME``/``CUDA_PATH``, the system), imported only
      here, only now: importing it costs tens of milliseconds.
 
 Each library is loaded once per process under a lock.  A failure is remembered and raised again on
@@ -70,9 +72,10 @@ def driver() -> Library:
     return _get("cuda")
 
 
-def nvrtc() -> Library:
-    """The NVRTC library, loaded on first call.  Raises the errors of this module."""
-    return _get("nvrtc")
+def nvrtc(remembered: str | None = None) -> Library:
+    """The NVRTC library, loaded on first call, trying ``remembered`` (a path known to hold NVRTC)
+    before searching.  Raises the errors of this module."""
+    return _get("nvrtc", remembered)
 
 
 def loaded(name: str) -> Library | CudaLoadError | None:
@@ -80,14 +83,14 @@ def loaded(name: str) -> Library | CudaLoadError | None:
     return _results.get(name)
 
 
-def _get(name: str) -> Library:
+def _get(name: str, remembered: str | None = None) -> Library:
     result = _results.get(name)
     if result is None:
         with _lock:
             result = _results.get(name)
             if result is None:
                 try:
-                    result = _load(name)
+                    result = _load(name, remembered)
                 except CudaLoadError as err:
                     result = err
                 _results[name] = result
@@ -106,10 +109,15 @@ def driver_candidates() -> list[tuple[str, str]]:
     return [("libcuda.so.1", "system loader"), (_WSL_LIBCUDA, "WSL folder")]
 
 
-def _nvrtc_candidates() -> list[tuple[str, str]]:
+def _nvrtc_candidates(remembered: str | None):
+    """The (file, how found) pairs tried for libnvrtc, in order; a generator, so that
+    cuda.pathfinder is imported only when the remembered file did not load."""
     override = os.environ.get("CUDALOAD_LIBNVRTC")
     if override:
-        return [(override, "CUDALOAD_LIBNVRTC")]
+        yield override, "CUDALOAD_LIBNVRTC"
+        return
+    if remembered and os.path.isfile(remembered):
+        yield remembered, "remembered by the kernel cache (toolchain.json)"
     try:
         from cuda import pathfinder
     except ImportError as exc:
@@ -124,7 +132,7 @@ def _nvrtc_candidates() -> list[tuple[str, str]]:
         raise LibraryNotFoundError(
             f"libnvrtc not found by cuda.pathfinder: {searched}. Next step: {_HINTS['nvrtc']}",
             library="nvrtc", tried=(f"cuda.pathfinder: {searched}",)) from None
-    return [(found.abs_path, f"cuda.pathfinder ({found.found_via})")]
+    yield found.abs_path, f"cuda.pathfinder ({found.found_via})"
 
 
 def _open_ffi(name: str):
@@ -135,8 +143,8 @@ def _open_ffi(name: str):
     return ffi
 
 
-def _load(name: str) -> Library:
-    candidates = driver_candidates() if name == "cuda" else _nvrtc_candidates()
+def _load(name: str, remembered: str | None = None) -> Library:
+    candidates = driver_candidates() if name == "cuda" else _nvrtc_candidates(remembered)
     ffi = _open_ffi(name)
     tried: list[str] = []
     refused: list[str] = []

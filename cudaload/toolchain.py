@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from collections import namedtuple
 
@@ -86,7 +87,10 @@ def header_dirs() -> list[tuple[str, str | None]]:
 
 
 def _selector() -> str:
-    return os.environ.get("CUDALOAD_LIBNVRTC", "")
+    """Which remembered NVRTC applies: the override's, else the one a search from this Python
+    environment found (environments share the cache folder, but each searches its own wheels)."""
+    override = os.environ.get("CUDALOAD_LIBNVRTC")
+    return override if override else "search from " + sys.prefix
 
 
 def _stat_id(path: str) -> list | None:
@@ -130,19 +134,25 @@ def _from_record(record: dict) -> Toolchain | None:
 def _probe() -> Toolchain:
     from . import _loader, nvrtc
 
-    library = _loader.nvrtc()
-    path = library.path
     record = _read_record() if cache.enabled() else {}
     known = (record.get("nvrtc") or {}).get(_selector()) if isinstance(record.get("nvrtc"), dict) \
         else None
+    try:
+        remembered = known["path"] if _stat_id(known["path"]) == known["stat"] else None
+    except (KeyError, TypeError):
+        remembered = None
+    library = _loader.nvrtc(remembered)
+    path = library.path
     stat = _stat_id(path)
     if known and known.get("path") == path and known.get("stat") == stat:
         build = known["build"]
     else:
         build = _fingerprint(path)
     headers = _known_headers(record) or _find_headers()
+    # Taken from the record, NVRTC keeps the description of where it was first found.
+    found_via = known.get("found_via") if remembered and path == remembered else None
     tc = Toolchain(path, nvrtc.version(), build, tuple(nvrtc.supported_archs()), headers,
-                   library.found_via)
+                   found_via or library.found_via)
     if cache.enabled():
         _remember(record, tc, stat)
     return tc

@@ -196,12 +196,14 @@ def test_changed_nvrtc_file_is_not_trusted(cache_dir):
     run_json(probe)
     record_path = cache_dir / "toolchain.json"
     record = json.loads(record_path.read_text())
-    record["nvrtc"][""]["stat"][1] += 1  # as if the file had been replaced
-    record["nvrtc"][""]["version"] = [99, 0]
+    (searched,) = record["nvrtc"]  # one entry: what a search from this environment found
+    assert searched == "search from " + sys.prefix
+    record["nvrtc"][searched]["stat"][1] += 1  # as if the file had been replaced
+    record["nvrtc"][searched]["version"] = [99, 0]
     record_path.write_text(json.dumps(record))
     hit = run_json(probe)
     assert hit["cached"] == "disk" and hit["nvrtc_mapped"]  # revalidated by loading it
-    assert json.loads(record_path.read_text())["nvrtc"][""]["version"] != [99, 0]
+    assert json.loads(record_path.read_text())["nvrtc"][searched]["version"] != [99, 0]
 
 
 # --- many processes ---------------------------------------------------------------------------

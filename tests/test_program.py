@@ -212,3 +212,27 @@ def test_cli_compile_like_nvcc(tmp_path):
     failed = run(str(src), "--arch", "sm_90", check=False)  # W undefined
     assert failed.returncode == 1 and 'identifier "W" is undefined' in failed.stderr
     assert run(check=False).returncode == 2
+
+
+def test_a_new_kernel_in_a_new_process_loads_the_remembered_nvrtc_without_searching(tmp_path):
+    """After one compile, another process compiling another kernel needs no cuda.pathfinder."""
+    env = {"CUDALOAD_CACHE_DIR": str(tmp_path)}
+    code = """
+import json, sys, cudaload
+from cudaload import _loader
+obj = cudaload.Program('extern "C" __global__ void k%d(int *p) { *p = %d; }').compile(arch=90)
+lib = _loader.loaded("nvrtc")
+print(json.dumps({"cached": obj.cached, "pathfinder": "cuda.pathfinder" in sys.modules,
+                  "path": lib.path, "how": lib.found_via,
+                  "report": cudaload.status().as_dict()["nvrtc"]["found_via"]}))
+"""
+    first = run_json(code % (1, 1), env=env, unset=("CUDALOAD_LIBNVRTC",))
+    second = run_json(code % (2, 2), env=env, unset=("CUDALOAD_LIBNVRTC",))
+    assert first["cached"] is None and second["cached"] is None  # both really compiled
+    assert first["pathfinder"] is True and "pathfinder" in first["how"]
+    assert second["pathfinder"] is False and second["how"].startswith("remembered")
+    assert second["path"] == first["path"]
+    assert second["report"] == first["report"] == first["how"]  # where it was first found
+    # An override always wins over what is remembered.
+    third = run_json(code % (3, 3), env={**env, "CUDALOAD_LIBNVRTC": first["path"]})
+    assert third["how"] == "CUDALOAD_LIBNVRTC"
