@@ -38,6 +38,7 @@ _LAZY = {
     "Stream": "stream",
     "Event": "stream",
     "Graph": "graph",
+    "Bundle": "bundle",
 }
 
 __all__ = sorted([*_LAZY, "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",
