@@ -2,7 +2,7 @@
 
     python bench/compile_bench.py [--out FILE] [--quick]
 
-Targets (issue 3): cold compile <= 2% over calling NVRTC directly on the same source; memory hit
+Targets: cold compile <= 2% over calling NVRTC directly on the same source; memory hit
 <= 5 us; disk hit in a fresh process <= 2 ms from the compile(arch=...) call to the ObjectCode;
 lookup cost flat from 10 to 10,000 entries.  Prints one JSON document.  Needs NVRTC, not a GPU.
 """

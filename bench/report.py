@@ -3,7 +3,7 @@
     python bench/report.py DIR/results.json [--docs FOLDER]
 
 Tables always; plots when matplotlib is importable (the report says when they were skipped).
-Each target from the project's issues is checked against the measured figure and marked
+Each of the project's targets is checked against the measured figure and marked
 "met" or "MISSED"; a target with no measurement in this run is "not measured".
 """
 
@@ -285,7 +285,7 @@ def memory_story(res: dict, targets: Targets, notes: list[str]) -> list[str]:
         notes.append("on-demand rows launched through the raw driver because cudaload's launch "
                      f"failed: `{err}`")
 
-    # issue 4's memory target, checked on the model workload (15 kernels, more than the 10 asked)
+    # the launch memory target, checked on the model workload (15 kernels, more than the 10 asked)
     for mode in MODES:
         f = floor.get(mode)
         cands = [r for r in rows_all if r["approach"] == "ondemand" and r["workload"] == "model"
@@ -342,11 +342,11 @@ def import_section(res: dict, targets: Targets) -> list[str]:
         delta = find_key(data, key) if data else None
         if delta is not None:
             break
-    targets.check("`import cudaload` over bare `python -c pass` (issue 2)", "≤ 3 ms", delta,
+    targets.check("`import cudaload` over bare `python -c pass` (loading)", "≤ 3 ms", delta,
                   None if delta is None else delta <= 3.0, " ms")
     status_none = find_key(data, "no_cuda_at_all") if data else None
     st = status_none.get("median_ms") if isinstance(status_none, dict) else None
-    targets.check("`cudaload.status()` with no driver (issue 2)", "< 5 ms", st,
+    targets.check("`cudaload.status()` with no driver (loading)", "< 5 ms", st,
                   None if st is None else st < 5.0, " ms")
     return lines + _bench_body(b)
 
@@ -357,27 +357,27 @@ def compile_section(res: dict, targets: Targets) -> list[str]:
     cold = data.get("cold_compile") or {}
     pct = next((cold[k] for k in ("overhead_pct_paired_median", "overhead_pct_of_medians",
                                   "overhead_pct") if k in cold), None)
-    targets.check("cold compile, whole call over NVRTC called directly, paired median (issue 3)",
+    targets.check("cold compile, whole call over NVRTC called directly, paired median (compile and cache)",
                   "≤ 2 %", pct, None if pct is None else pct <= 2.0, " %")
     own = cold.get("overhead_pct_own_vs_nvrtc")
     targets.check("cold compile, cudaload's own work (hash, cache, write) relative to the NVRTC "
-                  "call it makes (issue 3)", "≤ 2 %", own, None if own is None else own <= 2.0, " %")
+                  "call it makes (compile and cache)", "≤ 2 %", own, None if own is None else own <= 2.0, " %")
     hits = dig(data, "memory_hit", "us_per_call") or {}
     worst = max(hits.values()) if hits else None
-    targets.check("memory-cache hit, slowest of the arch spellings (issue 3)", "≤ 5 µs", worst,
+    targets.check("memory-cache hit, slowest of the arch spellings (compile and cache)", "≤ 5 µs", worst,
                   None if worst is None else worst <= 5.0, " µs")
     disk = dig(data, "disk_hit_fresh_process", "median_ms")
-    targets.check("disk-cache hit in a fresh process (issue 3)", "≤ 2 ms", disk,
+    targets.check("disk-cache hit in a fresh process (compile and cache)", "≤ 2 ms", disk,
                   None if disk is None else disk <= 2.0, " ms")
     scaling = dig(data, "lookup_scaling", "median_us_per_disk_lookup") or {}
     if len(scaling) >= 2:
         keys = sorted(scaling, key=int)
         ratio = scaling[keys[-1]] / scaling[keys[0]] if scaling[keys[0]] else None
-        targets.check(f"lookup cost flat from {keys[0]} to {keys[-1]} entries (issue 3; "
+        targets.check(f"lookup cost flat from {keys[0]} to {keys[-1]} entries (compile and cache; "
                       "criterion: ratio ≤ 1.5)", "ratio ≤ 1.5", ratio,
                       None if ratio is None else ratio <= 1.5, "×")
     else:
-        targets.check("lookup cost flat from 10 to 10,000 entries (issue 3)", "flat", None, None)
+        targets.check("lookup cost flat from 10 to 10,000 entries (compile and cache)", "flat", None, None)
     return ["## Compile and cache", ""] + _bench_body(b)
 
 
@@ -399,13 +399,13 @@ def launch_section(res: dict, targets: Targets) -> tuple[list[str], dict | None]
     us = data.get("us_per_launch") or {}
     ratios = data.get("ratios") or {}
     r = _num(ratios.get("cudaload_over_c"))
-    targets.check("launch, 2 arguments, cudaload / raw C of the same run (issue 4)", "≤ 1.20×",
+    targets.check("launch, 2 arguments, cudaload / raw C of the same run (launch)", "≤ 1.20×",
                   r, None if r is None else r <= 1.20, "×")
     r = _num(ratios.get("cudaload_over_cuda_core"))
-    targets.check("launch, 2 arguments, cudaload / cuda.core (issue 4)", "≤ 1.10×",
+    targets.check("launch, 2 arguments, cudaload / cuda.core (launch)", "≤ 1.10×",
                   r, None if r is None else r <= 1.10, "×")
     r = _num(ratios.get("graph_cudaload_over_c"))
-    targets.check("graph of 100 launches, replay per kernel, cudaload / C (issue 4)", "≤ 1.15×",
+    targets.check("graph of 100 launches, replay per kernel, cudaload / C (launch)", "≤ 1.15×",
                   r, None if r is None else r <= 1.15, "×")
     for mode in MODES:
         v = _num(dig(data, "gpu_memory", mode, "extra_mib"))
@@ -731,7 +731,7 @@ def main(argv=None) -> int:
     made, why_not = plots(res, args.docs, series)
 
     lines = header(res) + headline(res)
-    lines += ["## Targets from the issues", ""]
+    lines += ["## Targets", ""]
     lines += table(["target", "bound", "measured", "verdict"], targets.rows)
     if targets.missed:
         lines += ["**Missed in this run:** " + "; ".join(targets.missed) + ".", ""]
