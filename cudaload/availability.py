@@ -50,9 +50,9 @@ _PROBE_SOURCE = 'extern "C" __global__ void cudaload_probe(float *x) { x[threadI
 def is_available() -> bool:
     """True when the driver loads, ``cuInit`` succeeds and a device is visible; never raises."""
     try:
-        from . import driver
+        from .device import device_count
 
-        return _device_count(driver.init()) > 0
+        return device_count() > 0
     except Exception:
         return False
 
@@ -174,12 +174,6 @@ def _open(name: str, section: dict, problems: list):
     return library
 
 
-def _device_count(drv) -> int:
-    count = drv.ffi.new("int *")
-    rc = drv.cuDeviceGetCount(count)
-    return count[0] if rc == 0 else 0
-
-
 def _probe_driver(report: dict, problems: list) -> int:
     """Fill the driver, devices and loading-mode parts; return the driver's CUDA version or 0."""
     section = report["driver"]
@@ -205,7 +199,7 @@ def _probe_driver(report: dict, problems: list) -> int:
         _record("cuda", section, problems, exc)
         return version
     try:
-        report["devices"] = _probe_devices(drv, problems)
+        report["devices"] = _probe_devices(problems)
         mode = drv.ffi.new("CUmoduleLoadingMode *")
         if drv.cuModuleGetLoadingMode(mode) == 0:
             report["module_loading_mode"] = _LOADING_MODES.get(mode[0], str(mode[0]))
@@ -214,11 +208,10 @@ def _probe_driver(report: dict, problems: list) -> int:
     return version
 
 
-def _probe_devices(drv, problems: list) -> list[dict]:
-    from . import driver
+def _probe_devices(problems: list) -> list[dict]:
+    from .device import Device, device_count
 
-    ffi = drv.ffi
-    count = _device_count(drv)
+    count = device_count()
     if count == 0:
         problems.append(_problem("the driver initialised but reports no device",
                                  "check CUDA_VISIBLE_DEVICES (empty or invalid hides every GPU) "
@@ -227,28 +220,16 @@ def _probe_devices(drv, problems: list) -> list[dict]:
     devices = []
     for index in range(count):
         try:
-            dev = ffi.new("CUdevice *")
-            driver.check(drv.cuDeviceGet(dev, index), "cuDeviceGet")
-            name = ffi.new("char[256]")
-            driver.check(drv.cuDeviceGetName(name, 256, dev[0]), "cuDeviceGetName")
-            memory = ffi.new("size_t *")
-            driver.check(drv.cuDeviceTotalMem_v2(memory, dev[0]), "cuDeviceTotalMem_v2")
-            attrs = []
-            for attr in ("COMPUTE_CAPABILITY_MAJOR", "COMPUTE_CAPABILITY_MINOR",
-                         "MULTIPROCESSOR_COUNT"):
-                value = ffi.new("int *")
-                driver.check(drv.cuDeviceGetAttribute(
-                    value, getattr(drv.library.lib, "CU_DEVICE_ATTRIBUTE_" + attr), dev[0]),
-                    "cuDeviceGetAttribute")
-                attrs.append(value[0])
+            dev = Device(index)
+            devices.append({"index": index, "name": dev.name,
+                            "compute_capability": list(dev.compute_capability),
+                            "total_memory": dev.total_memory,
+                            "multiprocessors": dev.attribute(
+                                "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT")})
         except CudaLoadError as err:
             problems.append(_problem(f"device {index} could not be queried: {err}",
                                      "check `nvidia-smi` for this GPU's state (Xid errors, "
                                      "fallen off the bus)"))
-            continue
-        devices.append({"index": index, "name": ffi.string(name).decode(errors="replace"),
-                        "compute_capability": attrs[:2], "total_memory": memory[0],
-                        "multiprocessors": attrs[2]})
     return devices
 
 
