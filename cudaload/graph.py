@@ -7,6 +7,7 @@ import weakref
 
 from . import driver
 from .device import Device, activate
+from .stream import handle_of
 
 __all__ = ["Graph", "capture"]
 
@@ -51,12 +52,7 @@ class Graph:
         """Replay the graph on ``stream`` (default: the legacy default stream)."""
         if self._exec is None:
             self.instantiate()
-        if stream is None:
-            handle = driver.api().ffi.NULL
-        else:
-            from .stream import Stream
-
-            handle = stream.handle if isinstance(stream, Stream) else Stream.from_handle(stream).handle
+        handle = handle_of(stream)
         activate(self.device)
         rc = self._launch(self._exec, handle)
         if rc:

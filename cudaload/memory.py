@@ -6,6 +6,7 @@ import weakref
 
 from . import driver
 from .device import Device, activate, as_device
+from .stream import handle_of
 
 __all__ = ["alloc", "DeviceBuffer"]
 
@@ -33,14 +34,6 @@ def _free(ptr: int, dev: Device) -> None:
         return
     drv = activate(dev)
     drv.cuMemFree_v2(ptr)
-
-
-def _stream_handle(stream):
-    if stream is None:
-        return driver.init().ffi.NULL
-    from .stream import Stream
-
-    return Stream.from_handle(stream).handle
 
 
 class DeviceBuffer:
@@ -112,7 +105,7 @@ class DeviceBuffer:
         if stream is None:
             driver.check(drv.cuMemcpyHtoD_v2(self.ptr, src, count), "cuMemcpyHtoD")
         else:
-            driver.check(drv.cuMemcpyHtoDAsync_v2(self.ptr, src, count, _stream_handle(stream)),
+            driver.check(drv.cuMemcpyHtoDAsync_v2(self.ptr, src, count, handle_of(stream)),
                          "cuMemcpyHtoDAsync")
         return self
 
@@ -128,7 +121,7 @@ class DeviceBuffer:
         if stream is None:
             driver.check(drv.cuMemcpyDtoH_v2(dst, self.ptr, count), "cuMemcpyDtoH")
         else:
-            driver.check(drv.cuMemcpyDtoHAsync_v2(dst, self.ptr, count, _stream_handle(stream)),
+            driver.check(drv.cuMemcpyDtoHAsync_v2(dst, self.ptr, count, handle_of(stream)),
                          "cuMemcpyDtoHAsync")
         return out
 
@@ -143,7 +136,7 @@ class DeviceBuffer:
             driver.check(drv.cuMemcpyDtoD_v2(self.ptr, other.ptr, other.nbytes), "cuMemcpyDtoD")
         else:
             driver.check(drv.cuMemcpyDtoDAsync_v2(self.ptr, other.ptr, other.nbytes,
-                                                  _stream_handle(stream)), "cuMemcpyDtoDAsync")
+                                                  handle_of(stream)), "cuMemcpyDtoDAsync")
         return self
 
     def memset(self, value: int, stream=None) -> DeviceBuffer:
@@ -155,5 +148,5 @@ class DeviceBuffer:
             driver.check(drv.cuMemsetD8_v2(self.ptr, int(value), self.nbytes), "cuMemsetD8")
         else:
             driver.check(drv.cuMemsetD8Async(self.ptr, int(value), self.nbytes,
-                                             _stream_handle(stream)), "cuMemsetD8Async")
+                                             handle_of(stream)), "cuMemsetD8Async")
         return self

@@ -7,7 +7,7 @@ import weakref
 from . import driver
 from .device import Device, activate, as_device
 
-__all__ = ["Stream", "Event"]
+__all__ = ["Stream", "Event", "handle_of"]
 
 _CU_STREAM_NON_BLOCKING = 1
 _CU_EVENT_DISABLE_TIMING = 2
@@ -121,8 +121,7 @@ class Event:
     def record(self, stream=None) -> Event:
         """Record on ``stream`` (default: the legacy default stream)."""
         drv = activate(self.device)
-        handle = drv.ffi.NULL if stream is None else Stream.from_handle(stream).handle
-        driver.check(drv.cuEventRecord(self.handle, handle), "cuEventRecord")
+        driver.check(drv.cuEventRecord(self.handle, handle_of(stream)), "cuEventRecord")
         return self
 
     def synchronize(self) -> None:
@@ -144,3 +143,11 @@ class Event:
         driver.check(drv.cuEventElapsedTime_v2(out, self.handle, other.handle),
                      "cuEventElapsedTime")
         return out[0]
+
+
+def handle_of(stream):
+    """The ``CUstream`` of anything :meth:`Stream.from_handle` takes; None is the legacy default
+    stream.  Raises ``TypeError``."""
+    if stream is None:
+        return driver.api().ffi.NULL
+    return Stream.from_handle(stream).handle

@@ -18,6 +18,22 @@ int cuGetErrorName(int code, const char **s) { if (code > 1) return 1; *s = name
 int cuGetErrorString(int code, const char **s) { return cuGetErrorName(code, s); }
 """
 
+# A driver with one device and enough entry points to describe it, built on PARTIAL_DRIVER: the
+# device report and the device and stream objects can then be tested without a GPU.
+ONE_DEVICE_DRIVER = PARTIAL_DRIVER + r"""
+#include <string.h>
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuDeviceGet(int *d, int i) { if (i) return 1; *d = 0; return 0; }
+int cuDeviceGetName(char *s, int len, int d) { strncpy(s, "Fake GPU", len); return 0; }
+int cuDeviceTotalMem_v2(unsigned long long *b, int d) { *b = 8ULL << 30; return 0; }
+int cuDeviceGetAttribute(int *v, int attr, int d) {
+    switch (attr) { case 75: *v = 8; return 0; case 76: *v = 6; return 0; case 16: *v = 84; return 0; }
+    return 1;
+}
+int cuModuleGetLoadingMode(int *mode) { *mode = 2; return 0; }
+int cuCtxGetCurrent(void **ctx) { *ctx = 0; return 0; }  /* none current: device 0 */
+"""
+
 NO_DRIVER_SYMBOLS = "int cudaload_test_nothing(void) { return 0; }\n"
 
 
@@ -40,6 +56,12 @@ def build_shared_library(directory, name: str, source: str) -> str:
 def partial_driver(tmp_path) -> str:
     """A libcuda look-alike that has cuInit and cuDriverGetVersion but no other entry point."""
     return build_shared_library(str(tmp_path), "libcuda_partial.so", PARTIAL_DRIVER)
+
+
+@pytest.fixture
+def one_device_driver(tmp_path) -> str:
+    """A libcuda look-alike reporting one device (a "Fake GPU", compute capability 8.6)."""
+    return build_shared_library(str(tmp_path), "libcuda_onedevice.so", ONE_DEVICE_DRIVER)
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tests._fakelibs import no_symbols_library, partial_driver, text_file  # noqa: F401  (fixtures)
+from tests._fakelibs import (no_symbols_library, one_device_driver, partial_driver,  # noqa: F401
+                             text_file)  # (fixtures)
 from tests.conftest import run_json
 
 NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1",
@@ -183,3 +184,14 @@ print(json.dumps({"rep": rep, "mapped": "libnvrtc" in maps,
     assert rep["found"] and rep["builtins"] is True
     for key in ("path", "version", "supported_archs", "header_dirs", "found_via"):
         assert rep[key] == first[key], key
+
+
+def test_each_device_is_described(one_device_driver):
+    result = report({**NO_CUDA, "CUDALOAD_LIBCUDA": one_device_driver})
+    rep = result["report"]
+    _assert_well_formed(rep)
+    assert result["available"] is True and rep["driver"]["cuinit"] == "CUDA_SUCCESS"
+    assert rep["devices"] == [{"index": 0, "name": "Fake GPU", "compute_capability": [8, 6],
+                               "total_memory": 8 << 30, "multiprocessors": 84}]
+    assert rep["module_loading_mode"] == "lazy"
+    assert "Fake GPU" in result["text"]
