@@ -11,7 +11,7 @@ import threading
 import weakref
 
 from . import driver
-from .device import Device, activate, current_device
+from .device import Device, activate, as_device, current_device
 from .errors import DriverError
 
 __all__ = ["Module", "REFUSALS"]
@@ -135,7 +135,7 @@ class Module:
         """A ``__device__``/``__constant__`` variable as a :class:`DeviceBuffer` view."""
         from .memory import DeviceBuffer
 
-        dev = current_device() if device is None else Device(int(getattr(device, "ordinal", device)))
+        dev = as_device(device)
         drv = activate(dev)
         ptr, size = drv.ffi.new("CUdeviceptr *"), drv.ffi.new("size_t *")
         symbol = self.symbol(name).encode()

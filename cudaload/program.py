@@ -242,15 +242,17 @@ def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
     same_major = [a for a in older if a // 10 == want.number // 10]
     if want.number < supported[-1] and same_major:  # a CUBIN of the same major runs on it
         return "cubin", Arch((same_major[-1], ""))
-    driver = _driver_version()
-    if driver is None or driver >= tc.version_number():
+    driver_version = _driver_version()
+    if driver_version is None or driver_version >= tc.version_number():
         return "ptx", Arch((older[-1], ""))
     if same_major:
         return "cubin", Arch((same_major[-1], ""))
+    from .driver import format_version
+
     raise NvrtcError(
         f"cannot make code for {want.sm()}: NVRTC {_v(tc)} does not know this GPU, and its PTX "
         f"would need a driver for CUDA {_v(tc)} or newer, but the driver is for CUDA "
-        f"{driver // 1000}.{driver % 1000 // 10}. Next step: upgrade the NVIDIA driver, or install "
+        f"{format_version(driver_version)}. Next step: upgrade the NVIDIA driver, or install "
         f"an NVRTC that supports {want.sm()}", name="arch")
 
 
