@@ -4,11 +4,13 @@
 
 Each measurement runs in its own process: N launches of an empty kernel on one stream, then a
 synchronize, the median of R repetitions, in microseconds per launch; every API is measured in
-each of several interleaved rounds and the median round is reported.  Also: cudaload with 2, 8
-and 16 arguments and with a CuPy array argument, graph replay of 100 captured launches (cudaload
-against C), where a cudaload launch spends its time, and the GPU memory a process uses after
-compiling, loading and launching 10 kernels against a bare driver context (CUDA_MODULE_LOADING
-EAGER and LAZY).  Frameworks that are not installed are reported as such, not failed.
+each of several interleaved rounds and the median round is reported.  Every API launches kernels
+with 2, 8 and 16 arguments (keys "X", "X_8_args", "X_16_args") and with its own array object as
+the pointer ("X_array_arg"; a string where that does not apply).  Also: graph replay of 100
+captured launches (cudaload against C), where a cudaload launch spends its time, and the GPU
+memory a process uses after compiling, loading and launching 10 kernels against a bare driver
+context (CUDA_MODULE_LOADING EAGER and LAZY).  A figure that is not installed, does not apply
+or fails is a string saying so; the others are still measured.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ extern "C" __global__ void empty16(float* p, int a, int b, int c, int d, int e, 
 """
 
 
+INTS = (1, 2, 3, 4, 5, 6, 7)  # empty8's and empty16's int arguments
+FLOATS = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)  # empty16's float arguments
+RAW_POINTERS_ONLY = "n/a: raw pointers only"
+VARIANTS = ("", "_8_args", "_16_args", "_array_arg")  # key suffixes every framework reports
+C_MODES = {"launch": "c", "launch8": "c_8_args", "launch16": "c_16_args",
+           "graph": "c_graph_per_kernel"}  # launch_c.c's modes and their keys
+FRAMEWORKS = ("cuda.core", "cuda.bindings", "cupy", "torch", "cudaload")
+
+
 def timed(launch, sync, n: int, repeats: int) -> float:
     """Median seconds per launch of ``repeats`` runs of ``n`` launches then one sync."""
     for _ in range(min(n, 2000)):
@@ -49,7 +60,27 @@ def timed(launch, sync, n: int, repeats: int) -> float:
     return statistics.median(samples)
 
 
+def guarded(fn, *args):
+    """``fn(*args)``, or a string saying why it raised: one figure failing must not lose the
+    others measured in the same process."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        return f"failed: {type(exc).__name__}: {exc}"[:300]
+
+
+def variants(name: str, launches: dict, sync, n: int, repeats: int) -> dict:
+    """Seconds per launch under ``name + suffix`` for each ``{suffix: launch}``; a launch given
+    as a string is the reason that variant does not apply, kept as it is."""
+    return {name + suffix: launch if isinstance(launch, str) else
+            guarded(timed, launch, sync, n, repeats) for suffix, launch in launches.items()}
+
+
 # ---- one framework per process ------------------------------------------------------------------
+# Every framework launches empty (2 arguments), empty8 and empty16 with the same values, the
+# pointer in the same form each time, and empty with the framework's own array object as the
+# pointer ("_array_arg").  Where that object is what the 2-argument launch passes already
+# (CuPy, PyTorch, cuda.core's Buffer), the array figure is that same launch.
 
 def run_cudaload(n, repeats):
     import numpy as np
@@ -60,33 +91,40 @@ def run_cudaload(n, repeats):
     buf = cudaload.alloc(64)
     mod = cudaload.Program(EMPTY).compile().load()
     k2, k8, k16 = (mod.get_kernel(name) for name in ("empty", "empty8", "empty16"))
-    out = {}
     a2 = (buf, 2)
-    out["cudaload"] = timed(lambda: k2(1, 1, a2, stream=s), s.synchronize, n, repeats)
     a2i = (buf.ptr, 2)
-    out["cudaload_int_pointer"] = timed(lambda: k2(1, 1, a2i, stream=s), s.synchronize, n, repeats)
-    out["cudaload_2_args"] = out["cudaload"]
-    a8 = (buf, 1, 2, 3, 4, 5, 6, 7)
-    out["cudaload_8_args"] = timed(lambda: k8(1, 1, a8, stream=s), s.synchronize, n, repeats)
-    a16 = (buf, 1, 2, 3, 4, 5, 6, 7, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, np.float32(8.0))
-    out["cudaload_16_args"] = timed(lambda: k16(1, 1, a16, stream=s), s.synchronize, n, repeats)
-    try:
-        import cupy
+    a8 = (buf, *INTS)
+    # cudaload packs by the kernel's parameter types: Python floats become float, as does float32
+    a16 = (buf, *INTS, *FLOATS[:-1], np.float32(FLOATS[-1]))
 
-        arr = cupy.zeros(16, dtype=cupy.float32)
-        ac = (arr, 2)
-        out["cudaload_cupy_array_arg"] = timed(lambda: k2(1, 1, ac, stream=s), s.synchronize, n,
-                                               repeats)
-    except ImportError:
-        out["cudaload_cupy_array_arg"] = "cupy not installed"
-    # Graph: 100 captured launches, replayed until n kernels ran.
-    with s.capture() as graph:
-        for _ in range(100):
-            k2(1, 1, a2, stream=s)
-    graph.instantiate()
-    out["cudaload_graph_per_kernel"] = timed(lambda: graph.launch(s), s.synchronize, n // 100,
-                                             repeats) / 100
-    out["breakdown"] = breakdown(k2, a2, s, n, repeats)
+    def with_cupy_array():  # the launch, or why there is none
+        try:
+            import cupy
+        except ImportError:
+            return "cupy not installed"
+        ac = (cupy.zeros(16, dtype=cupy.float32), 2)
+        return lambda: k2(1, 1, ac, stream=s)
+
+    out = variants("cudaload", {
+        "": lambda: k2(1, 1, a2, stream=s),
+        "_int_pointer": lambda: k2(1, 1, a2i, stream=s),
+        "_8_args": lambda: k8(1, 1, a8, stream=s),
+        "_16_args": lambda: k16(1, 1, a16, stream=s)}, s.synchronize, n, repeats)
+    # CuPy only now, so that its runtime context and memory pool are not there for the others
+    out.update(variants("cudaload", {"_array_arg": guarded(with_cupy_array)}, s.synchronize, n,
+                        repeats))
+    out["cudaload_2_args"] = out["cudaload"]
+    bd = guarded(breakdown, k2, a2, s, n, repeats)
+    out["breakdown"] = bd if isinstance(bd, dict) else {"error": bd}
+
+    def graph_replay():  # 100 captured launches, replayed until n kernels ran
+        with s.capture() as graph:
+            for _ in range(100):
+                k2(1, 1, a2, stream=s)
+        graph.instantiate()
+        return timed(lambda: graph.launch(s), s.synchronize, n // 100, repeats) / 100
+
+    out["cudaload_graph_per_kernel"] = guarded(graph_replay)
     return out
 
 
@@ -131,14 +169,23 @@ def run_cuda_core(n, repeats):
     dev.set_current()
     s = dev.create_stream()
     prog = Program(EMPTY, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
-    kernel = prog.compile("cubin").get_kernel("empty")
+    obj = prog.compile("cubin")
+    k2, k8, k16 = (obj.get_kernel(name) for name in ("empty", "empty8", "empty16"))
     try:
         buf = dev.allocate(64, stream=s)
     except TypeError:
         buf = dev.allocate(64)
     cfg = LaunchConfig(grid=1, block=1)
     n32 = np.int32(2)
-    return {"cuda.core": timed(lambda: launch(s, cfg, kernel, buf, n32), s.sync, n, repeats)}
+    # a Python int would go as a pointer-sized integer, a Python float as a double
+    a8 = (buf, *map(np.int32, INTS))
+    a16 = a8 + tuple(map(np.float32, FLOATS))
+    out = variants("cuda.core", {
+        "": lambda: launch(s, cfg, k2, buf, n32),
+        "_8_args": lambda: launch(s, cfg, k8, *a8),
+        "_16_args": lambda: launch(s, cfg, k16, *a16)}, s.sync, n, repeats)
+    out["cuda.core_array_arg"] = out["cuda.core"]  # no array type: the Buffer is the argument
+    return out
 
 
 def run_cuda_bindings(n, repeats, cubin):
@@ -159,39 +206,70 @@ def run_cuda_bindings(n, repeats, cubin):
     with open(cubin, "rb") as f:
         image = f.read()
     mod = ok(cu.cuModuleLoadData(image))
-    fn = ok(cu.cuModuleGetFunction(mod, b"empty"))
+    fn2, fn8, fn16 = (ok(cu.cuModuleGetFunction(mod, name))
+                      for name in (b"empty", b"empty8", b"empty16"))
     ptr = ok(cu.cuMemAlloc(64))
     stream = ok(cu.cuStreamCreate(1))
-    params = ((int(ptr), 2), (ctypes.c_void_p, ctypes.c_int))
+    p2 = ((int(ptr), 2), (ctypes.c_void_p, ctypes.c_int))
+    p8 = ((int(ptr), *INTS), (ctypes.c_void_p,) + (ctypes.c_int,) * len(INTS))
+    p16 = (p8[0] + FLOATS, p8[1] + (ctypes.c_float,) * len(FLOATS))
     launch = cu.cuLaunchKernel
-    return {"cuda.bindings": timed(lambda: launch(fn, 1, 1, 1, 1, 1, 1, 0, stream, params, 0),
-                                   lambda: ok(cu.cuStreamSynchronize(stream)), n, repeats)}
+    out = variants("cuda.bindings", {
+        "": lambda: launch(fn2, 1, 1, 1, 1, 1, 1, 0, stream, p2, 0),
+        "_8_args": lambda: launch(fn8, 1, 1, 1, 1, 1, 1, 0, stream, p8, 0),
+        "_16_args": lambda: launch(fn16, 1, 1, 1, 1, 1, 1, 0, stream, p16, 0),
+        "_array_arg": RAW_POINTERS_ONLY}, lambda: ok(cu.cuStreamSynchronize(stream)), n, repeats)
+    return out
 
 
 def run_cupy(n, repeats):
     import cupy
     import numpy as np
 
-    k = cupy.RawKernel(EMPTY, "empty")
+    k2, k8, k16 = (cupy.RawKernel(EMPTY, name) for name in ("empty", "empty8", "empty16"))
     arr = cupy.zeros(16, dtype=cupy.float32)
     s = cupy.cuda.Stream(non_blocking=True)
     n32 = np.int32(2)
+    # a Python int would go as a 64-bit integer, a Python float as a double
+    a8 = (arr, *map(np.int32, INTS))
+    a16 = a8 + tuple(map(np.float32, FLOATS))
     with s:
-        return {"cupy": timed(lambda: k((1,), (1,), (arr, n32)), s.synchronize, n, repeats)}
+        out = variants("cupy", {
+            "": lambda: k2((1,), (1,), (arr, n32)),
+            "_8_args": lambda: k8((1,), (1,), a8),
+            "_16_args": lambda: k16((1,), (1,), a16)}, s.synchronize, n, repeats)
+    out["cupy_array_arg"] = out["cupy"]  # the 2-argument launch passes a cupy array already
+    return out
 
 
 def run_torch(n, repeats):
+    import numpy as np
     import torch
 
     compile_kernel = getattr(torch.cuda, "_compile_kernel", None)
     if compile_kernel is None:
-        return {"torch": "torch.cuda._compile_kernel is not available"}
-    k = compile_kernel(EMPTY, "empty")
+        why = "torch.cuda._compile_kernel is not available"
+        return {f"torch{suffix}": why for suffix in VARIANTS}
+    k2, k8, k16 = (compile_kernel(EMPTY, name) for name in ("empty", "empty8", "empty16"))
+    # _compile_kernel takes tensors (as their pointer), Python ints (as C int) and Python
+    # floats (as C double), nothing else: a raw pointer would be cut to an int, and a 4-byte
+    # float parameter has no matching argument unless a later version accepts numpy.float32.
     t = torch.zeros(16, device="cuda")
+    a8 = [t, *INTS]
+    a16 = a8 + [np.float32(v) for v in FLOATS]
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
-        return {"torch": timed(lambda: k(grid=(1, 1, 1), block=(1, 1, 1), args=[t, 2]),
-                               s.synchronize, n, repeats)}
+        try:
+            k16(grid=(1, 1, 1), block=(1, 1, 1), args=a16)
+            launch16 = lambda: k16(grid=(1, 1, 1), block=(1, 1, 1), args=a16)  # noqa: E731
+        except TypeError as exc:
+            launch16 = f"n/a: no 4-byte float argument (floats go as C double; {exc})"
+        out = variants("torch", {
+            "": lambda: k2(grid=(1, 1, 1), block=(1, 1, 1), args=[t, 2]),
+            "_8_args": lambda: k8(grid=(1, 1, 1), block=(1, 1, 1), args=a8),
+            "_16_args": launch16}, s.synchronize, n, repeats)
+    out["torch_array_arg"] = out["torch"]  # the 2-argument launch passes a tensor already
+    return out
 
 
 def build_c(source: str, exe: str) -> None:
@@ -210,10 +288,10 @@ def run_c(n, repeats, cubin, mode):
     exe = os.path.join(os.path.dirname(cubin), "launch_c")
     if not os.path.exists(exe):
         build_c("launch_c.c", exe)
-    out = subprocess.run([exe, cubin, mode, str(n), str(repeats)], check=True,
-                         capture_output=True, text=True)
-    seconds = json.loads(out.stdout)["seconds_per_kernel"]
-    return {"c" if mode == "launch" else "c_graph_per_kernel": seconds}
+    out = subprocess.run([exe, cubin, mode, str(n), str(repeats)], capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"launch_c {mode} exited {out.returncode}: {out.stderr.strip()}")
+    return {C_MODES[mode]: json.loads(out.stdout)["seconds_per_kernel"]}
 
 
 def run_prepare(cubin):
@@ -258,7 +336,19 @@ def child(args) -> dict:
           "c": lambda: run_c(args.launches, args.repeats, extra[0], extra[1]),
           "prepare": lambda: run_prepare(extra[0]),
           "memory": lambda: run_memory(extra[0])}[name]
-    return fn()
+    try:
+        return fn()
+    except ImportError as exc:  # not installed: said so in every figure, not counted as failed
+        return dict.fromkeys(keys_of(args.one), f"not installed: {exc}")
+
+
+def keys_of(one) -> list[str]:
+    """The figures a child measures, so that one that fails early still reports every one."""
+    if one[0] == "c":
+        return [C_MODES[one[-1]]]
+    if one[0] in FRAMEWORKS:
+        return [one[0] + suffix for suffix in VARIANTS]
+    return [one[0]]
 
 
 def flatten_one(result: dict):
@@ -274,11 +364,13 @@ def spawn(args, *one, env=None) -> dict:
            "--repeats", str(args.repeats), "--one", *one]
     full_env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     full_env.update(env or {})
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=600)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=600)
+    except subprocess.TimeoutExpired:
+        return dict.fromkeys(keys_of(one), "failed: timed out after 600 s")
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        key = "c_graph_per_kernel" if one[0] == "c" and one[-1] == "graph" else one[0]
-        return {key: "failed: " + " | ".join(tail)}
+        return dict.fromkeys(keys_of(one), "failed: " + " | ".join(tail))
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -303,7 +395,7 @@ def main(argv=None) -> int:
     result.update(spawn(args, "prepare", cubin))
     rounds: dict[str, list] = {}
     for _ in range(1 if args.quick else max(1, args.rounds)):
-        for one in (("c", cubin, "launch"), ("c", cubin, "graph"), ("cuda.core",),
+        for one in (*(("c", cubin, mode) for mode in C_MODES), ("cuda.core",),
                     ("cuda.bindings", cubin), ("cupy",), ("torch",), ("cudaload",)):
             for key, value in flatten_one(spawn(args, *one)):
                 rounds.setdefault(key, []).append(value)
@@ -315,6 +407,7 @@ def main(argv=None) -> int:
             breakdown[key.split(".", 1)[1]] = value
         else:
             seconds[key] = value
+    seconds["c_array_arg"] = RAW_POINTERS_ONLY
     us = {k: (round(v * 1e6, 3) if isinstance(v, float) else v) for k, v in seconds.items()}
     result["us_per_launch"] = us
     result["cudaload_breakdown_us"] = {k: round(v * 1e6, 3) if isinstance(v, float) else v

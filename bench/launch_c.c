@@ -1,5 +1,7 @@
-/* Launch-overhead floor: N launches of an empty two-argument kernel from C, then synchronize.
- * Usage: launch_c CUBIN launch|graph N REPEATS   -> prints one JSON line, seconds per kernel.
+/* Launch-overhead floor: N launches of an empty kernel from C, then synchronize.
+ * Usage: launch_c CUBIN MODE N REPEATS   -> prints one JSON line, seconds per kernel.
+ * MODE: launch, launch8, launch16 (the kernel with 2, 8 or 16 arguments: empty, empty8, empty16)
+ * or graph (100 captured 2-argument launches, replayed).
  * The driver is opened with dlopen so the program builds without the toolkit's link stub. */
 #include "cuda_dl.h"
 #include <stdlib.h>
@@ -19,7 +21,12 @@ typedef CUresult (*cuGraphLaunch_t)(CUgraphExec, CUstream);
 static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 
 int main(int argc, char **argv) {
-    if (argc < 5) { fprintf(stderr, "usage: launch_c CUBIN launch|graph N REPEATS\n"); return 2; }
+    const char *usage = "usage: launch_c CUBIN launch|launch8|launch16|graph N REPEATS\n";
+    if (argc < 5) { fputs(usage, stderr); return 2; }
+    const char *mode = argv[2];
+    int graph = strcmp(mode, "graph") == 0;
+    int nargs = strcmp(mode, "launch8") == 0 ? 8 : strcmp(mode, "launch16") == 0 ? 16 : 2;
+    if (nargs == 2 && !graph && strcmp(mode, "launch") != 0) { fputs(usage, stderr); return 2; }
     void *lib = dlopen("libcuda.so.1", RTLD_NOW);
     if (!lib) { fprintf(stderr, "%s\n", dlerror()); return 2; }
     LOAD(cuInit) LOAD(cuDeviceGet) LOAD(cuDevicePrimaryCtxRetain) LOAD(cuCtxSetCurrent)
@@ -29,13 +36,19 @@ int main(int argc, char **argv) {
     FILE *f = fopen(argv[1], "rb"); if (!f) return 2;
     fseek(f, 0, SEEK_END); long size = ftell(f); fseek(f, 0, SEEK_SET);
     char *image = malloc(size); if (fread(image, 1, size, f) != (size_t)size) return 2; fclose(f);
-    int graph = strcmp(argv[2], "graph") == 0, n = atoi(argv[3]), reps = atoi(argv[4]);
+    int n = atoi(argv[3]), reps = atoi(argv[4]);
     CUdevice dev; CUcontext ctx; CUmodule mod; CUfunction fn; CUdeviceptr buf; CUstream s;
     CK(pcuInit(0)); CK(pcuDeviceGet(&dev, 0)); CK(pcuDevicePrimaryCtxRetain(&ctx, dev));
     CK(pcuCtxSetCurrent(ctx)); CK(pcuModuleLoadData(&mod, image));
-    CK(pcuModuleGetFunction(&fn, mod, "empty")); CK(pcuMemAlloc_v2(&buf, 64));
-    CK(pcuStreamCreate(&s, 1));
-    int count = 2; void *params[] = {&buf, &count};
+    CK(pcuModuleGetFunction(&fn, mod, nargs == 16 ? "empty16" : nargs == 8 ? "empty8" : "empty"));
+    CK(pcuMemAlloc_v2(&buf, 64)); CK(pcuStreamCreate(&s, 1));
+    /* The values launch_bench.py passes: the buffer, then 2 (empty) or 1..7 and 1.0..8.0;
+     * the driver reads only as many entries as the kernel has parameters. */
+    int ints[7] = {1, 2, 3, 4, 5, 6, 7}; float floats[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    void *params[16] = {&buf};
+    for (int i = 0; i < 7; i++) params[1 + i] = &ints[i];
+    for (int i = 0; i < 8; i++) params[8 + i] = &floats[i];
+    if (nargs == 2) params[1] = &ints[1];
     CUgraphExec exec = NULL;
     if (graph) {
         CUgraph g;
