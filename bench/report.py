@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 2 ** 20
@@ -385,12 +386,40 @@ LAUNCH_APIS = (("c", "raw C cuLaunchKernel (floor)"), ("cuda.core", "cuda.core l
                ("cuda.bindings", "cuda.bindings"), ("cupy", "CuPy RawKernel"),
                ("torch", "PyTorch _compile_kernel"), ("cudaload", "cudaload"),
                ("cudaload_int_pointer", "cudaload, raw int pointer"))
-LAUNCH_ARGS = (("2", "cudaload_2_args"), ("8", "cudaload_8_args"), ("16", "cudaload_16_args"),
-               ("CuPy array", "cudaload_cupy_array_arg"))
+LAUNCH_FRAMEWORKS = ("c", "cuda.core", "cuda.bindings", "cupy", "torch", "cudaload")
+LAUNCH_ARGS = (  # label, suffix of launch_bench's keys, the C figure it is compared with
+    ("2 arguments", "", "c"), ("8 arguments", "_8_args", "c_8_args"),
+    ("16 arguments", "_16_args", "c_16_args"), ("array argument", "_array_arg", "c"))
+OLD_KEYS = {"cudaload_array_arg": "cudaload_cupy_array_arg"}  # in results from before the rename
+ARRAY_ARG = ("The array argument is the framework's own array object passed as the pointer, "
+             "compared with C's 2-argument launch: a CuPy array for cudaload and CuPy, a tensor "
+             "for PyTorch and a `Buffer` for cuda.core (it has no array type); for these three "
+             "it is the 2-argument launch itself, which already passes that object. "
+             "cuda.bindings and C take raw pointers only.")
 
 
 def _num(v):
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _launch_value(us: dict, key: str):
+    value = us.get(key)
+    return us.get(OLD_KEYS[key]) if value is None and key in OLD_KEYS else value
+
+
+def _launch_cell(us: dict, key: str, floor_key: str, failures: list[str], where: str) -> str:
+    """``v µs (ratio to us[floor_key])``, or why there is no figure: the first words of a
+    string, the whole of it in ``failures`` when the figure failed."""
+    v, floor = _launch_value(us, key), _num(us.get(floor_key))
+    if _num(v) is not None:
+        return fmt(v, 2, " µs") + (f" ({_ratio(v / floor)})" if floor else "")
+    if v is None:
+        return "–"
+    text = str(v)
+    if text.startswith("failed"):
+        failures.append(f"{where}: `{text[-300:]}`")
+        return "failed"
+    return "not installed" if text.startswith("not installed") else text.split(" (")[0][:60]
 
 
 def launch_section(res: dict, targets: Targets) -> tuple[list[str], dict | None]:
@@ -413,6 +442,7 @@ def launch_section(res: dict, targets: Targets) -> tuple[list[str], dict | None]
                       "≤ 2 MiB", v, None if v is None else v <= 2.0, " MiB", 1)
     lines = ["## Launch overhead", ""]
     floor = _num(us.get("c"))
+    labels = dict(LAUNCH_APIS)
     if us:
         rows = []
         for key, label in LAUNCH_APIS:
@@ -430,18 +460,29 @@ def launch_section(res: dict, targets: Targets) -> tuple[list[str], dict | None]
                   f"synchronize, median of {data.get('repeats')} repetitions, each API in its own "
                   "process:", ""]
         lines += table(["API", "per launch", "× raw C"], rows)
-        rows = [[n, fmt(_num(us.get(k)), 2, " µs") if _num(us.get(k)) is not None else
-                 str(us.get(k) or "not measured")[:120],
-                 f"{us[k] / floor:.2f}×" if _num(us.get(k)) is not None and floor else "–"]
-                for n, k in LAUNCH_ARGS]
-        lines += ["cudaload by argument count:", ""] + table(["arguments", "per launch", "× raw C (2 args)"], rows)
+        failures: list[str] = []
+        rows = [[labels[fw]] + [_launch_cell(us, fw + suffix, floor_key, failures,
+                                             f"{labels[fw]}, {label}")
+                                for label, suffix, floor_key in LAUNCH_ARGS]
+                for fw in LAUNCH_FRAMEWORKS]
+        lines += ["By argument count: `empty(float*, int)`, `empty8(float*, int ×7)` and "
+                  "`empty16(float*, int ×7, float ×8)` with the same values in every API; in "
+                  "brackets, the ratio to raw C with the same kernel. " + ARRAY_ARG, ""]
+        lines += table(["API"] + [label for label, _, _ in LAUNCH_ARGS], rows)
+        why = [f"{labels[fw]}, {label}: {v.removeprefix('n/a: ')}" for fw in LAUNCH_FRAMEWORKS
+               for label, suffix, _ in LAUNCH_ARGS
+               if isinstance(v := _launch_value(us, fw + suffix), str) and v.startswith("n/a")
+               and v != "n/a: raw pointers only"]
+        lines += [f"- {w}" for w in why + failures] + ([""] if why or failures else [])
         bd = data.get("cudaload_breakdown_us") or {}
         if bd:
             lines += ["Where a cudaload launch spends its time:", ""]
             lines += table(["part", "µs"], [[k, fmt(_num(v), 3)] for k, v in bd.items()])
-    series = {n: _num(us.get(k)) for n, k in LAUNCH_ARGS}
-    series = {"cudaload": series, "floor": floor,
-              "apis": {label: _num(us.get(key)) for key, label in LAUNCH_APIS}}
+    series = {"floor": floor,
+              "apis": {label: _num(us.get(key)) for key, label in LAUNCH_APIS},
+              "by_args": {labels[fw]: [_num(_launch_value(us, fw + suffix))
+                                       for _, suffix, _ in LAUNCH_ARGS]
+                          for fw in LAUNCH_FRAMEWORKS}}
     return lines + _bench_body(b), series
 
 
@@ -456,15 +497,13 @@ FW_ROWS = (  # row in frameworks_bench.py's JSON, label, unit, digits
     ("disk_hit_ms", "disk-cache hit in a fresh process", " ms", 2),
     ("context_mib", "GPU memory after the first context", " MiB", 0),
     ("ten_kernels_mib", "GPU memory after 10 kernels compiled, loaded, launched (LAZY)", " MiB", 0))
-LAUNCH_ROWS = (  # label, {framework: key in launch_bench's us_per_launch}, floor key
-    ("launch, 2 arguments", {"c": "c", "cudaload": "cudaload", "cuda.core": "cuda.core",
-                             "cuda.bindings": "cuda.bindings", "cupy": "cupy", "torch": "torch"}, "c"),
-    ("launch, 8 arguments", {"cudaload": "cudaload_8_args"}, "c"),
-    ("launch, 16 arguments", {"cudaload": "cudaload_16_args"}, "c"),
-    ("launch, CuPy array argument", {"cudaload": "cudaload_cupy_array_arg"}, "c"),
+LAUNCH_ROWS = tuple(  # label, {framework: key in launch_bench's us_per_launch}, floor key
+    (f"launch, {label}" + (", ratio to C with 2 arguments" if suffix == "_array_arg" else ""),
+     {fw: fw + suffix for fw, _ in FW_COLUMNS}, floor_key)
+    for label, suffix, floor_key in LAUNCH_ARGS) + (
     ("graph replay, per kernel (100 launches)", {"c": "c_graph_per_kernel",
                                                  "cudaload": "cudaload_graph_per_kernel"},
-     "c_graph_per_kernel"))
+     "c_graph_per_kernel"),)
 
 
 def _ratio(r: float) -> str:
@@ -518,14 +557,9 @@ def frameworks_section(res: dict) -> list[str]:
         table_rows.append([label] + [_fw_cell(cells.get(fw), unit, digits, floor, fw, row, failures)
                                      for fw, _ in FW_COLUMNS])
     for label, keys, floor_key in LAUNCH_ROWS:
-        floor = _num(us.get(floor_key))
-        row = [label + " (launch_bench)"]
-        for fw, _ in FW_COLUMNS:
-            v = us.get(keys[fw]) if fw in keys else None
-            if _num(v) is not None:
-                row.append(fmt(v, 2, " µs") + (f" ({v / floor:.2f}×)" if floor else ""))
-            else:
-                row.append(str(v)[:40] if v else "–")
+        row = [label + " (launch_bench)"] + [
+            _launch_cell(us, keys[fw], floor_key, failures, f"{fw}, {label}") if fw in keys else "–"
+            for fw, _ in FW_COLUMNS]
         if any(c != "–" for c in row[1:]):
             table_rows.append(row)
     if not rows_in:
@@ -583,6 +617,7 @@ def plots(res: dict, docs: str, series: dict | None) -> tuple[list[str], str | N
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return [], "matplotlib is not installed"
     made = []
@@ -659,9 +694,11 @@ def plots(res: dict, docs: str, series: dict | None) -> tuple[list[str], str | N
         made.append(PLOTS["build"])
 
     if series and any(v is not None for v in series["apis"].values()):
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4))
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(14, 5),
+                                     gridspec_kw={"width_ratios": (1, 1.3)})
         apis = [(k, v) for k, v in series["apis"].items() if v is not None]
-        a1.bar([k.replace(" ", "\n", 1) for k, _ in apis], [v for _, v in apis], color="tab:blue")
+        a1.bar([textwrap.fill(k, 10, break_long_words=False) for k, _ in apis],
+               [v for _, v in apis], color="tab:blue")
         if series.get("floor"):
             a1.axhline(series["floor"] * 1.20, color="tab:red", linestyle="--", linewidth=1,
                        label="target: 1.20× raw C")
@@ -669,13 +706,29 @@ def plots(res: dict, docs: str, series: dict | None) -> tuple[list[str], str | N
         a1.set_ylabel("µs per launch (2 arguments)")
         a1.set_title("Launch overhead by API")
         a1.tick_params(axis="x", labelsize=7)
-        pts = [(n, v) for n, v in series["cudaload"].items() if v is not None]
-        floor = series.get("floor")
-        a2.plot([n for n, _ in pts], [v / floor if floor else v for _, v in pts], marker="o",
-                label="cudaload")
-        a2.set_xlabel("kernel arguments")
-        a2.set_ylabel("× raw C launch (2 arguments)" if floor else "µs per launch")
-        a2.set_title("cudaload launch overhead by argument count")
+        # one group per kernel, one bar per API; log scale, so that a slow API does not flatten
+        # the others
+        by_args = {api: vals for api, vals in series["by_args"].items()
+                   if any(v is not None for v in vals)}
+        width = 0.8 / max(1, len(by_args))
+        for i, (api, vals) in enumerate(by_args.items()):
+            pts = [(g + (i - (len(by_args) - 1) / 2) * width, v) for g, v in enumerate(vals)
+                   if v is not None]
+            a2.bar([x for x, _ in pts], [v for _, v in pts], width, label=api)
+        a2.set_xticks(range(len(LAUNCH_ARGS)))
+        a2.set_xticklabels([label for label, _, _ in LAUNCH_ARGS])
+        a2.set_yscale("log")
+        values = [v for vals in by_args.values() for v in vals if v is not None]
+        # bars from 1 µs (or below the smallest), so that the floor's bars show
+        a2.set_ylim(bottom=min([1.0] + [v / 2 for v in values]))
+        a2.set_yticks([t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+                       if t <= 2 * max(values, default=1)])
+        a2.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        a2.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        a2.set_ylabel("µs per launch (log scale)")
+        a2.set_title("Launch overhead by argument count")
+        if by_args:
+            a2.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.1))
         fig.tight_layout()
         fig.savefig(os.path.join(docs, PLOTS["launch"]), dpi=110)
         plt.close(fig)
