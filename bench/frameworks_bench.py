@@ -20,7 +20,9 @@ interleaved within each repetition; medians of --repeats repetitions after a war
   disk_hit_ms       cudaload and CuPy, in a fresh process whose cache folder an earlier one filled
   context_mib       cuMemGetInfo total - free after the first context (device-wide)
   ten_kernels_mib   the same after compiling, loading and launching 10 distinct kernels and
-                    synchronizing, in its own process; floor: the C program's bare context
+                    synchronizing, in its own process (--repeats processes per framework, not
+                    cut short by --budget except with --quick); floor: the C program's bare
+                    context
 CUDA_MODULE_LOADING=LAZY in every process.  Launch overhead and graph replay are launch_bench.py's;
 report.py puts them in the same table.  A framework that is missing, fails or times out gets
 {"error": ...} in its cells and the run goes on; without a GPU only the import and compile rows run.
@@ -562,15 +564,15 @@ def run(args) -> dict:
         rows["disk_hit_ms"][fw] = (summary([s["compile_ms"] for s in got],
                                            cached=got[-1].get("cached")) if got else {"error": err})
 
-    # 6. GPU memory after 10 kernels, each framework in its own process
-    mem_reps = 1 if args.quick else 3
+    # 6. GPU memory after 10 kernels, each framework in its own process; a full run takes every
+    # repetition whatever the budget says, so that the row is always a median of --repeats
     for fw in py:
         if not gpu:
             rows["ten_kernels_mib"][fw] = {"na": "no GPU"}
             continue
         got, err = [], None
-        for rep in range(mem_reps):
-            if rep > 0 and past(1.0):
+        for rep in range(reps):
+            if args.quick and rep > 0 and past(1.0):
                 break
             r = runner.child("memory", fw, arch)
             if "error" in r:
