@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import struct
 
 import cffi
@@ -115,7 +116,9 @@ def test_random_values_against_random_layouts(cases):
         is_int = isinstance(value, int)
         if code in "fd":
             fits = not isinstance(value, bool) or False
-            fits = fits and (code == "d" or abs(float(value)) <= 3.4028234663852886e38)
+            # float32 holds its finite range and the infinities; a finite value beyond it does not fit
+            fits = fits and (code == "d" or abs(float(value)) <= 3.4028234663852886e38
+                             or math.isinf(value))
         else:
             fits = is_int and not (code == "Q" and param.ctype.endswith("*") and isinstance(value, bool))
             if fits:
