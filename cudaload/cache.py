@@ -6,16 +6,17 @@ Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cac
     toolchain.json            which NVRTC and header folders were last used (see toolchain.py)
     v1/ab12…ef.bin            one entry per key (sha256 hex); one flat folder: ext4/NTFS/APFS look
                               names up by hash, and creating a shard folder cost 0.6 ms per miss
-    v1/ab12…ef.lock           the per-key lock taken around a compile; on POSIX the compiled
-                              entry is written into it and it is renamed to the .bin
-    v1/.tmp-…                 a write by ``store`` in progress (swept when stale)
+    v1/.locks                 byte-range locks, one byte per key, taken around a compile (POSIX;
+                              Windows uses a ``<key>.lock`` file per key)
+    v1/.tmp-…                 a write in progress (swept when stale)
 
 An entry is ``HEADER`` (magic, format version, metadata length, payload length, sha256 of metadata and
 payload), then the metadata as JSON (kind, arch, log, lowered names), then the code.  Entries are
-written to a file in the same folder (the key's lock file, or a temporary file) and renamed
-into place, so a reader sees a whole entry or none; one that fails any check is a miss.  No fsync: it cost 1-4 ms per entry
-here (2-8% of a compile, over the 2% budget), and an entry torn by a power cut fails its integrity
-hash and is compiled again, so durability buys nothing a miss does not.  A folder that cannot be created or
+written to a temporary file in the same folder and renamed into place, so a reader sees a whole
+entry or none; one that fails any check is a miss.  A miss's file work runs on a worker thread,
+partly while NVRTC compiles (see _writes.py); the key stays locked until its entry is in place.
+No fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut fails its
+integrity hash and is compiled again, so durability buys nothing a miss does not.  A folder that cannot be created or
 written gives one warning and the process goes on without it.  ``CUDALOAD_CACHE_MAX_BYTES`` bounds
 the folder: after a write, least recently used entries (hits touch their modification time) are
 deleted, except any written or used in the last ``GRACE_S`` seconds.
@@ -29,15 +30,13 @@ import hashlib
 import json
 import os
 import struct
-import sys
-import tempfile
 import time
 import warnings
 
-from . import _locking
+from . import _locking, _writes
 from .objectcode import ObjectCode
 
-__all__ = ["FORMAT", "MEMORY", "CacheWarning", "directory", "enabled", "lookup", "store", "lock",
+__all__ = ["FORMAT", "MEMORY", "CacheWarning", "directory", "entries", "enabled", "lookup", "store", "lock",
            "evict", "encode", "decode", "info", "clear", "prune", "write_atomic"]
 
 FORMAT = 1
@@ -76,10 +75,19 @@ def directory() -> str:
 _resolved: dict = {}
 
 
+def entries() -> str | None:
+    """The folder of entries this process uses now, or None when the disk part is off
+    (``CUDALOAD_CACHE=0``) or its folder failed.  Resolved once per compile and passed along: the
+    environment reads are most of the cost of a lookup."""
+    if os.environ.get("CUDALOAD_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    root = directory()
+    return None if root in _broken else _entries_root(root)
+
+
 def enabled() -> bool:
     """Whether the disk part is on (``CUDALOAD_CACHE`` is not 0 and the folder has not failed)."""
-    return os.environ.get("CUDALOAD_CACHE", "1").strip().lower() not in ("0", "false", "no", "off") \
-        and directory() not in _broken
+    return entries() is not None
 
 
 def _entries_root(root: str) -> str:
@@ -133,11 +141,15 @@ def decode(data: bytes) -> ObjectCode | None:
                       cached="disk")
 
 
-def lookup(key: str) -> ObjectCode | None:
-    """The entry stored under ``key``, or None (absent, unreadable, corrupt, or cache off)."""
-    if not enabled():
+def lookup(key: str, folder: str | None = None) -> ObjectCode | None:
+    """The entry stored under ``key``, or None (absent, unreadable, corrupt, or cache off).
+    ``folder``: what :func:`entries` returned, if the caller has it."""
+    folder = folder or entries()
+    if folder is None:
         return None
-    path = _path(key)
+    path = folder + os.sep + key + ".bin"
+    if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
+        return None
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -150,24 +162,7 @@ def lookup(key: str) -> ObjectCode | None:
     return obj
 
 
-def write_atomic(path: str, data: bytes, durable: bool = False) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never a part.
-
-    Raises OSError.  ``durable`` adds an fsync before the rename.
-    """
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+write_atomic = _writes.write_atomic
 
 
 def store(key: str, obj: ObjectCode) -> None:
@@ -176,11 +171,7 @@ def store(key: str, obj: ObjectCode) -> None:
         return
     path = _path(key)
     try:
-        folder = os.path.dirname(path)
-        os.makedirs(folder, exist_ok=True)  # every time: another process may have cleared it
-        if folder not in _swept:  # once per process: the scan grows with the folder
-            _swept.add(folder)
-            _sweep_tmp(folder)
+        _ready(os.path.dirname(path))
         write_atomic(path, encode(obj))
     except OSError as exc:
         _give_up(exc, "writing an entry")
@@ -188,55 +179,64 @@ def store(key: str, obj: ObjectCode) -> None:
     _bound(path)
 
 
+def _ready(folder: str) -> str:
+    """Create the entries ``folder`` if needed and sweep it once per process.  Raises OSError."""
+    os.makedirs(folder, exist_ok=True)  # every time: another process may have cleared it
+    if folder not in _swept:  # once per process: the scan grows with the folder
+        _swept.add(folder)
+        _sweep_tmp(folder)
+    return folder
+
+
 @contextlib.contextmanager
-def lock(key: str):
+def lock(key: str, folder: str | None = None):
     """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which stores
     ``obj`` under ``key``.  Nothing is locked or stored when the disk cache is off or unusable.
+    ``folder``: what :func:`entries` returned, if the caller has it.
 
-    On POSIX the entry is written into the lock file itself, which is then renamed into place: one
-    file created per compilation instead of two (a file creation is most of what a miss costs the
-    cache).  Waiters blocked on the renamed file see that the lock path names another file and lock
-    again, then find the entry.  Windows cannot rename an open file, so there the entry goes
-    through :func:`store`.
+    After ``publish`` the write and the unlock are left to the worker thread (see _writes.py).
     """
-    if not enabled():
+    folder = folder or entries()
+    if folder is None:
         yield _discard
         return
-    path = _path(key, ".lock")
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        held = _locking.hold(path)
-        fd = held.__enter__()
+        if folder not in _swept:
+            _ready(folder)
+        release = _locking.acquire_key(folder, key)
     except OSError as exc:
         _give_up(exc, "creating a lock file")
         yield _discard
         return
+    ahead = _writes.Ahead(folder)
+    published: list = []
     try:
-        if sys.platform == "win32":
-            yield functools.partial(store, key)
-        else:
-            yield functools.partial(_publish, key, fd, path)
+        yield functools.partial(_publish, os.path.join(folder, key + ".bin"), ahead, release,
+                                published)
     finally:
-        held.__exit__(None, None, None)
+        if not published:
+            ahead.discard()
+            release()
 
 
 def _discard(_obj) -> None:
     pass
 
 
-def _publish(key: str, fd: int, lock_path: str, obj: ObjectCode) -> None:
-    entry = _path(key)
-    data = memoryview(encode(obj))
-    try:
-        os.ftruncate(fd, 0)
-        written = 0
-        while written < len(data):
-            written += os.pwrite(fd, data[written:], written)
-        os.replace(lock_path, entry)  # readers see no entry or the whole entry
-    except OSError as exc:
-        _give_up(exc, "writing an entry")
-        return
-    _bound(entry)
+def _publish(entry: str, ahead: _writes.Ahead, release, published: list, obj: ObjectCode) -> None:
+    published.append(obj)
+
+    def job() -> None:
+        try:
+            fd, tmp = ahead.take()
+            _writes.commit(fd, tmp, entry, encode(obj))
+        except OSError as exc:
+            _give_up(exc, "writing an entry")
+            return
+        finally:
+            release()
+        _bound(entry)
+    _writes.later(job)
 
 
 def _bound(entry: str) -> None:
@@ -270,7 +270,7 @@ def _sweep_tmp(folder: str, now: float | None = None) -> int:
     removed = 0
     with contextlib.suppress(OSError), os.scandir(folder) as it:
         for entry in it:
-            if entry.name.startswith(".tmp-"):
+            if entry.name.startswith(_writes.PREFIX):
                 with contextlib.suppress(OSError):
                     if now - entry.stat().st_mtime > STALE_TMP_S:
                         os.unlink(entry.path)
@@ -289,6 +289,7 @@ def _scan(root: str):
 
 def info() -> dict:
     """Location, whether it is on, the number of entries and their bytes."""
+    _writes.drain()
     root = directory()
     count = size = 0
     for _path_, st in _scan(root):
@@ -302,6 +303,7 @@ def clear() -> int:
     """Delete every entry, lock and temporary file; return the number of entries deleted."""
     import shutil
 
+    _writes.drain()
     root = directory()
     count = sum(1 for _ in _scan(root))
     with contextlib.suppress(FileNotFoundError):
@@ -316,6 +318,7 @@ def prune(max_bytes: int | None = None, *, keep: str | None = None, verify: bool
     """Delete the least recently used entries beyond ``max_bytes``; with ``verify`` also corrupt
     entries; unless keeping a just-written ``keep``, also stale temporary and idle lock files.
     Return what was removed."""
+    _writes.drain()  # returns at once on the worker thread, which calls this after each write
     root = directory()
     now = time.time()
     removed = {"entries": 0, "bytes": 0, "corrupt": 0, "tmp": 0, "locks": 0}

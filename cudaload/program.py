@@ -110,14 +110,15 @@ class Program:
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
         tc = toolchain.current()
+        folder = cache.entries()
         while True:
             kind, target = _choose(tc, arch, output)
             key = self._key(tc, kind, target)
-            obj = cache.lookup(key)
+            obj = cache.lookup(key, folder)
             if obj is not None:
                 break
-            with cache.lock(key) as publish:
-                obj = cache.lookup(key)  # another process may have compiled it while we waited
+            with cache.lock(key, folder) as publish:
+                obj = cache.lookup(key, folder)  # another process may have compiled it meanwhile
                 if obj is None:
                     loaded = toolchain.live()
                     if loaded != tc:  # the remembered NVRTC is not the one that would compile

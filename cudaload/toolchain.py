@@ -10,6 +10,7 @@ checked.  Once NVRTC is loaded in the process, the loaded library is the truth.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -43,10 +44,7 @@ class Toolchain(_Fields):
 
     @property
     def key(self) -> str:
-        import hashlib
-
-        return hashlib.sha256(json.dumps(
-            [list(self.version), self.build, [list(h) for h in self.headers]]).encode()).hexdigest()
+        return _key_of(self.version, self.build, self.headers)
 
     @property
     def include_options(self) -> tuple:
@@ -54,6 +52,14 @@ class Toolchain(_Fields):
 
     def version_number(self) -> int:
         return self.version[0] * 1000 + self.version[1] * 10
+
+
+@functools.lru_cache(maxsize=16)  # asked for on every cache miss; cold after NVRTC, it cost 20+ us
+def _key_of(version, build, headers) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(
+        [list(version), build, [list(h) for h in headers]]).encode()).hexdigest()
 
 
 _lock = threading.Lock()

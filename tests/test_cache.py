@@ -262,12 +262,13 @@ def test_four_processes_25_keys_each_all_entries_valid(cache_dir, tmp_path):
 _THREE_COMPILES = """
 import json, warnings
 warnings.simplefilter("always")
-from cudaload import Program
+from cudaload import Program, _writes
 {patch}
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     out = [Program({src!r} + "// %d" % i).compile(arch=90).cached for i in range(3)]
     out.append(Program({src!r} + "// 0").compile(arch=90).cached)
+    _writes.drain()  # a failed write warns from the thread that writes
 print(json.dumps({{"cached": out, "warnings": [str(w.message) for w in caught
                                                 if "cache" in str(w.message)]}}))
 """
@@ -282,10 +283,12 @@ def test_unusable_folder_warns_once_and_goes_on(cache_dir, tmp_path, case):
         blocker.write_text("")
         env["CUDALOAD_CACHE_DIR"] = str(blocker / "cache")
     else:
-        code = "EROFS" if case == "read-only" else "ENOSPC"
+        # read-only: no lock can be taken; full: the lock is taken, writing the entry fails
+        code, step = (("EROFS", "cache._locking.acquire_key") if case == "read-only" else
+                      ("ENOSPC", "cache._writes.commit"))
         patch = (f"import errno, os\nfrom cudaload import cache\n"
                  f"def refuse(*a, **k): raise OSError(errno.{code}, os.strerror(errno.{code}))\n"
-                 f"cache.write_atomic = refuse\ncache._locking.hold = refuse")
+                 f"cache.write_atomic = refuse\n{step} = refuse")
     out = run_json(_THREE_COMPILES.format(src=SAXPY, patch=patch), env=env)
     assert out["cached"] == [None, None, None, "memory"]
     assert len(out["warnings"]) == 1, out["warnings"]
@@ -351,7 +354,7 @@ def test_size_bound_evicts_least_recently_used_but_never_fresh_entries(cache_dir
 
 
 def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
-    from cudaload import cache
+    from cudaload import _locking, cache
 
     cache.store(_key(1), _fake())
     cache.store(_key(2), _fake())
@@ -360,10 +363,14 @@ def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
         f.write(b"\0\0\0")
     with cache.lock(_key(3)):
         pass
+    idle = cache._path(_key(3), ".lock")  # a per-key lock file, as on Windows
+    with _locking.hold(idle):
+        pass
     removed = cache.prune()
     assert removed["corrupt"] == 1 and removed["locks"] == 1
     assert cache.lookup(_key(1)) is not None
-    assert not os.path.exists(cache._path(_key(3), ".lock"))
+    assert not os.path.exists(idle)
+    assert os.path.exists(os.path.join(cache.entries(), _locking.KEYS_FILE)) == (os.name == "posix")
 
 
 def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
@@ -386,6 +393,90 @@ def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
         assert not _locking.remove_if_free(path)  # held: not removed
     worker.join(5)
     assert order == ["first", "second"]
+
+
+def test_key_lock_excludes_a_thread_and_is_released_by_another(cache_dir):
+    import threading
+
+    from cudaload import _locking, cache
+
+    folder = cache._ready(cache.entries())
+    order = []
+    release = _locking.acquire_key(folder, _key(8))
+
+    def second():
+        _locking.acquire_key(folder, _key(8))()
+        order.append("second")
+
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    time.sleep(0.2)
+    order.append("first")
+    threading.Thread(target=release).start()  # the cache's writer thread releases what it wrote
+    waiter.join(5)
+    assert order == ["first", "second"]
+    _locking.acquire_key(folder, _key(9))()  # another key was never blocked
+
+
+_HOLD_KEY = """
+import sys, time
+from cudaload import _locking
+release = _locking.acquire_key(sys.argv[1], sys.argv[2])
+print("held", flush=True)
+time.sleep(float(sys.argv[3]))
+release()
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="byte-range key locks are POSIX")
+def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
+    import shutil
+
+    from cudaload import _locking, cache
+
+    folder = cache._ready(cache.entries())
+    _locking.acquire_key(folder, _key(4))()  # this process has the lock file open
+    shutil.rmtree(folder)  # cudaload cache clear, from elsewhere
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_KEY, folder, _key(4), "1.0"], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    start = time.monotonic()
+    release = _locking.acquire_key(folder, _key(4))  # reopens the new file, then waits on it
+    waited = time.monotonic() - start
+    release()
+    holder.wait(10)
+    assert waited > 0.5, waited
+
+
+_PUBLISH_AND_EXIT = """
+import os
+from cudaload import cache
+from cudaload.objectcode import ObjectCode
+obj = ObjectCode(b"\\x7fELF" + b"x" * 60, "cubin", "sm_90")
+def publish_and_exit():
+    with cache.lock(KEY) as publish:
+        publish(obj)
+if HOW == "exit":
+    publish_and_exit()  # the interpreter exits at once: the queued write must still happen
+else:
+    pid = os.fork()
+    if pid == 0:
+        publish_and_exit()
+        os._exit(0)  # as multiprocessing's fork workers end: no atexit
+    os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "fork"])
+def test_entry_published_just_before_exit_is_written(cache_dir, how):
+    from cudaload import cache
+
+    if how == "fork" and not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    run_py(f"KEY, HOW = {_key(6)!r}, {how!r}\n" + _PUBLISH_AND_EXIT)
+    assert cache.lookup(_key(6)) is not None
+    assert not list(cache_dir.glob("v*/.tmp-*"))
 
 
 def test_cli_cache_info_clear_prune(cache_dir):
