@@ -167,7 +167,7 @@ def main() -> int:
         os.environ.pop("CUDALOAD_CACHE_MAX_BYTES", None)
         result = {
             "python": sys.version.split()[0],
-            "cold_compile": cold_overhead(5 if args.quick else 21),
+            "cold_compile": cold_overhead(5 if args.quick else 101),
             "memory_hit": memory_hit(20_000 if args.quick else 200_000),
             "disk_hit_fresh_process": disk_hit(5 if args.quick else 15),
             "lookup_scaling": lookup_scaling((10, 100, 1000, 10_000), 50 if args.quick else 300),
