@@ -493,6 +493,8 @@ FW_ROWS = (  # row in frameworks_bench.py's JSON, label, unit, digits
     ("first_context_ms", "first context: import → context current, 1 element allocated", " ms", 0),
     ("after_import_ms", "… of which after the import", " ms", 0),
     ("cold_compile_ms", "cold compile of saxpy, fresh process, empty caches", " ms", 1),
+    ("cold_compile_known_ms", "cold compile of saxpy, fresh process, toolchain already found "
+     "by an earlier process (cudaload's toolchain.json)", " ms", 1),
     ("memory_hit_ms", "memory-cache hit (same source again, same process)", " ms", 4),
     ("disk_hit_ms", "disk-cache hit in a fresh process", " ms", 2),
     ("context_mib", "GPU memory after the first context", " MiB", 0),
