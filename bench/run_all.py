@@ -1,7 +1,9 @@
-"""Run every benchmark and write one JSON file: the command behind docs/benchmarks.md.
+"""Run every benchmark, write one JSON file and the report made from it (docs/benchmarks.md).
 
-    python bench/run_all.py --out DIR [--quick] [--build-large] [--commit SHA]
-    python bench/report.py DIR/results.json
+    python bench/run_all.py --out DIR [--quick] [--build-large] [--commit SHA] [--docs FOLDER]
+
+The report is bench/report.py run on DIR/results.json (``--docs``: where it goes, default docs/;
+``--no-report``: JSON only); ``python bench/report.py DIR/results.json`` makes it again later.
 
 On a GPU machine (no network needed) it runs the memory story (bench/memory_story/) and the
 import, compile, launch and
@@ -167,6 +169,9 @@ def main(argv=None) -> int:
     ap.add_argument("--commit", help="commit to record (default: git rev-parse HEAD)")
     ap.add_argument("--only", choices=("memory", "others"), help="run only one part")
     ap.add_argument("--no-gpu", action="store_true", help="skip the GPU parts even with a GPU")
+    ap.add_argument("--docs", default=os.path.join(REPO, "docs"),
+                    help="folder for benchmarks.md and its plots (default: docs/)")
+    ap.add_argument("--no-report", action="store_true", help="write the JSON only")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     log = Log(os.path.join(args.out, "run_all.log"))
@@ -207,6 +212,14 @@ def main(argv=None) -> int:
     log(f"wrote {path} in {results['seconds']} s")
     for item in results["skipped"]:
         log(f"skipped: {item}")
+    if args.no_report:
+        return 0
+    proc = _run([sys.executable, os.path.join(BENCH, "report.py"), path, "--docs", args.docs],
+                timeout=300)
+    if proc is None or proc.returncode:
+        log("report.py failed: " + ((proc.stderr or proc.stdout)[-600:] if proc else "did not run"))
+        return 1
+    log(proc.stdout.strip())
     return 0
 
 
