@@ -147,6 +147,8 @@ def _probe() -> Toolchain:
         remembered = known["path"] if _stat_id(known["path"]) == known["stat"] else None
     except (KeyError, TypeError):
         remembered = None
+    headers = _known_headers(record)
+    finding = None if headers is not None else _find_headers_meanwhile()
     library = _loader.nvrtc(remembered)
     path = library.path
     stat = _stat_id(path)
@@ -154,7 +156,8 @@ def _probe() -> Toolchain:
         build = known["build"]
     else:
         build = _fingerprint(path)
-    headers = _known_headers(record) or _find_headers()
+    if finding is not None:
+        headers = finding()
     # Taken from the record, NVRTC keeps the description of where it was first found.
     found_via = known.get("found_via") if remembered and path == remembered else None
     tc = Toolchain(path, nvrtc.version(), build, tuple(nvrtc.supported_archs()), headers,
@@ -202,6 +205,28 @@ def _find_headers() -> tuple:
         ident = _header_identity(name, path) if path else None
         found.append((name, path if ident else None, ident))
     return tuple(found)
+
+
+def _find_headers_meanwhile():
+    """Start :func:`_find_headers` on a thread; return the function that waits for its answer.
+
+    Without headers in site-packages, pathfinder's search starts a subprocess (50-120 ms) that
+    waits in parallel with mapping libnvrtc (the loader releases the GIL).  cuda.pathfinder is
+    imported here first, so the two threads never import it at once.
+    """
+    try:
+        from cuda import pathfinder  # noqa: F401
+    except ImportError:
+        pass
+    found: list = []
+    thread = threading.Thread(target=lambda: found.append(_find_headers()), daemon=True,
+                              name="cudaload-headers")
+    thread.start()
+
+    def wait() -> tuple:
+        thread.join()
+        return found[0] if found else tuple((name, None, None) for name in _HEADER_SETS)
+    return wait
 
 
 def _remember(record: dict, tc: Toolchain, stat) -> None:
