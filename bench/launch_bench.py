@@ -6,8 +6,8 @@ Each measurement runs in its own process: N launches of an empty kernel on one s
 synchronize, the median of R repetitions, in microseconds per launch; every API is measured in
 each of several interleaved rounds and the median round is reported.  Every API launches kernels
 with 2, 8 and 16 arguments (keys "X", "X_8_args", "X_16_args") and with its own array object as
-the pointer ("X_array_arg"; a string where that does not apply).  Also: graph replay of 100
-captured launches (cudaload against C), where a cudaload launch spends its time, and the GPU
+the pointer ("X_array_arg"; a string where that does not apply), and replays a CUDA graph of
+100 captured launches ("X_graph_per_kernel").  Also: where a cudaload launch spends its time, and the GPU
 memory a process uses after compiling, loading and launching 10 kernels against a bare driver
 context (CUDA_MODULE_LOADING EAGER and LAZY).  A figure that is not installed, does not apply
 or fails is a string saying so; the others are still measured.
@@ -83,6 +83,20 @@ def guarded(fn, *args):
         return f"failed: {type(exc).__name__}: {exc}"[:300]
 
 
+GRAPH_SUFFIX = "_graph_per_kernel"
+GRAPH_LAUNCHES = 100
+
+
+def graph_figure(name: str, build, sync, n: int, repeats: int) -> dict:
+    """Seconds per kernel under ``name + GRAPH_SUFFIX``: ``build()`` captures GRAPH_LAUNCHES
+    launches of ``empty`` into a graph and returns the call that replays it once; replayed until
+    ``n`` kernels ran.  A string where building or replaying failed."""
+    def measure():
+        replay = build()
+        return timed(replay, sync, n // GRAPH_LAUNCHES, repeats) / GRAPH_LAUNCHES
+    return {name + GRAPH_SUFFIX: guarded(measure)}
+
+
 def variants(name: str, launches: dict, sync, n: int, repeats: int) -> dict:
     """Seconds per launch under ``name + suffix`` for each ``{suffix: launch}``; a launch given
     as a string is the reason that variant does not apply, kept as it is."""
@@ -131,14 +145,14 @@ def run_cudaload(n, repeats):
     bd = guarded(breakdown, k2, a2, s, n, repeats)
     out["breakdown"] = bd if isinstance(bd, dict) else {"error": bd}
 
-    def graph_replay():  # 100 captured launches, replayed until n kernels ran
-        with s.capture() as graph:
-            for _ in range(100):
+    def graph():
+        with s.capture() as captured:
+            for _ in range(GRAPH_LAUNCHES):
                 k2(1, 1, a2, stream=s)
-        graph.instantiate()
-        return timed(lambda: graph.launch(s), s.synchronize, n // 100, repeats) / 100
+        captured.instantiate()
+        return lambda: captured.launch(s)
 
-    out["cudaload_graph_per_kernel"] = guarded(graph_replay)
+    out.update(graph_figure("cudaload", graph, s.synchronize, n, repeats))
     return out
 
 
@@ -199,6 +213,15 @@ def run_cuda_core(n, repeats):
         "_8_args": lambda: launch(s, cfg, k8, *a8),
         "_16_args": lambda: launch(s, cfg, k16, *a16)}, s.sync, n, repeats)
     out["cuda.core_array_arg"] = out["cuda.core"]  # no array type: the Buffer is the argument
+
+    def graph():
+        builder = s.create_graph_builder().begin_building()
+        for _ in range(GRAPH_LAUNCHES):
+            launch(builder, cfg, k2, buf, n32)
+        captured = builder.end_building().complete()
+        return lambda: captured.launch(s)
+
+    out.update(graph_figure("cuda.core", graph, s.sync, n, repeats))
     return out
 
 
@@ -233,6 +256,17 @@ def run_cuda_bindings(n, repeats, cubin):
         "_8_args": lambda: launch(fn8, 1, 1, 1, 1, 1, 1, 0, stream, p8, 0),
         "_16_args": lambda: launch(fn16, 1, 1, 1, 1, 1, 1, 0, stream, p16, 0),
         "_array_arg": RAW_POINTERS_ONLY}, lambda: ok(cu.cuStreamSynchronize(stream)), n, repeats)
+
+    def graph():
+        ok(cu.cuStreamBeginCapture(stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+        for _ in range(GRAPH_LAUNCHES):
+            ok(launch(fn2, 1, 1, 1, 1, 1, 1, 0, stream, p2, 0))
+        captured = ok(cu.cuGraphInstantiate(ok(cu.cuStreamEndCapture(stream)), 0))
+        replay = cu.cuGraphLaunch
+        return lambda: replay(captured, stream)
+
+    out.update(graph_figure("cuda.bindings", graph, lambda: ok(cu.cuStreamSynchronize(stream)),
+                            n, repeats))
     return out
 
 
@@ -253,6 +287,16 @@ def run_cupy(n, repeats):
             "_8_args": lambda: k8((1,), (1,), a8),
             "_16_args": lambda: k16((1,), (1,), a16)}, s.synchronize, n, repeats)
     out["cupy_array_arg"] = out["cupy"]  # the 2-argument launch passes a cupy array already
+
+    def graph():
+        with s:
+            s.begin_capture()
+            for _ in range(GRAPH_LAUNCHES):
+                k2((1,), (1,), (arr, n32))
+            captured = s.end_capture()
+        return lambda: captured.launch(stream=s)
+
+    out.update(graph_figure("cupy", graph, s.synchronize, n, repeats))
     return out
 
 
@@ -263,7 +307,7 @@ def run_torch(n, repeats):
     compile_kernel = getattr(torch.cuda, "_compile_kernel", None)
     if compile_kernel is None:
         why = "torch.cuda._compile_kernel is not available"
-        return {f"torch{suffix}": why for suffix in VARIANTS}
+        return {f"torch{suffix}": why for suffix in (*VARIANTS, GRAPH_SUFFIX)}
     k2, k8, k16 = (compile_kernel(EMPTY, name) for name in ("empty", "empty8", "empty16"))
     # _compile_kernel takes tensors (as their pointer), Python ints (as C int) and Python
     # floats (as C double), nothing else: a raw pointer would be cut to an int, and a 4-byte
@@ -283,6 +327,16 @@ def run_torch(n, repeats):
             "_8_args": lambda: k8(grid=(1, 1, 1), block=(1, 1, 1), args=a8),
             "_16_args": launch16}, s.synchronize, n, repeats)
     out["torch_array_arg"] = out["torch"]  # the 2-argument launch passes a tensor already
+
+    def graph():
+        captured = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(captured, stream=s):
+            for _ in range(GRAPH_LAUNCHES):
+                k2(grid=(1, 1, 1), block=(1, 1, 1), args=[t, 2])
+        return captured.replay  # on the current stream: s, below
+
+    with torch.cuda.stream(s):
+        out.update(graph_figure("torch", graph, s.synchronize, n, repeats))
     return out
 
 
@@ -361,7 +415,7 @@ def keys_of(one) -> list[str]:
     if one[0] == "c":
         return [C_MODES[one[-1]]]
     if one[0] in FRAMEWORKS:
-        return [one[0] + suffix for suffix in VARIANTS]
+        return [one[0] + suffix for suffix in (*VARIANTS, GRAPH_SUFFIX)]
     return [one[0]]
 
 

@@ -450,8 +450,8 @@ def launch_section(res: dict, targets: Targets) -> tuple[list[str], dict | None]
             rows.append([label, fmt(_num(v), 2, " µs") if _num(v) is not None else
                          str(v or "not measured")[:160],
                          f"{v / floor:.2f}×" if _num(v) is not None and floor else "–"])
-        for key, label in (("c_graph_per_kernel", "graph replay per kernel, C"),
-                           ("cudaload_graph_per_kernel", "graph replay per kernel, cudaload")):
+        for fw in LAUNCH_FRAMEWORKS:
+            key, label = fw + "_graph_per_kernel", f"graph replay per kernel, {labels[fw]}"
             v = us.get(key)
             rows.append([label, fmt(_num(v), 3, " µs") if _num(v) is not None else
                          str(v or "not measured")[:160],
@@ -503,9 +503,8 @@ LAUNCH_ROWS = tuple(  # label, {framework: key in launch_bench's us_per_launch},
     (f"launch, {label}" + (", ratio to C with 2 arguments" if suffix == "_array_arg" else ""),
      {fw: fw + suffix for fw, _ in FW_COLUMNS}, floor_key)
     for label, suffix, floor_key in LAUNCH_ARGS) + (
-    ("graph replay, per kernel (100 launches)", {"c": "c_graph_per_kernel",
-                                                 "cudaload": "cudaload_graph_per_kernel"},
-     "c_graph_per_kernel"),)
+    ("graph replay, per kernel (100 launches)",
+     {fw: fw + "_graph_per_kernel" for fw, _ in FW_COLUMNS}, "c_graph_per_kernel"),)
 
 
 def _ratio(r: float) -> str:
