@@ -55,7 +55,8 @@ def _mkstemp(folder: str) -> tuple[int, str]:
 
 
 def write_atomic(path: str, data: bytes, durable: bool = False) -> None:
-    """:func:`commit` ``data`` to ``path`` through a new temporary file beside it.  Raises OSError."""
+    """:func:`commit` ``data`` to ``path`` through a new temporary file beside it.
+    Raises OSError."""
     fd, tmp = _mkstemp(os.path.dirname(path))
     commit(fd, tmp, path, data, durable)
 
@@ -83,7 +84,8 @@ class Ahead:
             self._done.release()
 
     def take(self) -> tuple[int, str]:
-        """(descriptor, path) of the file, now the caller's.  Raises the OSError creating it raised."""
+        """(descriptor, path) of the file, now the caller's.  Raises the OSError that creating
+        it raised."""
         with self._done:
             self._taken = True
         if self._error is not None:

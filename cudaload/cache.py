@@ -10,16 +10,17 @@ Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cac
                               Windows uses a ``<key>.lock`` file per key)
     v1/.tmp-…                 a write in progress (swept when stale)
 
-An entry is ``HEADER`` (magic, format version, metadata length, payload length, sha256 of metadata and
-payload), then the metadata as JSON (kind, arch, log, lowered names), then the code.  Entries are
-written to a temporary file in the same folder and renamed into place, so a reader sees a whole
-entry or none; one that fails any check is a miss.  A miss's file work runs on a worker thread,
-partly while NVRTC compiles (see _writes.py); the key stays locked until its entry is in place.
-No fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut fails its
-integrity hash and is compiled again, so durability buys nothing a miss does not.  A folder that cannot be created or
-written gives one warning and the process goes on without it.  ``CUDALOAD_CACHE_MAX_BYTES`` bounds
-the folder: after a write, least recently used entries (hits touch their modification time) are
-deleted, except any written or used in the last ``GRACE_S`` seconds.
+An entry is ``HEADER`` (magic, format version, metadata length, payload length, sha256 of metadata
+and payload), then the metadata as JSON (kind, arch, log, lowered names), then the code.  Entries
+are written to a temporary file in the same folder and renamed into place, so a reader sees a
+whole entry or none; one that fails any check is a miss.  A miss's file work runs on a worker
+thread, partly while NVRTC compiles (see _writes.py); the key stays locked until its entry is in
+place.  No fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut
+fails its integrity hash and is compiled again, so durability buys nothing a miss does not.  A
+folder that cannot be created or written gives one warning and the process goes on without it.
+``CUDALOAD_CACHE_MAX_BYTES`` bounds the folder: after a write, least recently used entries (hits
+touch their modification time) are deleted, except any written or used in the last ``GRACE_S``
+seconds.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ import warnings
 from . import _locking, _writes
 from .objectcode import ObjectCode
 
-__all__ = ["FORMAT", "MEMORY", "CacheWarning", "directory", "entries", "enabled", "lookup", "store", "lock",
-           "evict", "encode", "decode", "info", "clear", "prune", "write_atomic"]
+__all__ = ["FORMAT", "MEMORY", "CacheWarning", "directory", "entries", "enabled", "lookup", "store",
+           "lock", "evict", "encode", "decode", "info", "clear", "prune", "write_atomic"]
 
 FORMAT = 1
 MAGIC = b"CUDALDKC"
@@ -94,8 +95,9 @@ def _entries_root(root: str) -> str:
     return os.path.join(root, f"v{FORMAT}")
 
 
-def _path(key: str, suffix: str = ".bin") -> str:
-    return os.path.join(_entries_root(directory()), key + suffix)
+def _path(key: str, suffix: str = ".bin", folder: str | None = None) -> str:
+    """The file of ``key`` in ``folder`` (what :func:`entries` returned), else in this process's."""
+    return (folder or _entries_root(directory())) + os.sep + key + suffix
 
 
 def _give_up(exc: OSError, doing: str) -> None:
@@ -147,7 +149,7 @@ def lookup(key: str, folder: str | None = None) -> ObjectCode | None:
     folder = folder or entries()
     if folder is None:
         return None
-    path = folder + os.sep + key + ".bin"
+    path = _path(key, folder=folder)
     if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
         return None
     try:
@@ -211,8 +213,7 @@ def lock(key: str, folder: str | None = None):
     ahead = _writes.Ahead(folder)
     published: list = []
     try:
-        yield functools.partial(_publish, os.path.join(folder, key + ".bin"), ahead, release,
-                                published)
+        yield functools.partial(_publish, _path(key, folder=folder), ahead, release, published)
     finally:
         if not published:
             ahead.discard()
