@@ -8,8 +8,9 @@ file (:class:`Ahead`) when it takes the key's lock, and a daemon thread creates 
 compiles (cffi releases the GIL around NVRTC's calls); the write, the rename and the unlock that
 follow the compile are a job for the same thread (:func:`later`).  The key stays locked until the
 entry is in place, so another process waiting for that key finds it.  Jobs still queued when the
-interpreter exits are run first (``atexit``).  In a forked child, where ``os._exit`` would drop a
-queued job (multiprocessing's fork workers end that way), jobs run on the calling thread.
+interpreter exits are run first: at threading's shutdown, which multiprocessing's workers also go
+through before their ``os._exit``, and at ``atexit``.  In a child forked after this module was
+imported, which may end with a bare ``os._exit``, jobs run on the calling thread.
 """
 
 from __future__ import annotations
@@ -157,4 +158,8 @@ def _in_child() -> None:
 
 
 atexit.register(drain)
+try:  # runs before non-daemon threads are joined, also in multiprocessing's workers
+    threading._register_atexit(drain)
+except (AttributeError, RuntimeError):  # not this Python, or already shutting down
+    pass
 os.register_at_fork(after_in_child=_in_child)

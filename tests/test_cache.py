@@ -451,15 +451,21 @@ def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
 
 _PUBLISH_AND_EXIT = """
 import os
-from cudaload import cache
-from cudaload.objectcode import ObjectCode
-obj = ObjectCode(b"\\x7fELF" + b"x" * 60, "cubin", "sm_90")
 def publish_and_exit():
+    from cudaload import cache
+    from cudaload.objectcode import ObjectCode
     with cache.lock(KEY) as publish:
-        publish(obj)
+        publish(ObjectCode(b"\\x7fELF" + b"x" * 60, "cubin", "sm_90"))
 if HOW == "exit":
     publish_and_exit()  # the interpreter exits at once: the queued write must still happen
-else:
+elif HOW == "multiprocessing":  # workers end with os._exit after threading's shutdown; the
+    # cache is first imported in the worker, so its writes go through the worker thread
+    import multiprocessing
+    worker = multiprocessing.get_context("fork").Process(target=publish_and_exit)
+    worker.start()
+    worker.join()
+else:  # the cache imported before the fork, as in a process that compiled already
+    from cudaload import cache
     pid = os.fork()
     if pid == 0:
         publish_and_exit()
@@ -468,11 +474,11 @@ else:
 """
 
 
-@pytest.mark.parametrize("how", ["exit", "fork"])
+@pytest.mark.parametrize("how", ["exit", "fork", "multiprocessing"])
 def test_entry_published_just_before_exit_is_written(cache_dir, how):
     from cudaload import cache
 
-    if how == "fork" and not hasattr(os, "fork"):
+    if how != "exit" and not hasattr(os, "fork"):
         pytest.skip("no fork")
     run_py(f"KEY, HOW = {_key(6)!r}, {how!r}\n" + _PUBLISH_AND_EXIT)
     assert cache.lookup(_key(6)) is not None
