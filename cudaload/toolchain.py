@@ -127,7 +127,7 @@ def _from_record(record: dict) -> Toolchain | None:
         if _stat_id(entry["path"]) != entry["stat"]:
             return None
         headers = []
-        for name, path, ident in record["headers"]:
+        for name, path, ident in entry["headers"]:
             if path is not None and _header_identity(name, path) != ident:
                 return None
             headers.append((name, path, ident))
@@ -147,7 +147,7 @@ def _probe() -> Toolchain:
         remembered = known["path"] if _stat_id(known["path"]) == known["stat"] else None
     except (KeyError, TypeError):
         remembered = None
-    headers = _known_headers(record)
+    headers = _known_headers(known)
     finding = None if headers is not None else _find_headers_meanwhile()
     library = _loader.nvrtc(remembered)
     path = library.path
@@ -179,10 +179,11 @@ def _fingerprint(path: str) -> str:
     return f"{size}-{digest.hexdigest()[:32]}"
 
 
-def _known_headers(record: dict) -> tuple | None:
-    """The remembered header folders when every one of them was found and is unchanged."""
+def _known_headers(known: dict | None) -> tuple | None:
+    """The header folders remembered with this environment's NVRTC, when every one of them was
+    found and is unchanged."""
     try:
-        entries = record["headers"]
+        entries = known["headers"]
         if not entries or any(path is None or _header_identity(name, path) != ident
                               for name, path, ident in entries):
             return None
@@ -231,11 +232,12 @@ def _find_headers_meanwhile():
 
 def _remember(record: dict, tc: Toolchain, stat) -> None:
     nvrtc_entries = dict(record["nvrtc"]) if isinstance(record.get("nvrtc"), dict) else {}
+    # The header folders are remembered per environment, as NVRTC is: each finds its own wheels.
     nvrtc_entries[_selector()] = {"path": tc.nvrtc_path, "stat": stat, "version": list(tc.version),
                                   "build": tc.build, "archs": list(tc.archs),
-                                  "found_via": tc.found_via}
-    new = {"nvrtc": nvrtc_entries,
-           "headers": [list(h) for h in tc.headers]}
+                                  "found_via": tc.found_via,
+                                  "headers": [list(h) for h in tc.headers]}
+    new = {"nvrtc": nvrtc_entries}
     if new == record:
         return
     root = cache.directory()

@@ -206,6 +206,27 @@ def test_changed_nvrtc_file_is_not_trusted(cache_dir):
     assert json.loads(record_path.read_text())["nvrtc"][searched]["version"] != [99, 0]
 
 
+
+def test_header_folders_are_remembered_per_environment(cache_dir, tmp_path):
+    from cudaload import toolchain
+
+    run_json(_DISK_HIT_PROBE.format(src=SAXPY))
+    record_path = cache_dir / "toolchain.json"
+    record = json.loads(record_path.read_text())
+    (searched,) = record["nvrtc"]
+    fake = tmp_path / "other-env-cudart"
+    fake.mkdir()
+    (fake / "cuda_runtime_api.h").write_text("")
+    record["nvrtc"][searched]["headers"] = [
+        ["cudart", str(fake), toolchain._header_identity("cudart", str(fake))], ["cccl", None, None]]
+    record_path.write_text(json.dumps(record))
+    probe = ("import json; from cudaload import toolchain; "
+             "print(json.dumps({n: p for n, p, _i in toolchain.current().headers}))")
+    assert run_json(probe)["cudart"] == str(fake)  # what this environment remembered
+    other = run_json(probe, env={"CUDALOAD_LIBNVRTC": record["nvrtc"][searched]["path"]})
+    assert other["cudart"] != str(fake)  # another environment searches for its own
+
+
 # --- many processes ---------------------------------------------------------------------------
 
 _WORKER = """
