@@ -25,6 +25,7 @@ RECORD = "toolchain.json"
 # A file whose stat changes when the folder's headers are replaced by another release.
 _HEADER_SETS = {"cudart": "cuda_runtime_api.h", "cccl": os.path.join("cuda", "std", "version")}
 _FINGERPRINT_SPAN = 1 << 20
+_NONE_FOUND = tuple((name, None, None) for name in _HEADER_SETS)
 
 
 _Fields = namedtuple("_Fields", "nvrtc_path version build archs headers found_via", defaults=("",))
@@ -196,7 +197,7 @@ def _find_headers() -> tuple:
     try:
         from cuda import pathfinder
     except ImportError:
-        return tuple((name, None, None) for name in _HEADER_SETS)
+        return _NONE_FOUND
     found = []
     for name in _HEADER_SETS:
         try:
@@ -226,7 +227,7 @@ def _find_headers_meanwhile():
 
     def wait() -> tuple:
         thread.join()
-        return found[0] if found else tuple((name, None, None) for name in _HEADER_SETS)
+        return found[0] if found else _NONE_FOUND
     return wait
 
 
