@@ -105,25 +105,19 @@ def test_arch_choice():
     assert out["same_major_old_driver"] == ["cubin", f"sm_{top}"]
 
 
-def test_memory_hit_is_the_same_object_and_fast():
+def test_memory_hit_is_the_same_object():
     out = run_json(r'''
-        import json, time
+        import json
         from cudaload import Program
         p = Program('extern "C" __global__ void k(int *x) { x[0] = 1; }')
         first = p.compile(arch=90)
         hits = [p.compile(arch=90) for _ in range(3)]
-        n = 20000
-        t = time.perf_counter()
-        for _ in range(n):
-            p.compile(arch=90)
-        per_call = (time.perf_counter() - t) / n
         other = Program('extern "C" __global__ void k(int *x) { x[0] = 1; }').compile(arch=90)
         print(json.dumps({"first": first.cached, "hits": [h.cached for h in hits],
-                          "same": hits[0] is hits[2], "other": other.cached, "us": per_call * 1e6}))
+                          "same": hits[0] is hits[2], "other": other.cached}))
     ''')
     assert out["first"] is None and out["hits"] == ["memory"] * 3 and out["same"]
     assert out["other"] == "memory"  # same content, new Program: same entry
-    assert out["us"] < 50, out["us"]  # the target is 5 us (bench/compile_bench.py); loose here
 
 
 def test_from_file_and_from_resource_follow_includes(tmp_path):
