@@ -7,7 +7,11 @@
 Import: the median wall time of `python -c "import cudaload"` minus that of `python -c pass`, each
 run in fresh processes (interleaved, so drift hits both alike), next to the median of the
 interpreter's own `-X importtime` figure for the `cudaload` package.  The target is checked on the
-median of the back-to-back differences, which a loaded machine disturbs least.
+median of the back-to-back differences, which a loaded machine disturbs least; the two of a pair
+swap order every time, and there are many pairs (`--pairs`, 101), because one start of an
+interpreter that takes 60 ms varies by more than the 3 ms budget.  The same differences in the
+children's CPU time (user + system) are reported beside: a process that waits for a core adds
+wall time but no CPU time.
 
 status(): only the call is timed, inside fresh processes, in three settings: no CUDA library at
 all; no driver but NVRTC from the wheel (the NVRTC section imports cuda.pathfinder and compiles a
@@ -21,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -61,10 +66,19 @@ def _env(extra: dict | None = None) -> dict:
 
 
 def _wall_ms(python: str, code: str, env: dict) -> float:
+    return _timed(python, code, env)[0]
+
+
+def _timed(python: str, code: str, env: dict) -> tuple[float, float]:
+    """(wall, CPU) milliseconds of one ``python -c code``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run([python, "-c", code], env=env, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    return (time.perf_counter() - t) * 1e3
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall * 1e3, cpu * 1e3
 
 
 def _importtime_ms(python: str, env: dict) -> float:
@@ -82,21 +96,28 @@ def _printed_ms(python: str, code: str, env: dict) -> float:
     return float(proc.stdout.strip().splitlines()[-1])
 
 
-def bench_import(python: str, runs: int) -> dict:
+def bench_import(python: str, pairs: int, runs: int) -> dict:
     env = _env()
     _wall_ms(python, "import cudaload", env)  # writes bytecode if missing
-    bare, imported, importtime = [], [], []
-    for _ in range(runs):
-        bare.append(_wall_ms(python, "pass", env))
-        imported.append(_wall_ms(python, "import cudaload", env))
-        importtime.append(_importtime_ms(python, env))
-    bare_ms, import_ms = statistics.median(bare), statistics.median(imported)
-    delta = import_ms - bare_ms
+    bare, imported = [], []
+    for i in range(pairs):
+        if i % 2:  # whichever runs second of a pair may find the machine warmer
+            imported.append(_timed(python, "import cudaload", env))
+            bare.append(_timed(python, "pass", env))
+        else:
+            bare.append(_timed(python, "pass", env))
+            imported.append(_timed(python, "import cudaload", env))
+    importtime = [_importtime_ms(python, env) for _ in range(runs)]
+    bare_ms = statistics.median(w for w, _c in bare)
+    import_ms = statistics.median(w for w, _c in imported)
     # Each pair ran back to back, so the median of the differences shrugs off slow stretches.
-    paired = statistics.median(i - b for i, b in zip(imported, bare))
-    return {"runs": runs, "bare_python_ms": round(bare_ms, 2),
-            "python_import_cudaload_ms": round(import_ms, 2), "delta_ms": round(delta, 2),
+    paired = statistics.median(i[0] - b[0] for i, b in zip(imported, bare))
+    paired_cpu = statistics.median(i[1] - b[1] for i, b in zip(imported, bare))
+    return {"runs": pairs, "bare_python_ms": round(bare_ms, 2),
+            "python_import_cudaload_ms": round(import_ms, 2),
+            "delta_ms": round(import_ms - bare_ms, 2),
             "delta_paired_median_ms": round(paired, 2),
+            "delta_cpu_paired_median_ms": round(paired_cpu, 2),
             "importtime_cudaload_ms": round(statistics.median(importtime), 2),
             "target_ms": IMPORT_TARGET_MS, "meets_target": paired <= IMPORT_TARGET_MS}
 
@@ -130,11 +151,13 @@ def bench_status(python: str, runs: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21, help="fresh processes per figure (>= 15)")
+    parser.add_argument("--pairs", type=int, default=101,
+                        help="pairs of fresh processes for the import figure (>= 15)")
     parser.add_argument("--python", default=sys.executable, help="interpreter to measure")
     parser.add_argument("--out", help="also write the summary there (a folder or a .json file)")
     args = parser.parse_args(argv)
-    if args.runs < 15:
-        parser.error("--runs must be at least 15")
+    if min(args.runs, args.pairs) < 15:
+        parser.error("--runs and --pairs must be at least 15")
     summary = {
         "benchmark": "import_bench",
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -142,7 +165,7 @@ def main(argv=None) -> int:
                                  capture_output=True, text=True, check=True).stdout.strip(),
         "interpreter": args.python,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "import": bench_import(args.python, args.runs),
+        "import": bench_import(args.python, args.pairs, args.runs),
         "status": bench_status(args.python, args.runs),
     }
     text = json.dumps(summary, indent=2)
