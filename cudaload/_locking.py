@@ -15,6 +15,7 @@ keeps this process's threads apart.  On Windows it holds a lock file per key.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import threading
@@ -108,12 +109,15 @@ else:
     # Keep this process's threads apart: POSIX byte locks do not.  Two keys whose bytes share a
     # slot here only wait for each other.
     _threads = tuple(threading.Lock() for _ in range(64))
-    _files: dict[str, int] = {}  # folder -> descriptor of its KEYS_FILE, open for the process' life
+    _files: dict[str, int] = {}  # folder -> descriptor of its KEYS_FILE
+    # Descriptor -> threads waiting for or holding a byte lock through it.  A descriptor whose
+    # file was removed (``cudaload cache clear``) is closed only when this drops to zero: closing
+    # any descriptor of a file drops every byte lock this process holds on that file.
+    _users: dict[int, int] = {}
 
-    def _keys_fd(folder: str, replaced: int | None = None) -> int:
-        """The descriptor of ``folder``'s key-lock file, opened once.  A descriptor whose file was
-        removed is left open, not closed: closing any descriptor of a file drops every byte lock
-        this process holds on it, including other threads' locks."""
+    def _use_keys_fd(folder: str, replaced: int | None = None) -> int:
+        """The descriptor of ``folder``'s key-lock file, counted as used once more; with
+        ``replaced``, a descriptor of a removed file that the caller stops using."""
         with _guard:
             fd = _files.get(folder)
             if fd is None or fd == replaced:
@@ -124,7 +128,34 @@ else:
                     os.makedirs(folder, exist_ok=True)
                     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
                 _files[folder] = fd
+            _users[fd] = _users.get(fd, 0) + 1
+            if replaced is not None:
+                _unuse(replaced)
             return fd
+
+    def _unuse(fd: int) -> None:  # with _guard held
+        left = _users[fd] - 1
+        if left or fd in _files.values():
+            _users[fd] = left
+        else:
+            del _users[fd]
+            os.close(fd)
+
+    def _lock_byte(fd: int, byte: int) -> None:
+        delay = 0.001
+        while True:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX, 1, byte)
+                return
+            except OSError as exc:
+                if exc.errno != errno.EDEADLK:
+                    raise
+            # Linux fails a wait that closes a cycle of processes' record locks, but no cycle
+            # here is a deadlock: a key's holder waits for no other key (the lock a process
+            # still holds for a finished compile is released by its writer thread), so waiting
+            # again succeeds once that thread is done.
+            time.sleep(delay)
+            delay = min(2 * delay, 0.05)
 
     def acquire_key(folder: str, key: str):
         """Take the lock of ``key`` (a hex digest) in ``folder``; return the function that releases
@@ -132,15 +163,19 @@ else:
         byte = int(key[:16], 16) % _SLOTS
         local = _threads[byte % len(_threads)]
         local.acquire()
+        fd = None
         try:
-            fd = _files.get(folder) or _keys_fd(folder)
+            fd = _use_keys_fd(folder)
             while True:
-                fcntl.lockf(fd, fcntl.LOCK_EX, 1, byte)
+                _lock_byte(fd, byte)
                 if os.fstat(fd).st_nlink:  # not removed while we waited
                     break
                 fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)  # the folder was cleared: lock the new file
-                fd = _keys_fd(folder, replaced=fd)
+                fd = _use_keys_fd(folder, replaced=fd)
         except BaseException:
+            if fd is not None:
+                with _guard:
+                    _unuse(fd)
             local.release()
             raise
 
@@ -148,6 +183,8 @@ else:
             try:
                 fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)
             finally:
+                with _guard:
+                    _unuse(fd)
                 local.release()
         return release
 
@@ -156,4 +193,5 @@ else:
         _guard = threading.Lock()
         _threads = tuple(threading.Lock() for _ in _threads)
 
-    os.register_at_fork(after_in_child=_forget_threads)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forget_threads)

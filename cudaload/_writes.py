@@ -121,7 +121,7 @@ def _work() -> None:
 def _run(job) -> None:
     try:
         job()
-    except Exception:  # a bug in a job must not stop the thread every later miss waits on
+    except BaseException:  # nothing a job raises may stop the thread every later miss waits on
         import traceback
 
         traceback.print_exc()
@@ -162,4 +162,5 @@ try:  # runs before non-daemon threads are joined, also in multiprocessing's wor
     threading._register_atexit(drain)
 except (AttributeError, RuntimeError):  # not this Python, or already shutting down
     pass
-os.register_at_fork(after_in_child=_in_child)
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_in_child)

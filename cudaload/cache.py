@@ -229,8 +229,14 @@ def _publish(entry: str, ahead: _writes.Ahead, release, published: list, obj: Ob
 
     def job() -> None:
         try:
-            fd, tmp = ahead.take()
-            _writes.commit(fd, tmp, entry, encode(obj))
+            data = encode(obj)
+            try:
+                fd, tmp = ahead.take()
+                _writes.commit(fd, tmp, entry, data)
+            except FileNotFoundError:
+                # The temporary file went during the compile: the folder was cleared, or the
+                # compile outlasted STALE_TMP_S and another process swept the file.
+                write_atomic(entry, data)
         except OSError as exc:
             _give_up(exc, "writing an entry")
             return
@@ -259,11 +265,14 @@ def _max_bytes() -> int | None:
     if not value:
         return None
     try:
-        return int(value)
+        limit = int(value)
     except ValueError:
+        limit = -1
+    if limit < 0:
         warnings.warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; "
                       "ignored", CacheWarning, stacklevel=3)
         return None
+    return limit
 
 
 def _sweep_tmp(folder: str, now: float | None = None) -> int:

@@ -520,3 +520,106 @@ def test_cli_cache_info_clear_prune(cache_dir):
     assert "removed 3 entries" in text
     assert _entries(cache_dir) == []
 
+
+
+# --- keys taken in opposite orders, files removed under a compile, descriptors, no fork ---------
+
+_OPPOSITE_ORDER = """
+import os, sys, time, warnings
+from cudaload import _writes, cache
+from cudaload.objectcode import ObjectCode
+warnings.simplefilter("error")
+real = _writes.commit
+def slow_commit(*args, **kw):  # the first key stays locked while the other process waits
+    time.sleep(0.5)
+    return real(*args, **kw)
+_writes.commit = slow_commit
+me, other = sys.argv[1], sys.argv[2]
+keys = ["aa" * 32, "bb" * 32] if me == "0" else ["bb" * 32, "aa" * 32]
+obj = ObjectCode(b"x" * 100, "cubin", "sm_90")
+for i, key in enumerate(keys):
+    with cache.lock(key) as publish:
+        publish(obj)
+    if i == 0:  # both hold their first key before either asks for its second
+        open(me, "w").close()
+        while not os.path.exists(other):
+            time.sleep(0.005)
+_writes.drain()
+print(cache.enabled(), cache.lookup(keys[1]) is not None)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="byte-range key locks are POSIX")
+def test_processes_taking_keys_in_opposite_orders_keep_the_disk_cache(cache_dir, tmp_path):
+    """Linux reports the wait of the second as a deadlock (EDEADLK): each process holds a key
+    for its writer thread while it waits for the other's.  It is none, and must not cost the
+    disk cache."""
+    script = tmp_path / "order.py"
+    script.write_text(_OPPOSITE_ORDER)
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    procs = [subprocess.Popen([sys.executable, str(script), me, str(1 - int(me))], cwd=tmp_path,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for me in "01"]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert [out.split() for out, _err in outs] == [["True", "True"]] * 2, outs
+
+
+_REMOVED_UNDER_COMPILE = """
+import os, subprocess, sys, time, warnings
+from cudaload import _writes, cache
+from cudaload.objectcode import ObjectCode
+warnings.simplefilter("error")
+folder = cache.entries()
+with cache.lock("cd" * 32) as publish:
+    _writes.drain()  # the entry's temporary file exists now
+    (tmp,) = [e for e in os.listdir(folder) if e.startswith(_writes.PREFIX)]
+    if sys.argv[1] == "clear":
+        code = "from cudaload import cache; cache.clear()"
+    else:  # the compile took longer than STALE_TMP_S: another process sweeps the file
+        old = time.time() - cache.STALE_TMP_S - 60
+        os.utime(os.path.join(folder, tmp), (old, old))
+        code = "from cudaload import cache; cache.prune()"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert not os.path.exists(os.path.join(folder, tmp))
+    publish(ObjectCode(b"y" * 100, "cubin", "sm_90"))
+_writes.drain()
+print(cache.enabled(), cache.lookup("cd" * 32).code == b"y" * 100)
+"""
+
+
+@pytest.mark.parametrize("how", ["clear", "sweep"])
+def test_entry_written_when_its_temporary_file_goes_during_the_compile(cache_dir, how):
+    out = run_py(_REMOVED_UNDER_COMPILE.replace("sys.argv[1]", repr(how)))
+    assert out.stdout.split() == ["True", "True"], out.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_clear_leaves_no_descriptor_open(cache_dir):
+    out = run_json("""
+        import json, os
+        from cudaload import _writes, cache
+        from cudaload.objectcode import ObjectCode
+        def compile_one(i):
+            with cache.lock("%064x" % (i + 1)) as publish:
+                publish(ObjectCode(b"z" * 10, "cubin", "sm_90"))
+            _writes.drain()
+        compile_one(0)
+        before = len(os.listdir("/proc/self/fd"))
+        for i in range(20):
+            cache.clear()
+            compile_one(i + 1)
+        print(json.dumps([before, len(os.listdir("/proc/self/fd")), cache.lookup("%064x" % 21) is not None]))
+    """)
+    assert out[1] == out[0] and out[2], out
+
+
+def test_cache_imports_where_os_has_no_fork_hooks(cache_dir):
+    out = run_py("""
+        import os
+        del os.register_at_fork  # as on Windows
+        import cudaload.availability, cudaload.kernel, cudaload.memory, cudaload.program
+        from cudaload import cache
+        print("imported", cache.enabled())
+    """)
+    assert out.stdout.split() == ["imported", "True"], out.stderr
