@@ -16,7 +16,7 @@ libnvrtc
      here, only now: importing it costs tens of milliseconds.
 
 Each library is loaded once per process under a lock.  A failure is remembered and raised again on
-each later use, listing every place tried; "not found" (:class:`LibraryNotFoundError`), "found but
+each later use (until :func:`forget_failures`), listing every place tried; "not found" (:class:`LibraryNotFoundError`), "found but
 refused by the loader" (:class:`LibraryLoadError`) and "loaded but not the library, or too old"
 (:class:`MissingSymbolError`) stay distinct.
 """
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import _thread
 import os
+import stat
 import sys
 
 from .errors import CudaLoadError, LibraryLoadError, LibraryNotFoundError, MissingSymbolError
 
-__all__ = ["Library", "driver", "nvrtc", "loaded", "driver_candidates"]
+__all__ = ["Library", "driver", "nvrtc", "loaded", "forget_failures", "driver_candidates"]
 
 _WSL_LIBCUDA = "/usr/lib/wsl/lib/libcuda.so.1"
 
@@ -81,6 +82,14 @@ def nvrtc(remembered: str | None = None) -> Library:
 def loaded(name: str) -> Library | CudaLoadError | None:
     """What the first load of ``name`` ("cuda" or "nvrtc") gave, without attempting one."""
     return _results.get(name)
+
+
+def forget_failures() -> None:
+    """Let the next use try again to load each library that failed (a loaded one stays)."""
+    with _lock:
+        for name, result in list(_results.items()):
+            if isinstance(result, CudaLoadError):
+                del _results[name]
 
 
 def _get(name: str, remembered: str | None = None) -> Library:
@@ -149,8 +158,9 @@ def _load(name: str, remembered: str | None = None) -> Library:
     tried: list[str] = []
     refused: list[str] = []
     for path, how in candidates:
-        if os.path.isdir(path):
-            refused.append(f"{path} ({how}): is a directory, not a shared library")
+        kind = _not_a_file(path)
+        if kind:
+            refused.append(f"{path} ({how}): is {kind}, not a shared library")
             continue
         problem = _elf_problem(path)
         if problem:
@@ -181,6 +191,20 @@ def _load(name: str, remembered: str | None = None) -> Library:
     raise LibraryNotFoundError(
         f"{label} not found; tried {listing}. Next step: {_HINTS[name]}",
         library=name, tried=attempts)
+
+
+def _not_a_file(path: str) -> str | None:
+    """What ``path`` is when it exists but is no regular file: opening a FIFO would block.
+    A bare name is the system loader's to search, not a file in the current folder."""
+    if "/" not in path and os.sep not in path:
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # absent, or a name the file system refuses: the loader says
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a directory" if stat.S_ISDIR(mode) else "a special file (a pipe, socket or device)"
 
 
 _ELF_MACHINES = {3: "x86 (32-bit)", 40: "ARM (32-bit)", 62: "x86-64", 183: "aarch64 (ARM64)",

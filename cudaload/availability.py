@@ -2,8 +2,9 @@
 
 Neither function raises, whatever the machine: each section of the report (driver, devices, NVRTC)
 is probed on its own, and any failure, expected or not, becomes an entry of ``problems`` with a
-hint that names the next step.  Libraries are loaded through ``_loader``, which remembers a failed
-load, so ``status(refresh=True)`` queries again but does not retry a library that failed to open.
+hint that names the next step.  ``status(refresh=True)`` probes again, retrying a library that
+failed to open (after ``CUDALOAD_LIBCUDA`` was set, say); a failed ``cuInit`` stays failed, as the
+driver answers the same for the life of the process.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def status(refresh: bool = False) -> Status:
     global _cached
     with _lock:
         if _cached is None or refresh:
+            if refresh:
+                _forget_failures()
             try:
                 _cached = Status(_probe())
             except Exception as exc:  # _probe guards each section; this is the last line of defence
@@ -100,13 +103,26 @@ def status(refresh: bool = False) -> Status:
     return _cached
 
 
+def _forget_failures() -> None:
+    import sys
+
+    _loader.forget_failures()
+    driver = sys.modules.get("cudaload.driver")  # only when imported: importing costs time
+    if driver is not None:
+        driver.forget_load_failure()
+    program = sys.modules.get("cudaload.program")
+    if program is not None:
+        program.forget_no_device()
+
+
 def _empty_report(problems: list) -> dict:
     return {
         "available": False,
-        "driver": {"found": False, "path": None, "found_via": None, "version": None,
-                   "cuinit": None, "error": None},
-        "nvrtc": {"found": False, "path": None, "found_via": None, "version": None,
-                  "supported_archs": [], "builtins": None, "header_dirs": {}, "error": None},
+        "driver": {"found": False, "refused": False, "path": None, "found_via": None,
+                   "version": None, "cuinit": None, "error": None},
+        "nvrtc": {"found": False, "refused": False, "path": None, "found_via": None,
+                  "version": None, "supported_archs": [], "builtins": None, "header_dirs": {},
+                  "error": None},
         "devices": [],
         "ptx_loadable": None,
         "module_loading_mode": None,
@@ -160,6 +176,8 @@ def _record(name: str, section: dict | None, problems: list, exc: Exception,
         problem = _unexpected("the CUDA driver" if name == "cuda" else "NVRTC", exc)
     if section is not None:
         section["error"] = error
+        # a file was there, but the loader refused it or it is not the library
+        section["refused"] = isinstance(exc, (LibraryLoadError, MissingSymbolError))
     problems.append(problem)
 
 
@@ -324,6 +342,10 @@ def _ptx_loadable(driver_version: int, nvrtc_version: tuple[int, int], problems:
     return False
 
 
+def _not_loaded(section: dict) -> str:
+    return "found but NOT USABLE (see problems)" if section.get("refused") else "not found"
+
+
 def _format(report: dict) -> str:
     """The human report."""
     from . import __version__
@@ -338,7 +360,7 @@ def _format(report: dict) -> str:
         if report["module_loading_mode"]:
             lines.append(f"         module loading: {report['module_loading_mode']}")
     else:
-        lines.append("driver   not found")
+        lines.append(f"driver   {_not_loaded(drv)}")
     for dev in report["devices"]:
         cc = dev["compute_capability"]
         lines.append(f"device {dev['index']} {dev['name']}, compute capability {cc[0]}.{cc[1]}, "
@@ -356,7 +378,7 @@ def _format(report: dict) -> str:
         lines.append("         headers: " + ", ".join(
             f"{k} {heads.get(k) or 'none'}" for k in ("cudart", "cccl")))
     else:
-        lines.append("nvrtc    not found")
+        lines.append(f"nvrtc    {_not_loaded(nv)}")
     if report["ptx_loadable"] is not None:
         lines.append("PTX from this NVRTC loads on this driver: "
                      + ("yes" if report["ptx_loadable"] else "NO"))

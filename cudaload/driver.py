@@ -14,9 +14,11 @@ import re
 import threading
 
 from . import _loader
-from .errors import CudaLoadError, ForkedProcessError, MissingSymbolError, driver_error
+from .errors import (CudaLoadError, DriverError, ForkedProcessError, MissingSymbolError,
+                     driver_error)
 
-__all__ = ["api", "init", "call", "check", "describe", "version", "HEADER_CUDA_VERSION"]
+__all__ = ["api", "init", "call", "check", "describe", "version", "forget_load_failure",
+           "HEADER_CUDA_VERSION"]
 
 HEADER_CUDA_VERSION = 13000  # headers/cuda.h is transcribed from CUDA 13.0
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
@@ -108,6 +110,15 @@ def init() -> Driver:
     if _init_result is not True:
         raise _init_result.with_traceback(None)
     return _api
+
+
+def forget_load_failure() -> None:
+    """Let the next :func:`init` try again when the library itself did not load.  A failed
+    ``cuInit`` stays remembered: the driver answers the same for the life of the process."""
+    global _init_result
+    with _init_lock:
+        if isinstance(_init_result, CudaLoadError) and not isinstance(_init_result, DriverError):
+            _init_result = None
 
 
 def check(rc: int, function: str) -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+
+import pytest
 
 from tests._fakelibs import (no_symbols_library, one_device_driver, partial_driver,  # noqa: F401
                              text_file)  # (fixtures)
@@ -195,3 +198,31 @@ def test_each_device_is_described(one_device_driver):
                                "total_memory": 8 << 30, "multiprocessors": 84}]
     assert rep["module_loading_mode"] == "lazy"
     assert "Fake GPU" in result["text"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_an_override_naming_a_pipe_is_refused_without_blocking(tmp_path):
+    pipe = tmp_path / "libcuda.so.1"
+    os.mkfifo(pipe)  # opening it to read would wait for a writer forever
+    for variable in ("CUDALOAD_LIBCUDA", "CUDALOAD_LIBNVRTC"):
+        result = report({**NO_CUDA, variable: str(pipe)})
+        rep = result["report"]
+        _assert_well_formed(rep)
+        section = rep["driver" if variable == "CUDALOAD_LIBCUDA" else "nvrtc"]
+        assert section["found"] is False and section["refused"] is True
+        assert "is a special file" in section["error"]
+        assert "found but NOT USABLE" in result["text"]
+
+
+def test_refresh_retries_a_library_that_failed_to_load(libcuda_535):
+    result = run_json(f"""
+        import json, os, cudaload
+        first = cudaload.status().as_dict()["driver"]
+        os.environ["CUDALOAD_LIBCUDA"] = {libcuda_535!r}
+        cached = cudaload.status().as_dict()["driver"]
+        again = cudaload.status(refresh=True).as_dict()["driver"]
+        print(json.dumps([first["found"], cached["found"], again["found"], again["version"],
+                          again["cuinit"]]))
+    """, env=NO_CUDA)
+    assert result[:4] == [False, False, True, "12.2"]
+    assert "CUDA_ERROR_NO_DEVICE" in result[4]
