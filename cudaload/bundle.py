@@ -88,6 +88,13 @@ class Bundle:
         return [{k: e[k] for k in ("program", "name", "kind", "arch", "name_expressions")}
                 for e in self._entries().values()]
 
+    def check(self) -> None:
+        """Raise ValueError when the bundle is there but cannot be read (a missing one is
+        empty), OSError when it cannot be opened."""
+        data = self._reader() if self._reader is not None else None
+        if data is not None:
+            _parse(data)
+
     # ---- reading -------------------------------------------------------------------------------
 
     def _entries(self) -> dict:

@@ -34,11 +34,11 @@ def _parser() -> argparse.ArgumentParser:
         description="CUDA without a link-time dependency. With no command: doctor.")
     parser.add_argument("--version", action="version", version=f"cudaload {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    doctor = sub.add_parser("doctor", help="report whether CUDA works here, and why not "
+    doctor = sub.add_parser("doctor", allow_abbrev=False, help="report whether CUDA works here, and why not "
                                            "(exit status 0 when available, 1 when not)")
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
     doctor.set_defaults(func=_cmd_doctor)
-    demo = sub.add_parser("demo", help="compile a small kernel; on a GPU, launch it and check it")
+    demo = sub.add_parser("demo", allow_abbrev=False, help="compile a small kernel; on a GPU, launch it and check it")
     demo.set_defaults(func=_cmd_demo)
     _add_compile_parser(sub)
     _add_cache_parser(sub)
@@ -120,7 +120,7 @@ def _launch_saxpy() -> int:
 def _add_compile_parser(sub) -> None:
     """Register ``cudaload compile``."""
     compile_ = sub.add_parser(
-        "compile", help="compile a .cu file to CUBIN or PTX, like nvcc --cubin/--ptx",
+        "compile", allow_abbrev=False, help="compile a .cu file to CUBIN or PTX, like nvcc --cubin/--ptx",
         usage="cudaload compile FILE.cu [--arch sm_90] [--ptx|--cubin] [-o OUT] [nvrtc options...]",
         description="Options cudaload does not know (-DX=1, -I dir, -std=c++20, --use_fast_math, "
                     "...) go to NVRTC. Without -o the output is FILE.cubin or FILE.ptx beside "
@@ -174,8 +174,13 @@ def _cmd_compile(args) -> int:
         print(f"cudaload compile: {err}", file=sys.stderr)
         return 1
     out = known.out or os.path.splitext(source)[0] + "." + obj.kind
-    with open(out, "wb") as f:
-        f.write(obj.code)
+    try:
+        with open(out, "wb") as f:
+            f.write(obj.code)
+    except OSError as err:
+        print(f"cudaload compile: cannot write {out}: {err.strerror or err}. Next step: give "
+              "-o a file in a folder you can write to", file=sys.stderr)
+        return 1
     if obj.log:
         print(obj.log, file=sys.stderr)
     cached = f", from the {obj.cached} cache" if obj.cached else ""
@@ -185,26 +190,46 @@ def _cmd_compile(args) -> int:
 
 def _add_cache_parser(sub) -> None:
     """Register ``cudaload cache`` and ``cudaload precompile``."""
-    cache_ = sub.add_parser("cache", help="show, clear or prune the kernel cache")
+    cache_ = sub.add_parser("cache", allow_abbrev=False, help="show, clear or prune the kernel cache")
     actions = cache_.add_subparsers(dest="action", metavar="ACTION")
     info = actions.add_parser("info", help="location, entries and bytes")
     info.add_argument("--json", action="store_true", help="print JSON")
     actions.add_parser("clear", help="delete every entry")
-    prune = actions.add_parser("prune", help="delete corrupt entries, stale temporary files and, "
+    prune = actions.add_parser("prune", allow_abbrev=False, help="delete corrupt entries, stale temporary files and, "
                                              "beyond the size bound, least recently used entries")
-    prune.add_argument("--max-bytes", type=int, default=None,
+    prune.add_argument("--max-bytes", type=_byte_count, default=None,
                        help="size bound (default: CUDALOAD_CACHE_MAX_BYTES, else none)")
     cache_.set_defaults(func=_cmd_cache)
     _add_precompile_parser(sub)
 
 
+def _byte_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes (0 or more)")
+    return value
+
+
 def _cmd_cache(args) -> int:
+    from . import cache
+
+    try:
+        return _cache_action(args.action or "info", args)
+    except OSError as err:
+        print(f"cudaload cache: {cache.directory()}: {err.strerror or err}. Next step: set "
+              "CUDALOAD_CACHE_DIR to a folder (or a path where one can be made)", file=sys.stderr)
+        return 1
+
+
+def _cache_action(action: str, args) -> int:
     import json
     import os
 
     from . import cache
 
-    action = args.action or "info"
     if action == "clear":
         count = cache.clear()
         print(f"removed {count} entries from {cache.directory()}")
@@ -232,7 +257,7 @@ def _cmd_cache(args) -> int:
 def _add_precompile_parser(sub) -> None:
     """Register ``cudaload precompile``."""
     pre = sub.add_parser(
-        "precompile", help="compile programs for given architectures into the kernel cache or, "
+        "precompile", allow_abbrev=False, help="compile programs for given architectures into the kernel cache or, "
                            "with -o, into a bundle a package ships",
         usage="cudaload precompile [FILE.cu ...] [--package PKG --resource RES ...] "
               "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [-o OUT.bundle]",
@@ -301,7 +326,16 @@ def _cmd_precompile(args) -> int:
     except (ImportError, AttributeError, OSError, ValueError, TypeError) as err:
         print(f"cudaload precompile: {err}", file=sys.stderr)
         return 2
-    bundle = Bundle.from_file(args.out) if args.out and args.append else Bundle()
+    bundle = Bundle()
+    if args.out and args.append:
+        bundle = Bundle.from_file(args.out)
+        try:
+            bundle.check()
+        except (OSError, ValueError) as err:
+            print(f"cudaload precompile: --append {args.out}: not a kernel bundle this cudaload "
+                  f"can read ({err}). It is left as it is. Next step: write the bundle to "
+                  "another file, or drop --append to replace this one", file=sys.stderr)
+            return 1
     for program in programs:
         program.bundle = None  # compile afresh: the code must not come from an older bundle
         for arch in args.arch:

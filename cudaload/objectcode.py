@@ -11,6 +11,7 @@ __all__ = ["ObjectCode"]
 KINDS = ("cubin", "ptx", "fatbin")
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"
 _PTX_TARGET = re.compile(rb"^\s*\.target\s+(sm_\w+)", re.M)
+_PTX_VERSION = re.compile(rb"^\s*\.version\s+\d", re.M)
 
 
 class ObjectCode:
@@ -42,10 +43,17 @@ class ObjectCode:
         data = bytes(data)
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+        if not data:
+            raise ValueError(f"no bytes: an empty {kind.upper()} holds no device code")
         if kind == "cubin" and not data.startswith(b"\x7fELF"):
             raise ValueError("these bytes are not a CUBIN (no ELF header)")
+        if kind == "fatbin" and not data.startswith(_FATBIN_MAGIC):
+            raise ValueError("these bytes are not a fatbin (no fatbin header)")
         if kind == "ptx":
             data = data.rstrip(b"\0")
+            if not _PTX_VERSION.search(data[:65536]):
+                raise ValueError("these bytes are not PTX (no .version directive); CUDA C++ "
+                                 "source is compiled with cudaload.Program(source).compile()")
         return cls(data, kind, _arch_of(data, kind))
 
     @classmethod

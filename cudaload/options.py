@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["build", "Arch", "parse_arch", "split_cli"]
+__all__ = ["build", "strings", "Arch", "parse_arch", "split_cli"]
 
 
 def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=(),
@@ -19,9 +19,7 @@ def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=
     Raises TypeError for a single string, ValueError for an empty option, one containing NUL, or
     one that needs a value and has none.
     """
-    if isinstance(options, str):
-        raise TypeError("options must be a sequence of strings, e.g. ('-DN=4',), not one string")
-    user = tuple(str(o) for o in options)
+    user = strings(options, "options", "('-DN=4',)")
     for option in user:
         _check(option)
     out: list[str] = []
@@ -41,6 +39,22 @@ def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=
     if relocatable:
         out.append("-rdc=true")
     return tuple(out) + user
+
+
+def strings(values, what: str, example: str) -> tuple[str, ...]:
+    """``values`` as a tuple of str.  Raises TypeError for one string (which would be taken
+    letter by letter) or for an item that is no string."""
+    if isinstance(values, (str, bytes, bytearray)):
+        raise TypeError(f"{what} must be a sequence of strings, e.g. {example}, not one string")
+    try:
+        out = tuple(values)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of strings, e.g. {example}, "
+                        f"not {type(values).__name__}") from None
+    for item in out:
+        if not isinstance(item, str):
+            raise TypeError(f"{what} must hold strings, not {type(item).__name__} ({item!r})")
+    return out
 
 
 # Options whose value NVRTC reads from the next word when it is not attached: given bare, each one

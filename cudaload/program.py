@@ -43,8 +43,14 @@ class Program:
         self.bundle = bundle  # a cudaload.bundle.Bundle of precompiled code, asked before NVRTC
         self.source = _text(source, "source")
         self.name = str(name)
+        if headers is not None and not hasattr(headers, "items"):
+            raise TypeError(f"headers must map names to source text, e.g. {{'util.h': '...'}}, "
+                            f"not {type(headers).__name__}")
         self.headers = {str(k): _text(v, f"header {k}")
                         for k, v in (headers or {}).items()}
+        if isinstance(include_paths, (str, bytes, os.PathLike)):
+            raise TypeError(f"include_paths must be a sequence of folders, e.g. "
+                            f"({os.fspath(include_paths)!r},), not one path")
         self.include_paths = tuple(os.fspath(p) for p in include_paths)
         self.options = _options.build(
             options, std=std, defines=defines, include_paths=self.include_paths,
@@ -52,9 +58,8 @@ class Program:
             relocatable=relocatable)
         if any(o.split("=")[0] in _ARCH_OPTIONS or o.startswith("-arch") for o in self.options):
             raise ValueError("give the architecture to compile(arch=...), not as an option")
-        if isinstance(name_expressions, str):
-            raise TypeError("name_expressions must be a sequence of strings, not one string")
-        self.name_expressions = tuple(str(e) for e in name_expressions)
+        self.name_expressions = _options.strings(name_expressions, "name_expressions",
+                                                 "('scale<float>',)")
         files = includes.from_paths(self.source, self.headers, self.include_paths)
         self._digest = _hash("program", self.name, self.source,
                              *[x for item in sorted(self.headers.items()) for x in item],
@@ -94,25 +99,32 @@ class Program:
         can load can be made, ValueError for an unknown arch or output, the loader's errors when
         NVRTC is missing.
         """
+        explicit = arch is not None
         if arch is None:
             arch = _device_arch()
-        hit = cache.MEMORY.get((self._digest, arch, output))
+        try:
+            hit = cache.MEMORY.get((self._digest, arch, output))
+        except TypeError:  # unhashable: a list or a dict
+            raise TypeError(f"arch must be an int such as 90, a str such as 'sm_90' or a "
+                            f"(major, minor) tuple, not {type(arch).__name__}") from None
         if hit is not None:
             return hit
         if self.bundle is not None and arch is not None:
-            shipped = self.bundle.find(self, arch, output)
+            shipped = self.bundle.find(self, arch, _virtual(arch, output))
             if shipped is not None:
                 cache.MEMORY[(self._digest, arch, output)] = shipped._as("memory")
                 return shipped
-        return self._compile(arch, output)
+        return self._compile(arch, output, explicit)
 
-    def _compile(self, arch, output: str) -> ObjectCode:
+    def _compile(self, arch, output: str, explicit: bool = False) -> ObjectCode:
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
         tc = toolchain.current()
+        if explicit:
+            _check_plausible(arch, tc)
         folder = cache.entries()
         while True:
-            kind, target = _choose(tc, arch, output)
+            kind, target = _choose(tc, arch, _virtual(arch, output))
             key = self._key(tc, kind, target)
             obj = cache.lookup(key, folder)
             if obj is not None:
@@ -176,8 +188,11 @@ class Program:
 
 
 def _text(value, what: str) -> str:
+    if isinstance(value, str):
+        return value
     if not isinstance(value, (bytes, bytearray)):
-        return str(value)
+        raise TypeError(f"the {what} must be CUDA C++ source as str (or UTF-8 bytes), "
+                        f"not {type(value).__name__}")
     try:
         return bytes(value).decode()
     except UnicodeDecodeError as exc:
@@ -213,6 +228,12 @@ def _device_arch():
         return None
 
 
+def forget_no_device() -> None:
+    """Ask the driver again at the next ``compile(arch=None)`` (after ``status(refresh=True)``)."""
+    global _no_device
+    _no_device = False
+
+
 def _driver_version() -> int | None:
     try:
         from . import driver
@@ -220,6 +241,27 @@ def _driver_version() -> int | None:
         return driver.version() or None
     except CudaLoadError:
         return None
+
+
+def _virtual(arch, output: str) -> str:
+    """``output``, except that "auto" for a virtual arch ("compute_90") asks for PTX."""
+    if output == "auto" and isinstance(arch, str) and arch.strip().lower().startswith("compute_"):
+        return "ptx"
+    return output
+
+
+# Compute capability majors beyond the newest NVRTC knows by more than this are taken for typos
+# ("sm_900") when written out; a device's own, however new, is always tried (as PTX).
+_MAJORS_AHEAD = 3
+
+
+def _check_plausible(arch, tc: toolchain.Toolchain) -> None:
+    want, newest = parse_arch(arch), max(tc.archs)
+    if want.number // 10 > newest // 10 + _MAJORS_AHEAD:
+        guess = f" Did you mean sm_{want.number // 10}?" if want.number % 10 == 0 else ""
+        raise ValueError(f"arch {arch!r} is no GPU architecture: NVRTC knows up to sm_{newest}, "
+                         f"and compute capability {want.number // 10}.{want.number % 10} is far "
+                         f"beyond it.{guess}")
 
 
 def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:

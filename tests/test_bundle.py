@@ -308,3 +308,12 @@ def test_bundle_file_lists_what_it_holds(package, tmp_path):
     (entry,) = Bundle.from_file(out).entries()
     assert entry["name"] == "ops.cu" and entry["kind"] == "cubin" and entry["arch"] == "sm_90"
     assert json.loads(json.dumps(entry)) == entry
+
+
+def test_precompile_append_leaves_a_file_that_is_no_bundle(package, tmp_path):
+    victim = tmp_path / "notes.cu"
+    victim.write_text("// not a bundle\n")
+    proc = precompile(str(package / "kpkg" / "ops.cu"), "--arch", "sm_90", "-o", str(victim),
+                      "--append")
+    assert proc.returncode == 1 and "not a kernel bundle" in proc.stderr, proc.stderr
+    assert victim.read_text() == "// not a bundle\n"

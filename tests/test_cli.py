@@ -80,3 +80,13 @@ def test_console_script():
         pytest.skip("the cudaload console script is not installed next to this interpreter")
     proc = cli("doctor", "--json", env=NO_CUDA, command=[script])
     assert proc.returncode == 1 and json.loads(proc.stdout)["available"] is False
+
+
+def test_cache_commands_on_an_unusable_folder_or_bound_are_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = cli("cache", "clear", env={"CUDALOAD_CACHE_DIR": str(blocker)})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "Not a directory" in proc.stderr and "CUDALOAD_CACHE_DIR" in proc.stderr
+    proc = cli("cache", "prune", "--max-bytes", "-5", env={"CUDALOAD_CACHE_DIR": str(tmp_path)})
+    assert proc.returncode == 2 and "not a number of bytes" in proc.stderr

@@ -66,3 +66,21 @@ def test_load_hands_the_object_to_module(real_code, monkeypatch):
     obj = ObjectCode.from_bytes(real_code[0], "cubin")
     assert obj.load() == "module" and made == [obj]
     assert json.dumps(obj.lowered_names) == "{}"
+
+
+@pytest.mark.parametrize("data, kind, words", [
+    (b"", "ptx", "no bytes"),
+    (b"", "cubin", "no bytes"),
+    (b"junk", "fatbin", "not a fatbin"),
+    (b"\xff\xfe", "ptx", "not PTX"),
+    (b'extern "C" __global__ void k(int *x) { x[0] = 1; }', "ptx", "cudaload.Program"),
+])
+def test_from_bytes_refuses_what_is_no_device_code(data, kind, words):
+    with pytest.raises(ValueError, match=words):
+        ObjectCode.from_bytes(data, kind)
+
+
+def test_from_file_of_source_says_to_compile_it(tmp_path):
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void k(int *x) { x[0] = 1; }\n')
+    with pytest.raises(ValueError, match="cudaload.Program"):
+        ObjectCode.from_file(tmp_path / "k.cu")

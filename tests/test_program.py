@@ -89,7 +89,7 @@ def test_arch_choice():
                "newer": kind(max(archs) + 30), "older": kind(min(archs) - 5),
                "between": kind(91)}
         program._driver_version = lambda: 12020  # a driver older than NVRTC: its PTX cannot load
-        out["newer_old_driver"] = kind(max(archs) + 100)
+        out["newer_old_driver"] = kind(max(archs) + 20)
         out["same_major_old_driver"] = kind(max(archs) + 3)
         print(json.dumps(out))
     ''')
@@ -230,3 +230,63 @@ print(json.dumps({"cached": obj.cached, "pathfinder": "cuda.pathfinder" in sys.m
     # An override always wins over what is remembered.
     third = run_json(code % (3, 3), env={**env, "CUDALOAD_LIBNVRTC": first["path"]})
     assert third["how"] == "CUDALOAD_LIBNVRTC"
+
+
+_SRC = 'extern "C" __global__ void k(float *x) { x[0] = 1; }'
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"source": None}, "source must be CUDA C\\+\\+ source as str"),
+    ({"headers": {"a.h": None}}, "header a.h must be"),
+    ({"headers": ["a.h"]}, "headers must map names"),
+    ({"include_paths": "/tmp"}, "include_paths must be a sequence of folders"),
+    ({"options": b"-G"}, "options must be a sequence of strings"),
+    ({"options": ("-G", 3)}, "options must hold strings"),
+    ({"name_expressions": [1]}, "name_expressions must hold strings"),
+])
+def test_arguments_of_the_wrong_type_are_refused(kw, words):
+    from cudaload import Program
+
+    kw = {"source": _SRC, **kw}
+    with pytest.raises(TypeError, match=words):
+        Program(kw.pop("source"), **kw)
+
+
+def test_arch_spellings_compile_requests():
+    out = run_json(r'''
+        import json
+        from cudaload import Program
+        p = Program('extern "C" __global__ void k(float *x) { x[0] = 1; }')
+        got = {}
+        for arch in ([9, 0], "sm_900", "compute_80", "sm_80"):
+            try:
+                obj = p.compile(arch=arch)
+                got[str(arch)] = [obj.kind, obj.arch]
+            except Exception as exc:
+                got[str(arch)] = [type(exc).__name__, str(exc)]
+        print(json.dumps(got))
+    ''')
+    assert out["[9, 0]"][0] == "TypeError" and "(major, minor) tuple" in out["[9, 0]"][1]
+    assert out["sm_900"][0] == "ValueError" and "Did you mean sm_90?" in out["sm_900"][1]
+    assert out["compute_80"] == ["ptx", "sm_80"]  # a virtual arch asks for PTX, as with nvcc
+    assert out["sm_80"] == ["cubin", "sm_80"]
+
+
+def test_compile_command_input_errors_are_one_line(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" __global__ void k(float *x) { x[0] = 1; }\n')
+    cli = "import sys; from cudaload.cli import main; sys.exit(main(sys.argv[1:]))"
+
+    def run(*args):
+        argv = ["compile", *args]
+        return run_py(f"import sys; sys.argv[1:] = {argv!r}\n{cli}", check=False)
+
+    for out, words in ((tmp_path / "no" / "such" / "k.cubin", "No such file"),
+                       (tmp_path, "Is a directory")):
+        proc = run(str(src), "--arch", "sm_80", "-o", str(out))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"cannot write {out}: {words}" in proc.stderr and "Next step" in proc.stderr
+    proc = run(str(src), "--arch", "sm_900")
+    assert proc.returncode == 1 and "Did you mean sm_90?" in proc.stderr
+    proc = run(str(src), "--arch", "compute_80", "-o", str(tmp_path / "v.out"))
+    assert proc.returncode == 0 and (tmp_path / "v.out").read_bytes().lstrip().startswith(b"//")
