@@ -89,9 +89,10 @@ class _Demangler:
             self.take()
         parts = []
         while self.peek() != "E":
-            if self.peek() == "S":
+            if self.peek() == "S":  # already a candidate: not added again
                 parts = [self.substitution()]
-            elif self.peek() == "I":
+                continue
+            if self.peek() == "I":
                 parts[-1] += "<" + ", ".join(self.template_args()) + ">"
             else:
                 parts.append(self.source_name())
@@ -102,6 +103,8 @@ class _Demangler:
 
     def type(self) -> str:
         c = self.peek()
+        if not c:
+            raise ValueError("the name ends inside a type")
         if c in _BUILTINS:
             self.take()
             return _BUILTINS[c]
@@ -120,6 +123,12 @@ class _Demangler:
             index = 0 if self.peek() == "_" else self.number() + 1
             self.take()
             out = self.targs[index]
+        elif self.peek(2) == "St":  # std::name: a new candidate, unlike other substitutions
+            self.take(2)
+            out = "std::" + self.source_name()
+            if self.peek() == "I":
+                self.subs.append(out)
+                out += "<" + ", ".join(self.template_args()) + ">"
         elif c == "S":
             out = self.substitution()
             if self.peek() != "I":
@@ -173,5 +182,5 @@ def mangled_types(name: str):
         return None
     try:
         return _Demangler(name).parse()
-    except (ValueError, IndexError, AssertionError):
+    except (ValueError, IndexError, AssertionError, RecursionError):
         return None

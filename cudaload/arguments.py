@@ -13,7 +13,11 @@ import struct
 from .errors import LaunchArgumentError
 from .signature import describe_signature
 
-__all__ = ["Packer"]
+__all__ = ["Packer", "PACK_ERRORS"]
+
+# What converting or packing a value that does not fit raises; AttributeError: an array whose
+# __cuda_array_interface__ property refuses (a CPU array of some libraries).
+PACK_ERRORS = (struct.error, OverflowError, TypeError, ValueError, AttributeError)
 
 
 _HOST_HINT = ("it is host memory, but the kernel needs device memory: copy it with "
@@ -65,7 +69,7 @@ class Packer:
                 struct.pack("<" + p.code, converted)
             except LaunchArgumentError as err:
                 return err
-            except (struct.error, OverflowError, TypeError, ValueError) as err:
+            except PACK_ERRORS as err:
                 return self._error(p, value, _range_text(p) or str(err))
         return LaunchArgumentError(f"{self.signature}: arguments could not be packed: {exc}")
 
@@ -88,8 +92,10 @@ class Packer:
             conv = self._pointer(p, tp)
             return _to_bytes(conv, 8) if kind == "raw" else conv
         if kind == "int":
-            if (tp is int or tp is bool or numpy_kind in ("i", "u", "b")):
+            if tp is int or tp is bool or numpy_kind in ("i", "u"):
                 return None
+            if issubclass(tp, int) or numpy_kind == "b":  # IntEnum, numpy.bool_: int() first
+                return int
             raise self._error(p, _Shown(tp), "an integer is needed")
         if kind == "bool":
             if tp is bool or numpy_kind == "b":
@@ -126,6 +132,8 @@ class Packer:
             return None
         if tp is type(None):
             return _zero
+        if (issubclass(tp, int) and tp is not bool) or _numpy_kind(tp) in ("i", "u"):
+            return int  # an address held by an IntEnum or a numpy integer
         def from_buffer(value):
             if not value.ptr:
                 raise fail(p, value, "the buffer was freed (DeviceBuffer.free()); pass a live one")
@@ -238,10 +246,28 @@ def _bool_from_int(value):
 
 
 def _bf16(value):
-    bits = struct.unpack("<I", struct.pack("<f", value))[0]
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:  # NaN stays NaN
-        return (bits >> 16) | 0x40
-    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    """The bits of the ``__nv_bfloat16`` nearest to ``value`` (ties to even), rounded once from
+    the double: rounding to float first and then to bfloat16 can land one step off."""
+    value = float(value)
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]  # OverflowError beyond float's range
+    if value != value or value in (_INF, -_INF):
+        return (bits >> 16) | (0x40 if value != value else 0)  # NaN stays NaN
+    sign, low = bits & 0x80000000, bits & 0x7FFF0000
+    # The float rounding left |value| within half a float step of [low, low + one bfloat16 step]:
+    # the nearer end is the answer (the differences are exact, the ends being that close).
+    below = _F32.unpack(_U32.pack(low))[0]
+    above = 2.0 ** 128 if low == 0x7F7F0000 else _F32.unpack(_U32.pack(low + 0x10000))[0]
+    magnitude = abs(value)
+    up = magnitude - below > above - magnitude or (
+        magnitude - below == above - magnitude and (low >> 16) & 1)
+    out = low + 0x10000 if up else low
+    if out >= 0x7F800000:
+        raise OverflowError("__nv_bfloat16 holds magnitudes up to 3.3895e38")
+    return (sign | out) >> 16
+
+
+_INF = float("inf")
+_F32, _U32 = struct.Struct("<f"), struct.Struct("<I")
 
 
 def _raw_int(size):

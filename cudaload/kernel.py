@@ -11,7 +11,7 @@ memory and the choice of conversions happen once, on the slow path.
 from __future__ import annotations
 
 import functools
-import struct
+import operator
 import threading
 import weakref
 
@@ -22,8 +22,6 @@ from .device import Device, activate, current_device, generation
 
 __all__ = ["Kernel", "RawKernel"]
 
-_PACK_ERRORS = (struct.error, OverflowError, TypeError, ValueError)
-_IMMUTABLE = (int, tuple)
 _MAX_CONFIGS = 256  # cached launch configurations per kernel and thread
 _SMEM_DEFAULT = 48 * 1024
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
@@ -78,6 +76,7 @@ class _Core:
         self._by_device: dict[tuple[int, int], _Launch] = {}
         self._functions: dict[int, object] = {}
         self._params: tuple | None = None
+        self._from_source = False  # whether the C types came from reading the source
         self._smem_enabled: dict[int, list[int]] = {}
         if signature is not None:
             _signature.signature_types(signature)  # a malformed signature fails here, not at launch
@@ -104,8 +103,8 @@ class _Core:
             except (KeyError, TypeError):
                 config = self._config(state, grid, block, shared_mem, stream, cluster,
                                       cooperative)
-            if cluster is None and not cooperative and type(grid) in _IMMUTABLE \
-                    and type(block) in _IMMUTABLE and type(shared_mem) is int:
+            if cluster is None and not cooperative and _constant(grid) and _constant(block) \
+                    and type(shared_mem) is int:
                 state.grid, state.block, state.shmem, state.stream = grid, block, shared_mem, stream
                 state.config = config
         try:
@@ -113,7 +112,7 @@ class _Core:
                 self._repack(state, args)
         except LaunchArgumentError:
             raise
-        except _PACK_ERRORS as exc:
+        except arguments.PACK_ERRORS as exc:
             raise state.packer.fail(args, exc) from None
         rc = state.launch(config, state.func, state.pointers, state.null)
         if rc:
@@ -158,13 +157,22 @@ class _Core:
         if source:
             found = _signature.source_types(source, self.name)
             if found is not None:
+                self._from_source = True
                 return found
         return None, None
 
     def _params_for(self, dev: Device, func):
         if self._params is None:
             types, names = self._types()
-            self._params = _signature.build_params(types, _driver_layout(func), names)
+            layout = _driver_layout(func)
+            try:
+                self._params = _signature.build_params(types, layout, names)
+            except LaunchArgumentError:
+                # Types read from the source can be wrong where the driver's layout is not
+                # (a parameter pack, a macro standing for a type): trust the layout then.
+                if layout is None or self._signature is not None or not self._from_source:
+                    raise
+                self._params = _signature.build_params(None, layout)
         return self._params
 
     @property
@@ -201,7 +209,11 @@ class _Core:
         if block3[0] * block3[1] * block3[2] > max_threads:
             raise ValueError(f"{self.name}: block {block3} has more than the device's "
                              f"{max_threads} threads per block")
-        shared_mem = int(shared_mem)
+        try:
+            shared_mem = _index(shared_mem)
+        except TypeError:
+            raise TypeError(f"{self.name}: shared_mem must be an int byte count, "
+                            f"not {shared_mem!r}") from None
         if shared_mem < 0:
             raise ValueError(f"{self.name}: shared_mem={shared_mem} is negative; pass a byte count")
         if shared_mem > state.smem[0]:
@@ -262,15 +274,28 @@ class _Core:
                 state.smem[0] = nbytes
 
 
+def _constant(dims) -> bool:
+    """Whether ``dims`` can never change: an int, or a tuple of ints (not of numpy arrays)."""
+    return type(dims) is int or (type(dims) is tuple and all(type(d) is int for d in dims))
+
+
+def _index(value) -> int:
+    """An integer as is; operator.index, not int, refuses a float such as n / 256, which int
+    would cut down silently, dropping the tail of the work."""
+    if isinstance(value, bool):
+        raise TypeError("a bool is no size")
+    return operator.index(value)
+
+
 def _dims(value, what: str) -> tuple[int, int, int]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        dims = (value, 1, 1)
-    else:
+    try:
+        dims = (_index(value), 1, 1)
+    except TypeError:
         try:
-            dims = tuple(int(v) for v in value)
+            dims = tuple(_index(v) for v in value)
         except TypeError:
             raise TypeError(f"{what} must be an int or a tuple of up to three ints, "
-                            f"not {value!r}") from None
+                            f"not {value!r} (round a computed size up: (n + 255) // 256)") from None
         if not 1 <= len(dims) <= 3:
             raise ValueError(f"{what} must have one to three dimensions, not {value!r}")
         dims += (1,) * (3 - len(dims))

@@ -146,6 +146,9 @@ def _strip_name(decl: str) -> tuple[str, str | None]:
         if head and (head[-1] in "*&>" or head[-1].isalnum() or head[-1] == "_"):
             name, decl = match.group(1), head
     decl = " ".join(re.sub(r"\b(__restrict__|__restrict|restrict)\b", " ", decl).split())
+    # Words after the last * or & qualify the pointer itself (const, or a macro such as
+    # RESTRICT for __restrict__): the parameter is a pointer whatever they are.
+    decl = re.sub(r"([*&])\s*(?:[A-Za-z_]\w*\s*)+$", r"\1", decl)
     return decl.replace(" *", "*") + ("*" if array else ""), name
 
 

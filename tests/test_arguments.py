@@ -30,7 +30,7 @@ def pack(p, args):
             raise p.fail(args, None)
     except LaunchArgumentError:
         raise
-    except (struct.error, OverflowError, TypeError, ValueError) as exc:
+    except arguments.PACK_ERRORS as exc:
         raise p.fail(args, exc) from None
     return bytes(p.buffer)
 
@@ -150,3 +150,73 @@ def test_device_buffers_pack_their_pointer_and_freed_or_foreign_ones_are_refused
     other = DeviceBuffer(0x7000, 16, SimpleNamespace(ordinal=1))
     with pytest.raises(LaunchArgumentError, match="device 1"):
         pack(p, (other,))
+
+
+def _bf16_nearest(value: float) -> int:
+    """The bfloat16 nearest to ``value`` by exact arithmetic over neighbouring candidates."""
+    from fractions import Fraction
+
+    top = struct.unpack("<I", struct.pack("<f", value))[0] >> 16
+    candidates = []
+    for bits in ((top + d) & 0xFFFF for d in range(-2, 3)):
+        if bits & 0x7F80 != 0x7F80:
+            near = struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+            candidates.append((abs(Fraction(near) - Fraction(value)), bits & 1, bits))
+    return min(candidates)[2]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False, width=64,
+                 min_value=-3.3895e38, max_value=3.3895e38)
+       # near a midpoint between two bfloat16 values, where rounding to float first can land
+       # exactly on it and then go the wrong way
+       | st.builds(lambda k, d, e: (1 + (2 * k + 1) * 2.0 ** -8 + d * 2.0 ** -34) * 2.0 ** e,
+                   st.integers(0, 126), st.integers(-2 ** 9, 2 ** 9), st.integers(-120, 120)))
+def test_bfloat16_is_rounded_once_to_nearest_even(value):
+    p = packer(["__nv_bfloat16"])
+    assert struct.unpack("<H", pack(p, (value,)))[0] == _bf16_nearest(value)
+
+
+def test_bfloat16_overflow_is_refused_not_infinity():
+    p = packer(["__nv_bfloat16"])
+    assert pack(p, (1 + 2 ** -8 + 2 ** -30,)) == struct.pack("<H", 0x3F81)  # not 0x3f80
+    assert pack(p, (float("inf"),)) == struct.pack("<H", 0x7F80)  # infinity given stays
+    assert struct.unpack("<H", pack(p, (float("nan"),)))[0] & 0x7FC0 == 0x7FC0
+    with pytest.raises(LaunchArgumentError, match="does not fit"):
+        pack(p, (3.4e38,))
+
+
+def test_integer_like_values_into_int_and_pointer_parameters():
+    import enum
+
+    class Mode(enum.IntEnum):
+        FAST = 3
+
+    p = packer(["int", "const float*", "unsigned char"])
+    assert pack(p, (Mode.FAST, np.uint64(0x7000), np.bool_(True))) == \
+        struct.pack("<i4xQB", 3, 0x7000, 1)
+    with pytest.raises(LaunchArgumentError, match="device pointer is needed"):
+        pack(p, (1, True, 1))  # a bool is no address
+
+
+def test_grid_and_block_sizes_must_be_integers():
+    from cudaload.kernel import _constant, _dims
+
+    assert _dims(np.int64(3), "grid") == (3, 1, 1) and _dims([2, 3], "block") == (2, 3, 1)
+    for bad in (1000 / 256, (3.9,), "256", ("2",), True, (1, True)):
+        with pytest.raises(TypeError, match="int or a tuple"):
+            _dims(bad, "grid")
+    # only a grid that cannot change is remembered by identity between launches
+    assert _constant((4, 2)) and _constant(5)
+    assert not _constant((np.int64(4),)) and not _constant([4])
+
+
+def test_an_array_whose_interface_refuses_is_a_launch_argument_error():
+    class CpuArray:  # some libraries raise AttributeError from the property for host arrays
+        @property
+        def __cuda_array_interface__(self):
+            raise AttributeError("not a CUDA array; use .cuda() first")
+
+    p = packer(["float*"], names=["x"])
+    with pytest.raises(LaunchArgumentError, match=r"argument 0 \(float\* x\).*use .cuda\(\) first"):
+        pack(p, (CpuArray(),))

@@ -269,7 +269,7 @@ from cudaload import Program, nvrtc
 out = {"nvrtc": list(nvrtc.version()), "ptx_loadable": cudaload.status().as_dict()["ptx_loadable"],
        "problems": [p["what"] for p in cudaload.status().as_dict()["problems"]]}
 src = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'
-for arch in (90, 121, 122, 130, 200):
+for arch in (90, 121, 122, 130, 150):
     try:
         obj = Program(src).compile(arch=arch)
         out[str(arch)] = [obj.kind, obj.arch]
@@ -293,7 +293,7 @@ def test_driver_older_than_nvrtc_never_gets_ptx_it_cannot_load(libcuda_535, tmp_
     assert out["90"] == ["cubin", "sm_90"]
     assert out["121"] == ["cubin", "sm_121"]
     assert out["122"] == ["cubin", "sm_121"]
-    for arch in ("130", "200"):
+    for arch in ("130", "150"):
         kind, message = out[arch]
         assert kind == "NvrtcError" and "12.2" in message and "Next step" in message
         assert "upgrade the NVIDIA driver" in message
