@@ -40,11 +40,28 @@ _REQUIRED = {
     "nvrtc": ("nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram"),
 }
 
+# The next step for each way loading can fail: not found, found but refused by the system loader,
+# loaded but not the library (or far too old).
 _HINTS = {
-    "cuda": ("install the NVIDIA driver (it provides libcuda.so.1), or set CUDALOAD_LIBCUDA to the "
-             "full path of libcuda.so.1"),
-    "nvrtc": ("pip install 'cudaload[nvrtc]' (the nvidia-cuda-nvrtc wheel), or set "
-              "CUDALOAD_LIBNVRTC to the full path of libnvrtc.so"),
+    ("cuda", LibraryNotFoundError): (
+        "install the NVIDIA driver (it provides libcuda.so.1); in a container, start it with the "
+        "GPU exposed (docker run --gpus all); or set CUDALOAD_LIBCUDA to the full path of "
+        "libcuda.so.1"),
+    ("cuda", LibraryLoadError): (
+        "check that the file is NVIDIA's libcuda.so.1 for this CPU architecture (`file PATH`) and "
+        "that its dependencies resolve (`ldd PATH`); or unset CUDALOAD_LIBCUDA to search the "
+        "system"),
+    ("cuda", MissingSymbolError): (
+        "point CUDALOAD_LIBCUDA at NVIDIA's libcuda.so.1 (not the toolkit's stubs/libcuda.so), or "
+        "upgrade the NVIDIA driver"),
+    ("nvrtc", LibraryNotFoundError): (
+        "pip install 'cudaload[nvrtc]' (the nvidia-cuda-nvrtc wheel), or set CUDALOAD_LIBNVRTC to "
+        "the full path of libnvrtc.so"),
+    ("nvrtc", LibraryLoadError): (
+        "check the file with `ldd PATH`; reinstall nvidia-cuda-nvrtc, or unset CUDALOAD_LIBNVRTC"),
+    ("nvrtc", MissingSymbolError): (
+        "point CUDALOAD_LIBNVRTC at libnvrtc.so from CUDA 12.0 or newer, or "
+        "pip install 'cudaload[nvrtc]'"),
 }
 
 
@@ -139,7 +156,7 @@ def _nvrtc_candidates(remembered: str | None):
     except Exception as exc:  # pathfinder's errors carry its own list of places searched
         searched = str(exc).strip()
         raise LibraryNotFoundError(
-            f"libnvrtc not found by cuda.pathfinder: {searched}. Next step: {_HINTS['nvrtc']}",
+            f"libnvrtc not found by cuda.pathfinder: {searched}. Next step: {_HINTS['nvrtc', LibraryNotFoundError]}",
             library="nvrtc", tried=(f"cuda.pathfinder: {searched}",)) from None
     yield found.abs_path, f"cuda.pathfinder ({found.found_via})"
 
@@ -186,10 +203,11 @@ def _load(name: str, remembered: str | None = None) -> Library:
     listing = "; ".join(attempts)
     if refused:
         raise LibraryLoadError(
-            f"{label} was found but could not be loaded: {listing}. Next step: {_HINTS[name]}",
+            f"{label} was found but could not be loaded: {listing}. "
+            f"Next step: {_HINTS[name, LibraryLoadError]}",
             library=name, tried=attempts)
     raise LibraryNotFoundError(
-        f"{label} not found; tried {listing}. Next step: {_HINTS[name]}",
+        f"{label} not found; tried {listing}. Next step: {_HINTS[name, LibraryNotFoundError]}",
         library=name, tried=attempts)
 
 
@@ -277,7 +295,8 @@ def _check_symbols(name: str, ffi, lib, path: str) -> None:
             label = "the CUDA driver" if name == "cuda" else "NVRTC"
             raise MissingSymbolError(
                 f"{path} loaded but lacks {symbol}: it is not {label}, or far too old. "
-                f"Next step: {_HINTS[name]}", library=name, symbol=symbol, path=path) from None
+                f"Next step: {_HINTS[name, MissingSymbolError]}", library=name, symbol=symbol,
+                path=path) from None
 
 
 def _real_path(path: str) -> str:

@@ -14,36 +14,13 @@ import os
 
 from . import _loader
 from .errors import (_DRIVER_HINTS, CudaLoadError, DriverError, LibraryLoadError,
-                     LibraryNotFoundError, MissingSymbolError)
+                     MissingSymbolError)
 
 __all__ = ["is_available", "status", "Status"]
 
 _LOADING_MODES = {1: "eager", 2: "lazy"}
 _REPORT_BUG = ("this is a bug in cudaload: please report it with the output of "
                "`cudaload doctor --json`")
-
-# Next step for each way a library can fail to load, per library.
-_LOAD_HINTS = {
-    ("cuda", LibraryNotFoundError): (
-        "install the NVIDIA driver (it provides libcuda.so.1); in a container, start it with the "
-        "GPU exposed (docker run --gpus all); or set CUDALOAD_LIBCUDA to the full path of "
-        "libcuda.so.1"),
-    ("cuda", LibraryLoadError): (
-        "check that the file is NVIDIA's libcuda.so.1 for this CPU architecture (`file PATH`) and "
-        "that its dependencies resolve (`ldd PATH`); or unset CUDALOAD_LIBCUDA to search the "
-        "system"),
-    ("cuda", MissingSymbolError): (
-        "point CUDALOAD_LIBCUDA at NVIDIA's libcuda.so.1 (not the toolkit's stubs/libcuda.so), or "
-        "upgrade the NVIDIA driver"),
-    ("nvrtc", LibraryNotFoundError): (
-        "pip install 'cudaload[nvrtc]' (the nvidia-cuda-nvrtc wheel), or set CUDALOAD_LIBNVRTC to "
-        "the full path of libnvrtc.so"),
-    ("nvrtc", LibraryLoadError): (
-        "check the file with `ldd PATH`; reinstall nvidia-cuda-nvrtc, or unset CUDALOAD_LIBNVRTC"),
-    ("nvrtc", MissingSymbolError): (
-        "point CUDALOAD_LIBNVRTC at libnvrtc.so from CUDA 12.0 or newer, or "
-        "pip install 'cudaload[nvrtc]'"),
-}
 
 _PROBE_SOURCE = 'extern "C" __global__ void cudaload_probe(float *x) { x[threadIdx.x] = 1.0f; }\n'
 
@@ -149,15 +126,11 @@ def _unexpected(section: str, exc: BaseException) -> dict:
     return _problem(f"probing {section} raised {type(exc).__name__}: {exc}", _REPORT_BUG)
 
 
-def _error_problem(name: str, err: CudaLoadError, default_hint: str = _REPORT_BUG) -> dict:
-    """The problem entry for a cudaload error met while probing library ``name``."""
-    # Loader messages end with their own "Next step: ..."; a hint of this module replaces it.
+def _error_problem(err: CudaLoadError, default_hint: str = _REPORT_BUG) -> dict:
+    """The problem entry for a cudaload error met while probing."""
+    # cudaload's messages end with their "Next step: ...", which becomes the hint.
     what, _, own_hint = str(err).partition(" Next step: ")
-    for cls in type(err).__mro__:
-        hint = _LOAD_HINTS.get((name, cls))
-        if hint:
-            break
-    hint = hint or own_hint.strip().rstrip(".") or default_hint
+    hint = own_hint.strip().rstrip(".") or default_hint
     return _problem(what.strip().rstrip(".").rstrip(), hint)
 
 
@@ -165,7 +138,7 @@ def _record(name: str, section: dict | None, problems: list, exc: Exception,
             default_hint: str = _REPORT_BUG) -> None:
     """Note a failure while probing library ``name`` ("cuda" or "nvrtc") in the report."""
     if isinstance(exc, CudaLoadError):
-        error, problem = str(exc), _error_problem(name, exc, default_hint)
+        error, problem = str(exc), _error_problem(exc, default_hint)
     elif isinstance(exc, ImportError):  # a broken installation: cffi itself is missing
         error = f"{type(exc).__name__}: {exc}"
         problem = _problem(f"cudaload cannot run here: {exc}",

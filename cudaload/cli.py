@@ -65,19 +65,20 @@ def _cmd_demo(args) -> int:
     report = status()
     try:
         from . import nvrtc
+        from .program import Program
 
-        archs = nvrtc.supported_archs()
-        devices = report.as_dict()["devices"]
-        arch = (devices[0]["compute_capability"][0] * 10 + devices[0]["compute_capability"][1]
-                if devices else max(archs))
-        ptx = nvrtc.compile(SAXPY, "saxpy.cu", options=(f"-arch=compute_{min(archs)}",), kind="ptx")
-        cubin = nvrtc.compile(SAXPY, "saxpy.cu", options=(f"-arch=sm_{arch}",), kind="cubin")
+        oldest = min(nvrtc.supported_archs())
+        program = Program(SAXPY, name="saxpy.cu")
+        ptx = program.compile(arch=oldest, output="ptx")
+        # This GPU's code as a launch makes it: CUBIN, or PTX for a GPU newer than NVRTC knows.
+        native = program.compile()
     except CudaLoadError as err:
         print(f"demo: cannot compile: {err}", file=sys.stderr)
         return 1
     major, minor = nvrtc.version()
-    print(f"compiled saxpy with NVRTC {major}.{minor}: PTX for compute_{min(archs)} "
-          f"({len(ptx.code)} bytes), CUBIN for sm_{arch} ({len(cubin.code)} bytes)")
+    print(f"compiled saxpy with NVRTC {major}.{minor}: PTX for compute_{oldest} "
+          f"({len(ptx.code)} bytes), {native.kind.upper()} for {native.arch} "
+          f"({len(native.code)} bytes)")
     if not report.available:
         print("no usable GPU here, so the kernel was not launched (`cudaload doctor` says why)")
         return 0

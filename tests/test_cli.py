@@ -90,3 +90,18 @@ def test_cache_commands_on_an_unusable_folder_or_bound_are_one_line(tmp_path):
     assert "Not a directory" in proc.stderr and "CUDALOAD_CACHE_DIR" in proc.stderr
     proc = cli("cache", "prune", "--max-bytes", "-5", env={"CUDALOAD_CACHE_DIR": str(tmp_path)})
     assert proc.returncode == 2 and "not a number of bytes" in proc.stderr
+
+
+def test_demo_on_a_gpu_newer_than_nvrtc_compiles_ptx_for_it():
+    from tests.conftest import run_py
+
+    proc = run_py("""
+        import sys
+        from cudaload import cli, nvrtc, program
+        newer = max(nvrtc.supported_archs()) + 10
+        program._device_arch = lambda: newer  # as on a GPU this NVRTC does not know
+        program._driver_version = lambda: 99000  # whose driver can load this NVRTC's PTX
+        sys.exit(cli.main(["demo"]))
+    """, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "PTX for compute_" in proc.stdout and ", PTX for sm_" in proc.stdout, proc.stdout

@@ -49,6 +49,18 @@ def test_libcuda_that_is_a_directory_fails_to_load(tmp_path):
     first, _ = load_twice(CUDALOAD_LIBCUDA=str(tmp_path))
     assert first["type"] == "LibraryLoadError"
     assert "is a directory" in first["tried"][0]
+    assert "Next step: check that the file is NVIDIA's libcuda.so.1" in first["message"]
+
+
+def test_each_way_of_failing_names_its_own_next_step(tmp_path, no_symbols_library):
+    refused, _ = load_twice("nvrtc", CUDALOAD_LIBNVRTC=str(tmp_path))
+    assert refused["type"] == "LibraryLoadError"
+    assert "Next step: check the file with `ldd PATH`" in refused["message"]
+    assert "pip install" not in refused["message"]  # a file is there: installing is no answer
+    wrong, _ = load_twice("nvrtc", CUDALOAD_LIBNVRTC=no_symbols_library)
+    assert wrong["type"] == "MissingSymbolError" and "CUDA 12.0 or newer" in wrong["message"]
+    absent, _ = load_twice("nvrtc", CUDALOAD_LIBNVRTC="/nonexistent/libnvrtc.so")
+    assert absent["type"] == "LibraryNotFoundError" and "pip install" in absent["message"]
 
 
 def test_shared_library_without_driver_symbols_is_missing_symbol(no_symbols_library):
