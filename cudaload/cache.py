@@ -210,13 +210,15 @@ def lock(key: str, folder: str | None = None):
         _give_up(exc, "creating a lock file")
         yield _discard
         return
-    ahead = _writes.Ahead(folder)
+    ahead = None
     published: list = []
-    try:
+    try:  # from here on, whatever happens (KeyboardInterrupt included) the key is released
+        ahead = _writes.Ahead(folder)
         yield functools.partial(_publish, _path(key, folder=folder), ahead, release, published)
     finally:
         if not published:
-            ahead.discard()
+            if ahead is not None:
+                ahead.discard()
             release()
 
 

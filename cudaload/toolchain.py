@@ -17,7 +17,7 @@ import sys
 import threading
 from collections import namedtuple
 
-from . import cache
+from . import _locking, cache
 
 __all__ = ["Toolchain", "current", "live", "header_dirs"]
 
@@ -120,6 +120,11 @@ def _read_record() -> dict:
         return record if isinstance(record, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def _entries(record: dict) -> dict:
+    """The remembered NVRTC of each environment, a new dict."""
+    return dict(record["nvrtc"]) if isinstance(record.get("nvrtc"), dict) else {}
 
 
 def _from_record(record: dict) -> Toolchain | None:
@@ -232,18 +237,20 @@ def _find_headers_meanwhile():
 
 
 def _remember(record: dict, tc: Toolchain, stat) -> None:
-    nvrtc_entries = dict(record["nvrtc"]) if isinstance(record.get("nvrtc"), dict) else {}
     # The header folders are remembered per environment, as NVRTC is: each finds its own wheels.
-    nvrtc_entries[_selector()] = {"path": tc.nvrtc_path, "stat": stat, "version": list(tc.version),
-                                  "build": tc.build, "archs": list(tc.archs),
-                                  "found_via": tc.found_via,
-                                  "headers": [list(h) for h in tc.headers]}
-    new = {"nvrtc": nvrtc_entries}
-    if new == record:
+    entry = {"path": tc.nvrtc_path, "stat": stat, "version": list(tc.version), "build": tc.build,
+             "archs": list(tc.archs), "found_via": tc.found_via,
+             "headers": [list(h) for h in tc.headers]}
+    if _entries(record).get(_selector()) == entry:
         return
     root = cache.directory()
     try:
         os.makedirs(root, exist_ok=True)
-        cache.write_atomic(os.path.join(root, RECORD), json.dumps(new).encode())
+        # Read again under the lock: a process of another environment may have added its entry
+        # since ``record`` was read, and writing ours over it would lose that one.
+        with _locking.hold(os.path.join(root, RECORD + ".lock")):
+            entries = _entries(_read_record())
+            entries[_selector()] = entry
+            cache.write_atomic(os.path.join(root, RECORD), json.dumps({"nvrtc": entries}).encode())
     except OSError:
         pass  # only a speed-up for the next process; the cache reports an unusable folder itself

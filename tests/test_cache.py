@@ -227,6 +227,30 @@ def test_header_folders_are_remembered_per_environment(cache_dir, tmp_path):
     assert other["cudart"] != str(fake)  # another environment searches for its own
 
 
+_REMEMBER = """
+import sys, time
+from cudaload import toolchain
+tc = toolchain.current()  # what this environment found
+toolchain._selector = lambda: "environment " + sys.argv[1]
+record = toolchain._read_record()  # read before any of the others wrote
+start = float(sys.argv[2])
+while time.time() < start:
+    time.sleep(0.001)
+toolchain._remember(record, tc, toolchain._stat_id(tc.nvrtc_path))
+"""
+
+
+def test_environments_remembering_at_once_keep_every_entry(cache_dir):
+    run_py("from cudaload import toolchain; toolchain.current()")  # NVRTC found once, here
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    start = time.time() + 3.0
+    procs = [subprocess.Popen([sys.executable, "-c", _REMEMBER, str(i), str(start)], env=env)
+             for i in range(8)]
+    assert [p.wait(60) for p in procs] == [0] * 8
+    record = json.loads((cache_dir / "toolchain.json").read_text())
+    assert {f"environment {i}" for i in range(8)} <= set(record["nvrtc"])
+
+
 # --- many processes ---------------------------------------------------------------------------
 
 _WORKER = """
