@@ -34,6 +34,80 @@ int cuModuleGetLoadingMode(int *mode) { *mode = 2; return 0; }
 int cuCtxGetCurrent(void **ctx) { *ctx = 0; return 0; }  /* none current: device 0 */
 """
 
+# A driver with one device (compute capability 9.0) that loads any image and records each launch
+# instead of running it: the launch path (resolution, layout, checks, packing, the launch
+# configuration) can then be tested without a GPU, down to the bytes cuLaunchKernelEx receives.
+# The parameter layout it reports is the test's (fake_set_layout); fake_last gives the last launch.
+RECORDING_DRIVER = r"""
+#include <stddef.h>
+#include <string.h>
+typedef struct { unsigned grid[3], block[3], smem; void *stream; void *attrs; unsigned nattrs; } Config;
+static const char *names[] = {"CUDA_SUCCESS", "CUDA_ERROR_INVALID_VALUE"};
+static void *current;
+static size_t offsets[64], sizes[64];
+static int nparams, launches;
+static Config last;
+static unsigned char params_seen[4096];
+static char kernel_name[512];
+static unsigned long long next_address = 0x700000000ULL;
+int cuInit(unsigned int flags) { return 0; }
+int cuDriverGetVersion(int *v) { *v = 12080; return 0; }
+int cuGetErrorName(int code, const char **s) { if (code > 1) return 1; *s = names[code]; return 0; }
+int cuGetErrorString(int code, const char **s) { return cuGetErrorName(code, s); }
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuDeviceGet(int *d, int i) { if (i) return 1; *d = 0; return 0; }
+int cuDeviceGetName(char *s, int len, int d) { strncpy(s, "Recording GPU", len); return 0; }
+int cuDeviceTotalMem_v2(unsigned long long *b, int d) { *b = 80ULL << 30; return 0; }
+int cuDeviceGetAttribute(int *v, int attr, int d) {
+    switch (attr) {
+    case 1: *v = 1024; return 0;                                  /* threads per block */
+    case 2: case 3: *v = 1024; return 0; case 4: *v = 64; return 0;  /* block dims */
+    case 5: *v = 2147483647; return 0; case 6: case 7: *v = 65535; return 0;  /* grid dims */
+    case 16: *v = 132; return 0; case 75: *v = 9; return 0; case 76: *v = 0; return 0;
+    case 97: *v = 232448; return 0;                               /* shared memory opt-in */
+    }
+    return 1;
+}
+int cuModuleGetLoadingMode(int *mode) { *mode = 2; return 0; }
+int cuDevicePrimaryCtxRetain(void **ctx, int d) { *ctx = (void *)0x1000; return 0; }
+int cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
+int cuCtxSetCurrent(void *ctx) { current = ctx; return 0; }
+int cuCtxGetCurrent(void **ctx) { *ctx = current; return 0; }
+int cuCtxGetDevice(int *d) { *d = 0; return 0; }
+int cuCtxSynchronize(void) { return 0; }
+int cuLibraryLoadData(void **lib, const void *code, void *o, void *ov, unsigned n, void *lo,
+                      void *lov, unsigned ln) { *lib = (void *)0x2000; return 0; }
+int cuLibraryUnload(void *lib) { return 0; }
+int cuLibraryGetKernel(void **k, void *lib, const char *name) {
+    strncpy(kernel_name, name, sizeof kernel_name - 1); *k = (void *)0x3000; return 0;
+}
+int cuKernelGetFunction(void **f, void *k) { *f = (void *)0x4000; return 0; }
+int cuFuncSetAttribute(void *f, int attr, int value) { return 0; }
+int cuFuncGetParamInfo(void *f, size_t i, size_t *offset, size_t *size) {
+    if ((int)i >= nparams) return 1;
+    *offset = offsets[i]; *size = sizes[i]; return 0;
+}
+int cuLaunchKernelEx(const Config *c, void *f, void **params, void **extra) {
+    last = *c;
+    for (int i = 0; i < nparams; i++) memcpy(params_seen + offsets[i], params[i], sizes[i]);
+    return ++launches, 0;
+}
+int cuMemAlloc_v2(unsigned long long *p, size_t n) { *p = next_address; next_address += (n + 255) & ~255ULL; return 0; }
+int cuMemFree_v2(unsigned long long p) { return 0; }
+int cuPointerGetAttribute(void *data, int attr, unsigned long long p) {
+    *(int *)data = attr == 2 ? 2 : 0;  /* device memory, on device 0 */
+    return 0;
+}
+void fake_set_layout(int n, const size_t *off, const size_t *size) {
+    nparams = n; memcpy(offsets, off, n * sizeof *off); memcpy(sizes, size, n * sizeof *size);
+}
+int fake_last(unsigned *dims, unsigned char *params, size_t n, char *name) {
+    memcpy(dims, last.grid, 6 * sizeof *dims); dims[6] = last.smem;
+    memcpy(params, params_seen, n); strcpy(name, kernel_name);
+    return launches;
+}
+"""
+
 NO_DRIVER_SYMBOLS = "int cudaload_test_nothing(void) { return 0; }\n"
 
 
@@ -62,6 +136,12 @@ def partial_driver(tmp_path) -> str:
 def one_device_driver(tmp_path) -> str:
     """A libcuda look-alike reporting one device (a "Fake GPU", compute capability 8.6)."""
     return build_shared_library(str(tmp_path), "libcuda_onedevice.so", ONE_DEVICE_DRIVER)
+
+
+@pytest.fixture
+def recording_driver(tmp_path) -> str:
+    """A libcuda look-alike with one compute capability 9.0 device that records launches."""
+    return build_shared_library(str(tmp_path), "libcuda_recording.so", RECORDING_DRIVER)
 
 
 @pytest.fixture

@@ -1,0 +1,116 @@
+"""The launch path without a GPU: a driver look-alike records what ``cuLaunchKernelEx`` receives.
+
+Kernels are compiled by the real NVRTC and go through the real Module, Kernel and Packer; only the
+driver underneath is a recording one (tests/_fakelibs.py), which reports the parameter layout the
+test gives, as ``cuFuncGetParamInfo`` does for the compiled kernel.  What a launch computes is
+checked on the GPU by tests/gpu/; here, that the right bytes and dimensions reach the driver.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
+from tests.conftest import run_json
+
+pytest.importorskip("numpy")
+
+# Runs in a fresh process with the recording driver: layout(*(offset, size)) before a kernel's first
+# launch, last(nbytes) -> (launches so far, grid + block + shared memory, parameter bytes, symbol).
+_HARNESS = """
+import ctypes, json, os
+import numpy as np
+import cudaload
+from cudaload import LaunchArgumentError, Program
+fake = ctypes.CDLL(os.environ["CUDALOAD_LIBCUDA"])
+
+def layout(*pairs):
+    n = len(pairs)
+    fake.fake_set_layout(n, (ctypes.c_size_t * n)(*[o for o, _ in pairs]),
+                         (ctypes.c_size_t * n)(*[s for _, s in pairs]))
+
+def last(nbytes):
+    dims, data, name = (ctypes.c_uint * 7)(), ctypes.create_string_buffer(nbytes), \\
+        ctypes.create_string_buffer(512)
+    count = fake.fake_last(dims, data, ctypes.c_size_t(nbytes), name)
+    return [count, list(dims), data.raw.hex(), name.value.decode()]
+
+def refused(call):
+    try:
+        call()
+    except (LaunchArgumentError, TypeError, ValueError) as err:
+        return type(err).__name__
+    return None
+
+out = {}
+"""
+
+
+def run(recording_driver, body: str) -> dict:
+    return run_json(_HARNESS + body + "\nprint(json.dumps(out))\n",
+                    env={"CUDALOAD_LIBCUDA": recording_driver})
+
+
+def test_arguments_and_dimensions_reach_the_driver_exactly(recording_driver):
+    out = run(recording_driver, """
+src = 'extern "C" __global__ void k(const float *x, float a, int n, double d, unsigned char c) {}'
+k = Program(src).compile().load().get_kernel("k")
+layout((0, 8), (8, 4), (12, 4), (16, 8), (24, 1))
+buf = cudaload.alloc(64)
+out["ptr"] = buf.ptr
+k((4, 2), 128, (buf, 2.5, -3, 1.25, 7), shared_mem=1024)
+out["first"] = last(25)
+k((8,), (32, 4), (buf.ptr, np.float32(0.5), np.int16(9), 2, True))  # a new shape: a new config
+out["second"] = last(25)
+k(np.int64(3), 64, (0, 1, 2, 3, 4))
+out["numpy_grid"] = last(25)
+out["float_grid"] = refused(lambda: k((1000 / 256,), 64, (0, 1.0, 1, 1.0, 1)))
+out["too_big"] = refused(lambda: k(1, 64, (0, 1.0, 2 ** 40, 1.0, 1)))
+out["after_refusals"] = last(25)[0]
+""")
+    ptr = out["ptr"]
+    count, dims, data, name = out["first"]
+    assert (count, dims, name) == (1, [4, 2, 1, 128, 1, 1, 1024], "k")
+    assert bytes.fromhex(data) == struct.pack("<QfidB", ptr, 2.5, -3, 1.25, 7)
+    count, dims, data, _ = out["second"]
+    assert (count, dims) == (2, [8, 1, 1, 32, 4, 1, 0])
+    assert bytes.fromhex(data) == struct.pack("<QfidB", ptr, 0.5, 9, 2.0, 1)
+    assert out["numpy_grid"][1][:3] == [3, 1, 1]
+    assert out["float_grid"] == "TypeError" and out["too_big"] == "LaunchArgumentError"
+    assert out["after_refusals"] == 3  # neither refused launch reached the driver
+
+
+def test_template_parameter_types_come_from_the_lowered_name(recording_driver):
+    out = run(recording_driver, """
+src = '''
+namespace ns { struct A { int x; }; struct B { float y; }; }
+template <class T, class U> __global__ void scale(ns::A a, ns::B b, T t, U u, U v) {}
+'''
+obj = Program(src, name_expressions=["scale<float, int>"]).compile()
+k = obj.load().get_kernel("scale<float, int>")
+layout((0, 4), (4, 4), (8, 4), (12, 4), (16, 4))
+a = (11).to_bytes(4, "little")
+k(1, 1, (a, np.float32(0.75).tobytes(), 2.5, 7, 1000))
+out["launch"] = last(20)
+out["float_into_int"] = refused(lambda: k(1, 1, (a, a, 2.5, 7, 1.5)))
+""")
+    count, _dims, data, name = out["launch"]
+    assert name.startswith("_Z5scale")  # launched by its lowered name
+    assert bytes.fromhex(data) == struct.pack("<i4sfii", 11, struct.pack("<f", 0.75), 2.5, 7, 1000)
+    assert out["float_into_int"] == "LaunchArgumentError"  # the last U is int, not float
+
+
+def test_source_types_that_disagree_with_the_layout_give_way_to_it(recording_driver):
+    out = run(recording_driver, """
+src = '''
+#define ARGS int a, double b
+extern "C" __global__ void k(ARGS) {}
+'''
+k = Program(src).compile().load().get_kernel("k")
+layout((0, 4), (8, 8))
+k(1, 1, (5, 2.5))
+out["launch"] = last(16)
+""")
+    assert bytes.fromhex(out["launch"][2]) == struct.pack("<i4xd", 5, 2.5)
