@@ -194,6 +194,9 @@ def _key(entry: dict) -> tuple[str, str, str]:
     return (str(entry["program"]), str(entry["kind"]), str(entry["arch"]))
 
 
+_ENTRY_KEYS = frozenset({"program", "name", "kind", "arch", "name_expressions", "offset", "length"})
+
+
 def _parse(data: bytes) -> dict:
     """(digest, kind, arch) -> entry, with offsets made absolute.  Raises ValueError."""
     if len(data) < BUNDLE_HEADER.size:
@@ -208,10 +211,16 @@ def _parse(data: bytes) -> dict:
         index = json.loads(data[BUNDLE_HEADER.size:start])
         entries = {}
         for e in index["entries"]:
-            e = dict(e, offset=start + int(e["offset"]), length=int(e["length"]))
+            missing = _ENTRY_KEYS - set(e)
+            if missing:
+                raise ValueError(f"an entry lacks {', '.join(sorted(missing))}")
+            offset, length = int(e["offset"]), int(e["length"])
+            if offset < 0 or length < 0:
+                raise ValueError("an entry has a negative offset or length")
+            e = dict(e, offset=start + offset, length=length)
             if e["offset"] + e["length"] > len(data):
                 raise ValueError("the file is truncated")
             entries[_key(e)] = e
-    except (KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+    except (KeyError, TypeError, AttributeError, UnicodeDecodeError, OverflowError) as exc:
         raise ValueError(f"its index is malformed ({exc!r})") from None
     return entries

@@ -78,7 +78,10 @@ def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
                 continue
             for candidate in (posixpath.join(here, name), name):
                 candidate = posixpath.normpath(candidate)
-                if candidate.startswith("..") or posixpath.isabs(candidate):
+                # Package data is named with "/" only: a "\\" or "C:" could leave the package
+                # where the resource reader is a Windows path.
+                if candidate.startswith("..") or posixpath.isabs(candidate) \
+                        or "\\" in candidate or ":" in candidate:
                     continue
                 content = read(candidate)
                 if content is not None:

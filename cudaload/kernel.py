@@ -11,12 +11,12 @@ memory and the choice of conversions happen once, on the slow path.
 from __future__ import annotations
 
 import functools
-import operator
 import threading
 import weakref
 
 from . import arguments, driver
 from . import signature as _signature
+from ._sizes import integer
 from .errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
 
@@ -210,10 +210,9 @@ class _Core:
             raise ValueError(f"{self.name}: block {block3} has more than the device's "
                              f"{max_threads} threads per block")
         try:
-            shared_mem = _index(shared_mem)
-        except TypeError:
-            raise TypeError(f"{self.name}: shared_mem must be an int byte count, "
-                            f"not {shared_mem!r}") from None
+            shared_mem = integer(shared_mem, "shared_mem")
+        except TypeError as exc:
+            raise TypeError(f"{self.name}: {exc} (a byte count)") from None
         if shared_mem < 0:
             raise ValueError(f"{self.name}: shared_mem={shared_mem} is negative; pass a byte count")
         if shared_mem > state.smem[0]:
@@ -279,20 +278,12 @@ def _constant(dims) -> bool:
     return type(dims) is int or (type(dims) is tuple and all(type(d) is int for d in dims))
 
 
-def _index(value) -> int:
-    """An integer as is; operator.index, not int, refuses a float such as n / 256, which int
-    would cut down silently, dropping the tail of the work."""
-    if isinstance(value, bool):
-        raise TypeError("a bool is no size")
-    return operator.index(value)
-
-
 def _dims(value, what: str) -> tuple[int, int, int]:
     try:
-        dims = (_index(value), 1, 1)
+        dims = (integer(value, what), 1, 1)
     except TypeError:
         try:
-            dims = tuple(_index(v) for v in value)
+            dims = tuple(integer(v, what) for v in value)
         except TypeError:
             raise TypeError(f"{what} must be an int or a tuple of up to three ints, "
                             f"not {value!r} (round a computed size up: (n + 255) // 256)") from None

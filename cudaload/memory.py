@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 
 from . import driver
+from ._sizes import integer
 from .device import Device, activate, as_device
 from .stream import handle_of
 
@@ -13,7 +14,7 @@ __all__ = ["alloc", "DeviceBuffer"]
 
 def alloc(nbytes: int, device=None) -> DeviceBuffer:
     """Allocate ``nbytes`` on ``device`` (default: the thread's).  Out of memory is a DriverError."""
-    nbytes = int(nbytes)
+    nbytes = integer(nbytes, "nbytes")
     if nbytes < 0:
         raise ValueError(f"cannot allocate {nbytes} bytes")
     dev = as_device(device)
@@ -56,6 +57,19 @@ class DeviceBuffer:
     def __int__(self) -> int:
         return self.ptr
 
+    def __reduce__(self):
+        raise TypeError("a DeviceBuffer cannot be pickled: its address means nothing in another "
+                        "process; send the contents (copy_to_host) instead")
+
+    def __copy__(self):
+        # A copy would share the memory but not its ownership: freeing one would leave the other
+        # pointing at freed memory, past the guard that refuses freed buffers.
+        raise TypeError("a DeviceBuffer cannot be copied; to copy the memory: "
+                        "cudaload.alloc(buf.nbytes).copy_from(buf)")
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
     def __len__(self) -> int:
         return self.nbytes
 
@@ -92,7 +106,9 @@ class DeviceBuffer:
             raise ValueError("host buffer must be C-contiguous (numpy.ascontiguousarray)")
         if writable and view.readonly:
             raise ValueError("host buffer is read-only; pass a writable one (bytearray, numpy)")
-        count = view.nbytes if nbytes is None else nbytes
+        count = view.nbytes if nbytes is None else integer(nbytes, "nbytes")
+        if count < 0:
+            raise ValueError(f"cannot copy {count} bytes")
         if count > self.nbytes or count > view.nbytes:
             raise ValueError(f"copy of {count} bytes does not fit: device buffer has "
                              f"{self.nbytes}, host buffer has {view.nbytes}")
@@ -141,12 +157,13 @@ class DeviceBuffer:
 
     def memset(self, value: int, stream=None) -> DeviceBuffer:
         """Set every byte to ``value`` (0..255); on ``stream`` when given."""
-        if not 0 <= int(value) <= 255:
+        value = integer(value, "the memset value")
+        if not 0 <= value <= 255:
             raise ValueError(f"memset value must be a byte (0..255), not {value!r}")
         drv = self._live()
         if stream is None:
-            driver.check(drv.cuMemsetD8_v2(self.ptr, int(value), self.nbytes), "cuMemsetD8")
+            driver.check(drv.cuMemsetD8_v2(self.ptr, value, self.nbytes), "cuMemsetD8")
         else:
-            driver.check(drv.cuMemsetD8Async(self.ptr, int(value), self.nbytes,
+            driver.check(drv.cuMemsetD8Async(self.ptr, value, self.nbytes,
                                              handle_of(stream)), "cuMemsetD8Async")
         return self

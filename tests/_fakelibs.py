@@ -94,6 +94,9 @@ int cuLaunchKernelEx(const Config *c, void *f, void **params, void **extra) {
 }
 int cuMemAlloc_v2(unsigned long long *p, size_t n) { *p = next_address; next_address += (n + 255) & ~255ULL; return 0; }
 int cuMemFree_v2(unsigned long long p) { return 0; }
+int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) { return 0; }
+int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n) { memset(dst, 0xab, n); return 0; }
+int cuMemsetD8_v2(unsigned long long dst, unsigned char value, size_t n) { return 0; }
 int cuPointerGetAttribute(void *data, int attr, unsigned long long p) {
     *(int *)data = attr == 2 ? 2 : 0;  /* device memory, on device 0 */
     return 0;

@@ -317,3 +317,32 @@ def test_precompile_append_leaves_a_file_that_is_no_bundle(package, tmp_path):
                       "--append")
     assert proc.returncode == 1 and "not a kernel bundle" in proc.stderr, proc.stderr
     assert victim.read_text() == "// not a bundle\n"
+
+
+@pytest.mark.parametrize("change", [
+    lambda e: e.update(offset=1e400),  # JSON's 1e400 reads as infinity
+    lambda e: e.pop("name"),
+    lambda e: e.pop("name_expressions"),
+    lambda e: e.update(offset=-16),
+    lambda e: e.update(length=-1),
+])
+def test_hostile_index_entries_make_the_bundle_unusable_not_compiles_fail(change, tmp_path):
+    import json
+
+    from cudaload.bundle import BUNDLE_HEADER
+
+    prog = Program(SRC)
+    made = Bundle()
+    made.add(prog, fake_cubin("sm_90"))
+    data = made.to_bytes()
+    magic, version, length = BUNDLE_HEADER.unpack_from(data)
+    index = json.loads(data[BUNDLE_HEADER.size:BUNDLE_HEADER.size + length])
+    change(index["entries"][0])
+    text = json.dumps(index).encode()
+    path = tmp_path / "k.bundle"
+    path.write_bytes(BUNDLE_HEADER.pack(magic, version, len(text)) + text
+                     + data[BUNDLE_HEADER.size + length:])
+    with pytest.raises(ValueError):
+        Bundle.from_file(path).check()
+    with pytest.warns(BundleWarning, match="cannot be used"):
+        assert Bundle.from_file(path).find(prog, "sm_90") is None

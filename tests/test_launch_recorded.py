@@ -114,3 +114,26 @@ k(1, 1, (5, 2.5))
 out["launch"] = last(16)
 """)
     assert bytes.fromhex(out["launch"][2]) == struct.pack("<i4xd", 5, 2.5)
+
+
+def test_buffer_sizes_and_values_are_integers_and_buffers_are_not_duplicated(recording_driver):
+    out = run(recording_driver, """
+import copy, pickle
+out["float_size"] = refused(lambda: cudaload.alloc(2.5))
+buf = cudaload.alloc(16)
+out["negative_copy"] = refused(lambda: buf.copy_from_host(bytes(16), nbytes=-1))
+out["float_copy"] = refused(lambda: buf.copy_from_host(bytes(16), nbytes=8.0))
+out["float_memset"] = refused(lambda: buf.memset(1.7))
+out["copied"] = bytes(buf.copy_to_host(nbytes=4)).hex()  # what the look-alike writes
+for name, dup in (("copy", copy.copy), ("deepcopy", copy.deepcopy), ("pickle", pickle.dumps)):
+    try:
+        dup(buf)
+        out[name] = None
+    except TypeError as err:
+        out[name] = str(err)
+""")
+    assert out["float_size"] == "TypeError" and out["float_memset"] == "TypeError"
+    assert out["negative_copy"] == "ValueError" and out["float_copy"] == "TypeError"
+    assert out["copied"] == "abababab"
+    assert "alloc(buf.nbytes).copy_from(buf)" in out["copy"] and out["deepcopy"] == out["copy"]
+    assert "cannot be pickled" in out["pickle"]

@@ -290,3 +290,23 @@ def test_compile_command_input_errors_are_one_line(tmp_path):
     assert proc.returncode == 1 and "Did you mean sm_90?" in proc.stderr
     proc = run(str(src), "--arch", "compute_80", "-o", str(tmp_path / "v.out"))
     assert proc.returncode == 0 and (tmp_path / "v.out").read_bytes().lstrip().startswith(b"//")
+
+
+def test_from_resource_follows_no_include_that_could_leave_the_package(tmp_path):
+    pkg = tmp_path / "site" / "winpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    # On Windows these names would climb out of the package or name a drive; here they are
+    # plain file names, which lets the test see whether they are followed at all.
+    (pkg / "ops.cu").write_text('#include "sub\\..\\..\\up.cuh"\n#include "C:evil.cuh"\n'
+                                '#include "fine.cuh"\n')
+    (pkg / "sub\\..\\..\\up.cuh").write_text("// outside\n")
+    (pkg / "C:evil.cuh").write_text("// drive\n")
+    (pkg / "fine.cuh").write_text("// inside\n")
+    out = run_json(f"""
+        import json, sys
+        sys.path.insert(0, {str(pkg.parent)!r})
+        from cudaload import includes
+        print(json.dumps(sorted(includes.from_package("winpkg", "ops.cu")[1])))
+    """)
+    assert out == ["fine.cuh"]

@@ -1,0 +1,19 @@
+"""Sizes, counts and dimensions given by the caller: integers only."""
+
+from __future__ import annotations
+
+import operator
+
+__all__ = ["integer"]
+
+
+def integer(value, what: str) -> int:
+    """``value`` as an int.  Raises TypeError for anything that is no integer: a float such as
+    ``n / 256``, which ``int()`` would cut down silently (dropping the tail of the work or of
+    the buffer), a string, or a bool."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{what} must be an integer, not {value!r}")
