@@ -159,15 +159,27 @@ generation = [0]
 def activate(device: Device | None = None):
     """Bind ``device``'s (default: the thread's) primary context in this thread; return the driver.
 
-    The bound context is remembered per thread, so binding it again costs no driver call."""
+    Asks the driver which context is current rather than trusting what this thread bound last:
+    PyTorch or CuPy may have made another device's context current since, and memory allocated
+    there would belong to that device while labelled as this one."""
     drv = driver.init()
     if device is None:
         device = current_device()
-    if getattr(_tls, "bound", None) is not device:
-        driver.check(drv.cuCtxSetCurrent(device.context), "cuCtxSetCurrent")
+    context = device.context
+    if getattr(_tls, "bound", None) is not device or _current_context(drv) != context:
+        driver.check(drv.cuCtxSetCurrent(context), "cuCtxSetCurrent")
         _tls.bound = device
         generation[0] += 1
     return drv
+
+
+def _current_context(drv):
+    out = getattr(_tls, "context_out", None)
+    if out is None:
+        out = _tls.context_out = drv.ffi.new("CUcontext *")
+    if drv.cuCtxGetCurrent(out):
+        return None  # then bind ours: a failure to bind is reported by cuCtxSetCurrent
+    return out[0]
 
 
 def current_arch() -> int:

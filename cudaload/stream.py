@@ -49,7 +49,8 @@ class Stream:
     @classmethod
     def from_handle(cls, obj, device=None) -> Stream:
         """Wrap a foreign stream: ``__cuda_stream__``, CuPy (``.ptr``), PyTorch (``.cuda_stream``),
-        or an int handle (0 is the legacy default stream).  Raises ``TypeError``."""
+        or an int handle (0 is the legacy default stream).  Its device is the one a CuPy or
+        PyTorch stream names, else ``device`` (default: the thread's).  Raises ``TypeError``."""
         if isinstance(obj, Stream):
             return obj
         if hasattr(obj, "__cuda_stream__"):
@@ -65,10 +66,10 @@ class Stream:
             raise TypeError(f"cannot use {type(obj).__name__} as a CUDA stream: pass a "
                             "cudaload.Stream, an object with __cuda_stream__, a CuPy or PyTorch "
                             "stream, or an int handle")
-        if device is None:
-            index = getattr(obj, "device_id", None)  # cupy
-            if index is None:
-                index = getattr(getattr(obj, "device", None), "index", None)  # torch
+        index = getattr(obj, "device_id", None)  # cupy
+        if index is None:
+            index = getattr(getattr(obj, "device", None), "index", None)  # torch
+        if index is not None:
             device = index
         stream = cls.__new__(cls)
         stream.device = as_device(device)

@@ -34,7 +34,7 @@ int cuModuleGetLoadingMode(int *mode) { *mode = 2; return 0; }
 int cuCtxGetCurrent(void **ctx) { *ctx = 0; return 0; }  /* none current: device 0 */
 """
 
-# A driver with one device (compute capability 9.0) that loads any image and records each launch
+# A driver with two devices (compute capability 9.0) that loads any image and records each launch
 # instead of running it: the launch path (resolution, layout, checks, packing, the launch
 # configuration) can then be tested without a GPU, down to the bytes cuLaunchKernelEx receives.
 # The parameter layout it reports is the test's (fake_set_layout); fake_last gives the last launch.
@@ -54,8 +54,8 @@ int cuInit(unsigned int flags) { return 0; }
 int cuDriverGetVersion(int *v) { *v = 12080; return 0; }
 int cuGetErrorName(int code, const char **s) { if (code > 1) return 1; *s = names[code]; return 0; }
 int cuGetErrorString(int code, const char **s) { return cuGetErrorName(code, s); }
-int cuDeviceGetCount(int *n) { *n = 1; return 0; }
-int cuDeviceGet(int *d, int i) { if (i) return 1; *d = 0; return 0; }
+int cuDeviceGetCount(int *n) { *n = 2; return 0; }
+int cuDeviceGet(int *d, int i) { if (i < 0 || i > 1) return 1; *d = i; return 0; }
 int cuDeviceGetName(char *s, int len, int d) { strncpy(s, "Recording GPU", len); return 0; }
 int cuDeviceTotalMem_v2(unsigned long long *b, int d) { *b = 80ULL << 30; return 0; }
 int cuDeviceGetAttribute(int *v, int attr, int d) {
@@ -69,11 +69,11 @@ int cuDeviceGetAttribute(int *v, int attr, int d) {
     return 1;
 }
 int cuModuleGetLoadingMode(int *mode) { *mode = 2; return 0; }
-int cuDevicePrimaryCtxRetain(void **ctx, int d) { *ctx = (void *)0x1000; return 0; }
+int cuDevicePrimaryCtxRetain(void **ctx, int d) { *ctx = (void *)(0x1000 + 0x100 * (size_t)d); return 0; }
 int cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 int cuCtxSetCurrent(void *ctx) { current = ctx; return 0; }
 int cuCtxGetCurrent(void **ctx) { *ctx = current; return 0; }
-int cuCtxGetDevice(int *d) { *d = 0; return 0; }
+int cuCtxGetDevice(int *d) { *d = current == (void *)0x1100; return 0; }
 int cuCtxSynchronize(void) { return 0; }
 int cuLibraryLoadData(void **lib, const void *code, void *o, void *ov, unsigned n, void *lo,
                       void *lov, unsigned ln) { *lib = (void *)0x2000; return 0; }
@@ -143,7 +143,7 @@ def one_device_driver(tmp_path) -> str:
 
 @pytest.fixture
 def recording_driver(tmp_path) -> str:
-    """A libcuda look-alike with one compute capability 9.0 device that records launches."""
+    """A libcuda look-alike with two compute capability 9.0 devices that records launches."""
     return build_shared_library(str(tmp_path), "libcuda_recording.so", RECORDING_DRIVER)
 
 

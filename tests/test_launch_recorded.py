@@ -137,3 +137,39 @@ for name, dup in (("copy", copy.copy), ("deepcopy", copy.deepcopy), ("pickle", p
     assert out["copied"] == "abababab"
     assert "alloc(buf.nbytes).copy_from(buf)" in out["copy"] and out["deepcopy"] == out["copy"]
     assert "cannot be pickled" in out["pickle"]
+
+
+def test_a_context_another_library_made_current_is_replaced_before_allocating(recording_driver):
+    out = run(recording_driver, """
+def current():
+    ctx = ctypes.c_void_p()
+    fake.cuCtxGetCurrent(ctypes.byref(ctx))
+    return ctx.value
+cudaload.alloc(16)
+ours = current()
+fake.cuCtxSetCurrent(ctypes.c_void_p(0x9000))  # as torch.cuda.set_device would, in this thread
+cudaload.alloc(16)
+out["contexts"] = [ours, current()]
+""")
+    ours, after = out["contexts"]
+    assert ours == after == 0x1000  # the device's primary context, bound again
+
+
+def test_a_foreign_stream_of_another_device_is_refused_before_the_launch(recording_driver):
+    out = run(recording_driver, """
+class CupyLikeStream:  # what the kernel reads of a CuPy stream: its handle and device
+    def __init__(self, ptr, device_id):
+        self.ptr, self.device_id = ptr, device_id
+k = Program('extern "C" __global__ void k(int n) {}').compile().load().get_kernel("k")
+layout((0, 4))
+k(1, 1, (1,), stream=CupyLikeStream(0x5000, 0))
+out["same_device"] = last(4)[0]
+try:
+    k(1, 1, (2,), stream=CupyLikeStream(0x6000, 1))
+    out["other_device"] = None
+except ValueError as err:
+    out["other_device"] = str(err)
+out["launches"] = last(4)[0]
+""")
+    assert out["same_device"] == 1 and out["launches"] == 1
+    assert "the stream is on device 1 but device 0 is current" in out["other_device"]
