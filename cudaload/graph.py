@@ -7,6 +7,7 @@ import weakref
 
 from . import driver
 from .device import Device, activate
+from .module import pin, unpin
 from .stream import handle_of
 
 __all__ = ["Graph", "capture"]
@@ -14,9 +15,16 @@ __all__ = ["Graph", "capture"]
 _MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
 
 
-def _destroy(name: str, handle, dev: Device) -> None:
-    if not driver._forked:
-        getattr(activate(dev), name)(handle)
+def _release(handles: list, dev: Device) -> None:
+    """Destroy a graph's executable and the graph, then let go of the code its kernels use."""
+    try:
+        if not driver._forked:
+            drv = activate(dev)
+            for name, handle in zip(("cuGraphExecDestroy", "cuGraphDestroy"), handles):
+                if handle is not None:
+                    getattr(drv, name)(handle)
+    finally:
+        unpin()
 
 
 class Graph:
@@ -28,10 +36,12 @@ class Graph:
         self.device = device
         self.handle = None
         self._exec = None
+        self._handles = [None, None]  # executable, graph: what the finalizer destroys
 
     def _set(self, handle) -> None:
-        self.handle = handle
-        weakref.finalize(self, _destroy, "cuGraphDestroy", handle, self.device).atexit = False
+        """Take the captured graph and the pin its capture holds (see module.pin)."""
+        self.handle = self._handles[1] = handle
+        weakref.finalize(self, _release, self._handles, self.device).atexit = False
 
     def instantiate(self) -> Graph:
         """Instantiate now (otherwise the first launch does)."""
@@ -42,10 +52,8 @@ class Graph:
             out = drv.ffi.new("CUgraphExec *")
             driver.check(drv.cuGraphInstantiateWithFlags(out, self.handle, 0),
                          "cuGraphInstantiate")
-            self._exec = out[0]
+            self._exec = self._handles[0] = out[0]
             self._launch = drv.cuGraphLaunch
-            weakref.finalize(self, _destroy, "cuGraphExecDestroy", out[0],
-                             self.device).atexit = False
         return self
 
     def launch(self, stream=None) -> None:
@@ -72,12 +80,17 @@ def capture(stream, mode: str = "thread_local"):
     driver.check(drv.cuStreamBeginCapture_v2(stream.handle, _MODES[mode]), "cuStreamBeginCapture")
     graph = Graph(stream.device)
     out = drv.ffi.new("CUgraph *")
+    pin()  # from the first captured launch on, its code must stay loaded
     try:
         yield graph
     except BaseException:
         drv.cuStreamEndCapture(stream.handle, out)
         if out[0] != drv.ffi.NULL:
             drv.cuGraphDestroy(out[0])
+        unpin()
         raise
-    driver.check(drv.cuStreamEndCapture(stream.handle, out), "cuStreamEndCapture")
-    graph._set(out[0])
+    rc = drv.cuStreamEndCapture(stream.handle, out)
+    if rc:
+        unpin()
+        driver.check(rc, "cuStreamEndCapture")
+    graph._set(out[0])  # the graph holds the pin from here on

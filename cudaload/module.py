@@ -14,15 +14,41 @@ from . import driver
 from .device import Device, activate, as_device, current_device
 from .errors import DriverError
 
-__all__ = ["Module", "REFUSALS"]
+__all__ = ["Module", "REFUSALS", "pin", "unpin"]
 
 # CUDA_ERROR_INVALID_IMAGE, NO_BINARY_FOR_GPU, INVALID_PTX, UNSUPPORTED_PTX_VERSION
 REFUSALS = frozenset({200, 209, 218, 222})
+
+# A CUDA graph refers to its kernels' code without holding the Python objects that loaded it.
+# While a capture runs or a captured graph lives, code whose module is collected stays loaded,
+# and is unloaded once the last of them is gone.
+_pins = [0]
+_held: list = []  # (unload function name, handle, device) of collected modules
+_pin_lock = threading.RLock()  # a collection inside unpin may run _unload in the same thread
+
+
+def pin() -> None:
+    """Keep collected modules' code loaded until the matching :func:`unpin`."""
+    with _pin_lock:
+        _pins[0] += 1
+
+
+def unpin() -> None:
+    with _pin_lock:
+        _pins[0] -= 1
+        held = _held[:] if not _pins[0] else []
+        del _held[:len(held)]
+    for args in held:
+        _unload(*args)
 
 
 def _unload(fn_name: str, handle, dev: Device | None) -> None:
     if driver._forked:
         return
+    with _pin_lock:
+        if _pins[0]:
+            _held.append((fn_name, handle, dev))
+            return
     drv = activate(dev) if dev is not None else driver.api()
     getattr(drv, fn_name)(handle)
 

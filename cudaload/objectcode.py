@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import struct
+import threading
 
 __all__ = ["ObjectCode"]
 
@@ -12,6 +13,7 @@ KINDS = ("cubin", "ptx", "fatbin")
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"
 _PTX_TARGET = re.compile(rb"^\s*\.target\s+(sm_\w+)", re.M)
 _PTX_VERSION = re.compile(rb"^\s*\.version\s+\d", re.M)
+_loading = threading.Lock()
 
 
 class ObjectCode:
@@ -19,7 +21,8 @@ class ObjectCode:
     ``.lowered_names`` (name expression -> mangled name) and ``.cached`` (None, "memory", "disk")."""
 
     def __init__(self, code: bytes, kind: str, arch: str | None = None, *, log: str = "",
-                 lowered_names: dict | None = None, cached: str | None = None, origin=None):
+                 lowered_names: dict | None = None, cached: str | None = None, origin=None,
+                 module: list | None = None):
         self.code = code
         self.kind = kind
         self.arch = arch
@@ -28,6 +31,9 @@ class ObjectCode:
         self.cached = cached
         # (program, arch, output, key) when a Program made it: what a refused load recompiles
         self._origin = origin
+        # [Module or None], shared with the copies _as makes (the memory cache's among them), so
+        # code compiled once is loaded once however many kernels are made from it.
+        self._module = module if module is not None else [None]
 
     def __repr__(self) -> str:
         via = f", cached={self.cached!r}" if self.cached else ""
@@ -35,7 +41,8 @@ class ObjectCode:
 
     def _as(self, cached: str | None) -> ObjectCode:
         return ObjectCode(self.code, self.kind, self.arch, log=self.log,
-                          lowered_names=self.lowered_names, cached=cached, origin=self._origin)
+                          lowered_names=self.lowered_names, cached=cached, origin=self._origin,
+                          module=self._module)
 
     @classmethod
     def from_bytes(cls, data, kind: str) -> ObjectCode:
@@ -76,10 +83,21 @@ class ObjectCode:
         return cls.from_bytes(data, kind)
 
     def load(self):
-        """A Module holding this code (loaded into each device's context on first use)."""
-        from .module import Module
+        """The Module holding this code, loaded on the first call and the same one after it.
 
-        return Module(self)
+        A RawKernel made again from the same source (as code written for CuPy does in a loop)
+        then costs no new load, and the module stays loaded while the code is in the memory
+        cache, so a CUDA graph that captured its kernels can still replay them after the kernel
+        objects are gone.  ``cudaload.Module(obj)`` loads a separate copy."""
+        module = self._module[0]
+        if module is None:
+            with _loading:
+                module = self._module[0]
+                if module is None:
+                    from .module import Module
+
+                    module = self._module[0] = Module(self)
+        return module
 
     def _recompile_after_refusal(self) -> ObjectCode | None:
         """After the driver refused this code: drop its cache entry and compile what the driver can

@@ -45,7 +45,7 @@ typedef struct { unsigned grid[3], block[3], smem; void *stream; void *attrs; un
 static const char *names[] = {"CUDA_SUCCESS", "CUDA_ERROR_INVALID_VALUE"};
 static void *current;
 static size_t offsets[64], sizes[64];
-static int nparams, launches;
+static int nparams, launches, loads, unloads;
 static Config last;
 static unsigned char params_seen[4096];
 static char kernel_name[512];
@@ -76,8 +76,20 @@ int cuCtxGetCurrent(void **ctx) { *ctx = current; return 0; }
 int cuCtxGetDevice(int *d) { *d = current == (void *)0x1100; return 0; }
 int cuCtxSynchronize(void) { return 0; }
 int cuLibraryLoadData(void **lib, const void *code, void *o, void *ov, unsigned n, void *lo,
-                      void *lov, unsigned ln) { *lib = (void *)0x2000; return 0; }
-int cuLibraryUnload(void *lib) { return 0; }
+                      void *lov, unsigned ln) { *lib = (void *)0x2000; ++loads; return 0; }
+int fake_loads(void) { return loads; }
+int cuLibraryUnload(void *lib) { ++unloads; return 0; }
+int fake_unloads(void) { return unloads; }
+int cuStreamCreate(void **s, unsigned flags) { *s = (void *)0x5000; return 0; }
+int cuStreamDestroy_v2(void *s) { return 0; }
+int cuStreamBeginCapture_v2(void *s, int mode) { return 0; }
+int cuStreamEndCapture(void *s, void **graph) { *graph = (void *)0x8000; return 0; }
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+    *exec = (void *)0x9000; return 0;
+}
+int cuGraphLaunch(void *exec, void *s) { return 0; }
+int cuGraphExecDestroy(void *exec) { return 0; }
+int cuGraphDestroy(void *graph) { return 0; }
 int cuLibraryGetKernel(void **k, void *lib, const char *name) {
     strncpy(kernel_name, name, sizeof kernel_name - 1); *k = (void *)0x3000; return 0;
 }

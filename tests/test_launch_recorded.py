@@ -173,3 +173,45 @@ out["launches"] = last(4)[0]
 """)
     assert out["same_device"] == 1 and out["launches"] == 1
     assert "the stream is on device 1 but device 0 is current" in out["other_device"]
+
+
+def test_code_compiled_once_is_loaded_once_however_many_kernels_are_made(recording_driver):
+    out = run(recording_driver, """
+src = 'extern "C" __global__ void k(int n) {}'
+layout((0, 4))
+for i in range(5):  # as code written for CuPy makes its RawKernel where it launches it
+    cudaload.RawKernel(src, "k")(1, 1, (i,))
+out["loads"] = fake.fake_loads()
+out["same"] = Program(src).compile().load() is Program(src).compile().load()
+cudaload.Module(Program(src).compile())  # an explicit Module is a separate load
+out["explicit"] = fake.fake_loads()
+out["launches"] = last(4)[0]
+""")
+    assert out["loads"] == 1 and out["same"] and out["explicit"] == 2
+    assert out["launches"] == 5
+
+
+def test_code_a_graph_captured_stays_loaded_while_the_graph_lives(recording_driver):
+    out = run(recording_driver, """
+import gc
+layout((0, 4))
+stream = cudaload.Stream()
+with stream.capture() as graph:
+    module = cudaload.Module(Program('extern "C" __global__ void k(int n) {}').compile())
+    module.get_kernel("k")(1, 1, (7,), stream=stream)
+    del module  # the kernel and its module are gone; the graph still refers to the code
+    gc.collect()
+out["during"] = fake.fake_unloads()
+graph.launch(stream)
+gc.collect()
+out["after_launch"] = fake.fake_unloads()
+del graph
+gc.collect()
+out["after_graph"] = fake.fake_unloads()
+module = cudaload.Module(Program('extern "C" __global__ void k(int n) {}').compile())
+del module
+gc.collect()
+out["no_graph"] = fake.fake_unloads()
+""")
+    assert out["during"] == out["after_launch"] == 0
+    assert out["after_graph"] == 1 and out["no_graph"] == 2
