@@ -69,7 +69,7 @@ class Stream:
         index = getattr(obj, "device_id", None)  # cupy
         if index is None:
             index = getattr(getattr(obj, "device", None), "index", None)  # torch
-        if index is not None:
+        if type(index) is int:  # not a str's .index method, nor another library's device object
             device = index
         stream = cls.__new__(cls)
         stream.device = as_device(device)
