@@ -62,10 +62,9 @@ class _Demangler:
         return args
 
     def substitution(self) -> str:
+        """A back-reference, S_ or S<seq-id>_ (std:: and the other S-abbreviations are not read
+        here)."""
         self.take()  # S
-        if self.peek() == "t":
-            self.take()
-            return "std::" + self.unqualified()
         seq = 0
         if self.peek() != "_":
             m = re.compile(r"[0-9A-Z]+").match(self.s, self.i)
@@ -89,7 +88,11 @@ class _Demangler:
             self.take()
         parts = []
         while self.peek() != "E":
-            if self.peek() == "S":  # already a candidate: not added again
+            if self.peek(2) == "St":  # std::, not itself a candidate: the names after it are
+                self.take(2)
+                parts = ["std"]
+                continue
+            if self.peek() == "S":  # a back-reference, already a candidate: not added again
                 parts = [self.substitution()]
                 continue
             if self.peek() == "I":

@@ -188,10 +188,12 @@ else:
                 local.release()
         return release
 
-    def _forget_threads() -> None:  # in a forked child no thread holds anything
+    def _forget_threads() -> None:  # in a forked child no thread holds or waits for anything
         global _guard, _threads
         _guard = threading.Lock()
         _threads = tuple(threading.Lock() for _ in _threads)
+        for fd in _users:
+            _users[fd] = 0
 
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_forget_threads)

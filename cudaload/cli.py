@@ -76,8 +76,9 @@ def _cmd_demo(args) -> int:
         print(f"demo: cannot compile: {err}", file=sys.stderr)
         return 1
     major, minor = nvrtc.version()
+    target = native.arch.replace("sm_", "compute_") if native.kind == "ptx" else native.arch
     print(f"compiled saxpy with NVRTC {major}.{minor}: PTX for compute_{oldest} "
-          f"({len(ptx.code)} bytes), {native.kind.upper()} for {native.arch} "
+          f"({len(ptx.code)} bytes), {native.kind.upper()} for {target} "
           f"({len(native.code)} bytes)")
     if not report.available:
         print("no usable GPU here, so the kernel was not launched (`cudaload doctor` says why)")

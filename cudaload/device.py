@@ -156,17 +156,20 @@ def current_device() -> Device:
 generation = [0]
 
 
-def activate(device: Device | None = None):
+def activate(device: Device | None = None, *, owning: bool = False):
     """Bind ``device``'s (default: the thread's) primary context in this thread; return the driver.
 
-    Asks the driver which context is current rather than trusting what this thread bound last:
-    PyTorch or CuPy may have made another device's context current since, and memory allocated
-    there would belong to that device while labelled as this one."""
+    The bound context is remembered per thread, so binding it again costs no driver call.  With
+    ``owning`` (the caller is about to make something that belongs to the current context:
+    memory, a stream, an event, a kernel's function) the driver is asked which context is
+    current instead: PyTorch or CuPy may have made another device's current since, and what is
+    made there would belong to that device while labelled as this one."""
     drv = driver.init()
     if device is None:
         device = current_device()
     context = device.context
-    if getattr(_tls, "bound", None) is not device or _current_context(drv) != context:
+    if getattr(_tls, "bound", None) is not device or (
+            owning and _current_context(drv) != context):
         driver.check(drv.cuCtxSetCurrent(context), "cuCtxSetCurrent")
         _tls.bound = device
         generation[0] += 1

@@ -41,7 +41,7 @@ class _Launch:
                  "pack", "smem", "grid", "block", "shmem", "stream", "config")
 
     def __init__(self, kernel: _Core, dev: Device):
-        drv = activate(dev)
+        drv = activate(dev, owning=True)
         self.device = dev
         self.gen = generation[0]
         self.func = kernel._function(dev)
@@ -99,12 +99,12 @@ class _Core:
             config = state.config
         else:
             try:
-                config = state.configs[grid, block, shared_mem, stream, cluster, cooperative]
+                config, constant = state.configs[grid, block, shared_mem, stream, cluster,
+                                                 cooperative]
             except (KeyError, TypeError):
-                config = self._config(state, grid, block, shared_mem, stream, cluster,
-                                      cooperative)
-            if cluster is None and not cooperative and _constant(grid) and _constant(block) \
-                    and type(shared_mem) is int:
+                config, constant = self._config(state, grid, block, shared_mem, stream, cluster,
+                                                cooperative)
+            if constant:
                 state.grid, state.block, state.shmem, state.stream = grid, block, shared_mem, stream
                 state.config = config
         try:
@@ -193,12 +193,16 @@ class _Core:
         if state is None:
             state = self._by_device[key] = _Launch(self, dev)
         else:
-            activate(dev)
+            activate(dev, owning=True)
             state.gen = generation[0]
         self._tls.state = state
         return state
 
     def _config(self, state: _Launch, grid, block, shared_mem, stream, cluster, cooperative):
+        """(CUlaunchConfig, whether launch may find this shape again by identity), cached."""
+        # Decided here, once per shape, rather than on every launch.
+        constant = cluster is None and not cooperative and _constant(grid) \
+            and _constant(block) and type(shared_mem) is int
         grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
         dev = state.device
         max_grid, max_block, max_threads = dev.limits()
@@ -240,10 +244,10 @@ class _Core:
         if len(state.configs) >= _MAX_CONFIGS:
             state.configs.clear()
         try:
-            state.configs[grid, block, shared_mem, stream, cluster, cooperative] = cfg
+            state.configs[grid, block, shared_mem, stream, cluster, cooperative] = cfg, constant
         except TypeError:  # an unhashable grid (a list): launchable, just not cached
             pass
-        return cfg
+        return cfg, constant
 
     def _stream_handle(self, state: _Launch, stream):
         if stream is None:

@@ -18,7 +18,7 @@ def alloc(nbytes: int, device=None) -> DeviceBuffer:
     if nbytes < 0:
         raise ValueError(f"cannot allocate {nbytes} bytes")
     dev = as_device(device)
-    drv = activate(dev)
+    drv = activate(dev, owning=True)
     out = drv.ffi.new("CUdeviceptr *")
     driver.check(drv.cuMemAlloc_v2(out, max(nbytes, 1)),
                  f"cuMemAlloc ({nbytes} bytes on device {dev.ordinal})")

@@ -96,7 +96,7 @@ class Module:
     def _context_module(self, dev: Device):
         mod = self._per_device.get(dev.ordinal)
         if mod is None:
-            drv = activate(dev)
+            drv = activate(dev, owning=True)
             out = drv.ffi.new("CUmodule *")
             driver.check(drv.cuModuleLoadData(out, self._image(drv)), "cuModuleLoadData")
             mod = self._per_device[dev.ordinal] = out[0]
@@ -129,7 +129,7 @@ class Module:
     def function(self, symbol: str, dev: Device):
         """The ``CUfunction`` of ``symbol`` in ``dev``'s primary context, loading as needed."""
         def resolve():
-            drv = activate(dev)
+            drv = activate(dev, owning=True)
             out = drv.ffi.new("CUfunction *")
             if self._use_library:
                 kernel = self._kernels.get(symbol)
@@ -162,7 +162,7 @@ class Module:
         from .memory import DeviceBuffer
 
         dev = as_device(device)
-        drv = activate(dev)
+        drv = activate(dev, owning=True)
         ptr, size = drv.ffi.new("CUdeviceptr *"), drv.ffi.new("size_t *")
         symbol = self.symbol(name).encode()
         if self._use_library:

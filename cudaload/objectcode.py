@@ -13,7 +13,6 @@ KINDS = ("cubin", "ptx", "fatbin")
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"
 _PTX_TARGET = re.compile(rb"^\s*\.target\s+(sm_\w+)", re.M)
 _PTX_VERSION = re.compile(rb"^\s*\.version\s+\d", re.M)
-_loading = threading.Lock()
 
 
 class ObjectCode:
@@ -31,9 +30,9 @@ class ObjectCode:
         self.cached = cached
         # (program, arch, output, key) when a Program made it: what a refused load recompiles
         self._origin = origin
-        # [Module or None], shared with the copies _as makes (the memory cache's among them), so
-        # code compiled once is loaded once however many kernels are made from it.
-        self._module = module if module is not None else [None]
+        # [Module or None, its lock], shared with the copies _as makes (the memory cache's among
+        # them), so code compiled once is loaded once however many kernels are made from it.
+        self._module = module if module is not None else [None, threading.Lock()]
 
     def __repr__(self) -> str:
         via = f", cached={self.cached!r}" if self.cached else ""
@@ -91,11 +90,13 @@ class ObjectCode:
         objects are gone.  ``cudaload.Module(obj)`` loads a separate copy."""
         module = self._module[0]
         if module is None:
-            with _loading:
+            from . import driver
+            from .module import Module
+
+            driver.init()  # in a forked child: ForkedProcessError, before a lock the parent held
+            with self._module[1]:  # one load per code; other code loads meanwhile
                 module = self._module[0]
                 if module is None:
-                    from .module import Module
-
                     module = self._module[0] = Module(self)
         return module
 

@@ -28,7 +28,7 @@ class Stream:
 
     def __init__(self, device=None, *, priority: int | None = None, non_blocking: bool = True):
         self.device = as_device(device)
-        drv = activate(self.device)
+        drv = activate(self.device, owning=True)
         out = drv.ffi.new("CUstream *")
         flags = _CU_STREAM_NON_BLOCKING if non_blocking else 0
         if priority is None:
@@ -69,7 +69,9 @@ class Stream:
         index = getattr(obj, "device_id", None)  # cupy
         if index is None:
             index = getattr(getattr(obj, "device", None), "index", None)  # torch
-        if type(index) is int:  # not a str's .index method, nor another library's device object
+        # An int only (not a str's .index method, nor another library's device object), and not
+        # the -1 CuPy gives its null and external streams: those take ``device``.
+        if type(index) is int and index >= 0:
             device = index
         stream = cls.__new__(cls)
         stream.device = as_device(device)
@@ -110,7 +112,7 @@ class Event:
 
     def __init__(self, device=None, *, timing: bool = True):
         self.device = as_device(device)
-        drv = activate(self.device)
+        drv = activate(self.device, owning=True)
         out = drv.ffi.new("CUevent *")
         driver.check(drv.cuEventCreate(out, 0 if timing else _CU_EVENT_DISABLE_TIMING),
                      "cuEventCreate")

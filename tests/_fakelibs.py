@@ -104,7 +104,11 @@ int cuLaunchKernelEx(const Config *c, void *f, void **params, void **extra) {
     for (int i = 0; i < nparams; i++) memcpy(params_seen + offsets[i], params[i], sizes[i]);
     return ++launches, 0;
 }
-int cuMemAlloc_v2(unsigned long long *p, size_t n) { *p = next_address; next_address += (n + 255) & ~255ULL; return 0; }
+static void *alloc_context;  /* the context current at the last allocation */
+int cuMemAlloc_v2(unsigned long long *p, size_t n) {
+    alloc_context = current; *p = next_address; next_address += (n + 255) & ~255ULL; return 0;
+}
+void *fake_alloc_context(void) { return alloc_context; }
 int cuMemFree_v2(unsigned long long p) { return 0; }
 int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) { return 0; }
 int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n) { memset(dst, 0xab, n); return 0; }

@@ -104,4 +104,4 @@ def test_demo_on_a_gpu_newer_than_nvrtc_compiles_ptx_for_it():
         sys.exit(cli.main(["demo"]))
     """, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert "PTX for compute_" in proc.stdout and ", PTX for sm_" in proc.stdout, proc.stdout
+    assert proc.stdout.count("PTX for compute_") == 2, proc.stdout  # the oldest arch's, and this GPU's

@@ -145,14 +145,15 @@ def current():
     ctx = ctypes.c_void_p()
     fake.cuCtxGetCurrent(ctypes.byref(ctx))
     return ctx.value
+fake.fake_alloc_context.restype = ctypes.c_void_p
 cudaload.alloc(16)
 ours = current()
 fake.cuCtxSetCurrent(ctypes.c_void_p(0x9000))  # as torch.cuda.set_device would, in this thread
 cudaload.alloc(16)
-out["contexts"] = [ours, current()]
+out["contexts"] = [ours, fake.fake_alloc_context()]
 """)
-    ours, after = out["contexts"]
-    assert ours == after == 0x1000  # the device's primary context, bound again
+    ours, allocated_in = out["contexts"]
+    assert ours == allocated_in == 0x1000  # the device's primary context, bound again first
 
 
 def test_a_foreign_stream_of_another_device_is_refused_before_the_launch(recording_driver):

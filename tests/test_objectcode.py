@@ -59,12 +59,16 @@ def test_load_hands_the_object_to_module(real_code, monkeypatch):
     import sys
     import types
 
+    from cudaload import driver
+
     made = []
     fake = types.ModuleType("cudaload.module")
     fake.Module = lambda o: made.append(o) or "module"
     monkeypatch.setitem(sys.modules, "cudaload.module", fake)
+    monkeypatch.setattr(driver, "init", lambda: None)  # no driver here
     obj = ObjectCode.from_bytes(real_code[0], "cubin")
     assert obj.load() == "module" and made == [obj]
+    assert obj._as("memory").load() == "module" and made == [obj]  # a copy shares the load
     assert json.dumps(obj.lowered_names) == "{}"
 
 

@@ -54,12 +54,14 @@ def test_mangled_names(mangled, types):
 _SCALARS = ["int", "unsigned int", "float", "double", "long long", "unsigned long long", "char",
             "signed char", "unsigned char", "short", "unsigned short", "bool", "long",
             "unsigned long"]
-_CLASSES = ["ns::A", "ns::B", "ns::in::C", "W<int>", "W<float>", "ns::V<ns::A>", "E", "ns::F"]
+_CLASSES = ["ns::A", "ns::B", "ns::in::C", "W<int>", "W<float>", "ns::V<ns::A>", "E", "ns::F",
+            "std::mine<int>::in", "std::mine<float>", "std::box"]
 _PRELUDE = """
 namespace ns { struct A { int x; }; struct B { float y; }; namespace in { struct C { char c; }; }
                template <class T> struct V { T t; }; enum class F : int { f }; }
 template <class T> struct W { T w; };
 enum E { e };
+namespace std { template <class T> struct mine { struct in { int v; }; T t; }; struct box { int b; }; }
 """
 
 
