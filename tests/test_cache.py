@@ -641,6 +641,7 @@ def test_clear_leaves_no_descriptor_open(cache_dir):
 def test_cache_imports_where_os_has_no_fork_hooks(cache_dir):
     out = run_py("""
         import os
+        import random, tempfile, threading  # the standard library's own hooks, registered first
         del os.register_at_fork  # as on Windows
         import cudaload.availability, cudaload.kernel, cudaload.memory, cudaload.program
         from cudaload import cache
