@@ -164,6 +164,7 @@ class CupyLikeStream:  # what the kernel reads of a CuPy stream: its handle and 
 k = Program('extern "C" __global__ void k(int n) {}').compile().load().get_kernel("k")
 layout((0, 4))
 k(1, 1, (1,), stream=CupyLikeStream(0x5000, 0))
+k(1, 1, (1,), stream=CupyLikeStream(0, -1))  # CuPy's null stream names no device
 out["same_device"] = last(4)[0]
 try:
     k(1, 1, (2,), stream=CupyLikeStream(0x6000, 1))
@@ -172,7 +173,7 @@ except ValueError as err:
     out["other_device"] = str(err)
 out["launches"] = last(4)[0]
 """)
-    assert out["same_device"] == 1 and out["launches"] == 1
+    assert out["same_device"] == 2 and out["launches"] == 2
     assert "the stream is on device 1 but device 0 is current" in out["other_device"]
 
 
