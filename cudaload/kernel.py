@@ -72,8 +72,9 @@ class _Core:
         self._signature = signature
         self._source = source
         self._lock = threading.Lock()
-        self._tls = threading.local()  # .state: the calling thread's _Launch
-        self._by_device: dict[tuple[int, int], _Launch] = {}
+        # .state: the calling thread's _Launch for its current device; .states: its _Launch per
+        # device.  Thread-local, so a pool's finished threads take theirs with them.
+        self._tls = threading.local()
         self._functions: dict[int, object] = {}
         self._params: tuple | None = None
         self._from_source = False  # whether the C types came from reading the source
@@ -188,10 +189,13 @@ class _Core:
 
     def _prepare(self) -> _Launch:
         dev = current_device()
-        key = (threading.get_ident(), dev.ordinal)
-        state = self._by_device.get(key)
+        try:
+            states = self._tls.states
+        except AttributeError:
+            states = self._tls.states = {}
+        state = states.get(dev.ordinal)
         if state is None:
-            state = self._by_device[key] = _Launch(self, dev)
+            state = states[dev.ordinal] = _Launch(self, dev)
         else:
             activate(dev, owning=True)
             state.gen = generation[0]

@@ -217,3 +217,25 @@ out["no_graph"] = fake.fake_unloads()
 """)
     assert out["during"] == out["after_launch"] == 0
     assert out["after_graph"] == 1 and out["no_graph"] == 2
+
+
+def test_launch_state_of_finished_threads_is_released(recording_driver):
+    out = run(recording_driver, """
+import gc, threading
+from cudaload import kernel
+layout((0, 4))
+k = Program('extern "C" __global__ void k(int n) {}').compile().load().get_kernel("k")
+k(1, 1, (0,))
+def work(i):
+    k(1, 1, (i,))
+for round in range(4):  # a pool's threads come and go
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+gc.collect()
+out["states"] = sum(type(o) is kernel._Launch for o in gc.get_objects())
+out["launches"] = last(4)[0]
+""")
+    assert out["launches"] == 41 and out["states"] == 1  # the main thread's only
