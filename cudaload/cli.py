@@ -19,6 +19,9 @@ extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned int
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 when the command succeeded)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["compile"] and not {"-h", "--help"} & set(argv[1:]):
+        return _cmd_compile(argv[1:])  # nvcc's way: options before or after FILE, any NVRTC one
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -119,63 +122,93 @@ def _launch_saxpy() -> int:
 
 # --- compile, cache and precompile ---
 
+# cudaload's own options of ``compile`` (names, key, takes a value, help); as with nvcc they may
+# come before or after FILE, and every other word starting with "-" goes to NVRTC.
+_COMPILE_OPTIONS = (
+    (("--arch", "-arch", "--gpu-architecture"), "arch", True,
+     "e.g. sm_90 (default: this GPU, else NVRTC's newest)"),
+    (("--ptx", "-ptx"), "ptx", False, "emit PTX"),
+    (("--cubin", "-cubin"), "cubin", False,
+     "emit CUBIN (default: CUBIN where NVRTC knows the arch)"),
+    (("-o", "--output-file"), "out", True, "output file"),
+)
+_COMPILE_USAGE = ("cudaload compile FILE.cu [--arch sm_90] [--ptx|--cubin] [-o OUT] "
+                  "[nvrtc options...]")
+
+
 def _add_compile_parser(sub) -> None:
-    """Register ``cudaload compile``."""
+    """Register ``cudaload compile`` (for its help: :func:`main` reads its words itself)."""
     compile_ = sub.add_parser(
-        "compile", allow_abbrev=False, help="compile a .cu file to CUBIN or PTX, like nvcc --cubin/--ptx",
-        usage="cudaload compile FILE.cu [--arch sm_90] [--ptx|--cubin] [-o OUT] [nvrtc options...]",
+        "compile", allow_abbrev=False,
+        help="compile a .cu file to CUBIN or PTX, like nvcc --cubin/--ptx", usage=_COMPILE_USAGE,
         description="Options cudaload does not know (-DX=1, -I dir, -std=c++20, --use_fast_math, "
-                    "...) go to NVRTC. Without -o the output is FILE.cubin or FILE.ptx beside "
-                    "FILE.cu. The kernel cache is used and filled.")
-    _compile_arguments(compile_)
+                    "...) go to NVRTC, before or after FILE.cu. Without -o the output is "
+                    "FILE.cubin or FILE.ptx beside FILE.cu. The kernel cache is used and filled.")
+    for names, key, takes_value, text in _COMPILE_OPTIONS:
+        compile_.add_argument(*names, dest=key, help=text,
+                              **({"metavar": key.upper()} if takes_value else
+                                 {"action": "store_true"}))
     compile_.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    compile_.set_defaults(func=_cmd_compile)
+    compile_.set_defaults(func=lambda args: _cmd_compile(args.rest))
 
 
-def _compile_arguments(parser) -> None:
-    parser.add_argument("--arch", "-arch", "--gpu-architecture", dest="arch",
-                        help="e.g. sm_90 (default: this GPU, else NVRTC's newest)")
-    kind = parser.add_mutually_exclusive_group()
-    kind.add_argument("--ptx", "-ptx", dest="output", action="store_const", const="ptx",
-                      help="emit PTX")
-    kind.add_argument("--cubin", "-cubin", dest="output", action="store_const", const="cubin",
-                      help="emit CUBIN (default: CUBIN where NVRTC knows the arch)")
-    parser.add_argument("-o", "--output-file", dest="out", help="output file")
+def _compile_words(words) -> tuple[dict, list, list]:
+    """(cudaload's options, the files, NVRTC's options) of ``compile``'s words.  Raises
+    ValueError.  Only whole names are matched: "-c" is not taken for "-cubin"."""
+    from .options import split_cli
+
+    by_name = {name: (key, takes) for names, key, takes, _t in _COMPILE_OPTIONS for name in names}
+    own: dict = {}
+    files, nvrtc = [], []
+    words = iter(split_cli(words))  # NVRTC's "-I dir", "-D X": one word each
+    for word in words:
+        name, equals, value = word.partition("=")
+        if name not in by_name:
+            (nvrtc if word.startswith("-") else files).append(word)
+            continue
+        key, takes = by_name[name]
+        if not takes:
+            if equals:
+                raise ValueError(f"{name} takes no value")
+            value = True
+        elif not equals:
+            value = next(words, None)
+            if value is None:
+                raise ValueError(f"{name} needs a value")
+        own[key] = value
+    if own.get("ptx") and own.get("cubin"):
+        raise ValueError("give --ptx or --cubin, not both")
+    return own, files, nvrtc
 
 
-def _compile_options(args):
-    """The options given before the file, overridden by those given after it among NVRTC's."""
-    parser = argparse.ArgumentParser(prog="cudaload compile", add_help=False,
-                                     allow_abbrev=False)
-    _compile_arguments(parser)
-    parser.set_defaults(arch=args.arch, output=args.output, out=args.out)
-    return parser.parse_known_args(args.rest)
-
-
-def _cmd_compile(args) -> int:
+def _cmd_compile(words) -> int:
     import os
 
     from .errors import CompileError, CudaLoadError
-    from .options import split_cli
     from .program import Program
 
-    known, rest = _compile_options(args)
-    if not rest or rest[0].startswith("-"):
-        print("usage: cudaload compile FILE.cu [--arch sm_90] [--ptx|--cubin] [-o OUT] "
-              "[nvrtc options...]", file=sys.stderr)
+    try:
+        own, files, nvrtc_options = _compile_words(words)
+        if len(files) != 1:
+            raise ValueError("give one FILE.cu" if not files else
+                             f"give one FILE.cu, not {len(files)} ({' '.join(files)}); options "
+                             "that take a separate value other than -I, -D, -U and -include are "
+                             "written -option=value")
+    except ValueError as err:
+        print(f"usage: {_COMPILE_USAGE}\ncudaload compile: {err}", file=sys.stderr)
         return 2
-    source = rest[0]
-    nvrtc_options = split_cli(rest[1:])
+    source = files[0]
+    output = "ptx" if own.get("ptx") else "cubin" if own.get("cubin") else "auto"
     try:
         program = Program.from_file(source, options=nvrtc_options, std=None)
-        obj = program.compile(arch=known.arch, output=known.output or "auto")
+        obj = program.compile(arch=own.get("arch"), output=output)
     except CompileError as err:
         print(err, file=sys.stderr)
         return 1
     except (CudaLoadError, OSError, ValueError) as err:
         print(f"cudaload compile: {err}", file=sys.stderr)
         return 1
-    out = known.out or os.path.splitext(source)[0] + "." + obj.kind
+    out = own.get("out") or os.path.splitext(source)[0] + "." + obj.kind
     try:
         with open(out, "wb") as f:
             f.write(obj.code)

@@ -310,3 +310,23 @@ def test_from_resource_follows_no_include_that_could_leave_the_package(tmp_path)
         print(json.dumps(sorted(includes.from_package("winpkg", "ops.cu")[1])))
     """)
     assert out == ["fine.cuh"]
+
+
+def test_compile_command_takes_options_before_or_after_the_file_as_nvcc_does(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" __global__ void k(float *x) { x[0] = W; }\n')
+    cli = "import sys; from cudaload.cli import main; sys.exit(main(sys.argv[1:]))"
+
+    def run(*args):
+        argv = ["compile", *args]
+        return run_py(f"import sys; sys.argv[1:] = {argv!r}\n{cli}", check=False)
+
+    proc = run("-D", "W=2.0f", "-arch", "sm_80", "--ptx", "-o", str(tmp_path / "a.ptx"), str(src))
+    assert proc.returncode == 0, proc.stderr
+    assert b".target sm_80" in (tmp_path / "a.ptx").read_bytes()
+    proc = run(str(src), "-DW=1.0f", "-c")  # "-c" is no abbreviation of -cubin: NVRTC's to judge
+    assert proc.returncode == 1 and "-c" in proc.stderr and "Next step" in proc.stderr
+    proc = run(str(src), str(src))
+    assert proc.returncode == 2 and "give one FILE.cu, not 2" in proc.stderr
+    proc = run("--ptx", "--cubin", str(src))
+    assert proc.returncode == 2 and "not both" in proc.stderr
