@@ -189,23 +189,23 @@ def test_recompile_after_refusal_gives_loadable_code():
     assert out["foreign"] is None
 
 
+def compile_command(*args):
+    """``cudaload compile ARGS`` in a fresh interpreter."""
+    cli = "import sys; from cudaload.cli import main; sys.exit(main(sys.argv[1:]))"
+    return run_py(f"import sys; sys.argv[1:] = {['compile', *args]!r}\n{cli}", check=False)
+
+
 def test_cli_compile_like_nvcc(tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('#include "v.cuh"\nextern "C" __global__ void k(float *x) { x[0] = V; }\n')
     (tmp_path / "v.cuh").write_text("#define V W\n")
-    cli = "import sys; from cudaload.cli import main; sys.exit(main(sys.argv[1:]))"
-
-    def run(*args, check=True):
-        argv = ["compile", *args]
-        return run_py(f"import sys; sys.argv[1:] = {argv!r}\n{cli}", check=check)
-
-    run(str(src), "--arch", "sm_90", "-D", "W=2.0f")
+    assert compile_command(str(src), "--arch", "sm_90", "-D", "W=2.0f").returncode == 0
     assert (tmp_path / "k.cubin").read_bytes()[:4] == b"\x7fELF"
-    run("--ptx", str(src), "-DW=1.0f", "-o", str(tmp_path / "out.ptx"))
+    assert compile_command("--ptx", str(src), "-DW=1.0f", "-o", str(tmp_path / "out.ptx")).returncode == 0
     assert b".entry k" in (tmp_path / "out.ptx").read_bytes()
-    failed = run(str(src), "--arch", "sm_90", check=False)  # W undefined
+    failed = compile_command(str(src), "--arch", "sm_90")  # W undefined
     assert failed.returncode == 1 and 'identifier "W" is undefined' in failed.stderr
-    assert run(check=False).returncode == 2
+    assert compile_command().returncode == 2
 
 
 def test_a_new_kernel_in_a_new_process_loads_the_remembered_nvrtc_without_searching(tmp_path):
@@ -275,20 +275,14 @@ def test_arch_spellings_compile_requests():
 def test_compile_command_input_errors_are_one_line(tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('extern "C" __global__ void k(float *x) { x[0] = 1; }\n')
-    cli = "import sys; from cudaload.cli import main; sys.exit(main(sys.argv[1:]))"
-
-    def run(*args):
-        argv = ["compile", *args]
-        return run_py(f"import sys; sys.argv[1:] = {argv!r}\n{cli}", check=False)
-
     for out, words in ((tmp_path / "no" / "such" / "k.cubin", "No such file"),
                        (tmp_path, "Is a directory")):
-        proc = run(str(src), "--arch", "sm_80", "-o", str(out))
+        proc = compile_command(str(src), "--arch", "sm_80", "-o", str(out))
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
         assert f"cannot write {out}: {words}" in proc.stderr and "Next step" in proc.stderr
-    proc = run(str(src), "--arch", "sm_900")
+    proc = compile_command(str(src), "--arch", "sm_900")
     assert proc.returncode == 1 and "Did you mean sm_90?" in proc.stderr
-    proc = run(str(src), "--arch", "compute_80", "-o", str(tmp_path / "v.out"))
+    proc = compile_command(str(src), "--arch", "compute_80", "-o", str(tmp_path / "v.out"))
     assert proc.returncode == 0 and (tmp_path / "v.out").read_bytes().lstrip().startswith(b"//")
 
 
@@ -315,18 +309,12 @@ def test_from_resource_follows_no_include_that_could_leave_the_package(tmp_path)
 def test_compile_command_takes_options_before_or_after_the_file_as_nvcc_does(tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('extern "C" __global__ void k(float *x) { x[0] = W; }\n')
-    cli = "import sys; from cudaload.cli import main; sys.exit(main(sys.argv[1:]))"
-
-    def run(*args):
-        argv = ["compile", *args]
-        return run_py(f"import sys; sys.argv[1:] = {argv!r}\n{cli}", check=False)
-
-    proc = run("-D", "W=2.0f", "-arch", "sm_80", "--ptx", "-o", str(tmp_path / "a.ptx"), str(src))
+    proc = compile_command("-D", "W=2.0f", "-arch", "sm_80", "--ptx", "-o", str(tmp_path / "a.ptx"), str(src))
     assert proc.returncode == 0, proc.stderr
     assert b".target sm_80" in (tmp_path / "a.ptx").read_bytes()
-    proc = run(str(src), "-DW=1.0f", "-c")  # "-c" is no abbreviation of -cubin: NVRTC's to judge
+    proc = compile_command(str(src), "-DW=1.0f", "-c")  # "-c" is no abbreviation of -cubin: NVRTC's to judge
     assert proc.returncode == 1 and "-c" in proc.stderr and "Next step" in proc.stderr
-    proc = run(str(src), str(src))
+    proc = compile_command(str(src), str(src))
     assert proc.returncode == 2 and "give one FILE.cu, not 2" in proc.stderr
-    proc = run("--ptx", "--cubin", str(src))
+    proc = compile_command("--ptx", "--cubin", str(src))
     assert proc.returncode == 2 and "not both" in proc.stderr
