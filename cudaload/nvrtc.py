@@ -98,7 +98,7 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         if rc in (_COMPILATION, _INVALID_OPTION):
             hint = _HINT_INVALID_OPTION if rc == _INVALID_OPTION else (
                 _HINT_NAME_EXPRESSION.format(", ".join(name_expressions))
-                if "__nv_name_map" in log else _HINT_INCLUDE if "cannot open source file" in log
+                if "__nv_name_map" in log else _HINT_INCLUDE if _MISSING_INCLUDE.search(log)
                 else "")
             raise CompileError(format_compile_error(name, source, options, log, describe(rc), hint),
                                log=log, source=source, options=options, name=name, code=rc)
@@ -159,22 +159,30 @@ def _read(ffi, lib, prog, size_fn: str, get_fn: str, raw: bool = False):
     return data if raw else data.decode(errors="replace")
 
 
-_LOG_LINE = re.compile(r"\((\d+)\): (?:error|warning|catastrophic error)")
+_LOG_LINE = re.compile(r"^(.*)\((\d+)\): (?:error|warning|catastrophic error)", re.M)
+# NVRTC's wordings, with and without folders to search
+_MISSING_INCLUDE = re.compile(r"(?:cannot|could not) open source file")
 
 
 _HINT_INVALID_OPTION = ("Next step: fix or remove the option the log names; NVRTC's options are "
                         "listed at https://docs.nvidia.com/cuda/nvrtc/#supported-compile-options")
 _HINT_INCLUDE = ("Next step: pass the folder as Program(include_paths=...) or the file's text as "
-                 "headers={name: text}; CUDA's own headers are found without either")
+                 "headers={name: text}; CUDA's own headers (cuda_fp16.h, cuda/std/...) come from "
+                 "the nvidia-cuda-runtime and nvidia-cuda-cccl wheels or a CUDA toolkit: "
+                 "`cudaload doctor` says which header folders were found")
 _HINT_NAME_EXPRESSION = ("Next step: each name expression ({}) must name a __global__ function or "
                          "template instantiation declared in the source, e.g. 'scale<float>'")
 
 
 def format_compile_error(name: str, source: str, options, log: str, reason: str,
                          hint: str = "") -> str:
-    """The message of a failed compilation: the log, then each source line it points at, numbered."""
-    lines = source.splitlines()
-    wanted = sorted({int(m.group(1)) for m in _LOG_LINE.finditer(log)})
+    """The message of a failed compilation: the log, then each source line it points at, numbered
+    (lines of the program itself, not of the headers it includes)."""
+    lines = source.split("\n")  # as NVRTC counts them: a form feed or U+2028 is no line break
+    if lines[-1] == "":
+        lines.pop()
+    wanted = sorted({int(m.group(2)) for m in _LOG_LINE.finditer(log)
+                     if m.group(1).strip() == name})
     shown = []
     for number in wanted:
         for n in range(max(1, number - 2), min(len(lines), number + 2) + 1):

@@ -98,3 +98,30 @@ except CompileError as err:
 """)
     assert result is not None and result[0] == 5
     assert "no-such-option" in result[1]
+
+
+def test_error_excerpt_shows_only_lines_of_the_program_counted_as_nvrtc_counts():
+    out = run_json(r'''
+        import json
+        from cudaload import Program, CompileError
+        src = '#include "util.h"\n// a form feed \f here, and \u2028 here\n__device__ int x = nope;\n'
+        try:
+            Program(src, headers={"util.h": "__device__ int a = bad1;\n"}).compile(arch=90)
+        except CompileError as err:
+            print(json.dumps(str(err)))
+    ''')
+    marked = [line for line in out.splitlines() if line.startswith(">")]
+    assert marked == ["> 3 | __device__ int x = nope;"], out  # not line 1, where util.h's error is
+    assert 'util.h(1): error: identifier "bad1" is undefined' in out
+
+
+def test_a_missing_cuda_header_says_where_cuda_headers_come_from():
+    out = run_json(r'''
+        import json
+        from cudaload import Program, CompileError
+        try:
+            Program('#include <no_such_cuda_header.h>\n').compile(arch=90)
+        except CompileError as err:
+            print(json.dumps(str(err)))
+    ''')
+    assert "include_paths" in out and "nvidia-cuda-runtime" in out and "cudaload doctor" in out
