@@ -37,7 +37,7 @@ import warnings
 from . import _locking, _writes
 from .objectcode import ObjectCode
 
-__all__ = ["FORMAT", "MEMORY", "CacheWarning", "directory", "entries", "enabled", "lookup", "store",
+__all__ = ["FORMAT", "MEMORY", "OFF", "CacheWarning", "directory", "entries", "enabled", "lookup", "store",
            "lock", "evict", "encode", "decode", "info", "clear", "prune", "write_atomic"]
 
 FORMAT = 1
@@ -48,6 +48,7 @@ STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a cr
 
 # (program digest, arch as asked, output as asked) -> ObjectCode with .cached == "memory".
 MEMORY: dict = {}
+OFF = ""  # as the folder of lookup() and lock(): this entry is not kept on disk
 
 
 class CacheWarning(UserWarning):
@@ -145,9 +146,10 @@ def decode(data: bytes) -> ObjectCode | None:
 
 def lookup(key: str, folder: str | None = None) -> ObjectCode | None:
     """The entry stored under ``key``, or None (absent, unreadable, corrupt, or cache off).
-    ``folder``: what :func:`entries` returned, if the caller has it."""
-    folder = folder or entries()
+    ``folder``: what :func:`entries` returned, if the caller has it; :data:`OFF` for none."""
     if folder is None:
+        folder = entries()
+    if not folder:
         return None
     path = _path(key, folder=folder)
     if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
@@ -198,8 +200,9 @@ def lock(key: str, folder: str | None = None):
 
     After ``publish`` the write and the unlock are left to the worker thread (see _writes.py).
     """
-    folder = folder or entries()
     if folder is None:
+        folder = entries()
+    if not folder:
         yield _discard
         return
     try:

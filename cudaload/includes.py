@@ -13,14 +13,21 @@ import os
 import posixpath
 import re
 
-__all__ = ["scan", "from_paths", "from_package"]
+__all__ = ["scan", "computed", "from_paths", "from_package"]
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_COMPUTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[^<"\s]', re.M)  # #include MACRO
 
 
 def scan(text: str) -> list[tuple[bool, str]]:
     """(quoted, name) of each ``#include`` line of ``text``, in order."""
     return [(m.group(1) == '"', m.group(2).strip()) for m in _INCLUDE.finditer(text)]
+
+
+def computed(texts) -> bool:
+    """Whether any of ``texts`` includes a file named by a macro, which only NVRTC's
+    preprocessor can resolve."""
+    return any(_COMPUTED.search(text) for text in texts)
 
 
 def from_paths(source: str, headers: dict, include_paths, base_dir: str | None = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["build", "strings", "Arch", "parse_arch", "split_cli"]
+__all__ = ["build", "strings", "include_inputs", "Arch", "parse_arch", "split_cli"]
 
 
 def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=(),
@@ -120,6 +120,19 @@ def parse_arch(arch) -> Arch:
     if not isinstance(arch, list):
         _parsed[arch] = result
     return result
+
+
+def include_inputs(options) -> tuple[list[str], list[str]]:
+    """(folders NVRTC searches for includes, files it includes before the source) named by an
+    option list, in order: what besides the source can change what NVRTC compiles."""
+    folders, first = [], []
+    for option in options:
+        for prefix, into in (("--include-path=", folders), ("-I", folders),
+                             ("--pre-include=", first), ("-include=", first)):
+            if option.startswith(prefix):
+                into.append(option[len(prefix):])
+                break
+    return folders, first
 
 
 # Options that take their value as the next word on a command line but must reach NVRTC as one.

@@ -60,7 +60,19 @@ class Program:
             raise ValueError("give the architecture to compile(arch=...), not as an option")
         self.name_expressions = _options.strings(name_expressions, "name_expressions",
                                                  "('scale<float>',)")
-        files = includes.from_paths(self.source, self.headers, self.include_paths)
+        # Every file NVRTC may read belongs in the key: what the include folders of the final
+        # options hold (include_paths and -I/--include-path alike), the files pre-included by
+        # option, and quoted includes beside the program, which NVRTC looks for in the folder
+        # of its name (the current folder for a bare name).
+        folders, first = _options.include_inputs(self.options)
+        scanned = "".join(f'#include "{f}"\n' for f in first) + self.source
+        files = includes.from_paths(scanned, self.headers, folders,
+                                    base_dir=os.path.dirname(os.path.abspath(self.name)))
+        # A file named by a macro cannot be found without preprocessing, so its contents cannot
+        # be in the key: such a program is compiled on every compile() call, and kept in neither
+        # cache.
+        self._cacheable = not includes.computed(
+            [self.source, *self.headers.values(), *(d.decode(errors="replace") for _p, d in files)])
         self._digest = _hash("program", self.name, self.source,
                              *[x for item in sorted(self.headers.items()) for x in item],
                              "options", *self.options, "names", *self.name_expressions,
@@ -122,7 +134,7 @@ class Program:
         tc = toolchain.current()
         if explicit:
             _check_plausible(arch, tc)
-        folder = cache.entries()
+        folder = cache.entries() if self._cacheable else cache.OFF
         while True:
             kind, target = _choose(tc, arch, _virtual(arch, output))
             key = self._key(tc, kind, target)
@@ -140,7 +152,8 @@ class Program:
                     publish(obj)
             break
         obj._origin = (self, arch, output, key)
-        cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
+        if self._cacheable:
+            cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
         return obj
 
     def _key(self, tc: toolchain.Toolchain, kind: str, target: Arch) -> str:

@@ -648,3 +648,49 @@ def test_cache_imports_where_os_has_no_fork_hooks(cache_dir):
         print("imported", cache.enabled())
     """)
     assert out.stdout.split() == ["imported", "True"], out.stderr
+
+
+# --- every file NVRTC reads is in the key -------------------------------------------------------
+
+_INCLUDED = r"""
+import json, os, sys
+from cudaload import Program
+case, folder = sys.argv[1], sys.argv[2]
+inc = os.path.join(folder, "inc")
+body = 'extern "C" __global__ void k(int *p) { *p = VAL; }\n'
+os.chdir(folder)
+program = {
+    "-I option": lambda: Program('#include "v1.h"\n' + body, options=("-I" + inc,)),
+    "--include-path": lambda: Program('#include "v2.h"\n' + body, options=("--include-path=" + inc,)),
+    "--pre-include": lambda: Program(body, options=("--pre-include=" + os.path.join(inc, "v3.h"),)),
+    "#include MACRO": lambda: Program('#define H "v4.h"\n#include H\n' + body, include_paths=(inc,)),
+    "beside a bare name": lambda: Program('#include "v5.h"\n' + body),
+    "beside the named file": lambda: Program('#include "v6.h"\n' + body,
+                                             name=os.path.join(inc, "k.cu")),
+}[case]()
+obj = program.compile(arch=90, output="ptx")
+again = program.compile(arch=90, output="ptx")
+print(json.dumps({"cached": obj.cached, "again": again.cached,
+                  "value": 222 if b"222" in obj.code else 111 if b"111" in obj.code else None}))
+"""
+_WHERE = {"-I option": "inc/v1.h", "--include-path": "inc/v2.h", "--pre-include": "inc/v3.h",
+          "#include MACRO": "inc/v4.h", "beside a bare name": "v5.h",
+          "beside the named file": "inc/v6.h"}
+
+
+@pytest.mark.parametrize("case", list(_WHERE))
+def test_an_edited_file_nvrtc_includes_is_compiled_again(cache_dir, tmp_path, case):
+    (tmp_path / "inc").mkdir()
+    header = tmp_path / _WHERE[case]
+    run = lambda: run_json(f"import sys; sys.argv[1:] = [{case!r}, {str(tmp_path)!r}]\n"
+                           + _INCLUDED)
+    header.write_text("#define VAL 111\n")
+    first = run()
+    header.write_text("#define VAL 222\n")
+    second = run()
+    assert first["value"] == 111 and second["value"] == 222, (first, second)
+    if case == "#include MACRO":  # only NVRTC's preprocessor knows the file: never cached
+        assert second["cached"] is None and second["again"] is None
+    else:
+        assert second["cached"] is None and second["again"] == "memory"
+        assert run()["cached"] == "disk"  # unchanged, it is a disk hit again
