@@ -162,7 +162,7 @@ def breakdown(k, args, s, n, repeats):
 
     k(1, 1, args, stream=s)
     state = k._core._tls.state
-    cfg = state.configs[1, 1, 0, s, None, False]
+    cfg, _by_identity = state.configs[1, 1, 0, s, None, False]
     func, ptrs, null, launch, pack = state.func, state.pointers, state.null, state.launch, state.pack
     configs = state.configs
     drv = driver.api()

@@ -477,7 +477,8 @@ def launch_section(res: dict, targets: Targets) -> tuple[list[str], dict | None]
         bd = data.get("cudaload_breakdown_us") or {}
         if bd:
             lines += ["Where a cudaload launch spends its time:", ""]
-            lines += table(["part", "µs"], [[k, fmt(_num(v), 3)] for k, v in bd.items()])
+            lines += table(["part", "µs"], [[k, fmt(_num(v), 3) if _num(v) is not None
+                                               else f"not measured: {v}"] for k, v in bd.items()])
     series = {"floor": floor,
               "apis": {label: _num(us.get(key)) for key, label in LAUNCH_APIS},
               "by_args": {labels[fw]: [_num(_launch_value(us, fw + suffix))

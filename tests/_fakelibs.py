@@ -82,6 +82,11 @@ int cuLibraryUnload(void *lib) { ++unloads; return 0; }
 int fake_unloads(void) { return unloads; }
 int cuStreamCreate(void **s, unsigned flags) { *s = (void *)0x5000; return 0; }
 int cuStreamDestroy_v2(void *s) { return 0; }
+int cuStreamSynchronize(void *s) { return 0; }
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned smem, void *s, void **params, void **extra) {
+    return ++launches, 0;
+}
 int cuStreamBeginCapture_v2(void *s, int mode) { return 0; }
 int cuStreamEndCapture(void *s, void **graph) { *graph = (void *)0x8000; return 0; }
 int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {

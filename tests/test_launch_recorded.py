@@ -13,7 +13,7 @@ import struct
 import pytest
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests.conftest import run_json
+from tests.conftest import ROOT, run_json
 
 pytest.importorskip("numpy")
 
@@ -239,3 +239,21 @@ out["states"] = sum(type(o) is kernel._Launch for o in gc.get_objects())
 out["launches"] = last(4)[0]
 """)
     assert out["launches"] == 41 and out["states"] == 1  # the main thread's only
+
+
+def test_the_launch_benchmark_breakdown_still_reads_the_launch_state(recording_driver):
+    # bench/launch_bench.py times each step of the hot path by reaching into the kernel's
+    # launch state; a change there must not silently turn the breakdown into an error.
+    out = run(recording_driver, f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r} + "/bench")
+import launch_bench
+launch_bench.SETTLE_S = 0.0
+layout((0, 8), (8, 4))
+k = Program('extern "C" __global__ void k(float *x, int n) {{}}').compile().load().get_kernel("k")
+out["breakdown"] = launch_bench.breakdown(k, (cudaload.alloc(8), 1), cudaload.Stream(), 50, 2)
+""")
+    parts = out["breakdown"]
+    assert set(parts) >= {"config_lookup", "pack_and_convert", "cffi_cuLaunchKernelEx_alone",
+                          "full_launch"}
+    assert all(isinstance(v, float) and v > 0 for v in parts.values()), parts
