@@ -80,3 +80,34 @@ def test_programs_list_every_kernel_and_compile_without_a_gpu(op, tmp_path):
     assert len(out) == 3 and all(kind == "cubin" and arch == "sm_80" for kind, arch, _ in out)
     names = sorted(n for _k, _a, lowered in out for n in lowered)
     assert any("__half" in n for n in names) and any("double" in n for n in names)
+
+
+def test_the_fallback_refuses_what_the_gpu_path_refuses_and_typed_bytes_stay_typed():
+    out = run_json(r'''
+        import json
+        import numpy as np
+        import gpuops
+        from gpuops import _arrays
+        got = {}
+        for name, call in (
+                ("broadcast", lambda: gpuops.add(np.ones(3, np.float32), np.ones((2, 3), np.float32))),
+                ("promote", lambda: gpuops.mul(np.ones(3, np.float32), np.ones(3, np.float64)))):
+            try:
+                call()
+                got[name] = None
+            except ValueError as err:
+                got[name] = str(err)
+
+        class Int8Array:  # a typed 1-byte device array, as CuPy's int8
+            __cuda_array_interface__ = {"shape": (8,), "typestr": "|i1", "data": (4096, False),
+                                        "version": 3, "strides": None}
+        try:
+            _arrays.DeviceArray(Int8Array(), "float32")
+            got["int8"] = None
+        except TypeError as err:
+            got["int8"] = str(err)
+        print(json.dumps(got))
+    ''', env={"PYTHONPATH": f"{EXAMPLE}{os.pathsep}{ROOT}",
+              "CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    assert "does not broadcast" in out["broadcast"] and "does not broadcast" in out["promote"]
+    assert "float16, float32 and float64, not int8" in out["int8"]

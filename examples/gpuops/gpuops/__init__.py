@@ -108,12 +108,15 @@ def _dispatch(op, arrays, out, dtype, stream, scalars=()):
     hosts = [np.asarray(a, dtype=dtype) for a in arrays]
     for h in hosts:
         _arrays.supported(h.dtype)
+    _arrays.same_operands(op, [(h.shape, h.dtype) for h in hosts])
     if backend()[0] == "cuda":
         from . import _device
 
-        result = _on_device(op, [_device.upload(h) for h in hosts], None, stream, scalars)
+        # Copies in the order of the caller's stream: on another stream than the kernels, the
+        # download could read before they finish.
+        result = _on_device(op, [_device.upload(h, stream) for h in hosts], None, stream, scalars)
         value = _device.download(result, np.shape(hosts[0]) if op != "sum" else (),
-                                 hosts[0].dtype)
+                                 hosts[0].dtype, stream)
         value = value[()] if op == "sum" else value
     else:
         from . import _host

@@ -40,14 +40,16 @@ class DeviceArray:
         if strides is not None and tuple(strides) != _c_strides(shape, found.itemsize):
             raise ValueError("gpuops needs C-contiguous arrays; make a contiguous copy first "
                              "(cupy.ascontiguousarray(x), x.contiguous())")
-        if found not in DTYPES and dtype is not None and found.itemsize == 1:
-            # untyped bytes (a cudaload.DeviceBuffer): the caller's dtype says what they hold
+        untyped = type(obj).__module__.split(".")[0] == "cudaload"  # a DeviceBuffer: bytes
+        if untyped and found.itemsize == 1 and dtype is not None:
+            # the caller's dtype says what the bytes hold; a typed array (CuPy int8) is not
+            # reinterpreted
             want = supported(dtype)
             nbytes = int(np.prod(shape))
             if nbytes % want.itemsize:
                 raise ValueError(f"{nbytes} bytes do not hold a whole number of {want} values")
             found, shape = want, (nbytes // want.itemsize,)
-        elif found not in DTYPES and found.itemsize == 1:
+        elif untyped and found.itemsize == 1:
             raise TypeError(f"{type(obj).__name__} holds untyped bytes: pass dtype= "
                             "('float16', 'float32' or 'float64') to say what they are")
         else:
@@ -91,6 +93,16 @@ class DeviceArray:
 
             return torch.cuda.current_stream(self.obj.device).cuda_stream
         return None  # the legacy default stream, as cudaload.DeviceBuffer copies use
+
+
+def same_operands(op: str, operands) -> None:
+    """Raises ValueError unless the (shape, dtype) ``operands`` agree: gpuops does not broadcast
+    or promote, on the GPU or in its numpy fallback alike."""
+    first = operands[0]
+    for other in operands[1:]:
+        if tuple(other[0]) != tuple(first[0]) or other[1] != first[1]:
+            raise ValueError(f"{op}: operands differ: {tuple(first[0])} {first[1]} and "
+                             f"{tuple(other[0])} {other[1]} (gpuops does not broadcast)")
 
 
 def is_device(obj) -> bool:

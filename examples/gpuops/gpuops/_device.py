@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels
-from ._arrays import DTYPES, DeviceArray, check_out
+from ._arrays import DTYPES, DeviceArray, check_out, same_operands
 
 BLOCK = 256  # threads per block: a multiple of 32, as the block reductions need
 MAX_GRID = 4096  # elementwise kernels loop over the rest (grid-stride)
@@ -30,10 +30,7 @@ def result(first: DeviceArray, out, shape, dtype):
 def elementwise(op: str, arrays: list[DeviceArray], out, stream, scalars=()):
     """``op`` over same-shaped arrays, one output element per input element."""
     first = arrays[0]
-    for other in arrays[1:]:
-        if other.dtype != first.dtype or other.shape != first.shape:
-            raise ValueError(f"{op}: operands differ: {first.shape} {first.dtype} and "
-                             f"{other.shape} {other.dtype} (gpuops does not broadcast)")
+    same_operands(op, [(a.shape, a.dtype) for a in arrays])
     ret, o = result(first, out, first.shape, first.dtype)
     n = first.size
     if n:
@@ -87,22 +84,28 @@ def _keep_until_done(buffer, stream) -> None:
     _pending.append((event, buffer))
 
 
-def upload(array: np.ndarray) -> DeviceArray:
-    """A host array copied into new device memory (for numpy inputs when CUDA is available)."""
+def upload(array: np.ndarray, stream=None) -> DeviceArray:
+    """A host array copied into new device memory (for numpy inputs when CUDA is available), in
+    ``stream``'s order, so the kernels launched there after it see the data."""
     import cudaload
 
     array = np.ascontiguousarray(array)
     buf = cudaload.alloc(array.nbytes)
     if array.nbytes:
-        buf.copy_from_host(array)
+        buf.copy_from_host(array, stream=stream)
     view = DeviceArray(buf, array.dtype)
     view.shape = array.shape
     return view
 
 
-def download(obj, shape, dtype) -> np.ndarray:
-    """The contents of the cudaload buffer ``obj`` as a new numpy array."""
+def download(obj, shape, dtype, stream=None) -> np.ndarray:
+    """The contents of the cudaload buffer ``obj`` as a new numpy array, once the work queued on
+    ``stream`` before it is done."""
+    import cudaload
+
     host = np.empty(int(np.prod(shape)), dtype)  # 1-D: a 0-d array is no buffer for every API
     if host.nbytes:
-        obj.copy_to_host(host)
+        obj.copy_to_host(host, stream=stream)
+    if stream is not None:
+        cudaload.Stream.from_handle(stream).synchronize()
     return host.reshape(shape)
