@@ -101,11 +101,26 @@ def _selector() -> str:
 
 
 def _stat_id(path: str) -> list | None:
+    """What says a file is the same one: with the inode and the change time, a file replaced
+    or rewritten with its size and modification time kept (cp -p, rsync -t) is not."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_size, st.st_mtime_ns]
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def _search_stamp() -> list | None:
+    """What steers a fresh search for NVRTC besides the files found: the folders wheels are
+    installed into (installing one changes them) and the variables cuda.pathfinder reads.  A
+    remembered NVRTC found elsewhere is not used once a wheel may have come."""
+    if os.environ.get("CUDALOAD_LIBNVRTC"):
+        return None
+    import site
+
+    folders = [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
+    return [[folder, _stat_id(folder)] for folder in folders] + [
+        os.environ.get(name) for name in ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX")]
 
 
 def _header_identity(name: str, path: str) -> str | None:
@@ -130,7 +145,7 @@ def _entries(record: dict) -> dict:
 def _from_record(record: dict) -> Toolchain | None:
     try:
         entry = record["nvrtc"][_selector()]
-        if _stat_id(entry["path"]) != entry["stat"]:
+        if _stat_id(entry["path"]) != entry["stat"] or entry.get("search") != _search_stamp():
             return None
         headers = []
         for name, path, ident in entry["headers"]:
@@ -150,7 +165,8 @@ def _probe() -> Toolchain:
     known = (record.get("nvrtc") or {}).get(_selector()) if isinstance(record.get("nvrtc"), dict) \
         else None
     try:
-        remembered = known["path"] if _stat_id(known["path"]) == known["stat"] else None
+        remembered = known["path"] if _stat_id(known["path"]) == known["stat"] \
+            and known.get("search") == _search_stamp() else None
     except (KeyError, TypeError):
         remembered = None
     headers = _known_headers(known)
@@ -240,7 +256,7 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
     # The header folders are remembered per environment, as NVRTC is: each finds its own wheels.
     entry = {"path": tc.nvrtc_path, "stat": stat, "version": list(tc.version), "build": tc.build,
              "archs": list(tc.archs), "found_via": tc.found_via,
-             "headers": [list(h) for h in tc.headers]}
+             "headers": [list(h) for h in tc.headers], "search": _search_stamp()}
     if _entries(record).get(_selector()) == entry:
         return
     root = cache.directory()

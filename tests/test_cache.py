@@ -694,3 +694,32 @@ def test_an_edited_file_nvrtc_includes_is_compiled_again(cache_dir, tmp_path, ca
     else:
         assert second["cached"] is None and second["again"] == "memory"
         assert run()["cached"] == "disk"  # unchanged, it is a disk hit again
+
+
+def test_a_file_rewritten_with_its_size_and_time_kept_is_another_file(tmp_path):
+    from cudaload import toolchain
+
+    lib = tmp_path / "libnvrtc.so"
+    lib.write_bytes(b"a" * 64)
+    before = toolchain._stat_id(str(lib))
+    st = lib.stat()
+    time.sleep(0.01)
+    with open(lib, "r+b") as f:  # in place, as cp -p onto the file or a package cache would
+        f.write(b"b")
+    os.utime(lib, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = toolchain._stat_id(str(lib))
+    assert (after[0], after[1]) == (before[0], before[1]) and after != before
+
+
+def test_nvrtc_is_searched_again_once_a_wheel_may_have_been_installed(cache_dir):
+    probe = """
+        import json
+        from cudaload import _loader, toolchain
+        {patch}
+        toolchain.current(), toolchain.live()
+        print(json.dumps(_loader.loaded("nvrtc").found_via))
+    """
+    run_json(probe.format(patch=""))  # found by a search, and remembered
+    assert "remembered" in run_json(probe.format(patch=""))
+    changed = "toolchain._search_stamp = lambda: ['a wheel folder changed']"
+    assert "remembered" not in run_json(probe.format(patch=changed))
