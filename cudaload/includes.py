@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import stat
 
 __all__ = ["scan", "computed", "from_paths", "from_package"]
 
@@ -50,9 +51,11 @@ def from_paths(source: str, headers: dict, include_paths, base_dir: str | None =
                 if path in found:
                     break
                 try:
+                    if not stat.S_ISREG(os.stat(path).st_mode):
+                        continue  # a pipe or /dev/zero would block or never end: NVRTC's to judge
                     with open(path, "rb") as f:
                         data = f.read()
-                except OSError:
+                except (OSError, ValueError):  # ValueError: a NUL in the name
                     continue
                 found[path] = data
                 pending.append((data.decode(errors="replace"), os.path.dirname(path)))
@@ -71,7 +74,13 @@ def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
 
     def read(relative: str) -> str | None:
         node = root.joinpath(*relative.split("/"))
-        return node.read_text(encoding="utf-8") if node.is_file() else None
+        if not node.is_file():
+            return None
+        try:
+            return node.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{package}:{relative} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
+                             f"at offset {exc.start}); save it as UTF-8") from None
 
     text = read(resource)
     if text is None:

@@ -318,3 +318,19 @@ def test_compile_command_takes_options_before_or_after_the_file_as_nvcc_does(tmp
     assert proc.returncode == 2 and "give one FILE.cu, not 2" in proc.stderr
     proc = compile_command("--ptx", "--cubin", str(src))
     assert proc.returncode == 2 and "not both" in proc.stderr
+
+
+def test_includes_naming_a_device_or_a_nul_neither_hang_nor_raise_while_keying(tmp_path):
+    out = run_json(r'''
+        import json
+        from cudaload import Program
+        got = []
+        for name in ("/dev/zero", "/dev/stdin", "bad\0name.h"):
+            try:
+                Program('#include "%s"\nextern "C" __global__ void k() {}\n' % name)
+                got.append("keyed")
+            except Exception as exc:
+                got.append(type(exc).__name__)
+        print(json.dumps(got))
+    ''', timeout=60)
+    assert out == ["keyed"] * 3  # what NVRTC makes of them is its to say, at compile time
