@@ -43,6 +43,7 @@ def sh(*cmd):
         return f"unavailable: {exc}"
 counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 failed = []
+reported = True
 try:
     root = ET.parse(os.path.join(out, "junit.xml")).getroot()
     for suite in root.iter("testsuite"):
@@ -51,8 +52,9 @@ try:
     for case in root.iter("testcase"):
         if case.find("failure") is not None or case.find("error") is not None:
             failed.append(f"{case.get('classname')}::{case.get('name')}")
-except (OSError, ET.ParseError) as exc:
+except (OSError, ET.ParseError) as exc:  # pytest killed by its timeout, say: counts unknown
     failed.append(f"no junit report: {exc}")
+    reported = False
 bench = None
 try:
     with open(os.path.join(out, "launch_bench.json")) as f:
@@ -65,9 +67,10 @@ record = {
     "commit": os.environ.get("CUDALOAD_COMMIT") or sh("git", "rev-parse", "HEAD") or "unknown",
     "dirty": os.environ.get("CUDALOAD_DIRTY", "unknown"),
     "python": sys.version.split()[0],
-    "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],
-    "failed": counts["failures"] + counts["errors"],
-    "skipped": counts["skipped"],
+    "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
+    if reported else None,
+    "failed": counts["failures"] + counts["errors"] if reported else None,
+    "skipped": counts["skipped"] if reported else None,
     "failed_tests": failed,
     "pytest_exit": pytest_rc,
     "bench_exit": bench_rc,
@@ -75,6 +78,7 @@ record = {
 }
 with open(os.path.join(out, "result.json"), "w") as f:
     json.dump(record, f, indent=2)
-print(json.dumps({k: record[k] for k in ("gpu", "commit", "passed", "failed", "skipped")}))
+print(json.dumps({k: record[k] for k in ("gpu", "commit", "passed", "failed", "skipped",
+                                         "pytest_exit")}))
 PY
 [ "$PYTEST_RC" -eq 0 ] && [ "$BENCH_RC" -eq 0 ]

@@ -82,7 +82,9 @@ for wheel in wheels:
 PY
 
 # Every ELF file anywhere (none in the wheels; the CUBINs from the bundle) has no DT_NEEDED on a
-# CUDA library: CUBINs are loaded by the driver, never by the dynamic linker.
+# CUDA library: CUBINs are loaded by the driver, never by the dynamic linker.  (The wheels'
+# having no ELF file at all is the check above; this one covers what the bundle carries.)
+command -v readelf >/dev/null || { say "readelf is missing (binutils): cannot check" >&2; exit 1; }
 count=0
 while IFS= read -r -d '' f; do
     if [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ]; then
