@@ -515,7 +515,7 @@ def _ratio(r: float) -> str:
 
 
 def _fw_cell(c, unit: str, digits: int, floor: float | None, fw: str, row: str,
-             failures: list[str]) -> str:
+             failures: list[str], repeats=None) -> str:
     if not isinstance(c, dict):
         return "–"
     if "error" in c:
@@ -533,6 +533,9 @@ def _fw_cell(c, unit: str, digits: int, floor: float | None, fw: str, row: str,
     elif floor:
         text += f" ({_ratio(v / floor)})"
     note = c.get("note")
+    n = c.get("n")
+    if isinstance(n, int) and isinstance(repeats, int) and n < repeats:  # the time budget cut it
+        note = f"median of {n}" + (f"; {note}" if note else "")
     return text + (f"; {note}" if note else "")
 
 
@@ -558,7 +561,8 @@ def frameworks_section(res: dict) -> list[str]:
         if fl and fl.get("framework") != "c":
             label += f" (× {fl['framework']}" + (f" {fl['row'][:-3].replace('_', ' ')}"
                                                  if fl.get("row") != row else "") + ")"
-        table_rows.append([label] + [_fw_cell(cells.get(fw), unit, digits, floor, fw, row, failures)
+        table_rows.append([label] + [_fw_cell(cells.get(fw), unit, digits, floor, fw, row, failures,
+                                              data.get("repeats"))
                                      for fw, _ in FW_COLUMNS])
     for label, keys, floor_key in LAUNCH_ROWS:
         row = [label + " (launch_bench)"] + [
@@ -574,7 +578,8 @@ def frameworks_section(res: dict) -> list[str]:
         reps = data.get("repeats")
         lines += [
             f"One run, each framework in its own processes, interleaved; medians of {reps} "
-            f"repetitions{' after a warm-up one' if data.get('warmup') else ''}. In brackets, the "
+            f"repetitions{' after a warm-up one' if data.get('warmup') else ''} (a cell says "
+            "where the time budget allowed fewer). In brackets, the "
             "ratio to the floor of the same run: the raw C driver API (`bench/context_c.c`, "
             "`bench/launch_c.c`) for context, memory and launch rows; NVRTC called directly "
             "through cuda.bindings for the compile rows (the disk-hit row against its cold compile). "
