@@ -23,6 +23,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     fi
 fi
 export CUDALOAD_CACHE_DIR="${CUDALOAD_CACHE_DIR:-$(mktemp -d)}"
+rm -f "$OUT/junit.xml"  # an earlier run's report must not pass for this one's
 
 CUDALOAD_REQUIRE_GPU=1 timeout "${GPU_RUN_TEST_TIMEOUT:-1500}" python3 -m pytest -q -p no:cacheprovider tests/gpu tests \
     --junitxml="$OUT/junit.xml" >"$OUT/pytest.log" 2>&1

@@ -17,7 +17,9 @@ import stat
 __all__ = ["scan", "computed", "from_paths", "from_package"]
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-_COMPUTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[^<"\s]', re.M)  # #include MACRO
+# #include MACRO (not #include_next, not "..." or <...>)
+_COMPUTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]+[A-Za-z_]', re.M)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def scan(text: str) -> list[tuple[bool, str]]:
@@ -27,8 +29,8 @@ def scan(text: str) -> list[tuple[bool, str]]:
 
 def computed(texts) -> bool:
     """Whether any of ``texts`` includes a file named by a macro, which only NVRTC's
-    preprocessor can resolve."""
-    return any(_COMPUTED.search(text) for text in texts)
+    preprocessor can resolve (commented-out lines aside)."""
+    return any(_COMPUTED.search(_COMMENT.sub("", text)) for text in texts if "include" in text)
 
 
 def from_paths(source: str, headers: dict, include_paths, base_dir: str | None = None

@@ -61,18 +61,21 @@ class Program:
         self.name_expressions = _options.strings(name_expressions, "name_expressions",
                                                  "('scale<float>',)")
         # Every file NVRTC may read belongs in the key: what the include folders of the final
-        # options hold (include_paths and -I/--include-path alike), the files pre-included by
-        # option, and quoted includes beside the program, which NVRTC looks for in the folder
-        # of its name (the current folder for a bare name).
+        # options hold (include_paths and -I/--include-path alike), quoted includes beside the
+        # program, which NVRTC looks for in the folder of its name (the current folder for a
+        # bare name), and the files pre-included by option, which it looks for in the current
+        # folder first.
         folders, first = _options.include_inputs(self.options)
-        scanned = "".join(f'#include "{f}"\n' for f in first) + self.source
-        files = includes.from_paths(scanned, self.headers, folders,
+        files = includes.from_paths(self.source, self.headers, folders,
                                     base_dir=os.path.dirname(os.path.abspath(self.name)))
-        # A file named by a macro cannot be found without preprocessing, so its contents cannot
-        # be in the key: such a program is compiled on every compile() call, and kept in neither
-        # cache.
-        self._cacheable = not includes.computed(
-            [self.source, *self.headers.values(), *(d.decode(errors="replace") for _p, d in files)])
+        if first:
+            files = sorted(set(files) | set(includes.from_paths(
+                "".join(f'#include "{f}"\n' for f in first), self.headers, folders,
+                base_dir=os.getcwd())))
+        # A file the program names by a macro cannot be found without preprocessing, so its
+        # contents cannot be in the key: such a program is not kept on disk (in this process's
+        # memory it is, as long as the process lives).
+        self._on_disk = not includes.computed([self.source, *self.headers.values()])
         self._digest = _hash("program", self.name, self.source,
                              *[x for item in sorted(self.headers.items()) for x in item],
                              "options", *self.options, "names", *self.name_expressions,
@@ -134,7 +137,7 @@ class Program:
         tc = toolchain.current()
         if explicit:
             _check_plausible(arch, tc)
-        folder = cache.entries() if self._cacheable else cache.OFF
+        folder = cache.entries() if self._on_disk else cache.OFF
         while True:
             kind, target = _choose(tc, arch, _virtual(arch, output))
             key = self._key(tc, kind, target)
@@ -152,8 +155,7 @@ class Program:
                     publish(obj)
             break
         obj._origin = (self, arch, output, key)
-        if self._cacheable:
-            cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
+        cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
         return obj
 
     def _key(self, tc: toolchain.Toolchain, kind: str, target: Arch) -> str:
@@ -195,7 +197,8 @@ class Program:
             kind, target = "ptx", Arch((max(older), ""))
         obj = self._build(tc, kind, target, key)
         obj._origin = refused._origin
-        cache.store(key, obj)  # what this driver refused is replaced by what it can load
+        if self._on_disk:
+            cache.store(key, obj)  # what this driver refused is replaced by what it can load
         cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
         return obj
 

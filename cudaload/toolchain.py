@@ -97,7 +97,15 @@ def _selector() -> str:
     """Which remembered NVRTC applies: the override's, else the one a search from this Python
     environment found (environments share the cache folder, but each searches its own wheels)."""
     override = os.environ.get("CUDALOAD_LIBNVRTC")
-    return override if override else "search from " + sys.prefix
+    if override:
+        return override
+    # What a search depends on that may differ between processes of one environment has an
+    # entry of its own, so that such processes do not take turns invalidating one entry.
+    import site
+
+    steering = [f"{name}={os.environ[name]}" for name in ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX")
+                if os.environ.get(name)]
+    return " ".join(["search from", sys.prefix, *steering, "user site", site.getusersitepackages()])
 
 
 def _stat_id(path: str) -> list | None:
@@ -111,21 +119,21 @@ def _stat_id(path: str) -> list | None:
 
 
 def _search_stamp() -> list | None:
-    """What steers a fresh search for NVRTC besides the files found: the folders wheels are
-    installed into (installing one changes them) and the variables cuda.pathfinder reads.  A
+    """The state of the folders wheels are installed into (installing one changes them): a
     remembered NVRTC found elsewhere is not used once a wheel may have come."""
     if os.environ.get("CUDALOAD_LIBNVRTC"):
         return None
     import site
 
     folders = [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
-    return [[folder, _stat_id(folder)] for folder in folders] + [
-        os.environ.get(name) for name in ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX")]
+    return [[folder, _stat_id(folder)] for folder in folders]
 
 
 def _header_identity(name: str, path: str) -> str | None:
+    """Part of every kernel's cache key: size and modification time only, so that an identical
+    copy of the headers (an image layer, another host sharing the cache) keys the same."""
     folder, marker = _stat_id(path), _stat_id(os.path.join(path, _HEADER_SETS[name]))
-    return None if folder is None else json.dumps([folder[1], marker])
+    return None if folder is None else json.dumps([folder[1], marker and marker[:2]])
 
 
 def _read_record() -> dict:

@@ -197,7 +197,7 @@ def test_changed_nvrtc_file_is_not_trusted(cache_dir):
     record_path = cache_dir / "toolchain.json"
     record = json.loads(record_path.read_text())
     (searched,) = record["nvrtc"]  # one entry: what a search from this environment found
-    assert searched == "search from " + sys.prefix
+    assert searched.startswith("search from " + sys.prefix + " ")
     record["nvrtc"][searched]["stat"][1] += 1  # as if the file had been replaced
     record["nvrtc"][searched]["version"] = [99, 0]
     record_path.write_text(json.dumps(record))
@@ -667,6 +667,9 @@ program = {
     "beside a bare name": lambda: Program('#include "v5.h"\n' + body),
     "beside the named file": lambda: Program('#include "v6.h"\n' + body,
                                              name=os.path.join(inc, "k.cu")),
+    # NVRTC looks for a pre-included file in the current folder first, not beside the program
+    "--pre-include, relative": lambda: Program(body, name=os.path.join(inc, "k.cu"),
+                                               options=("--pre-include=v7.h",)),
 }[case]()
 obj = program.compile(arch=90, output="ptx")
 again = program.compile(arch=90, output="ptx")
@@ -675,12 +678,13 @@ print(json.dumps({"cached": obj.cached, "again": again.cached,
 """
 _WHERE = {"-I option": "inc/v1.h", "--include-path": "inc/v2.h", "--pre-include": "inc/v3.h",
           "#include MACRO": "inc/v4.h", "beside a bare name": "v5.h",
-          "beside the named file": "inc/v6.h"}
+          "beside the named file": "inc/v6.h", "--pre-include, relative": "v7.h"}
 
 
 @pytest.mark.parametrize("case", list(_WHERE))
 def test_an_edited_file_nvrtc_includes_is_compiled_again(cache_dir, tmp_path, case):
     (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "v7.h").write_text("#define VAL 999\n")  # not the one NVRTC reads
     header = tmp_path / _WHERE[case]
     run = lambda: run_json(f"import sys; sys.argv[1:] = [{case!r}, {str(tmp_path)!r}]\n"
                            + _INCLUDED)
@@ -689,11 +693,20 @@ def test_an_edited_file_nvrtc_includes_is_compiled_again(cache_dir, tmp_path, ca
     header.write_text("#define VAL 222\n")
     second = run()
     assert first["value"] == 111 and second["value"] == 222, (first, second)
-    if case == "#include MACRO":  # only NVRTC's preprocessor knows the file: never cached
-        assert second["cached"] is None and second["again"] is None
+    assert second["cached"] is None and second["again"] == "memory"
+    if case == "#include MACRO":  # only NVRTC's preprocessor knows the file: never on disk
+        assert run()["cached"] is None
     else:
-        assert second["cached"] is None and second["again"] == "memory"
         assert run()["cached"] == "disk"  # unchanged, it is a disk hit again
+
+
+def test_only_a_program_naming_its_include_by_a_macro_leaves_the_disk_cache():
+    from cudaload import includes
+
+    assert includes.computed(['#define H "x.h"\n#include H\n'])
+    for text in ("#include_next <x.h>\n", "// #include H\n", "/* #include H */\n",
+                 '#include <a.h>\n#  include "b.h"\n'):
+        assert not includes.computed([text]), text
 
 
 def test_a_file_rewritten_with_its_size_and_time_kept_is_another_file(tmp_path):
@@ -723,3 +736,18 @@ def test_nvrtc_is_searched_again_once_a_wheel_may_have_been_installed(cache_dir)
     assert "remembered" in run_json(probe.format(patch=""))
     changed = "toolchain._search_stamp = lambda: ['a wheel folder changed']"
     assert "remembered" not in run_json(probe.format(patch=changed))
+
+
+def test_processes_with_other_cuda_variables_keep_their_own_remembered_nvrtc(cache_dir):
+    probe = """
+        import json
+        from cudaload import _loader, toolchain
+        toolchain.current(), toolchain.live()
+        print(json.dumps(_loader.loaded("nvrtc").found_via))
+    """
+    unset = ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX")
+    for env in ({}, {"CUDA_HOME": "/opt/a-toolkit"}):
+        run_json(probe, env=env, unset=unset)  # each found by a search, and remembered
+    # taking turns, each finds its own entry instead of replacing the other's
+    for env in ({}, {"CUDA_HOME": "/opt/a-toolkit"}, {}, {"CUDA_HOME": "/opt/a-toolkit"}):
+        assert "remembered" in run_json(probe, env=env, unset=unset), env
