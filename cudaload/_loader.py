@@ -156,7 +156,8 @@ def _nvrtc_candidates(remembered: str | None):
     except Exception as exc:  # pathfinder's errors carry its own list of places searched
         searched = str(exc).strip()
         raise LibraryNotFoundError(
-            f"libnvrtc not found by cuda.pathfinder: {searched}. Next step: {_HINTS['nvrtc', LibraryNotFoundError]}",
+            f"libnvrtc not found by cuda.pathfinder: {searched}. "
+            f"Next step: {_HINTS['nvrtc', LibraryNotFoundError]}",
             library="nvrtc", tried=(f"cuda.pathfinder: {searched}",)) from None
     yield found.abs_path, f"cuda.pathfinder ({found.found_via})"
 

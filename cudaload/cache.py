@@ -37,8 +37,8 @@ import warnings
 from . import _locking, _writes
 from .objectcode import ObjectCode
 
-__all__ = ["FORMAT", "MEMORY", "OFF", "CacheWarning", "directory", "entries", "enabled", "lookup", "store",
-           "lock", "evict", "encode", "decode", "info", "clear", "prune", "write_atomic"]
+__all__ = ["FORMAT", "MEMORY", "OFF", "CacheWarning", "directory", "entries", "enabled", "lookup",
+           "store", "lock", "evict", "encode", "decode", "info", "clear", "prune", "write_atomic"]
 
 FORMAT = 1
 MAGIC = b"CUDALDKC"

@@ -37,11 +37,13 @@ def _parser() -> argparse.ArgumentParser:
         description="CUDA without a link-time dependency. With no command: doctor.")
     parser.add_argument("--version", action="version", version=f"cudaload {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    doctor = sub.add_parser("doctor", allow_abbrev=False, help="report whether CUDA works here, and why not "
-                                           "(exit status 0 when available, 1 when not)")
+    doctor = sub.add_parser("doctor", allow_abbrev=False,
+                            help="report whether CUDA works here, and why not "
+                                 "(exit status 0 when available, 1 when not)")
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
     doctor.set_defaults(func=_cmd_doctor)
-    demo = sub.add_parser("demo", allow_abbrev=False, help="compile a small kernel; on a GPU, launch it and check it")
+    demo = sub.add_parser("demo", allow_abbrev=False,
+                          help="compile a small kernel; on a GPU, launch it and check it")
     demo.set_defaults(func=_cmd_demo)
     _add_compile_parser(sub)
     _add_cache_parser(sub)
@@ -225,13 +227,15 @@ def _cmd_compile(words) -> int:
 
 def _add_cache_parser(sub) -> None:
     """Register ``cudaload cache`` and ``cudaload precompile``."""
-    cache_ = sub.add_parser("cache", allow_abbrev=False, help="show, clear or prune the kernel cache")
+    cache_ = sub.add_parser("cache", allow_abbrev=False,
+                            help="show, clear or prune the kernel cache")
     actions = cache_.add_subparsers(dest="action", metavar="ACTION")
     info = actions.add_parser("info", help="location, entries and bytes")
     info.add_argument("--json", action="store_true", help="print JSON")
     actions.add_parser("clear", help="delete every entry")
-    prune = actions.add_parser("prune", allow_abbrev=False, help="delete corrupt entries, stale temporary files and, "
-                                             "beyond the size bound, least recently used entries")
+    prune = actions.add_parser("prune", allow_abbrev=False,
+                               help="delete corrupt entries, stale temporary files and, beyond "
+                                    "the size bound, least recently used entries")
     prune.add_argument("--max-bytes", type=_byte_count, default=None,
                        help="size bound (default: CUDALOAD_CACHE_MAX_BYTES, else none)")
     cache_.set_defaults(func=_cmd_cache)
@@ -292,8 +296,9 @@ def _cache_action(action: str, args) -> int:
 def _add_precompile_parser(sub) -> None:
     """Register ``cudaload precompile``."""
     pre = sub.add_parser(
-        "precompile", allow_abbrev=False, help="compile programs for given architectures into the kernel cache or, "
-                           "with -o, into a bundle a package ships",
+        "precompile", allow_abbrev=False,
+        help="compile programs for given architectures into the kernel cache or, with -o, into "
+             "a bundle a package ships",
         usage="cudaload precompile [FILE.cu ...] [--package PKG --resource RES ...] "
               "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [-o OUT.bundle]",
         description="Each program is compiled to CUBIN for each --arch through the kernel cache. "

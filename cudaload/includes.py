@@ -81,8 +81,9 @@ def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
         try:
             return node.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(f"{package}:{relative} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
-                             f"at offset {exc.start}); save it as UTF-8") from None
+            raise ValueError(f"{package}:{relative} is not UTF-8 text (byte "
+                             f"0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as "
+                             "UTF-8") from None
 
     text = read(resource)
     if text is None:
