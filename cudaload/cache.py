@@ -38,7 +38,8 @@ from . import _locking, _writes
 from .objectcode import ObjectCode
 
 __all__ = ["FORMAT", "MEMORY", "OFF", "CacheWarning", "directory", "entries", "enabled", "lookup",
-           "store", "lock", "evict", "encode", "decode", "info", "clear", "prune", "write_atomic"]
+           "store", "lock", "evict", "encode", "decode", "info", "clear", "prune", "write_atomic",
+           "byte_count"]
 
 FORMAT = 1
 MAGIC = b"CUDALDKC"
@@ -265,15 +266,21 @@ def evict(key: str) -> None:
             os.unlink(_path(key))
 
 
+def byte_count(text: str) -> int | None:
+    """``text`` as a number of bytes (0 or more), or None when it is not one."""
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
 def _max_bytes() -> int | None:
     value = os.environ.get("CUDALOAD_CACHE_MAX_BYTES", "").strip()
     if not value:
         return None
-    try:
-        limit = int(value)
-    except ValueError:
-        limit = -1
-    if limit < 0:
+    limit = byte_count(value)
+    if limit is None:
         warnings.warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; "
                       "ignored", CacheWarning, stacklevel=3)
         return None

@@ -243,11 +243,10 @@ def _add_cache_parser(sub) -> None:
 
 
 def _byte_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
+    from .cache import byte_count
+
+    value = byte_count(text)
+    if value is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes (0 or more)")
     return value
 
