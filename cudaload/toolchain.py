@@ -150,10 +150,16 @@ def _entries(record: dict) -> dict:
     return dict(record["nvrtc"]) if isinstance(record.get("nvrtc"), dict) else {}
 
 
+def _still_valid(entry) -> bool:
+    """Whether a remembered NVRTC is the file it was and a search would find nothing new.
+    Raises KeyError or TypeError for a malformed entry."""
+    return _stat_id(entry["path"]) == entry["stat"] and entry.get("search") == _search_stamp()
+
+
 def _from_record(record: dict) -> Toolchain | None:
     try:
         entry = record["nvrtc"][_selector()]
-        if _stat_id(entry["path"]) != entry["stat"] or entry.get("search") != _search_stamp():
+        if not _still_valid(entry):
             return None
         headers = []
         for name, path, ident in entry["headers"]:
@@ -170,11 +176,9 @@ def _probe() -> Toolchain:
     from . import _loader, nvrtc
 
     record = _read_record() if cache.enabled() else {}
-    known = (record.get("nvrtc") or {}).get(_selector()) if isinstance(record.get("nvrtc"), dict) \
-        else None
+    known = _entries(record).get(_selector())
     try:
-        remembered = known["path"] if _stat_id(known["path"]) == known["stat"] \
-            and known.get("search") == _search_stamp() else None
+        remembered = known["path"] if _still_valid(known) else None
     except (KeyError, TypeError):
         remembered = None
     headers = _known_headers(known)
