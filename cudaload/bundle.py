@@ -119,8 +119,10 @@ class Bundle:
         self._data = data
         return index
 
-    def find(self, program, arch, output: str = "auto") -> ObjectCode | None:
+    def find(self, program, arch, output: str = "auto", *, digest: bytes | None = None
+             ) -> ObjectCode | None:
         """The entry of ``program`` for a device of ``arch``, or None (then compile).
+        ``digest``: the program's digest with the files it reads, if the caller has it.
 
         The result remembers ``program``, so code the driver refuses is compiled instead."""
         if output == "ptx":
@@ -129,7 +131,7 @@ class Bundle:
         if not entries:
             return None
         want = parse_arch(arch)
-        digest = program._digest.hex()
+        digest = (digest or program._bundle_digest()).hex()
         entry = entries.get((digest, "cubin", want.sm()))
         if entry is None and not want[1] and output == "auto":
             usable = [parse_arch(a) for d, k, a in entries
@@ -157,7 +159,7 @@ class Bundle:
         if obj.kind != "cubin" or not obj.arch:
             raise ValueError(f"a bundle holds CUBINs for a known arch, not {obj!r}: compile with "
                              "output='cubin' and an arch NVRTC supports")
-        meta = {"program": program._digest.hex(), "name": program.name, "kind": obj.kind,
+        meta = {"program": program._bundle_digest().hex(), "name": program.name, "kind": obj.kind,
                 "arch": obj.arch, "name_expressions": list(program.name_expressions)}
         self._new = [(m, b) for m, b in self._new if _key(m) != _key(meta)]
         self._new.append((meta, cache.encode(obj)))

@@ -1,68 +1,275 @@
-"""The files a CUDA source pulls in with ``#include``: from include paths, and from package data.
+"""The files a CUDA source pulls in with ``#include``, found the way NVRTC finds them.
 
-Two uses, one scanner: the contents of every user file a program includes belong in its cache key
-(an edited header must not give back the old kernel), and a kernel shipped as package data has its
-sibling files read into in-memory headers, so NVRTC never needs a file-system path into the package.
-Only ``#include`` lines are followed; a header that is not found here (CUDA's own, or one behind a
-macro) is left to NVRTC.
+Two uses.  The cache key: NVRTC has no dependency output, so :func:`resolve` repeats NVRTC's own
+search at ``compile()`` time and reports every path that search looks at, with its state (the
+sha256 of a file it would read, or that nothing readable is there), so that an edited, added or
+shadowing header changes the key.  And package data: a kernel shipped in a package has its sibling
+files read into in-memory headers (:func:`from_package`), so NVRTC never needs a path into it.
+
+NVRTC's search, as observed on NVRTC 12 and 13 and followed here:
+
+- an in-memory header whose name is the include's name exactly as written wins, from any file;
+- ``"name"``: the folder of the including file, then each ``-I`` folder in order; the program's
+  own folder is that of its name taken from the current folder at ``compile()`` time, and an
+  in-memory header's is that of its name, likewise; a pre-included file's is the current folder;
+- ``<name>``: each ``-I`` folder in order (the current folder is not searched);
+- ``#include_next``: the ``-I`` folders after the one the including file was found in;
+- only regular files count: a folder of that name is passed over.
+
+The scan reads directives after line splices and comments are removed (``#include /**/ "a.h"``
+and ``#include \\`` + newline + ``"a.h"`` are includes) and also takes ``__has_include``, whose
+answer depends on the same search.  It over-approximates where that is safe: includes in
+``#if 0`` are followed too, which can only make the key change more often.  What it cannot know
+for certain, an include named by a macro, makes the result :attr:`Inputs.certain` false: such a
+program is not kept on disk.
+
+Files under the toolchain's own header folders belong to the toolchain's identity and are not
+hashed; their includes are followed only when a user include folder, searched before them, could
+shadow one of them.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import posixpath
 import re
 import stat
 
-__all__ = ["scan", "computed", "from_paths", "from_package"]
+__all__ = ["Inputs", "resolve", "scan", "from_package"]
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-# #include MACRO (not #include_next, not "..." or <...>)
-_COMPUTED = re.compile(r'^[ \t]*#[ \t]*include[ \t]+[A-Za-z_]', re.M)
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+# A header this large is no header: reading it to hash it would take the process's memory.
+MAX_HEADER_BYTES = 256 << 20
+
+_TOKENS = re.compile(
+    r"""(?P<comment>//[^\n]*|/\*(?:.*?\*/|.*))"""
+    r"""|(?P<raw>(?<![A-Za-z0-9_])(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?:.*?\)(?P=delim)"|.*))"""
+    r"""|"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?""",
+    re.S)
+_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*([A-Za-z_]\w*)[ \t]*(.*)$", re.M)
+_OPERAND = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
+_HAS_INCLUDE = re.compile(r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))')
+# A header name given to any macro in a condition (CCCL's _CCCL_HAS_INCLUDE(<x>) wraps
+# __has_include): taken as a probe too, which at worst keys one more path.
+_CONDITION_NAME = re.compile(r'\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)')
+_INCLUDES = ("include", "include_next", "import")
 
 
-def scan(text: str) -> list[tuple[bool, str]]:
-    """(quoted, name) of each ``#include`` line of ``text``, in order."""
-    return [(m.group(1) == '"', m.group(2).strip()) for m in _INCLUDE.finditer(text)]
+def _clean(text: str) -> str:
+    """``text`` with line splices and comments removed (string literals kept, so a ``/*`` in one
+    is no comment); line breaks inside a comment go with it, as in the preprocessor."""
+    if "\\" in text:
+        text = text.replace("\\\r\n", "").replace("\\\n", "")
+    if "/" not in text and "R\"" not in text:
+        return text
+
+    def keep(match: re.Match) -> str:
+        if match.group("comment") is not None:
+            return " "
+        if match.group("raw") is not None:
+            return '""'  # its lines are no directives
+        return match.group(0)
+
+    return _TOKENS.sub(keep, text)
 
 
-def computed(texts) -> bool:
-    """Whether any of ``texts`` includes a file named by a macro, which only NVRTC's
-    preprocessor can resolve (commented-out lines aside)."""
-    return any(_COMPUTED.search(_COMMENT.sub("", text)) for text in texts if "include" in text)
-
-
-def from_paths(source: str, headers: dict, include_paths, base_dir: str | None = None
-               ) -> list[tuple[str, bytes]]:
-    """(path, contents) of each file reachable from ``source`` through ``include_paths``.
-
-    Quoted includes are looked up beside the including file first, as compilers do.  Unreadable
-    files are skipped: NVRTC reports them.
-    """
-    dirs = [os.path.abspath(p) for p in include_paths]
-    found: dict[str, bytes] = {}
-    pending = [(source, base_dir)] + [(text, None) for text in headers.values()]
-    while pending:
-        text, here = pending.pop()
-        for quoted, name in scan(text):
-            if name in headers:
+def scan(text: str) -> tuple[list[tuple[str, bool, str]], bool]:
+    """The includes and probes of ``text``: ([(kind, quoted, name)], computed), where kind is
+    "include", "include_next" or "probe" (``__has_include``), and computed says whether some
+    include or probe is named by a macro."""
+    if "include" not in text and "INCLUDE" not in text and "\\" not in text:
+        return [], False
+    text = _clean(text)
+    found: list[tuple[str, bool, str]] = []
+    computed = False
+    for match in _DIRECTIVE.finditer(text):
+        word, rest = match.group(1), match.group(2)
+        if word in _INCLUDES:
+            operand = _OPERAND.match(rest)
+            if operand is None:
+                computed = True
                 continue
-            for folder in ([here] if quoted and here else []) + dirs:
-                path = os.path.normpath(os.path.join(folder, name))
-                if path in found:
-                    break
-                try:
-                    if not stat.S_ISREG(os.stat(path).st_mode):
-                        continue  # a pipe or /dev/zero would block or never end: NVRTC's to judge
-                    with open(path, "rb") as f:
-                        data = f.read()
-                except (OSError, ValueError):  # ValueError: a NUL in the name
+            kind = "include_next" if word == "include_next" else "include"
+            quoted = operand.group(1) is not None
+            found.append((kind, quoted, operand.group(1) if quoted else operand.group(2)))
+            continue
+        if word in ("if", "elif", "define", "elifdef", "elifndef") and "include" in rest.lower():
+            for probe in _HAS_INCLUDE.finditer(rest):
+                if probe.group(4) is not None:
+                    # __has_include(_X) inside a macro's definition names its parameter; used
+                    # anywhere else, the name is computed.
+                    computed = computed or (word != "define" and bool(probe.group(4).strip()))
                     continue
-                found[path] = data
-                pending.append((data.decode(errors="replace"), os.path.dirname(path)))
+                quoted = probe.group(2) is not None
+                found.append(("probe", quoted, probe.group(2) if quoted else probe.group(3)))
+            if word != "define":
+                for probe in _CONDITION_NAME.finditer(rest):
+                    quoted = probe.group(1) is not None
+                    found.append(("probe", quoted, probe.group(1) if quoted else probe.group(2)))
+    return found, computed
+
+
+class Inputs:
+    """What :func:`resolve` found.
+
+    ``material``: ((path, state), ...) sorted, every path outside the toolchain that the search
+    looked at; state is the sha256 of a file read, or "absent", "dir", "error:ENAME".
+    ``witness``: what a later call checks, cheaply, to know the material still holds: the current
+    folder and each path's ``stat``; empty when nothing outside the toolchain was looked at.
+    ``certain``: False when an include named by a macro was found anywhere.
+    """
+
+    __slots__ = ("material", "witness", "certain")
+
+    def __init__(self, material, witness, certain):
+        self.material, self.witness, self.certain = material, witness, certain
+
+    def still_valid(self) -> bool:
+        return still_valid(self.witness)
+
+
+def still_valid(witness) -> bool:
+    """Whether the paths of a :attr:`Inputs.witness` look as they did (same current folder, same
+    ``stat`` of each path).  A file rewritten within one timestamp tick with the same size and
+    inode would pass; ccache's direct mode accepts the same."""
+    if not witness:
+        return True
+    cwd, paths = witness
+    try:
+        if os.getcwd() != cwd:
+            return False
+    except OSError:
+        return False
+    return all(_signature(path) == sig for path, sig in paths)
+
+
+def _signature(path: str):
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return ("error", exc.errno)
+    if stat.S_ISDIR(st.st_mode):
+        return ("dir",)
+    return (stat.S_IFMT(st.st_mode), st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns,
+            st.st_ctime_ns)
+
+
+_toolchain_scans: dict[str, tuple] = {}  # path -> scan(): the toolchain's files do not change
+
+
+def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> Inputs:
+    """Follow NVRTC's search from ``source`` (compiled as ``name`` with in-memory ``headers`` and
+    the option list ``options``, then ``-I`` of each of ``toolchain_dirs``) in the current folder.
+
+    Raises ValueError when a file NVRTC would open is not a regular file (a FIFO or a device would
+    block NVRTC or never end) or is too large to be a header.
+    """
+    from .options import include_inputs
+
+    cwd = os.getcwd()
+    user_folders, pre_included = include_inputs(options)
+    user_dirs = [os.path.normpath(os.path.join(cwd, d)) for d in user_folders]
+    tc_dirs = [os.path.normpath(d) for d in toolchain_dirs]
+    dirs = user_dirs + tc_dirs
+    n_user = len(user_dirs)
+    material: dict[str, str] = {}
+    certain = True
+    seen: set = set()
+    # (scan() of a text, folder of the including file, index in dirs where it was found or -1)
+    pending = [(scan(source), os.path.dirname(os.path.join(cwd, name)), -1)]
+    # Every in-memory header is scanned, reached or not: one a toolchain header includes is not
+    # seen when toolchain headers are not followed.
+    for header_name, text in headers.items():
+        pending.append((scan(text), os.path.dirname(os.path.join(cwd, header_name)), -1))
+    pending.append((([("include", True, f) for f in pre_included], False), cwd, -1))
+
+    while pending:
+        (found, computed), here, index = pending.pop()
+        certain = certain and not computed
+        for kind, quoted, include in found:
+            if include in headers and kind != "include_next":
+                continue  # NVRTC takes the in-memory header, scanned above
+            if os.path.isabs(include):
+                candidates = [(None, -1)]
+            else:
+                start = index + 1 if kind == "include_next" and index >= 0 else 0
+                candidates = ([(here, -1)] if quoted and (kind != "include_next" or index < 0)
+                              else []) + [(dirs[i], i) for i in range(start, len(dirs))]
+            for folder, where in candidates:
+                path = os.path.normpath(include if folder is None else os.path.join(folder, include))
+                toolchain = (0 <= where and where >= n_user) or (
+                    where < 0 and _under(path, tc_dirs))
+                if toolchain:
+                    scanned = _toolchain_file(path)
+                    if scanned is None:
+                        continue
+                    if n_user and kind != "probe" and path not in seen:
+                        seen.add(path)
+                        pending.append((scanned, os.path.dirname(path), where))
+                    break
+                state, data = _look(path, include)
+                material[path] = state
+                if data is None:
+                    continue
+                if kind != "probe" and path not in seen:
+                    seen.add(path)
+                    pending.append((scan(data.decode(errors="replace")), os.path.dirname(path),
+                                    where))
                 break
-    return sorted(found.items())
+    paths = tuple(sorted(material.items()))
+    witness = (cwd, tuple((path, _signature(path)) for path, _state in paths)) if paths else ()
+    return Inputs(paths, witness, certain)
+
+
+def _under(path: str, folders) -> bool:
+    return any(path.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
+
+
+def _toolchain_file(path: str):
+    """:func:`scan` of a regular file in the toolchain's folders, or None where there is none
+    (remembered per process: the toolchain's identity covers its files)."""
+    cached = _toolchain_scans.get(path)
+    if cached is None:
+        try:
+            with open(path, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise OSError(errno.EINVAL, "not a regular file")
+                cached = (scan(f.read().decode(errors="replace")),)
+        except (OSError, ValueError):
+            cached = (None,)
+        _toolchain_scans[path] = cached
+    return cached[0]
+
+
+def _look(path: str, include: str) -> tuple[str, bytes | None]:
+    """(state, contents or None) of a candidate path outside the toolchain."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "absent", None
+        return f"error:{errno.errorcode.get(exc.errno, exc.errno)}", None
+    except ValueError:  # a NUL in the name: no file can have it
+        return "absent", None
+    if stat.S_ISDIR(st.st_mode):
+        return "dir", None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"#include {include!r} names {path}, which is not a regular file (a "
+                         "FIFO, socket or device): NVRTC would block or read it forever. Next "
+                         "step: remove it, or put the header it should be in its place")
+    if st.st_size > MAX_HEADER_BYTES:
+        raise ValueError(f"#include {include!r} names {path}, {st.st_size} bytes: too large for a "
+                         f"header (limit {MAX_HEADER_BYTES}). Next step: include the right file")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        return f"error:{errno.errorcode.get(exc.errno, exc.errno)}", None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else since the stat
+            return "error:EINVAL", None
+        data = f.read(MAX_HEADER_BYTES + 1)
+    return hashlib.sha256(data).hexdigest(), data
 
 
 def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
@@ -92,8 +299,8 @@ def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
     pending = [(text, posixpath.dirname(resource))]
     while pending:
         body, here = pending.pop()
-        for _quoted, name in scan(body):
-            if name in headers:
+        for kind, _quoted, name in scan(body)[0]:
+            if kind == "probe" or name in headers:
                 continue
             for candidate in (posixpath.join(here, name), name):
                 candidate = posixpath.normpath(candidate)

@@ -2,11 +2,12 @@
 
 ``compile()`` goes memory cache -> the program's bundle of shipped code, if any (bundle.py) ->
 disk cache -> NVRTC.  The memory key is what the Program hashed when it was made plus the
-``arch``/``output`` as asked, so a hit costs a dict lookup.  The disk key
-(sha256) covers everything that changes the output: the program's inputs (source, name, in-memory
-headers, the contents of files it includes from its include paths, options, name expressions), the
-target kind and arch, NVRTC's version and build, the CUDA header folders, the cache format, and for
-PTX the driver version.
+``arch``/``output`` as asked, so a hit costs a dict lookup, plus a ``stat`` of each file the
+compile read, if any (includes.py).  The disk key (sha256) covers everything that changes the
+output: the program's inputs (source, name, in-memory headers, options, name expressions), every
+path NVRTC's include search looks at when ``compile()`` runs, with the contents of the files it
+reads, the target kind and arch, NVRTC's version and build, the CUDA header folders, the cache
+format, and for PTX the driver version.
 
 ``CUDALOAD_TEST_COMPILE_LOG=<file>``: every NVRTC compilation appends one line ``<pid> <key>`` to
 the file; tests count compilations with it.
@@ -60,26 +61,13 @@ class Program:
             raise ValueError("give the architecture to compile(arch=...), not as an option")
         self.name_expressions = _options.strings(name_expressions, "name_expressions",
                                                  "('scale<float>',)")
-        # Every file NVRTC may read belongs in the key: what the include folders of the final
-        # options hold (include_paths and -I/--include-path alike), quoted includes beside the
-        # program, which NVRTC looks for in the folder of its name (the current folder for a
-        # bare name), and the files pre-included by option, which it looks for in the current
-        # folder first.
-        folders, first = _options.include_inputs(self.options)
-        files = includes.from_paths(self.source, self.headers, folders,
-                                    base_dir=os.path.dirname(os.path.abspath(self.name)))
-        if first:
-            files = sorted(set(files) | set(includes.from_paths(
-                "".join(f'#include "{f}"\n' for f in first), self.headers, folders,
-                base_dir=os.getcwd())))
-        # A file the program names by a macro cannot be found without preprocessing, so its
-        # contents cannot be in the key: such a program is not kept on disk (in this process's
-        # memory it is, as long as the process lives).
-        self._on_disk = not includes.computed([self.source, *self.headers.values()])
-        self._digest = _hash("program", self.name, self.source,
-                             *[x for item in sorted(self.headers.items()) for x in item],
-                             "options", *self.options, "names", *self.name_expressions,
-                             "files", *[x for item in files for x in item])
+        # What NVRTC reads besides this text (files it includes, and whether they exist) is looked
+        # up at compile(), where NVRTC looks: the current folder and the files may change after
+        # the Program is made.  This digest covers the Program's own inputs.
+        self._parts = ("program", self.name, self.source,
+                       *[x for item in sorted(self.headers.items()) for x in item],
+                       "options", *self.options, "names", *self.name_expressions, "files")
+        self._digest = _hash(*self._parts)
 
     @classmethod
     def from_file(cls, path, **kw) -> Program:
@@ -122,25 +110,55 @@ class Program:
         except TypeError:  # unhashable: a list or a dict
             raise TypeError(f"arch must be an int such as 90, a str such as 'sm_90' or a "
                             f"(major, minor) tuple, not {type(arch).__name__}") from None
-        if hit is not None:
-            return hit
-        if self.bundle is not None and arch is not None:
-            shipped = self.bundle.find(self, arch, _virtual(arch, output))
-            if shipped is not None:
-                cache.MEMORY[(self._digest, arch, output)] = shipped._as("memory")
-                return shipped
-        return self._compile(arch, output, explicit)
-
-    def _compile(self, arch, output: str, explicit: bool = False) -> ObjectCode:
+        # A hit holds while the files its compile read are as they were (nothing to check for
+        # a program that reads none, the common case).
+        if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
+            return hit[0]
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+        if self.bundle is not None and arch is not None:
+            inputs = self._inputs(None)
+            shipped = self.bundle.find(self, arch, _virtual(arch, output),
+                                       digest=self._inputs_digest(inputs))
+            if shipped is not None:
+                cache.MEMORY[(self._digest, arch, output)] = (shipped._as("memory"),
+                                                             inputs.witness)
+                return shipped
         tc = toolchain.current()
+        return self._compile(arch, output, explicit, tc, self._inputs(tc))
+
+    def _inputs(self, tc: toolchain.Toolchain | None) -> includes.Inputs:
+        """What NVRTC will read for this program now, with ``tc``'s header folders.  Without
+        ``tc`` (code shipped in a bundle is looked up without NVRTC), the files outside CUDA's
+        header folders that the program itself reaches."""
+        folders = [o[2:] for o in tc.include_options] if tc is not None else []
+        return includes.resolve(self.source, self.name, self.headers, self.options, folders)
+
+    def _bundle_digest(self) -> bytes:
+        """The digest a bundle files this program under: with the files it reads now, as a lookup
+        without NVRTC sees them."""
+        return self._inputs_digest(self._inputs(None))
+
+    def _inputs_digest(self, inputs: includes.Inputs) -> bytes:
+        """The digest of this program with what it reads: its own digest when it reads no file, so
+        code shipped for it matches wherever it is compiled."""
+        if not inputs.material:
+            return self._digest
+        return _hash(*self._parts, *[x for item in inputs.material for x in item])
+
+    def _compile(self, arch, output: str, explicit: bool, tc: toolchain.Toolchain,
+                 inputs: includes.Inputs) -> ObjectCode:
         if explicit:
             _check_plausible(arch, tc)
-        folder = cache.entries() if self._on_disk else cache.OFF
+        # A file the program names by a macro cannot be found without preprocessing, so what it
+        # reads is not known for certain: such a program is not kept on disk (in this process's
+        # memory it is, while the files it was seen to read stay as they were).
+        folder = cache.entries() if inputs.certain else cache.OFF
+        digest = self._inputs_digest(inputs)
+        keep = True
         while True:
             kind, target = _choose(tc, arch, _virtual(arch, output))
-            key = self._key(tc, kind, target)
+            key = self._key(digest, tc, kind, target)
             obj = cache.lookup(key, folder)
             if obj is not None:
                 break
@@ -150,18 +168,24 @@ class Program:
                     loaded = toolchain.live()
                     if loaded != tc:  # the remembered NVRTC is not the one that would compile
                         tc = loaded
+                        inputs = self._inputs(tc)
+                        digest = self._inputs_digest(inputs)
                         continue
                     obj = self._build(tc, kind, target, key)
-                    publish(obj)
+                    # A file that changed while NVRTC read it may have given a mix of old and new:
+                    # such a result is returned but kept nowhere.
+                    keep = self._inputs(tc).material == inputs.material
+                    if keep:
+                        publish(obj)
             break
         obj._origin = (self, arch, output, key)
-        cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
+        if keep:
+            cache.MEMORY[(self._digest, arch, output)] = (obj._as("memory"), inputs.witness)
         return obj
 
-    def _key(self, tc: toolchain.Toolchain, kind: str, target: Arch) -> str:
+    def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch) -> str:
         driver = str(_driver_version() or 0) if kind == "ptx" else "-"
-        return _hash(str(cache.FORMAT), self._digest.hex(), kind, target.sm(), tc.key,
-                     driver).hex()
+        return _hash(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key, driver).hex()
 
     def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch, key: str) -> ObjectCode:
         from . import nvrtc
@@ -180,10 +204,11 @@ class Program:
     def _recompile_after_refusal(self, refused: ObjectCode) -> ObjectCode | None:
         _program, arch, output, key = refused._origin
         cache.MEMORY.pop((self._digest, arch, output), None)
-        if key is None:  # shipped in a bundle: compile it here instead
-            return self._compile(arch, output)
-        cache.evict(key)
         tc = toolchain.live()
+        inputs = self._inputs(tc)
+        if key is None:  # shipped in a bundle: compile it here instead
+            return self._compile(arch, output, False, tc, inputs)
+        cache.evict(key)
         before = parse_arch(refused.arch)
         device = _device_arch()
         device = parse_arch(device) if device is not None else before
@@ -197,9 +222,9 @@ class Program:
             kind, target = "ptx", Arch((max(older), ""))
         obj = self._build(tc, kind, target, key)
         obj._origin = refused._origin
-        if self._on_disk:
+        if inputs.certain:
             cache.store(key, obj)  # what this driver refused is replaced by what it can load
-        cache.MEMORY[(self._digest, arch, output)] = obj._as("memory")
+        cache.MEMORY[(self._digest, arch, output)] = (obj._as("memory"), inputs.witness)
         return obj
 
 

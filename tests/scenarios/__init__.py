@@ -1,0 +1,1 @@
+"""Scripts the tests run in a fresh interpreter (dlopen and cache state are per process)."""

@@ -1,0 +1,190 @@
+"""The cache key follows what NVRTC reads at compile(): a changed input is never served old code.
+
+Each case compiles in one process, changes one input, and compiles again in a fresh process (the
+disk cache is what would serve stale code); the kernel stores a marker value its headers define.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT
+
+KERNEL = 'extern "C" __global__ void k(int *p) { *p = VAL; }\n'
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(folder))
+    monkeypatch.delenv("CUDALOAD_CACHE", raising=False)
+    return folder
+
+
+def compile_value(tmp_path, **spec) -> dict:
+    spec.setdefault("make_in", str(tmp_path))
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-m", "tests.scenarios.compile_value", str(path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def write(path, text: str) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return str(path)
+
+
+def val(n: int) -> str:
+    return f"#define VAL {n}\n"
+
+
+def test_the_current_folder_is_read_at_compile_not_when_the_program_is_made(cache_dir, tmp_path):
+    write(tmp_path / "x" / "inc" / "v.h", val(111))
+    write(tmp_path / "y" / "inc" / "v.h", val(222))
+    spec = dict(source='#include "v.h"\n' + KERNEL, include_paths=["inc"],
+                make_in=str(tmp_path / "x"))
+    assert compile_value(tmp_path, **spec)["value"] == 111
+    moved = compile_value(tmp_path, **spec, compile_in=str(tmp_path / "y"))
+    assert moved == {"value": 222, "cached": None}
+
+
+def test_a_header_edited_after_the_program_is_made_is_read_as_edited(cache_dir, tmp_path):
+    header = write(tmp_path / "v.h", val(111))
+    spec = dict(source='#include "v.h"\n' + KERNEL)
+    assert compile_value(tmp_path, **spec)["value"] == 111
+    edited = compile_value(tmp_path, **spec, edit={header: val(222)})
+    assert edited == {"value": 222, "cached": None}
+    # Reverted, the first entry is right again, and served from disk.
+    assert compile_value(tmp_path, **spec, edit={header: val(111)}) == {"value": 111,
+                                                                         "cached": "disk"}
+
+
+def test_a_macro_include_inside_a_header_on_disk_keeps_the_program_off_the_disk(cache_dir,
+                                                                               tmp_path):
+    write(tmp_path / "a.h", '#define WHICH "v.h"\n#include WHICH\n')
+    header = write(tmp_path / "v.h", val(111))
+    spec = dict(source='#include "a.h"\n' + KERNEL)
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+    write(header, val(222))
+    assert compile_value(tmp_path, **spec) == {"value": 222, "cached": None}
+
+
+def test_an_in_memory_header_that_includes_a_file_of_the_current_folder(cache_dir, tmp_path):
+    header = write(tmp_path / "v.h", val(111))
+    spec = dict(source='#include "m.h"\n' + KERNEL, headers={"m.h": '#include "v.h"\n'})
+    assert compile_value(tmp_path, **spec)["value"] == 111
+    write(header, val(222))
+    assert compile_value(tmp_path, **spec) == {"value": 222, "cached": None}
+
+
+@pytest.mark.parametrize("line", ['#include /**/ "v.h"\n', '#include \\\n"v.h"\n',
+                                  '# /* a */ include "v.h" // b\n', '%:include "v.h"\n',
+                                  '#\\\ninclude "v.h"\n'],
+                         ids=["comment", "splice", "comments-around", "digraph", "split-hash"])
+def test_includes_written_with_comments_splices_or_digraphs(cache_dir, tmp_path, line):
+    header = write(tmp_path / "v.h", val(111))
+    spec = dict(source=line + KERNEL)
+    assert compile_value(tmp_path, **spec)["value"] == 111
+    write(header, val(222))
+    assert compile_value(tmp_path, **spec) == {"value": 222, "cached": None}
+
+
+def test_include_next_reaches_the_next_folder(cache_dir, tmp_path):
+    write(tmp_path / "inc1" / "n.h", "#include_next <n.h>\n")
+    header = write(tmp_path / "inc2" / "n.h", val(111))
+    spec = dict(source="#include <n.h>\n" + KERNEL,
+                include_paths=[str(tmp_path / "inc1"), str(tmp_path / "inc2")])
+    assert compile_value(tmp_path, **spec)["value"] == 111
+    write(header, val(222))
+    assert compile_value(tmp_path, **spec) == {"value": 222, "cached": None}
+
+
+def test_a_header_that_appears_earlier_in_the_search_shadows_the_old_one(cache_dir, tmp_path):
+    write(tmp_path / "inc2" / "v.h", val(111))
+    spec = dict(source="#include <v.h>\n" + KERNEL,
+                include_paths=[str(tmp_path / "inc1"), str(tmp_path / "inc2")])
+    assert compile_value(tmp_path, **spec)["value"] == 111
+    write(tmp_path / "inc1" / "v.h", val(222))
+    assert compile_value(tmp_path, **spec) == {"value": 222, "cached": None}
+
+
+def test_has_include_answers_are_in_the_key(cache_dir, tmp_path):
+    source = ('#if __has_include("v.h")\n#include "v.h"\n#else\n#define VAL 333\n#endif\n'
+              + KERNEL)
+    assert compile_value(tmp_path, source=source)["value"] == 333
+    write(tmp_path / "v.h", val(222))
+    assert compile_value(tmp_path, source=source) == {"value": 222, "cached": None}
+
+
+def test_in_one_process_an_edited_header_is_compiled_again(cache_dir, tmp_path, monkeypatch):
+    from cudaload import Program, cache
+
+    monkeypatch.chdir(tmp_path)
+    header = tmp_path / "v.h"
+    header.write_text(val(111))
+    program = Program('#include "v.h"\n' + KERNEL)
+    first = program.compile(arch=90, output="ptx")
+    assert b"111" in first.code
+    assert program.compile(arch=90, output="ptx").cached == "memory"
+    header.write_text(val(222))
+    second = program.compile(arch=90, output="ptx")
+    assert b"222" in second.code and second.cached is None
+    cache.MEMORY.clear()
+
+
+def test_a_file_changed_while_nvrtc_compiles_is_not_kept(cache_dir, tmp_path, monkeypatch):
+    from cudaload import Program, cache, nvrtc
+
+    monkeypatch.chdir(tmp_path)
+    header = tmp_path / "v.h"
+    header.write_text(val(111))
+    real = nvrtc.compile
+
+    def edited_meanwhile(*args, **kw):
+        result = real(*args, **kw)
+        header.write_text(val(222))  # after NVRTC read it: its result is for the old text
+        return result
+
+    monkeypatch.setattr(nvrtc, "compile", edited_meanwhile)
+    program = Program('#include "v.h"\n' + KERNEL)
+    assert b"111" in program.compile(arch=90, output="ptx").code
+    monkeypatch.setattr(nvrtc, "compile", real)
+    cache.MEMORY.clear()
+    # Neither the disk nor the memory cache kept the 111 compiled from a file that now says 222.
+    again = program.compile(arch=90, output="ptx")
+    assert b"222" in again.code and again.cached is None
+    cache.MEMORY.clear()
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_named_by_an_include_is_a_clear_error_not_a_hang(cache_dir, tmp_path,
+                                                                  monkeypatch):
+    from cudaload import Program
+
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "v.h")
+    with pytest.raises(ValueError, match="not a regular file"):
+        Program('#include "v.h"\n' + KERNEL).compile(arch=90, output="ptx")
+
+
+def test_a_program_reading_no_file_keys_as_before(tmp_path, monkeypatch):
+    """Code shipped in bundles is filed under the program's digest: a program that reads no file
+    outside CUDA's headers keeps the digest it had, wherever it is compiled."""
+    from cudaload import Program
+
+    monkeypatch.chdir(tmp_path)
+    program = Program("#include <cuda_fp16.h>\n" + KERNEL, headers={"m.h": "#define VAL 1\n"})
+    assert program._bundle_digest() == program._digest
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert program._bundle_digest() == program._digest
