@@ -16,10 +16,11 @@ NVRTC's search, as observed on NVRTC 12 and 13 and followed here:
 - ``#include_next``: the ``-I`` folders after the one the including file was found in;
 - only regular files count: a folder of that name is passed over.
 
-The scan reads directives after line splices and comments are removed (``#include /**/ "a.h"``
-and ``#include \\`` + newline + ``"a.h"`` are includes) and also takes ``__has_include``, whose
-answer depends on the same search.  It over-approximates where that is safe: includes in
-``#if 0`` are followed too, which can only make the key change more often.  What it cannot know
+The scan reads directives after line splices are joined and comments removed (``#include /**/
+"a.h"`` and ``#include \\`` + newline + ``"a.h"`` are includes) and also takes ``__has_include``,
+whose answer depends on the same search.  It over-approximates where that is safe: includes in
+``#if 0``, in block comments or in raw strings are followed too, which can only make the key
+change more often.  What it cannot know
 for certain, an include named by a macro, makes the result :attr:`Inputs.certain` false: such a
 program is not kept on disk.
 
@@ -31,6 +32,7 @@ shadow one of them.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 import posixpath
@@ -42,12 +44,14 @@ __all__ = ["Inputs", "resolve", "scan", "from_package"]
 # A header this large is no header: reading it to hash it would take the process's memory.
 MAX_HEADER_BYTES = 256 << 20
 
-_TOKENS = re.compile(
-    r"""(?P<comment>//[^\n]*|/\*(?:.*?\*/|.*))"""
-    r"""|(?P<raw>(?<![A-Za-z0-9_])(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?:.*?\)(?P=delim)"|.*))"""
-    r"""|"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?""",
-    re.S)
-_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*([A-Za-z_]\w*)[ \t]*(.*)$", re.M)
+# A directive: "#" (or "%:") first on its line after blanks, or right after the end of a block
+# comment (one on the same line, or begun on an earlier line).  Two patterns that each start with
+# a literal: one alternation anchored at every line start cost five times as much.
+_DIRECTIVE = re.compile(r"\n[ \t]*(?:#|%:)([^\n]*)")
+_AFTER_COMMENT = re.compile(r"\*/[ \t]*(?:#|%:)([^\n]*)")
+_WORD = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(.*)", re.S)
+# Within a directive's line: comments go, string literals stay (a "/*" in one is no comment).
+_COMMENT_OR_STRING = re.compile(r'//.*|/\*(?:.*?\*/|.*)|"(?:[^"\\]|\\.)*"?', re.S)
 _OPERAND = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
 _HAS_INCLUDE = re.compile(r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))')
 # A header name given to any macro in a condition (CCCL's _CCCL_HAS_INCLUDE(<x>) wraps
@@ -56,35 +60,36 @@ _CONDITION_NAME = re.compile(r'\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)')
 _INCLUDES = ("include", "include_next", "import")
 
 
-def _clean(text: str) -> str:
-    """``text`` with line splices and comments removed (string literals kept, so a ``/*`` in one
-    is no comment); line breaks inside a comment go with it, as in the preprocessor."""
-    if "\\" in text:
-        text = text.replace("\\\r\n", "").replace("\\\n", "")
-    if "/" not in text and "R\"" not in text:
-        return text
-
-    def keep(match: re.Match) -> str:
-        if match.group("comment") is not None:
-            return " "
-        if match.group("raw") is not None:
-            return '""'  # its lines are no directives
-        return match.group(0)
-
-    return _TOKENS.sub(keep, text)
+def _uncomment(line: str) -> str:
+    if "/" not in line:
+        return line
+    return _COMMENT_OR_STRING.sub(lambda m: " " if m.group(0)[0] == "/" else m.group(0), line)
 
 
-def scan(text: str) -> tuple[list[tuple[str, bool, str]], bool]:
+@functools.lru_cache(maxsize=256)  # a header shared by many programs is scanned once
+def scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
     """The includes and probes of ``text``: ([(kind, quoted, name)], computed), where kind is
     "include", "include_next" or "probe" (``__has_include``), and computed says whether some
-    include or probe is named by a macro."""
-    if "include" not in text and "INCLUDE" not in text and "\\" not in text:
-        return [], False
-    text = _clean(text)
+    include or probe is named by a macro.
+
+    Only directive lines are read, after line splices are joined and their comments removed:
+    a directive inside a block comment or a raw string is taken as one, which can only key more.
+    """
+    if "\\" in text:
+        text = text.replace("\\\r\n", "").replace("\\\n", "")
+    if "#" not in text and "%:" not in text:
+        return (), False
     found: list[tuple[str, bool, str]] = []
     computed = False
-    for match in _DIRECTIVE.finditer(text):
-        word, rest = match.group(1), match.group(2)
+    text = "\n" + text
+    lines = [m.group(1) for m in _DIRECTIVE.finditer(text)]
+    if "*/" in text:
+        lines += [m.group(1) for m in _AFTER_COMMENT.finditer(text)]
+    for line in lines:
+        directive = _WORD.match(_uncomment(line))
+        if directive is None:
+            continue
+        word, rest = directive.group(1), directive.group(2)
         if word in _INCLUDES:
             operand = _OPERAND.match(rest)
             if operand is None:
@@ -94,7 +99,7 @@ def scan(text: str) -> tuple[list[tuple[str, bool, str]], bool]:
             quoted = operand.group(1) is not None
             found.append((kind, quoted, operand.group(1) if quoted else operand.group(2)))
             continue
-        if word in ("if", "elif", "define", "elifdef", "elifndef") and "include" in rest.lower():
+        if word in ("if", "elif", "define"):
             for probe in _HAS_INCLUDE.finditer(rest):
                 if probe.group(4) is not None:
                     # __has_include(_X) inside a macro's definition names its parameter; used
@@ -107,7 +112,7 @@ def scan(text: str) -> tuple[list[tuple[str, bool, str]], bool]:
                 for probe in _CONDITION_NAME.finditer(rest):
                     quoted = probe.group(1) is not None
                     found.append(("probe", quoted, probe.group(1) if quoted else probe.group(2)))
-    return found, computed
+    return tuple(found), computed
 
 
 class Inputs:
