@@ -206,10 +206,12 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
                 toolchain = (0 <= where and where >= n_user) or (
                     where < 0 and _under(path, tc_dirs))
                 if toolchain:
+                    if not n_user:
+                        break  # the rest of the search is the toolchain's: its identity covers it
                     scanned = _toolchain_file(path)
                     if scanned is None:
                         continue
-                    if n_user and kind != "probe" and path not in seen:
+                    if kind != "probe" and path not in seen:
                         seen.add(path)
                         pending.append((scanned, os.path.dirname(path), where))
                     break
