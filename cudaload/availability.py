@@ -270,7 +270,7 @@ def _header_dirs(tc, problems: list) -> dict:
     dirs = {}
     for name, path, _ident in tc.headers:
         release = releases.header_release(name, path) if path else None
-        dirs[name] = {"path": path, "version": release and releases.format_release(name, release),
+        dirs[name] = {"path": path, "version": release and releases.format_release(release),
                       "cuda_major": release and release[0]}
         what, used_by = _HEADER_SETS.get(name, (name, "them"))
         fix = releases.pip_install(releases.header_requirement(name, tc.version))
@@ -348,7 +348,8 @@ def _describe_dir(name: str, entry: dict) -> str:
         return f"{name} none"
     if name == "cudart":
         return f"cudart of CUDA {entry['version'] or '?'} at {entry['path']}"
-    return f"{name} {entry['version'] or '?'} (CUDA {entry['cuda_major'] or '?'}) at {entry['path']}"
+    cuda = f"CUDA {entry['cuda_major'] or '?'}"
+    return f"{name} {entry['version'] or '?'} ({cuda}) at {entry['path']}"
 
 
 def _format(report: dict) -> str:

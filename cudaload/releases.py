@@ -14,12 +14,14 @@ import re
 __all__ = ["header_release", "header_requirement", "nvrtc_requirement", "wheel_for_header",
            "arch_support"]
 
-_WHEELS = {"nvrtc": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime", "cccl": "nvidia-cuda-cccl"}
+_WHEELS = {"nvrtc": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime",
+           "cccl": "nvidia-cuda-cccl"}
 
 # Where each header set says which release it is: cudart's CUDART_VERSION (13050 is CUDA 13.5) near
 # the top of the file; CUB's CUB_VERSION (MMMmmmpp: 300500 is CCCL 3.5.0).  A CCCL major is the
 # CUDA major it ships with less ten (CCCL 2 with CUDA 12, CCCL 3 with CUDA 13).
-_VERSION_FILES = {"cudart": ("cuda_runtime_api.h", re.compile(rb"#define\s+CUDART_VERSION\s+(\d+)")),
+_VERSION_FILES = {"cudart": ("cuda_runtime_api.h",
+                             re.compile(rb"#define\s+CUDART_VERSION\s+(\d+)")),
                   "cccl": (os.path.join("cub", "version.cuh"),
                            re.compile(rb"#define\s+CUB_VERSION\s+(\d+)"))}
 _VERSION_SPAN = 16384
@@ -43,7 +45,7 @@ def header_release(name: str, path: str) -> tuple[int, tuple] | None:
     return version[0] + 10, version
 
 
-def format_release(name: str, release) -> str:
+def format_release(release) -> str:
     """"13.5" for cudart, "3.5.0" for CCCL."""
     return ".".join(str(part) for part in release[1])
 

@@ -119,7 +119,8 @@ def run_in(python: str, code: str, env: dict, timeout: float = 300):
     proc = subprocess.run([python, "-c", textwrap.dedent(code)], env=full, capture_output=True,
                           text=True, timeout=timeout)
     if proc.returncode != 0:
-        raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(
+            f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

@@ -1,5 +1,5 @@
 """Each next step in an architecture or header error is a command that fixes the case: the
-requirement it names resolves on PyPI, and where the fix can be followed here, following it works."""
+requirement it names resolves on PyPI, and where the fix can be followed here, it works."""
 
 from __future__ import annotations
 

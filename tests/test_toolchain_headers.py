@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from ._envs import (CCCL_CU13, CCCL_OWN_FOLDER, HEADERS, hidden_env, install_cccl, machine_toolkits, make_env, pip_resolves,
-                    run_in, visible_toolkits)
+from ._envs import (CCCL_CU13, CCCL_OWN_FOLDER, HEADERS, hidden_env, install_cccl,
+                    machine_toolkits, make_env, pip_resolves, run_in, visible_toolkits)
 
 # One program includes them all (a header that does not compile fails it, and the log names it):
 # the cost is that of the largest, not the sum.
