@@ -44,8 +44,47 @@ export CI="${CI:-1}"
 
 "$VENV/bin/python" ci/gen_ffi.py --check
 
+# What pip installed must compile every CUDA header on its own, so the tests run with each CUDA
+# toolkit under /usr/local hidden: an empty read-only tmpfs over it in a private mount namespace
+# (as root, or as root of a user namespace).  Each one is first bind-mounted aside, at the path
+# CUDALOAD_TEST_SYSTEM_TOOLKITS names, for the test that shows which toolkit headers are preferred.
+# Where no namespace can be made, cuda.pathfinder is kept from searching outside the environment
+# instead (tests/_hide_toolkits/sitecustomize.py), and CUDA_HOME, CUDA_PATH and CONDA_PREFIX unset.
+toolkits=()
+for dir in /usr/local/cuda*; do
+    [ -d "$dir" ] || continue
+    real="$(readlink -f "$dir")"
+    [[ " ${toolkits[*]} " == *" $real "* ]] || toolkits+=("$real")
+done
+run_tests=("$VENV/bin/python" -m pytest -q tests "$@")
+unset CUDA_HOME CUDA_PATH CONDA_PREFIX
+if [ ${#toolkits[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then ns=(unshare -m --propagation private)
+    else ns=(unshare -r -m --propagation private); fi
+    if "${ns[@]}" true 2>/dev/null; then
+        aside="$(mktemp -d)"
+        export CUDALOAD_TEST_HIDDEN_TOOLKITS="${toolkits[*]}"
+        export CUDALOAD_TEST_SYSTEM_TOOLKITS="$(printf "$aside/%s " "${toolkits[@]##*/}")"
+        echo "ci/test.sh: hiding ${toolkits[*]} from the tests (empty tmpfs, private mount namespace)" >&2
+        status=0
+        "${ns[@]}" bash -c 'set -e; aside="$1"; shift
+            for dir in $CUDALOAD_TEST_HIDDEN_TOOLKITS; do
+                mkdir "$aside/${dir##*/}"; mount --bind "$dir" "$aside/${dir##*/}"
+                mount -t tmpfs -o ro,size=4k cudaload-hidden "$dir"
+            done
+            exec "$@"' hide "$aside" "${run_tests[@]}" || status=$?
+        rm -rf "$aside"
+        [ "$status" = 5 ] && echo "ci/test.sh: pytest collected no tests" >&2
+        exit "$status"
+    fi
+    echo "ci/test.sh: no private mount namespace here: cuda.pathfinder is kept to this environment" \
+         "instead, so that ${toolkits[*]} stay out of the tests" >&2
+    export CUDALOAD_TEST_HIDDEN_TOOLKITS="${toolkits[*]}" CUDALOAD_TEST_HIDDEN_BY=pathfinder
+    export PYTHONPATH="$ROOT/tests/_hide_toolkits${PYTHONPATH:+:$PYTHONPATH}"
+fi
+
 status=0
-"$VENV/bin/python" -m pytest -q tests "$@" || status=$?
+"${run_tests[@]}" || status=$?
 if [ "$status" = 5 ]; then
     echo "ci/test.sh: pytest collected no tests" >&2
 fi

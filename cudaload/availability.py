@@ -252,14 +252,38 @@ def _probe_nvrtc(section: dict, problems: list) -> tuple[int, int] | None:
         section["builtins"] = _builtins_load(section, problems)
     else:
         section["builtins"] = _builtins_present(tc.nvrtc_path, section, problems)
-    section["header_dirs"] = dict((name, path) for name, path, _ident in tc.headers)
-    if not section["header_dirs"].get("cudart"):
-        problems.append(_problem(
-            "CUDA's headers (cuda_fp16.h, cuda_runtime.h) were not found: kernels that include "
-            "them will not compile",
-            "pip install 'cudaload[nvrtc]' (the nvidia-cuda-runtime wheel ships them), or set "
-            "CUDA_HOME to a CUDA toolkit"))
+    section["header_dirs"] = _header_dirs(tc, problems)
     return tc.version
+
+
+_HEADER_SETS = {"cudart": ("CUDA's runtime headers", "cuda_fp16.h, cuda_runtime.h, "
+                                                 "cooperative_groups.h, cuComplex.h"),
+                "cccl": ("CCCL's headers", "cuda/std/..., cub/..., and cooperative_groups.h, "
+                                           "which needs nv/target")}
+
+
+def _header_dirs(tc, problems: list) -> dict:
+    """Each header folder with the release it comes from; a missing set, or one of another CUDA
+    major than NVRTC, is a problem whose hint installs the set that matches."""
+    from . import releases
+
+    dirs = {}
+    for name, path, _ident in tc.headers:
+        release = releases.header_release(name, path) if path else None
+        dirs[name] = {"path": path, "version": release and releases.format_release(release),
+                      "cuda_major": release and release[0]}
+        what, used_by = _HEADER_SETS.get(name, (name, "them"))
+        fix = releases.pip_install(releases.header_requirement(name, tc.version))
+        nvrtc = f"NVRTC {tc.version[0]}.{tc.version[1]}"
+        if path is None:
+            problems.append(_problem(f"{what} were not found: kernels that include {used_by} "
+                                     "will not compile", fix))
+        elif release is None or release[0] != tc.version[0]:
+            of = f"are from CUDA {release[0]}" if release else "do not say which CUDA they are from"
+            problems.append(_problem(
+                f"{what} at {path} {of}, but {nvrtc} compiles: kernels that include {used_by} "
+                "may not compile, or not as this NVRTC's release would", fix))
+    return dirs
 
 
 _BUILTINS_HINT = ("libnvrtc-builtins must sit next to libnvrtc with the same version: "
@@ -319,6 +343,15 @@ def _not_loaded(section: dict) -> str:
     return "found but NOT USABLE (see problems)" if section.get("refused") else "not found"
 
 
+def _describe_dir(name: str, entry: dict) -> str:
+    if not entry["path"]:
+        return f"{name} none"
+    if name == "cudart":
+        return f"cudart of CUDA {entry['version'] or '?'} at {entry['path']}"
+    cuda = f"CUDA {entry['cuda_major'] or '?'}"
+    return f"{name} {entry['version'] or '?'} ({cuda}) at {entry['path']}"
+
+
 def _format(report: dict) -> str:
     """The human report."""
     from . import __version__
@@ -347,9 +380,9 @@ def _format(report: dict) -> str:
         lines.append(f"         architectures: {archs or '?'}")
         builtins = {True: "load", False: "DO NOT load", None: "not checked"}[nv["builtins"]]
         lines.append(f"         builtins: {builtins}")
-        heads = nv["header_dirs"]
-        lines.append("         headers: " + ", ".join(
-            f"{k} {heads.get(k) or 'none'}" for k in ("cudart", "cccl")))
+        for index, (name, entry) in enumerate(nv["header_dirs"].items()):
+            lines.append(f"         {'headers: ' if index == 0 else ' ' * 9}"
+                         f"{_describe_dir(name, entry)}")
     else:
         lines.append(f"nvrtc    {_not_loaded(nv)}")
     if report["ptx_loadable"] is not None:

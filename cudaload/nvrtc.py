@@ -98,8 +98,7 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         if rc in (_COMPILATION, _INVALID_OPTION):
             hint = _HINT_INVALID_OPTION if rc == _INVALID_OPTION else (
                 _HINT_NAME_EXPRESSION.format(", ".join(name_expressions))
-                if "__nv_name_map" in log else _HINT_INCLUDE if _MISSING_INCLUDE.search(log)
-                else "")
+                if "__nv_name_map" in log else _include_hint(log))
             raise CompileError(format_compile_error(name, source, options, log, describe(rc), hint),
                                log=log, source=source, options=options, name=name, code=rc)
         if rc == _BUILTIN_OPERATION_FAILURE:
@@ -161,7 +160,9 @@ def _read(ffi, lib, prog, size_fn: str, get_fn: str, raw: bool = False):
 
 _LOG_LINE = re.compile(r"^(.*)\((\d+)\): (?:error|warning|catastrophic error)", re.M)
 # NVRTC's wordings, with and without folders to search
-_MISSING_INCLUDE = re.compile(r"(?:cannot|could not) open source file")
+_MISSING_INCLUDE = re.compile(r'(?:cannot|could not) open source file "([^"]*)"')
+# What NVRTC (and CCCL's own check) says of host code pulled in by a header such as <cub/cub.cuh>
+_HOST_CODE = re.compile(r"not allowed in JIT mode|is not supported when compiling with NVRTC")
 
 
 _HINT_INVALID_OPTION = ("Next step: fix or remove the option the log names; NVRTC's options are "
@@ -170,8 +171,29 @@ _HINT_INCLUDE = ("Next step: pass the folder as Program(include_paths=...) or th
                  "headers={name: text}; CUDA's own headers (cuda_fp16.h, cuda/std/...) come from "
                  "the nvidia-cuda-runtime and nvidia-cuda-cccl wheels or a CUDA toolkit: "
                  "`cudaload doctor` says which header folders were found")
+_HINT_HOST_CODE = ("Next step: a header included here holds host code, which NVRTC cannot compile "
+                   "(<cub/cub.cuh>, <cub/device/...> and <thrust/...> are for the host compiler): "
+                   "include the device-side headers instead, such as <cub/block/block_reduce.cuh>, "
+                   "<cub/warp/warp_reduce.cuh> or <cuda/std/...>")
 _HINT_NAME_EXPRESSION = ("Next step: each name expression ({}) must name a __global__ function or "
                          "template instantiation declared in the source, e.g. 'scale<float>'")
+
+
+def _include_hint(log: str) -> str:
+    """The next step for a log that shows a missing or host-only header, else ""."""
+    from . import releases
+
+    missing = _MISSING_INCLUDE.search(log)
+    if missing is None:
+        return _HINT_HOST_CODE if _HOST_CODE.search(log) else ""
+    requirement = releases.wheel_for_header(missing.group(1), version())
+    if requirement is None:
+        return _HINT_INCLUDE
+    header, (major, minor) = missing.group(1), version()
+    wheel = re.split(r"[=<>]", requirement)[0]
+    return (f"Next step: {header} is one of CUDA's headers, from the {wheel} wheel for NVRTC "
+            f"{major}.{minor}: {releases.pip_install(requirement)} (`cudaload doctor` lists the "
+            "header folders in use)")
 
 
 def format_compile_error(name: str, source: str, options, log: str, reason: str,

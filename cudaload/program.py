@@ -312,17 +312,21 @@ def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
     known = want.number in supported
     if output != "auto" or known:
         if not known:
+            from .releases import arch_support
+
             raise NvrtcError(
-                f"NVRTC {_v(tc)} cannot compile for {want.sm()}: it supports "
-                f"{_list(supported)}. Next step: pick one of those, or install an NVRTC that "
-                "supports it (pip install -U nvidia-cuda-nvrtc)", name="arch")
+                f"NVRTC {_v(tc)} cannot compile for {want.sm()} (the requested arch, or the "
+                f"device's when none was given): it supports {_list(supported)}. Next step: "
+                f"pick one of those, or {arch_support(want.number, tc.version)}", name="arch")
         return ("cubin" if output == "auto" else output), want
     older = [a for a in supported if a < want.number]
     if not older:
+        from .releases import arch_support
+
         raise NvrtcError(
-            f"the device ({want.sm()}) is older than anything NVRTC {_v(tc)} supports "
-            f"({_list(supported)}). Next step: install an NVRTC release that still supports "
-            f"{want.sm()}, e.g. pip install 'nvidia-cuda-nvrtc-cu12'", name="arch")
+            f"{want.sm()} (the requested arch, or the device's when none was given) is older "
+            f"than anything NVRTC {_v(tc)} supports ({_list(supported)}). Next step: "
+            f"{arch_support(want.number, tc.version)}", name="arch")
     same_major = [a for a in older if a // 10 == want.number // 10]
     if want.number < supported[-1] and same_major:  # a CUBIN of the same major runs on it
         return "cubin", Arch((same_major[-1], ""))
@@ -332,12 +336,13 @@ def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
     if same_major:
         return "cubin", Arch((same_major[-1], ""))
     from .driver import format_version
+    from .releases import arch_support
 
     raise NvrtcError(
         f"cannot make code for {want.sm()}: NVRTC {_v(tc)} does not know this GPU, and its PTX "
         f"would need a driver for CUDA {_v(tc)} or newer, but the driver is for CUDA "
-        f"{format_version(driver_version)}. Next step: upgrade the NVIDIA driver, or install "
-        f"an NVRTC that supports {want.sm()}", name="arch")
+        f"{format_version(driver_version)}. Next step: upgrade the NVIDIA driver, or "
+        f"{arch_support(want.number, tc.version)}", name="arch")
 
 
 def _v(tc: toolchain.Toolchain) -> str:

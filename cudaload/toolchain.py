@@ -25,7 +25,6 @@ RECORD = "toolchain.json"
 # A file whose stat changes when the folder's headers are replaced by another release.
 _HEADER_SETS = {"cudart": "cuda_runtime_api.h", "cccl": os.path.join("cuda", "std", "version")}
 _FINGERPRINT_SPAN = 1 << 20
-_NONE_FOUND = tuple((name, None, None) for name in _HEADER_SETS)
 
 
 _Fields = namedtuple("_Fields", "nvrtc_path version build archs headers found_via", defaults=("",))
@@ -181,7 +180,9 @@ def _probe() -> Toolchain:
         remembered = known["path"] if _still_valid(known) else None
     except (KeyError, TypeError):
         remembered = None
-    headers = _known_headers(known)
+    # Remembered header folders are reused only with the NVRTC they were chosen for, and only
+    # while no wheel has been installed since (one may bring a better matching set).
+    headers = _known_headers(known) if remembered else None
     finding = None if headers is not None else _find_headers_meanwhile()
     library = _loader.nvrtc(remembered)
     path = library.path
@@ -191,7 +192,7 @@ def _probe() -> Toolchain:
     else:
         build = _fingerprint(path)
     if finding is not None:
-        headers = finding()
+        headers = _choose_headers(finding(), path, nvrtc.version())
     # Taken from the record, NVRTC keeps the description of where it was first found.
     found_via = known.get("found_via") if remembered and path == remembered else None
     tc = Toolchain(path, nvrtc.version(), build, tuple(nvrtc.supported_archs()), headers,
@@ -226,20 +227,68 @@ def _known_headers(known: dict | None) -> tuple | None:
         return None
 
 
-def _find_headers() -> tuple:
+# Where wheels put each header set inside site-packages (CUDA 13, then CUDA 12 and older), and
+# where a toolkit has it below its root (CUDA 13 moved CCCL into include/cccl).
+_WHEEL_DIRS = {"cudart": ("nvidia/cu13/include", "nvidia/cuda_runtime/include"),
+               "cccl": ("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include")}
+_TOOLKIT_DIRS = {"cudart": ("include",), "cccl": ("include/cccl", "include")}
+_TOOLKIT_ROOTS = ("CUDA_PATH", "CUDA_HOME", "CONDA_PREFIX")
+
+
+def _find_headers() -> dict:
+    """Every folder holding each header set, in search order: cuda.pathfinder's choice, then the
+    wheels of each site-packages, then the toolkits CUDA_PATH, CUDA_HOME and CONDA_PREFIX name."""
+    import site
+
     try:
         from cuda import pathfinder
     except ImportError:
-        return _NONE_FOUND
-    found = []
+        pathfinder = None
+    sites = [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
+    roots = [os.environ[name] for name in _TOOLKIT_ROOTS if os.environ.get(name)]
+    found = {}
     for name in _HEADER_SETS:
         try:
-            path = pathfinder.find_nvidia_header_directory(name)
+            first = [pathfinder.find_nvidia_header_directory(name)] if pathfinder else []
         except Exception:  # a header set pathfinder does not know is one we go without
-            path = None
-        ident = _header_identity(name, path) if path else None
-        found.append((name, path if ident else None, ident))
-    return tuple(found)
+            first = []
+        found[name] = [*first, *(os.path.join(s, d) for s in sites for d in _WHEEL_DIRS[name]),
+                       *(os.path.join(r, d) for r in roots for d in _TOOLKIT_DIRS[name])]
+    return found
+
+
+def _choose_headers(found: dict, nvrtc_path: str, nvrtc_version) -> tuple:
+    """For each header set, the folder that belongs to this NVRTC: one of its CUDA major (of those,
+    cudart nearest its version, not newer where possible, and the newest CCCL), the toolkit or
+    wheel NVRTC itself comes from first among equals.  A set found only for another major is
+    used all the same, and the report lists the mismatch with its fix."""
+    from . import releases
+
+    own_root = os.path.dirname(os.path.dirname(os.path.abspath(nvrtc_path)))
+    major, minor = nvrtc_version
+    chosen = []
+    for name, folders in found.items():
+        mine = [os.path.join(own_root, d) for d in _TOOLKIT_DIRS[name]]
+        best, best_rank, seen = None, None, set()
+        for order, folder in enumerate([*mine, *folders]):
+            real = os.path.realpath(folder) if folder else None
+            if real is None or real in seen or not os.path.isfile(
+                    os.path.join(real, _HEADER_SETS[name])):
+                continue
+            seen.add(real)
+            release = releases.header_release(name, real)
+            if release is None:
+                rank = (False, False, 0, ())
+            elif name == "cudart":
+                own = release[1][1]
+                rank = (release[0] == major, own <= minor, -abs(own - minor), ())
+            else:
+                rank = (release[0] == major, True, 0, release[1])
+            if best_rank is None or (rank, -order) > best_rank:
+                best, best_rank = real, (rank, -order)
+        ident = _header_identity(name, best) if best else None
+        chosen.append((name, best if ident else None, ident))
+    return tuple(chosen)
 
 
 def _find_headers_meanwhile():
@@ -258,9 +307,9 @@ def _find_headers_meanwhile():
                               name="cudaload-headers")
     thread.start()
 
-    def wait() -> tuple:
+    def wait() -> dict:
         thread.join()
-        return found[0] if found else _NONE_FOUND
+        return found[0] if found else {name: [] for name in _HEADER_SETS}
     return wait
 
 

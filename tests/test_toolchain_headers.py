@@ -1,0 +1,151 @@
+"""CUDA's headers compile from the wheels alone, the folders used belong to the NVRTC in use, and
+the report says which release each comes from and how to fix a missing or mismatched set."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ._envs import (CCCL_CU13, CCCL_OWN_FOLDER, HEADERS, hidden_env, install_cccl,
+                    machine_toolkits, make_env, pip_resolves, run_in, visible_toolkits)
+
+# One program includes them all (a header that does not compile fails it, and the log names it):
+# the cost is that of the largest, not the sum.
+_COMPILE_ALL = """
+import json, os, sys
+import cudaload
+failed = ""
+source = "".join(f"#include <{header}>\\n" for header in %r) + "__global__ void k() {}\\n"
+try:
+    cudaload.Program(source, name="all.cu").compile(arch="sm_90", output="cubin")
+except cudaload.errors.CompileError as err:
+    failed = str(err)[-3000:]
+nvrtc = cudaload.status().as_dict()["nvrtc"]
+print(json.dumps({"failed": failed, "header_dirs": nvrtc["header_dirs"],
+                  "problems": cudaload.status().problems,
+                  "hidden": {d: os.path.exists(os.path.join(d, "include"))
+                             for d in %r}}))
+"""
+
+
+def _report(python, env):
+    return run_in(python, """
+    import json, cudaload
+    st = cudaload.status()
+    print(json.dumps({"nvrtc": st.as_dict()["nvrtc"], "problems": st.problems, "text": str(st)}))
+    """, env)
+
+
+def test_every_cuda_header_compiles_with_no_toolkit_in_sight(tmp_path):
+    by, env = hidden_env()
+    toolkits = machine_toolkits()
+    if by == "namespace":  # ci/test.sh's mount namespace: the folders are empty from here
+        for folder in toolkits:
+            assert os.listdir(folder) == [], f"{folder} is visible to the tests"
+    out = run_in(sys.executable, _COMPILE_ALL % (HEADERS, toolkits),
+                 {**env, "CUDALOAD_CACHE_DIR": str(tmp_path)})
+    assert out["failed"] == ""
+    dirs = out["header_dirs"]
+    for name in ("cudart", "cccl"):
+        path = dirs[name]["path"]
+        assert path and not any(path.startswith(t + os.sep) for t in toolkits), (name, path)
+        assert dirs[name]["cuda_major"] == 13
+    assert dirs["cudart"]["version"].startswith("13.")
+    if by == "namespace":
+        assert not any(out["hidden"].values()), out["hidden"]
+    assert not [p for p in out["problems"] if "header" in p["what"]]
+
+
+def test_a_missing_cccl_is_a_problem_whose_fix_works(tmp_path):
+    python, site = make_env(tmp_path / "env", cccl=False)
+    _by, env = hidden_env()
+    env = {**env, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
+    rep = _report(python, env)
+    assert rep["nvrtc"]["header_dirs"]["cccl"] == {"path": None, "version": None,
+                                                    "cuda_major": None}
+    (problem,) = [p for p in rep["problems"] if "CCCL" in p["what"]]
+    assert "not found" in problem["what"] and "cooperative_groups.h" in problem["what"]
+    assert problem["hint"] == "pip install 'nvidia-cuda-cccl>=13,<14'"
+    assert problem["hint"] in rep["text"]
+    pip_resolves("nvidia-cuda-cccl>=13,<14")
+
+    install_cccl(site)  # the hint, followed
+    out = run_in(python, _COMPILE_ALL % (HEADERS, []), env)
+    assert out["failed"] == ""
+    assert out["header_dirs"]["cccl"]["path"] == os.path.realpath(
+        os.path.join(site, "nvidia", "cu13", "include", "cccl"))
+    assert not [p for p in out["problems"] if "header" in p["what"]]
+
+
+def _fake_cudart(folder, version: int) -> str:
+    os.makedirs(folder)
+    with open(os.path.join(folder, "cuda_runtime_api.h"), "w") as f:
+        f.write(f"#pragma once\n#define CUDART_VERSION {version}\n")
+    with open(os.path.join(folder, "cuda_runtime.h"), "w") as f:
+        f.write("#pragma once\n")
+    return str(folder)
+
+
+def test_headers_of_another_cuda_major_are_a_problem_with_the_fix(tmp_path):
+    python, site = make_env(tmp_path / "env", cudart=False)
+    old = _fake_cudart(os.path.join(site, "nvidia", "cuda_runtime", "include"), 12040)
+    _by, env = hidden_env()
+    rep = _report(python, {**env, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")})
+    nvrtc = rep["nvrtc"]
+    assert nvrtc["header_dirs"]["cudart"] == {"path": old, "version": "12.4", "cuda_major": 12}
+    (problem,) = [p for p in rep["problems"] if "runtime headers" in p["what"]]
+    assert f"at {old} are from CUDA 12, but NVRTC {nvrtc['version']}" in problem["what"]
+    assert problem["hint"] == f"pip install 'nvidia-cuda-runtime=={nvrtc['version']}.*'"
+    pip_resolves(problem["hint"].split("'")[1])
+
+
+def test_a_matching_set_is_used_wherever_it_is_found(tmp_path):
+    """A CUDA 12 cudart wheel in the environment, CUDA 13 headers in the toolkit CUDA_HOME names:
+    cuda.pathfinder picks the wheel; the toolkit's, of NVRTC's major, are the ones used."""
+    python, site = make_env(tmp_path / "env", cudart=False)
+    _fake_cudart(os.path.join(site, "nvidia", "cuda_runtime", "include"), 12040)
+    toolkit = tmp_path / "toolkit"
+    os.makedirs(toolkit)
+    from ._envs import real_wheels
+
+    os.symlink(os.path.join(real_wheels(), "include"), toolkit / "include")
+    _by, env = hidden_env()
+    env = {**env, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache"), "CUDA_HOME": str(toolkit)}
+    if env.get("PYTHONPATH"):  # pathfinder's CUDA_HOME step is what finds a toolkit here
+        del env["PYTHONPATH"]
+    out = run_in(python, _COMPILE_ALL % (["cuda_fp16.h", "cooperative_groups.h"], []), env)
+    assert out["header_dirs"]["cudart"]["path"] == os.path.realpath(toolkit / "include")
+    assert out["header_dirs"]["cudart"]["cuda_major"] == 13
+    assert out["failed"] == ""
+    assert not [p for p in out["problems"] if "header" in p["what"]]
+
+
+def _system_cccl():
+    for toolkit in visible_toolkits():
+        folder = os.path.join(toolkit, "include", "cccl")
+        if os.path.isfile(os.path.join(folder, "cuda", "std", "version")):
+            return toolkit, folder
+    pytest.skip("no CUDA toolkit with CCCL on this machine")
+
+
+@pytest.mark.parametrize("where", [CCCL_CU13, CCCL_OWN_FOLDER], ids=["cu13", "own-folder"])
+def test_a_system_cccl_older_than_nvrtc_gives_way_to_the_wheel(tmp_path, where):
+    """With the toolkit visible: its CCCL serves while no wheel has one, and once a CCCL wheel is
+    installed (beside cudart's headers, or in a folder of its own that changes nothing that was
+    used before), the wheel's, newer, is used from the next process on."""
+    from cudaload import releases
+
+    toolkit, system = _system_cccl()
+    python, site = make_env(tmp_path / "env", cccl=False)
+    env = {"CUDALOAD_CACHE_DIR": str(tmp_path / "cache"), "CUDA_HOME": toolkit,
+           "CUDA_PATH": None, "CONDA_PREFIX": None}
+    first = run_in(python, _COMPILE_ALL % (["cuda/std/limits"], []), env)
+    assert first["failed"] == ""
+    assert first["header_dirs"]["cccl"]["path"] == os.path.realpath(system)
+    wheel = install_cccl(site, where)
+    assert releases.header_release("cccl", wheel)[1] > releases.header_release("cccl", system)[1]
+    second = run_in(python, _COMPILE_ALL % (["cuda/std/limits"], []), env)
+    assert second["header_dirs"]["cccl"]["path"] == wheel
+    assert second["failed"] == ""
