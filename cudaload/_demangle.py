@@ -1,10 +1,19 @@
-"""Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name."""
+"""Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name.
+
+Back-references let a name of a few hundred characters stand for billions (each type may repeat
+the previous one twice), so the text a name may produce is bounded: past ``MAX_CHARS`` the name
+is not read, and the kernel's types come from where they do for any name that cannot be read.
+"""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["mangled_types"]
+__all__ = ["mangled_types", "MAX_CHARS"]
+
+# Characters of text a name may build in all, every candidate for a back-reference included.
+# Real kernels' names build a few thousand; templates of CUTLASS and CuTe some hundred thousand.
+MAX_CHARS = 1 << 22
 
 
 _BUILTINS = {"v": "void", "b": "bool", "c": "char", "a": "signed char", "h": "unsigned char",
@@ -14,11 +23,34 @@ _BUILTINS = {"v": "void", "b": "bool", "c": "char", "a": "signed char", "h": "un
              "w": "wchar_t", "z": "..."}
 
 
+class _Function(str):
+    """A function type, ``float(float)``, with its parts kept to write a pointer to it."""
+
+    def __new__(cls, result: str, params: list[str]):
+        self = super().__new__(cls, f"{result}({', '.join(params)})")
+        self.result, self.params = result, params
+        return self
+
+    def pointer(self, symbol: str) -> str:
+        return f"{self.result} ({symbol})({', '.join(self.params)})"
+
+
 class _Demangler:
     """Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name."""
 
     def __init__(self, text: str):
         self.s, self.i, self.subs, self.targs = text, 0, [], []
+        self.made = 0  # characters built so far, bounded by MAX_CHARS
+
+    def built(self, text: str) -> str:
+        self.made += len(text)
+        if self.made > MAX_CHARS:
+            raise ValueError(f"the name stands for more than {MAX_CHARS} characters")
+        return text
+
+    def candidate(self, text: str) -> None:
+        """Record ``text`` as the next back-reference target."""
+        self.subs.append(self.built(text))
 
     def peek(self, n=1):
         return self.s[self.i:self.i + n]
@@ -78,7 +110,7 @@ class _Demangler:
     def unqualified(self) -> str:
         name = self.source_name()
         if self.peek() == "I":
-            self.subs.append(name)
+            self.candidate(name)
             name += "<" + ", ".join(self.template_args()) + ">"
         return name
 
@@ -99,12 +131,28 @@ class _Demangler:
                 parts[-1] += "<" + ", ".join(self.template_args()) + ">"
             else:
                 parts.append(self.source_name())
-            self.subs.append("::".join(parts))
+            self.candidate("::".join(parts))
         self.take()
         self.subs.pop()  # the whole nested name is a candidate only as a prefix
         return "::".join(parts)
 
+    def function(self) -> _Function:
+        self.take()  # F
+        if self.peek() == "Y":  # extern "C"
+            self.take()
+        result, params = self.type(), []
+        while self.peek() != "E":
+            if self.peek(2) in ("RE", "OE"):  # a ref-qualifier of a member function type
+                self.take()
+                continue
+            params.append(self.type())
+        self.take()
+        return _Function(result, [] if params == ["void"] else params)
+
     def type(self) -> str:
+        return self.built(self._type())
+
+    def _type(self) -> str:
         c = self.peek()
         if not c:
             raise ValueError("the name ends inside a type")
@@ -113,7 +161,9 @@ class _Demangler:
             return _BUILTINS[c]
         if c in "PRO":
             self.take()
-            out = self.type() + {"P": "*", "R": "&", "O": "&&"}[c]
+            symbol = {"P": "*", "R": "&", "O": "&&"}[c]
+            inner = self.type()
+            out = inner.pointer(symbol) if isinstance(inner, _Function) else inner + symbol
         elif c in "KVr":
             quals = []
             while self.peek() in ("K", "V", "r"):
@@ -130,7 +180,7 @@ class _Demangler:
             self.take(2)
             out = "std::" + self.source_name()
             if self.peek() == "I":
-                self.subs.append(out)
+                self.candidate(out)
                 out += "<" + ", ".join(self.template_args()) + ">"
         elif c == "S":
             out = self.substitution()
@@ -139,16 +189,18 @@ class _Demangler:
             out += "<" + ", ".join(self.template_args()) + ">"
         elif c == "N":
             name = self.nested()
-            self.subs.append(name)
+            self.candidate(name)
             return name
         elif c.isdigit():
             out = self.unqualified()
+        elif c == "F":
+            out = self.function()
         elif self.peek(2) == "Dh":
             self.take(2)
             return "__half"
         else:
             raise ValueError(f"type code {c!r} is not read")
-        self.subs.append(out)
+        self.candidate(out)
         return out
 
     def parse(self) -> list[str]:
@@ -159,24 +211,24 @@ class _Demangler:
             parts = []
             while self.peek() != "E":
                 if self.peek() == "I":
-                    self.subs.append("::".join(parts))
+                    self.candidate("::".join(parts))
                     self.targs = self.template_args()
                 else:
                     if parts:
-                        self.subs.append("::".join(parts))
+                        self.candidate("::".join(parts))
                     parts.append(self.source_name())
             self.take()
         else:
             self.source_name()
             if self.peek() == "I":
-                self.subs.append("name")
+                self.candidate("name")
                 self.targs = self.template_args()
         if self.targs:
             self.type()  # a function template's mangled name carries its return type
         params = []
         while self.i < len(self.s):
             params.append(self.type())
-        return [] if params == ["void"] else params
+        return [] if params == ["void"] else [str(p) for p in params]
 
 
 def mangled_types(name: str):
