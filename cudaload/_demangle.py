@@ -23,16 +23,17 @@ _BUILTINS = {"v": "void", "b": "bool", "c": "char", "a": "signed char", "h": "un
              "w": "wchar_t", "z": "..."}
 
 
-class _Function(str):
-    """A function type, ``float(float)``, with its parts kept to write a pointer to it."""
+class _Declarator(str):
+    """A function or array type, ``float(float)`` or ``int[4]``, with its parts kept to write a
+    pointer or reference to it: ``float (*)(float)``, ``int (&)[4]``."""
 
-    def __new__(cls, result: str, params: list[str]):
-        self = super().__new__(cls, f"{result}({', '.join(params)})")
-        self.result, self.params = result, params
+    def __new__(cls, head: str, tail: str):
+        self = super().__new__(cls, head + tail)
+        self.head, self.tail = head, tail
         return self
 
     def pointer(self, symbol: str) -> str:
-        return f"{self.result} ({symbol})({', '.join(self.params)})"
+        return f"{self.head} ({symbol}){self.tail}"
 
 
 class _Demangler:
@@ -136,7 +137,7 @@ class _Demangler:
         self.subs.pop()  # the whole nested name is a candidate only as a prefix
         return "::".join(parts)
 
-    def function(self) -> _Function:
+    def function(self) -> _Declarator:
         self.take()  # F
         if self.peek() == "Y":  # extern "C"
             self.take()
@@ -147,7 +148,14 @@ class _Demangler:
                 continue
             params.append(self.type())
         self.take()
-        return _Function(result, [] if params == ["void"] else params)
+        return _Declarator(result, f"({', '.join([] if params == ['void'] else params)})")
+
+    def array(self) -> _Declarator:
+        self.take()  # A
+        size = "" if self.peek() == "_" else str(self.number())
+        if self.take() != "_":
+            raise ValueError("array bound")
+        return _Declarator(self.type(), f"[{size}]")
 
     def type(self) -> str:
         return self.built(self._type())
@@ -163,7 +171,7 @@ class _Demangler:
             self.take()
             symbol = {"P": "*", "R": "&", "O": "&&"}[c]
             inner = self.type()
-            out = inner.pointer(symbol) if isinstance(inner, _Function) else inner + symbol
+            out = inner.pointer(symbol) if isinstance(inner, _Declarator) else inner + symbol
         elif c in "KVr":
             quals = []
             while self.peek() in ("K", "V", "r"):
@@ -195,6 +203,8 @@ class _Demangler:
             out = self.unqualified()
         elif c == "F":
             out = self.function()
+        elif c == "A":
+            out = self.array()
         elif self.peek(2) == "Dh":
             self.take(2)
             return "__half"
