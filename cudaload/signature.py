@@ -220,10 +220,13 @@ def _strip_name(decl: str) -> tuple[str, str | None]:
             break
         group = found = inner
     if found is not None:
-        last = found[1] - 1
-        if _is_word(tokens[last]) and tokens[last] not in _POINTER_QUALIFIERS:
-            return _render(tokens[:last] + tokens[last + 1:]), tokens[last]
-        return _render(tokens), None
+        close, name = found[1], None
+        if _is_word(tokens[close - 1]) and tokens[close - 1] not in _POINTER_QUALIFIERS:
+            name, close = tokens[close - 1], close - 1
+        start = close
+        while tokens[start - 1] in _POINTER_QUALIFIERS:  # the parameter's own: (* const f)
+            start -= 1
+        return _render(tokens[:start] + tokens[found[1]:]), name
     array = False
     while tokens and tokens[-1] == "]" and pair[len(tokens) - 1] is not None:
         del tokens[pair[len(tokens) - 1]:]
@@ -258,13 +261,18 @@ def _unwrapped(text: str) -> str:
 def signature_types(signature: str) -> tuple[list[str], list[str | None]]:
     """C types (and names, where given) of a signature such as ``"const float* x, float, int"``.
 
-    Raises LaunchArgumentError (a TypeError) when ``signature`` is not a str."""
+    Raises LaunchArgumentError (a TypeError) when ``signature`` is not a str, or names a
+    parameter without a type (``"int, = 4"``)."""
     if not isinstance(signature, str):
         raise LaunchArgumentError(f"signature must be a str such as 'const float* x, int n', not "
                                   f"{type(signature).__name__}")
     pairs = [_strip_name(part) for part in _split_top(_unwrapped(signature.strip()))]
     if pairs == [("void", None)]:
         pairs = []
+    for i, (ctype, _) in enumerate(pairs):
+        if not ctype:
+            raise LaunchArgumentError(f"parameter {i} of the signature {signature[:80]!r} has no "
+                                      "type: write each as a C declaration, e.g. 'const float* x'")
     return [t for t, _ in pairs], [n for _, n in pairs]
 
 
@@ -309,5 +317,8 @@ def source_types(source: str, name: str):
     for i in range(start, len(text)):
         depth += {"(": 1, ")": -1}.get(text[i], 0)
         if depth == 0:
-            return signature_types(text[start:i])
+            try:
+                return signature_types(text[start:i])
+            except LaunchArgumentError:  # not a declaration this reader understands
+                return None
     return None
