@@ -1,10 +1,19 @@
-"""Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name."""
+"""Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name.
+
+Back-references let a name of a few hundred characters stand for billions (each type may repeat
+the previous one twice), so the text a name may produce is bounded: past ``MAX_CHARS`` the name
+is not read, and the kernel's types come from where they do for any name that cannot be read.
+"""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["mangled_types"]
+__all__ = ["mangled_types", "MAX_CHARS"]
+
+# Characters of text a name may build in all, every candidate for a back-reference included.
+# Real kernels' names build a few thousand; templates of CUTLASS and CuTe some hundred thousand.
+MAX_CHARS = 1 << 22
 
 
 _BUILTINS = {"v": "void", "b": "bool", "c": "char", "a": "signed char", "h": "unsigned char",
@@ -14,11 +23,35 @@ _BUILTINS = {"v": "void", "b": "bool", "c": "char", "a": "signed char", "h": "un
              "w": "wchar_t", "z": "..."}
 
 
+class _Declarator(str):
+    """A function or array type, ``float(float)`` or ``int[4]``, with its parts kept to write a
+    pointer or reference to it: ``float (*)(float)``, ``int (&)[4]``."""
+
+    def __new__(cls, head: str, tail: str):
+        self = super().__new__(cls, head + tail)
+        self.head, self.tail = head, tail
+        return self
+
+    def pointer(self, symbol: str) -> str:
+        return f"{self.head} ({symbol}){self.tail}"
+
+
 class _Demangler:
     """Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name."""
 
     def __init__(self, text: str):
         self.s, self.i, self.subs, self.targs = text, 0, [], []
+        self.made = 0  # characters built so far, bounded by MAX_CHARS
+
+    def built(self, text: str) -> str:
+        self.made += len(text)
+        if self.made > MAX_CHARS:
+            raise ValueError(f"the name stands for more than {MAX_CHARS} characters")
+        return text
+
+    def candidate(self, text: str) -> None:
+        """Record ``text`` as the next back-reference target."""
+        self.subs.append(self.built(text))
 
     def peek(self, n=1):
         return self.s[self.i:self.i + n]
@@ -78,7 +111,7 @@ class _Demangler:
     def unqualified(self) -> str:
         name = self.source_name()
         if self.peek() == "I":
-            self.subs.append(name)
+            self.candidate(name)
             name += "<" + ", ".join(self.template_args()) + ">"
         return name
 
@@ -99,12 +132,35 @@ class _Demangler:
                 parts[-1] += "<" + ", ".join(self.template_args()) + ">"
             else:
                 parts.append(self.source_name())
-            self.subs.append("::".join(parts))
+            self.candidate("::".join(parts))
         self.take()
         self.subs.pop()  # the whole nested name is a candidate only as a prefix
         return "::".join(parts)
 
+    def function(self) -> _Declarator:
+        self.take()  # F
+        if self.peek() == "Y":  # extern "C"
+            self.take()
+        result, params = self.type(), []
+        while self.peek() != "E":
+            if self.peek(2) in ("RE", "OE"):  # a ref-qualifier of a member function type
+                self.take()
+                continue
+            params.append(self.type())
+        self.take()
+        return _Declarator(result, f"({', '.join([] if params == ['void'] else params)})")
+
+    def array(self) -> _Declarator:
+        self.take()  # A
+        size = "" if self.peek() == "_" else str(self.number())
+        if self.take() != "_":
+            raise ValueError("array bound")
+        return _Declarator(self.type(), f"[{size}]")
+
     def type(self) -> str:
+        return self.built(self._type())
+
+    def _type(self) -> str:
         c = self.peek()
         if not c:
             raise ValueError("the name ends inside a type")
@@ -113,7 +169,9 @@ class _Demangler:
             return _BUILTINS[c]
         if c in "PRO":
             self.take()
-            out = self.type() + {"P": "*", "R": "&", "O": "&&"}[c]
+            symbol = {"P": "*", "R": "&", "O": "&&"}[c]
+            inner = self.type()
+            out = inner.pointer(symbol) if isinstance(inner, _Declarator) else inner + symbol
         elif c in "KVr":
             quals = []
             while self.peek() in ("K", "V", "r"):
@@ -130,7 +188,7 @@ class _Demangler:
             self.take(2)
             out = "std::" + self.source_name()
             if self.peek() == "I":
-                self.subs.append(out)
+                self.candidate(out)
                 out += "<" + ", ".join(self.template_args()) + ">"
         elif c == "S":
             out = self.substitution()
@@ -139,16 +197,20 @@ class _Demangler:
             out += "<" + ", ".join(self.template_args()) + ">"
         elif c == "N":
             name = self.nested()
-            self.subs.append(name)
+            self.candidate(name)
             return name
         elif c.isdigit():
             out = self.unqualified()
+        elif c == "F":
+            out = self.function()
+        elif c == "A":
+            out = self.array()
         elif self.peek(2) == "Dh":
             self.take(2)
             return "__half"
         else:
             raise ValueError(f"type code {c!r} is not read")
-        self.subs.append(out)
+        self.candidate(out)
         return out
 
     def parse(self) -> list[str]:
@@ -159,24 +221,24 @@ class _Demangler:
             parts = []
             while self.peek() != "E":
                 if self.peek() == "I":
-                    self.subs.append("::".join(parts))
+                    self.candidate("::".join(parts))
                     self.targs = self.template_args()
                 else:
                     if parts:
-                        self.subs.append("::".join(parts))
+                        self.candidate("::".join(parts))
                     parts.append(self.source_name())
             self.take()
         else:
             self.source_name()
             if self.peek() == "I":
-                self.subs.append("name")
+                self.candidate("name")
                 self.targs = self.template_args()
         if self.targs:
             self.type()  # a function template's mangled name carries its return type
         params = []
         while self.i < len(self.s):
             params.append(self.type())
-        return [] if params == ["void"] else params
+        return [] if params == ["void"] else [str(p) for p in params]
 
 
 def mangled_types(name: str):

@@ -60,8 +60,8 @@ _HINTS = {
     ("nvrtc", LibraryLoadError): (
         "check the file with `ldd PATH`; reinstall nvidia-cuda-nvrtc, or unset CUDALOAD_LIBNVRTC"),
     ("nvrtc", MissingSymbolError): (
-        "point CUDALOAD_LIBNVRTC at libnvrtc.so from CUDA 12.0 or newer, or "
-        "pip install 'cudaload[nvrtc]'"),
+        "pip install -U 'nvidia-cuda-nvrtc>=12.4' (and unset CUDALOAD_LIBNVRTC if it names "
+        "this file), or point CUDALOAD_LIBNVRTC at libnvrtc.so from CUDA 12.0 or newer"),
 }
 
 
@@ -77,6 +77,15 @@ class Library:
 
     def __repr__(self):
         return f"Library({self.name!r}, path={self.path!r}, found_via={self.found_via!r})"
+
+    def function(self, symbol: str, since: str):
+        """Entry point ``symbol``, which releases before ``since`` (e.g. "CUDA 11.2") lack.
+        Raises MissingSymbolError saying so, where cffi would raise its own ``ffi.error``."""
+        try:
+            return getattr(self.lib, symbol)
+        except (AttributeError, self.ffi.error):
+            raise _missing(self.name, self.path, symbol,
+                           f"it is older than {since}, which added it") from None
 
 
 # _thread, not threading: importing threading (functools, collections) costs about 3 ms in a
@@ -294,10 +303,13 @@ def _check_symbols(name: str, ffi, lib, path: str) -> None:
             getattr(lib, symbol)
         except (AttributeError, ffi.error):  # ABI-mode cffi raises ffi.error for an absent symbol
             label = "the CUDA driver" if name == "cuda" else "NVRTC"
-            raise MissingSymbolError(
-                f"{path} loaded but lacks {symbol}: it is not {label}, or far too old. "
-                f"Next step: {_HINTS[name, MissingSymbolError]}", library=name, symbol=symbol,
-                path=path) from None
+            raise _missing(name, path, symbol, f"it is not {label}, or far too old") from None
+
+
+def _missing(name: str, path: str, symbol: str, why: str) -> MissingSymbolError:
+    return MissingSymbolError(f"{path} loaded but lacks {symbol}: {why}. "
+                              f"Next step: {_HINTS[name, MissingSymbolError]}",
+                              library=name, symbol=symbol, path=path)
 
 
 def _real_path(path: str) -> str:

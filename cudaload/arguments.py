@@ -8,6 +8,7 @@ preallocated buffer that a ``void*[]`` already points into.
 
 from __future__ import annotations
 
+import operator
 import struct
 
 from .errors import LaunchArgumentError
@@ -77,8 +78,7 @@ class Packer:
         if isinstance(value, _Shown):
             shown = f"a {value.tp.__name__}"
         else:
-            shown = repr(value)
-            shown = f"{type(value).__name__} {shown[:57] + '...' if len(shown) > 60 else shown}"
+            shown = f"{type(value).__name__} {_short(value)}"
         return LaunchArgumentError(
             f"argument {p.index} ({p.label}) of {self.name}: {shown} does not fit: {why}; "
             f"signature: {self.signature}")
@@ -162,7 +162,18 @@ class Packer:
             return _Inline("{a}.data_ptr()", "{a}.get_device() == D", from_torch)
         if hasattr(tp, "__cuda_array_interface__"):
             def from_cai(value):
-                ptr = value.__cuda_array_interface__["data"][0]
+                cai = value.__cuda_array_interface__
+                try:
+                    ptr, shape = cai["data"][0], cai["shape"]
+                    valid = type(ptr) is int and type(cai["typestr"]) is str and \
+                        type(shape) is tuple and all(type(n) is int for n in shape)
+                except (KeyError, TypeError, IndexError):
+                    valid = False
+                if not valid:  # say what is wrong, or take what is right but unusual
+                    problem = _interface_problem(cai)
+                    if problem:
+                        raise fail(p, value, problem)
+                    ptr = operator.index(cai["data"][0])
                 where = _pointer_device(ptr)
                 if where is not None and where != device:
                     raise fail(p, value, _other_device(where, device) if where >= 0 else _HOST_HINT)
@@ -311,6 +322,41 @@ def _range_text(p) -> str:
     if p.code.islower():
         return f"{p.ctype} holds {-(1 << (bits - 1))}..{(1 << (bits - 1)) - 1}"
     return f"{p.ctype} holds 0..{(1 << bits) - 1}"
+
+
+def _interface_problem(cai) -> str | None:
+    """What makes ``cai`` no ``__cuda_array_interface__``: a dict with data (pointer, read-only),
+    shape (a tuple of ints) and typestr (a str).  None when nothing does."""
+    what = "its __cuda_array_interface__"
+    if not (hasattr(cai, "keys") and hasattr(cai, "__getitem__")):
+        return f"{what} is a {type(cai).__name__}, not a dict"
+    missing = [key for key in ("data", "shape", "typestr") if key not in cai]
+    if missing:
+        return (f"{what} lacks {', '.join(map(repr, missing))}: the CUDA Array Interface gives "
+                "data, shape and typestr")
+    data, shape = cai["data"], cai["shape"]
+    if not (isinstance(data, (tuple, list)) and len(data) == 2 and _is_int(data[0])):
+        return f"{what}['data'] is {_short(data)}, not (pointer as int, read-only flag)"
+    if not (isinstance(shape, (tuple, list)) and all(_is_int(n) for n in shape)):
+        return f"{what}['shape'] is {_short(shape)}, not a tuple of ints"
+    if not isinstance(cai["typestr"], str):
+        return f"{what}['typestr'] is {_short(cai['typestr'])}, not a str such as '<f4'"
+    return None
+
+
+def _is_int(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text[:57] + "..." if len(text) > 60 else text
 
 
 def _other_device(where: int, device: int) -> str:

@@ -67,7 +67,7 @@ class _Core:
     """Everything a kernel knows and caches; ``launch`` is what calling a :class:`Kernel` runs."""
 
     def __init__(self, module, name: str, signature: str | None = None, source: str | None = None):
-        self.name = name
+        self.name = symbol_name(name, "kernel name")
         self._module = module
         self._signature = signature
         self._source = source
@@ -279,6 +279,20 @@ class _Core:
                     state.func, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
                     "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
                 state.smem[0] = nbytes
+
+
+def symbol_name(name, what: str) -> str:
+    """``name`` checked before it reaches the driver, which reads a C string: "k\\0evil" would
+    resolve the kernel k.  Raises TypeError, ValueError."""
+    if not isinstance(name, str):
+        raise TypeError(f"a {what} must be a str such as 'saxpy' or 'scale<float>', not "
+                        f"{type(name).__name__}")
+    if "\0" in name:
+        raise ValueError(f"{what} {name!r} contains a NUL character, where the driver would cut "
+                         f"it short (to {name[:name.index(chr(0))]!r}); remove it")
+    if not name:
+        raise ValueError(f"the {what} is empty; give it as declared in the source")
+    return name
 
 
 def _constant(dims) -> bool:

@@ -152,15 +152,18 @@ class Module:
 
         ``signature`` (e.g. ``"const float*, float, int"``) declares the C types where neither the
         mangled name nor the source says them.  Raises :class:`DriverError` if there is no such
-        kernel (on first use), :class:`LaunchArgumentError` for a malformed signature."""
+        kernel (on first use), :class:`LaunchArgumentError` for a malformed signature,
+        ValueError for a name that is empty or contains NUL."""
         from .kernel import Kernel
 
         return Kernel(self, name, signature=signature)
 
     def get_global(self, name: str, device=None):
         """A ``__device__``/``__constant__`` variable as a :class:`DeviceBuffer` view."""
+        from .kernel import symbol_name
         from .memory import DeviceBuffer
 
+        symbol_name(name, "variable name")
         dev = as_device(device)
         drv = activate(dev, owning=True)
         ptr, size = drv.ffi.new("CUdeviceptr *"), drv.ffi.new("size_t *")

@@ -60,12 +60,17 @@ def version() -> tuple[int, int]:
 
 
 def supported_archs() -> list[int]:
-    """Compute capabilities NVRTC can emit code for, e.g. [75, 80, 86, 89, 90, ...]."""
-    ffi, lib = _lib()
+    """Compute capabilities NVRTC can emit code for, e.g. [75, 80, 86, 89, 90, ...].
+
+    Raises MissingSymbolError for an NVRTC older than CUDA 11.2, which cannot say."""
+    library = _loader.nvrtc()
+    ffi = library.ffi
     count = ffi.new("int *")
-    check(lib.nvrtcGetNumSupportedArchs(count), "nvrtcGetNumSupportedArchs")
+    check(library.function("nvrtcGetNumSupportedArchs", "CUDA 11.2")(count),
+          "nvrtcGetNumSupportedArchs")
     archs = ffi.new("int[]", count[0])
-    check(lib.nvrtcGetSupportedArchs(archs), "nvrtcGetSupportedArchs")
+    check(library.function("nvrtcGetSupportedArchs", "CUDA 11.2")(archs),
+          "nvrtcGetSupportedArchs")
     return list(archs)
 
 

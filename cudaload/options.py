@@ -16,18 +16,18 @@ def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=
           max_registers: int | None = None, relocatable: bool = False) -> tuple[str, ...]:
     """The NVRTC option list for these keywords followed by ``options``.
 
-    Raises TypeError for a single string, ValueError for an empty option, one containing NUL, or
-    one that needs a value and has none.
+    Raises TypeError for a single string or an item of the wrong type, ValueError (naming the
+    argument) for an empty option, one containing NUL, one that needs a value and has none, a
+    define that is no macro name or whose value is not one line, an empty include path.
     """
     user = strings(options, "options", "('-DN=4',)")
-    for option in user:
-        _check(option)
+    for i, option in enumerate(user):
+        _check(option, f"options[{i}]")
     out: list[str] = []
     if std and not any(o.startswith(("-std", "--std")) for o in user):
         out.append(f"-std={std}")
-    for name, value in (defines or {}).items():
-        out.append(f"-D{name}" if value is None else f"-D{name}={value}")
-    out += [f"-I{path}" for path in include_paths]
+    out += _defines(defines)
+    out += [f"-I{path}" for path in _include_paths(include_paths)]
     if fast_math:
         out.append("--use_fast_math")
     if line_info:
@@ -43,7 +43,8 @@ def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=
 
 def strings(values, what: str, example: str) -> tuple[str, ...]:
     """``values`` as a tuple of str.  Raises TypeError for one string (which would be taken
-    letter by letter) or for an item that is no string."""
+    letter by letter) or for an item that is no string, ValueError for an item holding a NUL
+    (NVRTC and the driver read C strings: the item would be cut short there)."""
     if isinstance(values, (str, bytes, bytearray)):
         raise TypeError(f"{what} must be a sequence of strings, e.g. {example}, not one string")
     try:
@@ -51,9 +52,12 @@ def strings(values, what: str, example: str) -> tuple[str, ...]:
     except TypeError:
         raise TypeError(f"{what} must be a sequence of strings, e.g. {example}, "
                         f"not {type(values).__name__}") from None
-    for item in out:
+    for i, item in enumerate(out):
         if not isinstance(item, str):
             raise TypeError(f"{what} must hold strings, not {type(item).__name__} ({item!r})")
+        if "\0" in item:
+            raise ValueError(f"{what}[{i}] ({item!r}) contains a NUL character, which would cut "
+                             "it short; remove it")
     return out
 
 
@@ -66,16 +70,69 @@ _NEEDS_VALUE = frozenset({
     "--diag-warn", "-split-compile", "--split-compile", "-Werror", "--warning-as-error"})
 
 
-def _check(option: str) -> None:
+def _check(option: str, where: str) -> None:
     if not option.strip():
-        raise ValueError("an empty option was given; remove it from options")
-    if "\0" in option:
-        raise ValueError(f"option {option!r} contains a NUL character, which would cut it short")
+        raise ValueError(f"{where} is an empty option ({option!r}); remove it from options")
     if option in _NEEDS_VALUE:
         joined = f"{option}VALUE" if len(option) == 2 else f"{option}=VALUE"
         raise ValueError(
-            f"option {option!r} has no value: NVRTC takes each option and its value as one "
-            f"string, e.g. '{joined}'; a bare {option} would swallow the option after it")
+            f"{where}: option {option!r} has no value: NVRTC takes each option and its value as "
+            f"one string, e.g. '{joined}'; a bare {option} would swallow the option after it")
+
+
+# A macro name, or a function-like macro's name and parameter list: "N", "SQ(x)", "LOG(fmt, ...)".
+_MACRO = re.compile(r"([A-Za-z_]\w*)(?:\(([^()]*)\))?", re.ASCII)
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*", re.ASCII)
+
+
+def _macro_name(name: str) -> bool:
+    match = _MACRO.fullmatch(name)
+    if match is None or match.group(2) is None or not match.group(2).strip():
+        return match is not None
+    params = [p.strip() for p in match.group(2).split(",")]
+    if params[-1] == "...":
+        params.pop()
+    return all(_IDENTIFIER.fullmatch(p) for p in params)
+
+
+def _defines(defines) -> list[str]:
+    """``-DNAME`` / ``-DNAME=VALUE`` for each macro.  A name that is not one (empty, "A B", "X=")
+    would reach NVRTC as a bare -D that swallows the next option, or define something else."""
+    if defines is None:
+        return []
+    if not hasattr(defines, "items"):
+        raise TypeError(f"defines must map macro names to values, e.g. {{'N': 4, 'DEBUG': None}}, "
+                        f"not {type(defines).__name__}")
+    out = []
+    for name, value in defines.items():
+        if not isinstance(name, str):
+            raise TypeError(f"defines: a macro name must be a str, not {type(name).__name__} "
+                            f"({name!r})")
+        if not _macro_name(name):
+            raise ValueError(
+                f"defines: {name!r} is not a macro name: use an identifier such as 'N' or "
+                f"'USE_FAST' (or a function-like macro such as 'SQ(x)'), and give the value as "
+                f"the dict's value, e.g. defines={{'N': 4}}")
+        if value is None:
+            out.append(f"-D{name}")
+            continue
+        text = str(value)
+        if "\n" in text or "\r" in text or "\0" in text:
+            raise ValueError(f"defines[{name!r}]: the value {text[:40]!r} contains a line break "
+                             "or NUL; a macro's value is one line of text")
+        out.append(f"-D{name}={text}")
+    return out
+
+
+def _include_paths(paths) -> tuple[str, ...]:
+    """The include folders, each non-empty: an empty one (os.path.dirname("k.cu")) would make a
+    bare -I that swallows the next option."""
+    paths = strings(paths, "include_paths", "('include',)")
+    for i, path in enumerate(paths):
+        if not path:
+            raise ValueError(f"include_paths[{i}] is empty (os.path.dirname of a bare file name "
+                             "is ''); use '.' for the current folder, or leave it out")
+    return paths
 
 
 class Arch(tuple):

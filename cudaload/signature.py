@@ -66,10 +66,24 @@ class Param:
 def classify(ctype: str):
     """(kind, struct code) of a C type, or (None, None) when only its size can say."""
     text = " ".join(_QUALIFIERS.sub(" ", ctype).split())
-    if text.endswith(("*", "&", "]")):
+    if text.endswith(("*", "&", "]")) or _pointer_declarator(text):
         return "ptr", "Q"
     text = text.removeprefix("::").removeprefix("std::")
     return _TYPES.get(_ALIASES.get(text, text), (None, None))
+
+
+def _pointer_declarator(text: str) -> bool:
+    """Whether ``text`` is a pointer (or reference) written around its declarator, as function
+    pointers are: ``float (*)(float)``, ``int (&)[4]``; not a template argument's."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth <= 0:
+            return text[i + 1:i + 3].lstrip()[:1] in ("*", "&", "^")
+    return False
 
 
 def _natural(kind, code, ctype):
@@ -116,6 +130,17 @@ def describe_signature(name: str, params) -> str:
 
 
 # ---- C types from a signature string, a mangled name, or the source -------------------------------
+# Each reader is one left-to-right pass over tokens, or a regex without nested quantifiers: the
+# text comes from users and from sources of any size, and a backtracking pattern once took seconds
+# for a function-pointer parameter with a name of 26 characters (and never ended for 40).
+
+_TOKEN = re.compile(r"[^\W\d]\w*|\d[\w.]*|::|\S")
+_RESTRICT = frozenset({"__restrict__", "__restrict", "restrict"})
+_POINTER_QUALIFIERS = frozenset({"const", "volatile"}) | _RESTRICT
+# Words that name no type by themselves: "const Foo" declares no parameter named Foo.
+_SPECIFIERS = frozenset({"const", "volatile", "struct", "class", "union", "enum", "typename"})
+_OPEN, _CLOSE = {"(": ")", "[": "]"}, {")": "(", "]": "["}
+
 
 def _split_top(text: str) -> list[str]:
     parts, depth, start = [], 0, 0
@@ -135,40 +160,165 @@ _TYPE_WORDS = {"int", "char", "short", "long", "float", "double", "unsigned", "s
                "void", "const", "volatile"} | set(_TYPES)
 
 
+def _is_word(token: str) -> bool:
+    return token[0].isalnum() or token[0] == "_"
+
+
+def _pairs(tokens: list[str]) -> list[int | None]:
+    """For each ( or [ the index of its closing token and the reverse; None where unmatched."""
+    pair: list[int | None] = [None] * len(tokens)
+    stack: list[int] = []
+    for i, token in enumerate(tokens):
+        if token in _OPEN:
+            stack.append(i)
+        elif token in _CLOSE and stack and tokens[stack[-1]] == _CLOSE[token]:
+            j = stack.pop()
+            pair[i], pair[j] = j, i
+    return pair
+
+
+def _declarator(tokens: list[str], pair, lo: int, hi: int):
+    """(open, close) of the parenthesised declarator in tokens[lo:hi], as in ``float (*f)(float)``
+    or ``int (&a)[4]``, or None.  Groups it passes over are skipped whole, so a pass is linear."""
+    depth, i = 0, lo
+    while i < hi:
+        token = tokens[i]
+        if token == "<":
+            depth += 1
+        elif token == ">":
+            depth -= 1
+        elif token in _OPEN and pair[i] is not None:
+            if depth <= 0 and token == "(" and tokens[i + 1] in ("*", "&", "^"):
+                return i, pair[i]
+            i = pair[i]
+        i += 1
+    return None
+
+
+def _render(tokens) -> str:
+    """Tokens as a C type is written: ``const float* const``, ``W<int, 3>``, ``void (*)(int)``."""
+    out, prev = [], ""
+    for token in tokens:
+        if prev and (_is_word(token) and (_is_word(prev) or prev in "*&")
+                     or token == "(" and _is_word(prev)):
+            out.append(" ")
+        out.append(token)
+        if token == ",":
+            out.append(" ")
+            token = ""
+        prev = token
+    return "".join(out)
+
+
 def _strip_name(decl: str) -> tuple[str, str | None]:
-    decl = decl.split("=")[0].strip()
-    array = decl.endswith("]")
-    decl = re.sub(r"\[[^\]]*\]\s*$", "", decl).strip()
-    match = re.search(r"([A-Za-z_]\w*)$", decl)
+    tokens = [t for t in _TOKEN.findall(decl.split("=")[0]) if t not in _RESTRICT]
+    pair = _pairs(tokens)
+    group, found = (0, len(tokens)), None
+    while True:  # the innermost group names the parameter: void (*(*f)(int))(float)
+        inner = _declarator(tokens, pair, group[0] + (found is not None), group[1])
+        if inner is None:
+            break
+        group = found = inner
+    if found is not None:
+        close, name = found[1], None
+        if _is_word(tokens[close - 1]) and tokens[close - 1] not in _POINTER_QUALIFIERS:
+            name, close = tokens[close - 1], close - 1
+        start = close
+        while tokens[start - 1] in _POINTER_QUALIFIERS:  # the parameter's own: (* const f)
+            start -= 1
+        return _render(tokens[:start] + tokens[found[1]:]), name
+    array = False
+    while tokens and tokens[-1] == "]" and pair[len(tokens) - 1] is not None:
+        del tokens[pair[len(tokens) - 1]:]
+        array = True
     name = None
-    if match and match.group(1) not in _TYPE_WORDS:
-        head = decl[:match.start()].rstrip()
-        if head and (head[-1] in "*&>" or head[-1].isalnum() or head[-1] == "_"):
-            name, decl = match.group(1), head
-    decl = " ".join(re.sub(r"\b(__restrict__|__restrict|restrict)\b", " ", decl).split())
+    if len(tokens) > 1 and _is_word(tokens[-1]) and not tokens[-1][0].isdigit() \
+            and tokens[-1] not in _TYPE_WORDS and (tokens[-2] in ("*", "&", ">") or
+                                                   _is_word(tokens[-2])) \
+            and any(t not in _SPECIFIERS for t in tokens[:-1]):
+        name = tokens.pop()
     # Words after the last * or & qualify the pointer itself (const, or a macro such as
     # RESTRICT for __restrict__): the parameter is a pointer whatever they are.
-    decl = re.sub(r"([*&])\s*(?:[A-Za-z_]\w*\s*)+$", r"\1", decl)
-    return decl.replace(" *", "*") + ("*" if array else ""), name
+    end = len(tokens)
+    while end and _is_word(tokens[end - 1]):
+        end -= 1
+    if end < len(tokens) and end and tokens[end - 1] in ("*", "&"):
+        del tokens[end:]
+    return _render(tokens) + ("*" if array else ""), name
+
+
+def _unwrapped(text: str) -> str:
+    """``text`` without one pair of parentheses around all of it: ``(float, int)``."""
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0:
+                return text[1:-1] if i == len(text) - 1 else text
+    return text
 
 
 def signature_types(signature: str) -> tuple[list[str], list[str | None]]:
-    """C types (and names, where given) of a signature such as ``"const float* x, float, int"``."""
-    pairs = [_strip_name(part) for part in _split_top(signature.strip().strip("()"))]
+    """C types (and names, where given) of a signature such as ``"const float* x, float, int"``.
+
+    Raises LaunchArgumentError (a TypeError) when ``signature`` is not a str, or names a
+    parameter without a type (``"int, = 4"``)."""
+    if not isinstance(signature, str):
+        raise LaunchArgumentError(f"signature must be a str such as 'const float* x, int n', not "
+                                  f"{type(signature).__name__}")
+    pairs = [_strip_name(part) for part in _split_top(_unwrapped(signature.strip()))]
     if pairs == [("void", None)]:
         pairs = []
+    for i, (ctype, _) in enumerate(pairs):
+        if not ctype:
+            raise LaunchArgumentError(f"parameter {i} of the signature {signature[:80]!r} has no "
+                                      "type: write each as a C declaration, e.g. 'const float* x'")
     return [t for t, _ in pairs], [n for _, n in pairs]
+
+
+def _without_comments(source: str) -> str:
+    parts, i = [], 0
+    while True:
+        start = source.find("/", i)
+        while start >= 0 and source[start + 1:start + 2] not in ("/", "*"):
+            start = source.find("/", start + 1)
+        if start < 0:
+            parts.append(source[i:])
+            return "".join(parts)
+        parts += [source[i:start], " "]
+        if source[start + 1] == "/":
+            i = source.find("\n", start)
+        else:
+            i = source.find("*/", start + 2)
+            i = -1 if i < 0 else i + 2
+        if i < 0:  # the comment runs to the end
+            return "".join(parts)
 
 
 def source_types(source: str, name: str):
     """C types and names of ``__global__`` kernel ``name``'s parameters in ``source``, or None."""
-    text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
-    match = re.search(r"__global__[^;{}]*?\b" + re.escape(name) + r"\s*\(", text, flags=re.S)
-    if not match:
+    if not name:
         return None
-    depth, start = 1, match.end()
+    text = _without_comments(source)
+    # The first "name (" after a __global__ with no ; { or } between them: the kernel's declarator.
+    seen, start = False, None
+    for match in re.finditer(r"[;{}]|\b__global__\b|\b" + re.escape(name) + r"\s*\(", text):
+        token = match.group()
+        if token == "__global__":
+            seen = True
+        elif len(token) == 1 and token in ";{}":
+            seen = False
+        elif seen:
+            start = match.end()
+            break
+    if start is None:
+        return None
+    depth = 1
     for i in range(start, len(text)):
         depth += {"(": 1, ")": -1}.get(text[i], 0)
         if depth == 0:
-            return signature_types(text[start:i])
+            try:
+                return signature_types(text[start:i])
+            except LaunchArgumentError:  # not a declaration this reader understands
+                return None
     return None
