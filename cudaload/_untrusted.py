@@ -18,8 +18,9 @@ import stat
 
 __all__ = ["kind", "read_regular", "regular_problem", "load_json"]
 
-_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-          | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+          | getattr(os, "O_BINARY", 0))
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a pipe"), (stat.S_ISCHR, "a device"),
           (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
 
@@ -29,12 +30,12 @@ def kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def read_regular(path, limit: int, check=None, touch: bool = False) -> bytes:
+def read_regular(path, limit: int, check=None, follow: bool = False) -> bytes:
     """The bytes of the regular file ``path`` (at most ``limit`` of them).  ``check(stat)`` may
-    return why the file is refused; ``touch`` sets its modification time to now (least recently
-    used order).  Raises OSError when it cannot be opened (ELOOP for a symbolic link), ValueError
-    for anything but a regular file, a larger one, or one ``check`` refuses."""
-    fd = os.open(path, _FLAGS)
+    return why the file is refused; ``follow`` follows a final symbolic link.  Raises OSError
+    when it cannot be opened (ELOOP for a symbolic link not followed), ValueError for anything
+    but a regular file, a larger one, or one ``check`` refuses."""
+    fd = os.open(path, _FLAGS if follow else _FLAGS | _NOFOLLOW)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -52,11 +53,6 @@ def read_regular(path, limit: int, check=None, touch: bool = False) -> bytes:
                 break  # truncated meanwhile: its own checks find it short
             chunks.append(chunk)
             left -= len(chunk)
-        if touch:
-            try:
-                os.utime(fd)
-            except (OSError, NotImplementedError):
-                pass
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)

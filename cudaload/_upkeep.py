@@ -49,12 +49,14 @@ def _scan(root: str):
 def _refuse_untrusted(root: str) -> None:
     """Raise PermissionError, saying why and what to do, when ``root`` is not to be trusted."""
     try:
-        why = cache._problem(root, _trust.shared())
+        found = cache._problem(root, _trust.shared())
     except FileNotFoundError:
         return
-    if why is not None:
-        raise PermissionError(f"{root} is not a cache folder cudaload uses: {why}. Next step: "
-                              f"make it yours and private (chmod 700), or remove it yourself")
+    if found is not None:
+        folder, why = found
+        raise PermissionError(f"{folder} is not a cache folder cudaload uses: {why}. Next step: "
+                              f"make it yours and private (chown -R $USER {folder}; chmod 700 "
+                              f"{folder}), or remove it yourself")
 
 
 def info() -> dict:
@@ -68,9 +70,10 @@ def info() -> dict:
             count += 1
             size += st.st_size
     try:
-        problem = cache._problem(root, _trust.shared())
+        found = cache._problem(root, _trust.shared())
     except FileNotFoundError:
-        problem = None
+        found = None
+    problem = f"{found[0]}: {found[1]}" if found else None
     return {"directory": root, "enabled": cache.enabled(), "exists": os.path.isdir(root),
             "entries": count, "bytes": size, "max_bytes": cache._max_bytes(),
             "format": cache.FORMAT,

@@ -203,7 +203,7 @@ _INDEX_DEPTH = 4  # {"entries": [{"name_expressions": [...]}]}
 def _read(path) -> bytes:
     """The bytes of the bundle file ``path``.  Raises OSError, ValueError for anything but a
     regular file of at most ``_MAX_BYTES`` (a pipe would block, /dev/zero never end)."""
-    return _untrusted.read_regular(path, _MAX_BYTES)
+    return _untrusted.read_regular(path, _MAX_BYTES, follow=True)  # package data may be a link
 
 
 def _check_fields(e: dict) -> None:

@@ -109,18 +109,21 @@ def _path(key: str, suffix: str = ".bin", folder: str | None = None) -> str:
     return (folder or _entries_root(directory())) + os.sep + key + suffix
 
 
-def _problem(root: str, shared: bool) -> str | None:
-    """Why the folder ``root`` may not be used, or None.  Raises FileNotFoundError when it
-    does not exist yet."""
-    try:
-        return _trust.folder_problem(root, shared) or \
-            _trust.folder_problem(_entries_root(root), shared)
-    except FileNotFoundError:
-        if not os.path.lexists(root):
-            raise
-        return None  # no entries folder yet: only this user (or root) can make one in ``root``
-    except OSError:
-        return None  # not a folder: creating or writing in it fails, and says so
+def _problem(root: str, shared: bool) -> tuple[str, str] | None:
+    """(folder, why) when the cache folder ``root`` or its entries folder may not be used, else
+    None.  Raises FileNotFoundError when ``root`` does not exist yet."""
+    for folder in (root, _entries_root(root)):
+        try:
+            why = _trust.folder_problem(folder, shared)
+        except FileNotFoundError:
+            if folder == root and not os.path.lexists(root):
+                raise
+            return None  # no entries folder yet: only this user (or root) can make one in root
+        except OSError:
+            return None  # not a folder: creating or writing in it fails, and says so
+        if why is not None:
+            return folder, why
+    return None
 
 
 def _vouch(root: str) -> bool:
@@ -128,15 +131,16 @@ def _vouch(root: str) -> bool:
     of the process.  A folder not made yet is checked again once it exists."""
     shared = _trust.shared()
     try:
-        why = _problem(root, shared)
+        found = _problem(root, shared)
     except FileNotFoundError:
         return True  # made by this process, 0700, when its first entry is written
-    if why is not None:
-        _warn_once(root, f"kernel cache folder {root} is not used: {why}, and whoever may write "
-                         "it would choose the code this process runs. Next step: make it yours "
-                         f"and private (chown $USER {root}; chmod 700 {root}), remove it, or set "
-                         "CUDALOAD_CACHE_DIR to a folder of your own; for a cache shared on "
-                         f"purpose by a group, set {_trust.SHARED_ENV}=1")
+    if found is not None:
+        folder, why = found
+        _warn_once(root, f"kernel cache folder {folder} is not used: {why}, and whoever may "
+                         "write it would choose the code this process runs. Next step: make it "
+                         f"yours and private (chown -R $USER {folder}; chmod 700 {folder}), "
+                         "remove it, or set CUDALOAD_CACHE_DIR to a folder of your own; for a "
+                         f"cache shared on purpose by a group, set {_trust.SHARED_ENV}=1")
         return False
     _trusted.add(root)
     if shared:
@@ -205,6 +209,8 @@ def store(key: str, obj: ObjectCode) -> None:
     try:
         _ready(folder)
         write_atomic(path, encode(obj, key), mode=_file_mode(folder))
+    except FileNotFoundError:  # its temporary file went in a `cache clear`: as if cleared
+        return
     except OSError as exc:
         _give_up(exc, "writing an entry")
         return
@@ -291,8 +297,10 @@ def _publish(key: str, folder: str, ahead: _writes.Ahead, release, published: li
                 _writes.commit(fd, tmp, entry, data, mode=mode)
             except FileNotFoundError:
                 # The temporary file went during the compile: the folder was cleared, or the
-                # compile outlasted STALE_TMP_S and another process swept the file.
-                write_atomic(entry, data, mode=mode)
+                # compile outlasted STALE_TMP_S and another process swept the file.  A second
+                # clear meanwhile drops the entry, as it would have had it been written.
+                with contextlib.suppress(FileNotFoundError):
+                    write_atomic(entry, data, mode=mode)
         except OSError as exc:
             _give_up(exc, "writing an entry")
             return
