@@ -40,7 +40,8 @@ def _open(path: str, mode: int = 0o600, create: bool = True) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file, so not a lock file", path)
-        if mode & 0o070 and (st.st_mode & 0o777) != mode and st.st_uid == _euid():
+        if mode & 0o070 and (st.st_mode & 0o777) != mode and st.st_uid == _euid() \
+                and hasattr(os, "fchmod"):
             os.fchmod(fd, mode)  # a group's shared folder: its members lock through it too
     except BaseException:
         os.close(fd)

@@ -1,4 +1,4 @@
-"""Whether a file or folder of the kernel cache may be believed, judged by who could have written it.
+"""Whether a file or folder of the kernel cache may be believed, judged by who could write it.
 
 The rule is ssh's and pip's: it belongs to this process's user (or root), and neither its group nor
 other users may write it.  Anyone who can write the cache folder chooses the code a compile returns

@@ -140,7 +140,8 @@ def _vouch(root: str) -> bool:
                          "write it would choose the code this process runs. Next step: make it "
                          f"yours and private (chown -R $USER {folder}; chmod 700 {folder}), "
                          "remove it, or set CUDALOAD_CACHE_DIR to a folder of your own; for a "
-                         f"cache shared on purpose by a group, set {_trust.SHARED_ENV}=1")
+                         "cache a group shares on purpose (chgrp GROUP; chmod 2770), set "
+                         f"{_trust.SHARED_ENV}=1")
         return False
     _trusted.add(root)
     if shared:

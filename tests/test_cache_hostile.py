@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import ROOT, run_json, run_py
+from tests.conftest import ROOT, run_py
 from tests.test_cache import cache_dir  # noqa: F401  (fixture: a fresh cache folder)
 
 KERNEL = 'extern "C" __global__ void k(int *x) { x[0] = 7; }\n'

@@ -66,7 +66,7 @@ def _chown_tree(top, uid: int, gid: int = -1) -> None:
             os.chown(os.path.join(base, name), uid, gid, follow_symlinks=False)
 
 
-# --- entries prove their key -----------------------------------------------------------------------
+# --- entries prove their key ----------------------------------------------------------------------
 
 def test_an_entry_copied_to_another_key_is_a_miss_there(cache_dir):
     from cudaload import cache
@@ -89,6 +89,25 @@ def test_a_program_is_never_served_another_programs_entry(cache_dir):
     shutil.copyfile(first, second)  # program 1's entry under program 2's key
     out = victim(2)
     assert out["cached"] is None and out["code"] == two
+
+
+def test_a_bundle_of_keyless_entries_from_before_is_still_read():
+    import hashlib
+    import struct
+
+    from cudaload import Program, cache
+    from cudaload.bundle import BUNDLE_HEADER, FORMAT, MAGIC, Bundle
+
+    program, code = Program(KERNEL.format(n=1)), b"\x7fELF" + b"old" * 20
+    meta = json.dumps({"kind": "cubin", "arch": "sm_90", "log": "", "lowered_names": {}}).encode()
+    keyless = struct.pack("<8sHIQ32s", cache.MAGIC, 1, len(meta), len(code),
+                          hashlib.sha256(meta + code).digest()) + meta + code  # format 1
+    index = json.dumps({"cudaload": "0.1.0", "entries": [
+        {"program": program._digest.hex(), "name": program.name, "kind": "cubin",
+         "arch": "sm_90", "name_expressions": [], "offset": 0, "length": len(keyless)}]}).encode()
+    bundle = Bundle(BUNDLE_HEADER.pack(MAGIC, FORMAT, len(index)) + index + keyless)
+    assert bundle.find(program, 90).code == code
+    assert cache.decode(keyless, "ab" * 32) is None  # in the cache folder it is a miss
 
 
 # --- a library is never taken from a folder others could write ------------------------------------
@@ -235,8 +254,8 @@ def test_cache_commands_refuse_a_folder_not_to_be_trusted(cache_dir):
     os.chmod(cache_dir, 0o777)
     listing = sorted(p.name for p in cache_dir.rglob("*"))
     for action in ("clear", "prune"):
-        proc = run_py(f"from cudaload.cli import main; raise SystemExit(main(['cache', {action!r}]))",
-                      check=False)
+        proc = run_py("from cudaload.cli import main\n"
+                      f"raise SystemExit(main(['cache', {action!r}]))", check=False)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
         assert "every user may write it" in proc.stderr and "chmod 700" in proc.stderr
     assert sorted(p.name for p in cache_dir.rglob("*")) == listing
@@ -245,7 +264,7 @@ def test_cache_commands_refuse_a_folder_not_to_be_trusted(cache_dir):
     assert info["enabled"] is False and info["problem"] == f"{cache_dir}: every user may write it"
 
 
-# --- lock files: never through a symbolic link -----------------------------------------------------
+# --- lock files: never through a symbolic link ----------------------------------------------------
 
 _LOCK_AND_PUBLISH = """
 import json, warnings
