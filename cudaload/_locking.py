@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import sys
 import threading
 import time
@@ -25,6 +26,31 @@ __all__ = ["hold", "acquire_key", "remove_if_free"]
 
 KEYS_FILE = ".locks"  # the per-folder file whose bytes are the POSIX key locks
 _SLOTS = 1 << 31  # bytes to choose from: distinct keys rarely share one
+# Never through a symbolic link (one planted in the folder would have the lock file created, as
+# whoever runs this, wherever it points), never waiting to open a pipe.
+_NOT_THROUGH = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
+    | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open(path: str, mode: int = 0o600, create: bool = True) -> int:
+    """A descriptor of the lock file ``path``, open for writing.  Raises OSError, also when
+    ``path`` is a symbolic link or anything but a regular file."""
+    fd = os.open(path, os.O_RDWR | _NOT_THROUGH | (os.O_CREAT if create else 0), mode)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file, so not a lock file", path)
+        if mode & 0o070 and (st.st_mode & 0o777) != mode and st.st_uid == _euid() \
+                and hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)  # a group's shared folder: its members lock through it too
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _euid() -> int:
+    return os.geteuid() if hasattr(os, "geteuid") else 0
 
 if sys.platform == "win32":
     import msvcrt
@@ -51,7 +77,7 @@ else:
 
 def _same_file(fd: int, path: str) -> bool:
     try:
-        held, named = os.fstat(fd), os.stat(path)
+        held, named = os.fstat(fd), os.lstat(path)
     except OSError:
         return False
     return (held.st_ino, held.st_dev) == (named.st_ino, named.st_dev)
@@ -62,7 +88,7 @@ def hold(path: str):
     """Hold the lock of ``path`` (created if absent) for the ``with`` block, which gets the file's
     descriptor.  Raises OSError."""
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = _open(path)
         try:
             _lock(fd, wait=True)
         except BaseException:
@@ -80,7 +106,7 @@ def hold(path: str):
 def remove_if_free(path: str) -> bool:
     """Delete the lock file ``path`` unless a process holds it; True when it is gone."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = _open(path, create=False)
     except FileNotFoundError:
         return True
     except OSError:
@@ -98,7 +124,7 @@ def remove_if_free(path: str) -> bool:
 
 
 if sys.platform == "win32":
-    def acquire_key(folder: str, key: str):
+    def acquire_key(folder: str, key: str, mode: int = 0o600):
         """Take the lock of ``key`` (a hex digest) in ``folder``; return the function that releases
         it, which any thread may call.  Raises OSError."""
         held = hold(os.path.join(folder, key + ".lock"))
@@ -115,7 +141,7 @@ else:
     # any descriptor of a file drops every byte lock this process holds on that file.
     _users: dict[int, int] = {}
 
-    def _use_keys_fd(folder: str, replaced: int | None = None) -> int:
+    def _use_keys_fd(folder: str, replaced: int | None = None, mode: int = 0o600) -> int:
         """The descriptor of ``folder``'s key-lock file, counted as used once more; with
         ``replaced``, a descriptor of a removed file that the caller stops using."""
         with _guard:
@@ -123,10 +149,10 @@ else:
             if fd is None or fd == replaced:
                 path = os.path.join(folder, KEYS_FILE)
                 try:
-                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-                except FileNotFoundError:  # the folder was removed (cudaload cache clear)
-                    os.makedirs(folder, exist_ok=True)
-                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+                    fd = _open(path, mode)
+                except FileNotFoundError:  # the folder was removed by hand: make it, private
+                    os.makedirs(folder, 0o700, exist_ok=True)
+                    fd = _open(path, mode)
                 _files[folder] = fd
             _users[fd] = _users.get(fd, 0) + 1
             if replaced is not None:
@@ -157,21 +183,22 @@ else:
             time.sleep(delay)
             delay = min(2 * delay, 0.05)
 
-    def acquire_key(folder: str, key: str):
-        """Take the lock of ``key`` (a hex digest) in ``folder``; return the function that releases
-        it, which any thread may call.  Raises OSError."""
+    def acquire_key(folder: str, key: str, mode: int = 0o600):
+        """Take the lock of ``key`` (a hex digest) in ``folder``, whose lock file gets ``mode``
+        when made; return the function that releases it, which any thread may call.  Raises
+        OSError."""
         byte = int(key[:16], 16) % _SLOTS
         local = _threads[byte % len(_threads)]
         local.acquire()
         fd = None
         try:
-            fd = _use_keys_fd(folder)
+            fd = _use_keys_fd(folder, mode=mode)
             while True:
                 _lock_byte(fd, byte)
                 if os.fstat(fd).st_nlink:  # not removed while we waited
                     break
                 fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)  # the folder was cleared: lock the new file
-                fd = _use_keys_fd(folder, replaced=fd)
+                fd = _use_keys_fd(folder, replaced=fd, mode=mode)
         except BaseException:
             if fd is not None:
                 with _guard:

@@ -1,5 +1,5 @@
-"""Atomic writes into the cache folder, and the worker thread that takes a miss's writes off the
-caller's path.
+"""Atomic writes (cache entries, and the output files a user names), and the worker thread that
+takes a miss's writes off the caller's path.
 
 A cache miss costs the caller little besides NVRTC's own time only if its file work happens
 elsewhere: creating a file costs 0.1-0.2 ms on ext4, and right after a compile every step runs
@@ -17,22 +17,29 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import os
 import queue
+import stat
 import tempfile
 import threading
 
-__all__ = ["PREFIX", "Ahead", "commit", "write_atomic", "later", "drain"]
+__all__ = ["PREFIX", "Ahead", "commit", "write_atomic", "check_output", "write_output", "later",
+           "drain"]
 
 PREFIX = ".tmp-"
 
 
-def commit(fd: int, tmp: str, path: str, data: bytes, durable: bool = False) -> None:
+def commit(fd: int, tmp: str, path: str, data: bytes, durable: bool = False,
+           mode: int | None = None) -> None:
     """Write ``data`` into the open temporary file ``tmp`` and rename it to ``path``, so readers
     see the old file or the new one, never a part.  Closes ``fd``; removes ``tmp`` on failure.
-    Raises OSError.  ``durable`` adds an fsync before the rename."""
+    Raises OSError.  ``durable`` adds an fsync before the rename; ``mode`` replaces the
+    temporary file's 0600."""
     try:
         try:
+            if mode is not None and hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -50,16 +57,60 @@ def commit(fd: int, tmp: str, path: str, data: bytes, durable: bool = False) -> 
 def _mkstemp(folder: str) -> tuple[int, str]:
     try:
         return tempfile.mkstemp(prefix=PREFIX, dir=folder)
-    except FileNotFoundError:  # the folder was removed (``cudaload cache clear``): make it again
-        os.makedirs(folder, exist_ok=True)
+    except FileNotFoundError:  # the folder was removed by hand: make it again, private
+        os.makedirs(folder, 0o700, exist_ok=True)
         return tempfile.mkstemp(prefix=PREFIX, dir=folder)
 
 
-def write_atomic(path: str, data: bytes, durable: bool = False) -> None:
+def write_atomic(path: str, data: bytes, durable: bool = False, mode: int | None = None) -> None:
     """:func:`commit` ``data`` to ``path`` through a new temporary file beside it.
     Raises OSError."""
     fd, tmp = _mkstemp(os.path.dirname(path))
-    commit(fd, tmp, path, data, durable)
+    commit(fd, tmp, path, data, durable, mode)
+
+
+def check_output(path: str) -> str:
+    """The file a write to the output ``path`` named by a user replaces (symbolic links
+    followed).  Raises OSError when that is anything but a regular file or absent: renaming over a
+    device or pipe (``-o /dev/null``) would replace it, for every user of the system."""
+    target = os.path.realpath(path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not stat.S_ISREG(st.st_mode):
+        from ._untrusted import kind
+
+        raise OSError(errno.EEXIST, f"it is {kind(st.st_mode)}, and only a regular file is "
+                                    "replaced", path)
+    return target
+
+
+def write_output(path: str, data: bytes) -> None:
+    """Write ``data`` to the output ``path`` a user named, atomically: a regular file gets the
+    mode a new file gets (or keeps its own).  Raises OSError, as :func:`check_output` does."""
+    target = check_output(path)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(prefix=PREFIX, dir=os.path.dirname(target))  # no folder made
+    commit(fd, tmp, target, data, mode=mode)
+
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status") as f:  # Linux: read, without changing it for a moment
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class Ahead:

@@ -28,7 +28,7 @@ import struct
 import threading
 import warnings
 
-from . import cache
+from . import _untrusted, cache
 from .objectcode import ObjectCode
 from .options import parse_arch
 
@@ -61,8 +61,7 @@ class Bundle:
 
         def read() -> bytes | None:
             try:
-                with open(path, "rb") as f:
-                    return f.read()
+                return _read(path)
             except FileNotFoundError:
                 return None
         return cls(origin=path, reader=read)
@@ -74,7 +73,9 @@ class Bundle:
             from importlib import resources
 
             node = resources.files(package).joinpath(*resource.split("/"))
-            return node.read_bytes() if node.is_file() else None
+            if not node.is_file():
+                return None
+            return _read(node) if isinstance(node, os.PathLike) else node.read_bytes()
         return cls(origin=f"{package}:{resource}", reader=read)
 
     def __repr__(self) -> str:
@@ -90,7 +91,7 @@ class Bundle:
 
     def check(self) -> None:
         """Raise ValueError when the bundle is there but cannot be read (a missing one is
-        empty), OSError when it cannot be opened."""
+        empty; a pipe or device is no bundle), OSError when it cannot be opened."""
         data = self._reader() if self._reader is not None else None
         if data is not None:
             _parse(data)
@@ -105,10 +106,10 @@ class Bundle:
         return self._index
 
     def _load(self) -> dict:
-        data = self._reader() if self._reader is not None else None
-        if data is None:
-            return {}
         try:
+            data = self._reader() if self._reader is not None else None
+            if data is None:
+                return {}
             index = _parse(data)
         except ValueError as exc:
             warnings.warn(f"cudaload: kernel bundle {self.origin} cannot be used ({exc}); its "
@@ -197,6 +198,25 @@ def _key(entry: dict) -> tuple[str, str, str]:
 
 
 _ENTRY_KEYS = frozenset({"program", "name", "kind", "arch", "name_expressions", "offset", "length"})
+_MAX_BYTES = 1 << 32  # a bundle is read whole; a larger file is none
+_INDEX_DEPTH = 4  # {"entries": [{"name_expressions": [...]}]}
+
+
+def _read(path) -> bytes:
+    """The bytes of the bundle file ``path``.  Raises OSError, ValueError for anything but a
+    regular file of at most ``_MAX_BYTES`` (a pipe would block, /dev/zero never end)."""
+    return _untrusted.read_regular(path, _MAX_BYTES, follow=True)  # package data may be a link
+
+
+def _check_fields(e: dict) -> None:
+    """Raise ValueError unless the index entry ``e`` has the types :meth:`Bundle.add` writes."""
+    if not all(isinstance(e[k], str) for k in ("program", "name", "kind", "arch")) \
+            or not all(type(e[k]) is int for k in ("offset", "length")) \
+            or not isinstance(e["name_expressions"], list) \
+            or not all(isinstance(n, str) for n in e["name_expressions"]):
+        raise ValueError("an entry has fields of the wrong type")
+    if e["kind"] != "cubin" or parse_arch(e["arch"]).sm() != e["arch"]:
+        raise ValueError(f"an entry is {e['kind']} for {e['arch']!r}, not a CUBIN for an arch")
 
 
 def _parse(data: bytes) -> dict:
@@ -210,13 +230,16 @@ def _parse(data: bytes) -> dict:
         raise ValueError(f"bundle format {version}, this cudaload reads format {FORMAT}")
     start = BUNDLE_HEADER.size + index_len
     try:
-        index = json.loads(data[BUNDLE_HEADER.size:start])
+        index = _untrusted.load_json(data[BUNDLE_HEADER.size:start], _INDEX_DEPTH)
         entries = {}
         for e in index["entries"]:
+            if not isinstance(e, dict):
+                raise ValueError("an entry is not a JSON object")
             missing = _ENTRY_KEYS - set(e)
             if missing:
                 raise ValueError(f"an entry lacks {', '.join(sorted(missing))}")
-            offset, length = int(e["offset"]), int(e["length"])
+            _check_fields(e)
+            offset, length = e["offset"], e["length"]
             if offset < 0 or length < 0:
                 raise ValueError("an entry has a negative offset or length")
             e = dict(e, offset=start + offset, length=length)

@@ -4,48 +4,51 @@ Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cac
 ``CUDALOAD_CACHE=0`` turns the folder off (the per-process dict stays).  Layout::
 
     toolchain.json            which NVRTC and header folders were last used (see toolchain.py)
-    v1/ab12…ef.bin            one entry per key (sha256 hex); one flat folder: ext4/NTFS/APFS look
+    v2/ab12…ef.bin            one entry per key (sha256 hex); one flat folder: ext4/NTFS/APFS look
                               names up by hash, and creating a shard folder cost 0.6 ms per miss
-    v1/.locks                 byte-range locks, one byte per key, taken around a compile (POSIX;
+    v2/.locks                 byte-range locks, one byte per key, taken around a compile (POSIX;
                               Windows uses a ``<key>.lock`` file per key)
-    v1/.tmp-…                 a write in progress (swept when stale)
+    v2/.tmp-…                 a write in progress (swept when stale)
 
-An entry is ``HEADER`` (magic, format version, metadata length, payload length, sha256 of metadata
-and payload), then the metadata as JSON (kind, arch, log, lowered names), then the code.  Entries
-are written to a temporary file in the same folder and renamed into place, so a reader sees a
-whole entry or none; one that fails any check is a miss.  A miss's file work runs on a worker
-thread, partly while NVRTC compiles (see _writes.py); the key stays locked until its entry is in
-place.  No fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut
-fails its integrity hash and is compiled again, so durability buys nothing a miss does not.  A
-folder that cannot be created or written gives one warning and the process goes on without it.
-``CUDALOAD_CACHE_MAX_BYTES`` bounds the folder: after a write, least recently used entries (hits
-touch their modification time) are deleted, except any written or used in the last ``GRACE_S``
-seconds.
+An entry (_entry.py) records the key it was stored under, and an integrity hash; one that fails
+any check, or was stored under another key, is a miss.  Entries are written to a temporary file in
+the same folder and renamed into place, so a reader sees a whole entry or none.  A miss's file
+work runs on a worker thread, partly while NVRTC compiles (see _writes.py); the key stays locked
+until its entry is in place.  No fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry
+torn by a power cut fails its integrity hash and is compiled again, so durability buys nothing a
+miss does not.  A folder that cannot be created or written gives one warning and the process goes
+on without it.  ``CUDALOAD_CACHE_MAX_BYTES`` bounds the folder: after a write, least recently used
+entries (hits touch their modification time) are deleted, except any written or used in the last
+``GRACE_S`` seconds.
+
+Whoever can write the folder chooses the code a compile returns, so it is trusted as ssh and pip
+trust theirs (_trust.py): the folder (created 0700) and every file read from it must belong to
+this user or root and be writable by neither group nor others; otherwise the folder is not used,
+with one warning that names it and the fix.  ``CUDALOAD_CACHE_SHARED=1`` opts in to a folder
+deliberately shared by a group: compiled entries from it are used, but no library path is taken
+from it.  Only regular files are read (without following a symbolic link, without blocking, up to
+``MAX_ENTRY_BYTES``); anything else is a miss.  The folder's trust is checked once per process.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import json
 import os
-import struct
-import time
+import stat
 import warnings
 
-from . import _locking, _writes
+from . import _locking, _trust, _untrusted, _writes
+from ._entry import FORMAT, HEADER, MAGIC, decode, encode
 from .objectcode import ObjectCode
 
 __all__ = ["FORMAT", "MEMORY", "OFF", "CacheWarning", "directory", "entries", "enabled", "lookup",
            "store", "lock", "evict", "encode", "decode", "info", "clear", "prune", "write_atomic",
-           "byte_count"]
+           "byte_count", "HEADER", "MAGIC"]
 
-FORMAT = 1
-MAGIC = b"CUDALDKC"
-HEADER = struct.Struct("<8sHIQ32s")
 GRACE_S = 10.0  # an entry this young may be one another process is about to read
 STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a crashed writer's
+MAX_ENTRY_BYTES = 1 << 30  # far beyond any CUBIN; a larger file is not an entry
 
 # (program digest, arch as asked, output as asked) -> ObjectCode with .cached == "memory".
 MEMORY: dict = {}
@@ -58,6 +61,8 @@ class CacheWarning(UserWarning):
 
 _broken: set[str] = set()  # folders already warned about, off for the rest of the process
 _swept: set[str] = set()  # folders whose stale temporary files this process has removed
+_trusted: set[str] = set()  # folders whose owner and mode were found fit, once per process
+_shared: set[str] = set()  # entries folders of caches shared by a group (CUDALOAD_CACHE_SHARED)
 
 
 def directory() -> str:
@@ -80,12 +85,14 @@ _resolved: dict = {}
 
 def entries() -> str | None:
     """The folder of entries this process uses now, or None when the disk part is off
-    (``CUDALOAD_CACHE=0``) or its folder failed.  Resolved once per compile and passed along: the
-    environment reads are most of the cost of a lookup."""
+    (``CUDALOAD_CACHE=0``), its folder failed or is not to be trusted.  Resolved once per compile
+    and passed along: the environment reads are most of the cost of a lookup."""
     if os.environ.get("CUDALOAD_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     root = directory()
-    return None if root in _broken else _entries_root(root)
+    if root in _broken or (root not in _trusted and not _vouch(root)):
+        return None
+    return _entries_root(root)
 
 
 def enabled() -> bool:
@@ -102,65 +109,89 @@ def _path(key: str, suffix: str = ".bin", folder: str | None = None) -> str:
     return (folder or _entries_root(directory())) + os.sep + key + suffix
 
 
-def _give_up(exc: OSError, doing: str) -> None:
-    root = directory()
+def _problem(root: str, shared: bool) -> tuple[str, str] | None:
+    """(folder, why) when the cache folder ``root`` or its entries folder may not be used, else
+    None.  Raises FileNotFoundError when ``root`` does not exist yet."""
+    for folder in (root, _entries_root(root)):
+        try:
+            why = _trust.folder_problem(folder, shared)
+        except FileNotFoundError:
+            if folder == root and not os.path.lexists(root):
+                raise
+            return None  # no entries folder yet: only this user (or root) can make one in root
+        except OSError:
+            return None  # not a folder: creating or writing in it fails, and says so
+        if why is not None:
+            return folder, why
+    return None
+
+
+def _vouch(root: str) -> bool:
+    """Whether the folder ``root`` may be used; when not, warn once and leave it off for the rest
+    of the process.  A folder not made yet is checked again once it exists."""
+    shared = _trust.shared()
+    try:
+        found = _problem(root, shared)
+    except FileNotFoundError:
+        return True  # made by this process, 0700, when its first entry is written
+    if found is not None:
+        folder, why = found
+        _warn_once(root, f"kernel cache folder {folder} is not used: {why}, and whoever may "
+                         "write it would choose the code this process runs. Next step: make it "
+                         f"yours and private (chown -R $USER {folder}; chmod 700 {folder}), "
+                         "remove it, or set CUDALOAD_CACHE_DIR to a folder of your own; for a "
+                         "cache a group shares on purpose (chgrp GROUP; chmod 2770), set "
+                         f"{_trust.SHARED_ENV}=1")
+        return False
+    _trusted.add(root)
+    if shared:
+        _shared.add(_entries_root(root))
+    return True
+
+
+def _warn_once(root: str, text: str) -> None:
     if root not in _broken:
         _broken.add(root)
-        warnings.warn(f"cudaload: kernel cache folder {root} cannot be used ({doing}: {exc}); "
-                      "going on without the disk cache. Next step: set CUDALOAD_CACHE_DIR to a "
-                      "writable folder with free space, or CUDALOAD_CACHE=0 to silence this",
-                      CacheWarning, stacklevel=4)
+        warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
 
 
-def encode(obj: ObjectCode) -> bytes:
-    """The bytes of the cache entry holding ``obj``."""
-    meta = json.dumps({"kind": obj.kind, "arch": obj.arch, "log": obj.log,
-                       "lowered_names": obj.lowered_names}, sort_keys=True).encode()
-    digest = hashlib.sha256(meta + obj.code).digest()
-    return HEADER.pack(MAGIC, FORMAT, len(meta), len(obj.code), digest) + meta + obj.code
+def _give_up(exc: OSError, doing: str) -> None:
+    root = directory()
+    _warn_once(root, f"kernel cache folder {root} cannot be used ({doing}: {exc}); going on "
+                     "without the disk cache. Next step: set CUDALOAD_CACHE_DIR to a writable "
+                     "folder with free space, or CUDALOAD_CACHE=0 to silence this")
 
 
-def decode(data: bytes) -> ObjectCode | None:
-    """The ObjectCode in a cache entry, or None if the entry is truncated, corrupt or foreign."""
-    if len(data) < HEADER.size:
-        return None
-    magic, version, meta_len, code_len, digest = HEADER.unpack_from(data)
-    if magic != MAGIC or version != FORMAT or len(data) != HEADER.size + meta_len + code_len:
-        return None
-    body = memoryview(data)[HEADER.size:]
-    if hashlib.sha256(body).digest() != digest:
-        return None
-    try:
-        meta = json.loads(bytes(body[:meta_len]))
-        kind, arch, log, names = meta["kind"], meta["arch"], meta["log"], meta["lowered_names"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    # An entry whose hash matches but whose fields are not what this version writes (another
-    # writer using the same format number) is a miss, not an ObjectCode the driver chokes on.
-    if kind not in ("cubin", "ptx") or not isinstance(arch, (str, type(None))) \
-            or not isinstance(log, str) or not isinstance(names, dict) \
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
-        return None
-    return ObjectCode(bytes(body[meta_len:]), kind, arch, log=log, lowered_names=dict(names),
-                      cached="disk")
+def _check(folder: str):
+    """The test each file read from the entries ``folder`` must pass (see _trust.py)."""
+    return _shared_problem if folder in _shared else _trust.problem
+
+
+def _shared_problem(st) -> str | None:
+    return _trust.problem(st, shared_by_group=True)
+
+
+def _file_mode(folder: str) -> int | None:
+    """The mode of a file written in ``folder``: readable by the group of a shared cache."""
+    return 0o640 if folder in _shared else None
 
 
 def lookup(key: str, folder: str | None = None) -> ObjectCode | None:
-    """The entry stored under ``key``, or None (absent, unreadable, corrupt, or cache off).
-    ``folder``: what :func:`entries` returned, if the caller has it; :data:`OFF` for none."""
+    """The entry stored under ``key``, or None (absent, unreadable, corrupt, stored under another
+    key, not a regular file, not to be trusted, or cache off).  ``folder``: what
+    :func:`entries` returned, if the caller has it; :data:`OFF` for none."""
     if folder is None:
         folder = entries()
     if not folder:
         return None
-    path = _path(key, folder=folder)
+    path = folder + os.sep + key + ".bin"
     if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
         return None
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+        data = _untrusted.read_regular(path, MAX_ENTRY_BYTES, _check(folder))
+    except (OSError, ValueError):
         return None
-    obj = decode(data)
+    obj = decode(data, key)
     if obj is not None:
         with contextlib.suppress(OSError):
             os.utime(path)  # least-recently-used order is by modification time
@@ -172,12 +203,15 @@ write_atomic = _writes.write_atomic
 
 def store(key: str, obj: ObjectCode) -> None:
     """Write ``obj`` under ``key``; on failure warn once and turn the disk cache off."""
-    if not enabled():
+    folder = entries()
+    if not folder:
         return
-    path = _path(key)
+    path = folder + os.sep + key + ".bin"
     try:
-        _ready(os.path.dirname(path))
-        write_atomic(path, encode(obj))
+        _ready(folder)
+        write_atomic(path, encode(obj, key), mode=_file_mode(folder))
+    except FileNotFoundError:  # its temporary file went in a `cache clear`: as if cleared
+        return
     except OSError as exc:
         _give_up(exc, "writing an entry")
         return
@@ -185,12 +219,32 @@ def store(key: str, obj: ObjectCode) -> None:
 
 
 def _ready(folder: str) -> str:
-    """Create the entries ``folder`` if needed and sweep it once per process.  Raises OSError."""
-    os.makedirs(folder, exist_ok=True)  # every time: another process may have cleared it
+    """Create the entries ``folder`` (and the cache folder, private) if needed, check it once and
+    sweep it once per process.  Raises OSError, PermissionError for a folder not to be used."""
+    _make(folder)  # every time: another process may have cleared it
     if folder not in _swept:  # once per process: the scan grows with the folder
+        root = os.path.dirname(folder)
+        if root not in _trusted and not _vouch(root):
+            raise PermissionError(f"{root} is not to be trusted")
         _swept.add(folder)
-        _sweep_tmp(folder)
+        _upkeep.sweep_tmp(folder)
     return folder
+
+
+def _make(folder: str) -> None:
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        return
+    except FileNotFoundError:
+        root = os.path.dirname(folder)
+        os.makedirs(os.path.dirname(root), exist_ok=True)  # ~/.cache: as any program makes it
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(root, 0o700)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+    if _trust.shared():  # a group's folder: its entries folder is the group's as well
+        os.chmod(folder, stat.S_IMODE(os.stat(os.path.dirname(folder)).st_mode) & 0o2770)
 
 
 @contextlib.contextmanager
@@ -209,7 +263,7 @@ def lock(key: str, folder: str | None = None):
     try:
         if folder not in _swept:
             _ready(folder)
-        release = _locking.acquire_key(folder, key)
+        release = _locking.acquire_key(folder, key, 0o660 if folder in _shared else 0o600)
     except OSError as exc:
         _give_up(exc, "creating a lock file")
         yield _discard
@@ -218,7 +272,7 @@ def lock(key: str, folder: str | None = None):
     published: list = []
     try:  # from here on, whatever happens (KeyboardInterrupt included) the key is released
         ahead = _writes.Ahead(folder)
-        yield functools.partial(_publish, _path(key, folder=folder), ahead, release, published)
+        yield functools.partial(_publish, key, folder, ahead, release, published)
     finally:
         if not published:
             if ahead is not None:
@@ -230,19 +284,24 @@ def _discard(_obj) -> None:
     pass
 
 
-def _publish(entry: str, ahead: _writes.Ahead, release, published: list, obj: ObjectCode) -> None:
+def _publish(key: str, folder: str, ahead: _writes.Ahead, release, published: list,
+             obj: ObjectCode) -> None:
     published.append(obj)
+    entry = folder + os.sep + key + ".bin"
 
     def job() -> None:
         try:
-            data = encode(obj)
+            data = encode(obj, key)
+            mode = _file_mode(folder)
             try:
                 fd, tmp = ahead.take()
-                _writes.commit(fd, tmp, entry, data)
+                _writes.commit(fd, tmp, entry, data, mode=mode)
             except FileNotFoundError:
                 # The temporary file went during the compile: the folder was cleared, or the
-                # compile outlasted STALE_TMP_S and another process swept the file.
-                write_atomic(entry, data)
+                # compile outlasted STALE_TMP_S and another process swept the file.  A second
+                # clear meanwhile drops the entry, as it would have had it been written.
+                with contextlib.suppress(FileNotFoundError):
+                    write_atomic(entry, data, mode=mode)
         except OSError as exc:
             _give_up(exc, "writing an entry")
             return
@@ -287,99 +346,5 @@ def _max_bytes() -> int | None:
     return limit
 
 
-def _sweep_tmp(folder: str, now: float | None = None) -> int:
-    now = time.time() if now is None else now
-    removed = 0
-    with contextlib.suppress(OSError), os.scandir(folder) as it:
-        for entry in it:
-            if entry.name.startswith(_writes.PREFIX):
-                with contextlib.suppress(OSError):
-                    if now - entry.stat().st_mtime > STALE_TMP_S:
-                        os.unlink(entry.path)
-                        removed += 1
-    return removed
-
-
-def _scan(root: str):
-    """(path, stat) of every entry file under the folder ``root``."""
-    with contextlib.suppress(OSError), os.scandir(_entries_root(root)) as it:
-        for entry in it:
-            if entry.name.endswith(".bin"):
-                with contextlib.suppress(OSError):
-                    yield entry.path, entry.stat()
-
-
-def info() -> dict:
-    """Location, whether it is on, the number of entries and their bytes."""
-    _writes.drain()
-    root = directory()
-    count = size = 0
-    for _path_, st in _scan(root):
-        count += 1
-        size += st.st_size
-    return {"directory": root, "enabled": enabled(), "exists": os.path.isdir(root),
-            "entries": count, "bytes": size, "max_bytes": _max_bytes(), "format": FORMAT}
-
-
-def clear() -> int:
-    """Delete every entry, lock and temporary file; return the number of entries deleted."""
-    import shutil
-
-    _writes.drain()
-    root = directory()
-    count = sum(1 for _ in _scan(root))
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(_entries_root(root))
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(root, "toolchain.json"))
-    MEMORY.clear()
-    return count
-
-
-def prune(max_bytes: int | None = None, *, keep: str | None = None, verify: bool = True) -> dict:
-    """Delete the least recently used entries beyond ``max_bytes``; with ``verify`` also corrupt
-    entries; unless keeping a just-written ``keep``, also stale temporary and idle lock files.
-    Return what was removed."""
-    _writes.drain()  # returns at once on the worker thread, which calls this after each write
-    root = directory()
-    now = time.time()
-    removed = {"entries": 0, "bytes": 0, "corrupt": 0, "tmp": 0, "locks": 0}
-    alive = []
-    for path, st in _scan(root):
-        if verify:  # reads every entry: only when asked to tidy, not after each write
-            try:
-                with open(path, "rb") as f:
-                    ok = decode(f.read()) is not None
-            except OSError:
-                ok = True
-            if not ok:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-                    removed["corrupt"] += 1
-                continue
-        alive.append((st.st_mtime, st.st_size, path))
-    total = sum(size for _mtime, size, _p in alive)
-    if max_bytes is not None and total > max_bytes:
-        for mtime, size, path in sorted(alive):
-            if total <= max_bytes:
-                break
-            if path == keep or now - mtime < GRACE_S:
-                continue
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-                total -= size
-                removed["entries"] += 1
-                removed["bytes"] += size
-    if keep is None:
-        removed["tmp"] += _sweep_tmp(_entries_root(root), now)
-        removed["locks"] += _drop_idle_locks(_entries_root(root))
-    return removed
-
-
-def _drop_idle_locks(folder: str) -> int:
-    count = 0
-    with contextlib.suppress(OSError), os.scandir(folder) as it:
-        for entry in it:
-            if entry.name.endswith(".lock") and not os.path.exists(entry.path[:-5] + ".bin"):
-                count += _locking.remove_if_free(entry.path)
-    return count
+from ._upkeep import clear, info, prune  # noqa: E402  (they use this module's names)
+from . import _upkeep  # noqa: E402

@@ -57,10 +57,24 @@ def _cmd_doctor(args) -> int:
     if args.json:
         import json
 
-        print(json.dumps(report.as_dict(), indent=2))
+        text = json.dumps(report.as_dict(), indent=2)
     else:
-        print(report)
+        text = str(report)
+    _print_to_pipe(text)
     return 0 if report.available else 1
+
+
+def _print_to_pipe(text: str) -> None:
+    """Print ``text``; a reader that stopped early (``cudaload doctor | head``) is no error."""
+    import os
+
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # Python's own flush at exit would fail again and print a traceback-like complaint.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _cmd_demo(args) -> int:
@@ -186,6 +200,7 @@ def _compile_words(words) -> tuple[dict, list, list]:
 def _cmd_compile(words) -> int:
     import os
 
+    from . import _untrusted, _writes
     from .errors import CompileError, CudaLoadError
     from .program import Program
 
@@ -201,6 +216,14 @@ def _cmd_compile(words) -> int:
         return 2
     source = files[0]
     output = "ptx" if own.get("ptx") else "cubin" if own.get("cubin") else "auto"
+    problem = _untrusted.regular_problem(source, _MAX_SOURCE_BYTES)
+    if problem:
+        return _report(f"cudaload compile: cannot read {source}: {problem}")
+    try:
+        if own.get("out"):
+            _writes.check_output(own["out"])  # refused before compiling, not after
+    except OSError as err:
+        return _cannot_write(own["out"], err)
     try:
         program = Program.from_file(source, options=nvrtc_options, std=None)
         obj = program.compile(arch=own.get("arch"), output=output)
@@ -208,21 +231,30 @@ def _cmd_compile(words) -> int:
         print(err, file=sys.stderr)
         return 1
     except (CudaLoadError, OSError, ValueError) as err:
-        print(f"cudaload compile: {err}", file=sys.stderr)
-        return 1
+        return _report(f"cudaload compile: {err}")
     out = own.get("out") or os.path.splitext(source)[0] + "." + obj.kind
     try:
-        with open(out, "wb") as f:
-            f.write(obj.code)
+        _writes.write_output(out, obj.code)
     except OSError as err:
-        print(f"cudaload compile: cannot write {out}: {err.strerror or err}. Next step: give "
-              "-o a file in a folder you can write to", file=sys.stderr)
-        return 1
+        return _cannot_write(out, err)
     if obj.log:
         print(obj.log, file=sys.stderr)
     cached = f", from the {obj.cached} cache" if obj.cached else ""
     print(f"{out}: {obj.kind} for {obj.arch}, {len(obj.code)} bytes{cached}")
     return 0
+
+
+_MAX_SOURCE_BYTES = 64 << 20  # far beyond any kernel source; /dev/zero would never end
+
+
+def _cannot_write(out: str, err: OSError) -> int:
+    return _report(f"cudaload compile: cannot write {out}: {err.strerror or err}. Next step: "
+                   "give -o a regular file in a folder you can write to")
+
+
+def _report(text: str) -> int:
+    print(text, file=sys.stderr)
+    return 1
 
 
 def _add_cache_parser(sub) -> None:
@@ -232,7 +264,7 @@ def _add_cache_parser(sub) -> None:
     actions = cache_.add_subparsers(dest="action", metavar="ACTION")
     info = actions.add_parser("info", help="location, entries and bytes")
     info.add_argument("--json", action="store_true", help="print JSON")
-    actions.add_parser("clear", help="delete every entry")
+    actions.add_parser("clear", help="delete every entry (cudaload's own files only)")
     prune = actions.add_parser("prune", allow_abbrev=False,
                                help="delete corrupt entries, stale temporary files and, beyond "
                                     "the size bound, least recently used entries")
@@ -256,6 +288,9 @@ def _cmd_cache(args) -> int:
 
     try:
         return _cache_action(args.action or "info", args)
+    except PermissionError as err:  # a folder not to be trusted: the message says what to do
+        print(f"cudaload cache: {err}", file=sys.stderr)
+        return 1
     except OSError as err:
         print(f"cudaload cache: {cache.directory()}: {err.strerror or err}. Next step: set "
               "CUDALOAD_CACHE_DIR to a folder (or a path where one can be made)", file=sys.stderr)
@@ -284,7 +319,9 @@ def _cache_action(action: str, args) -> int:
         if getattr(args, "json", False):
             print(json.dumps(facts, indent=2))
         else:
-            state = "on" if facts["enabled"] else "off (CUDALOAD_CACHE=0)"
+            state = "on" if facts["enabled"] else \
+                f"off ({facts['problem']})" if facts["problem"] else \
+                "off (CUDALOAD_CACHE=0, or the folder cannot be written)"
             bound = facts["max_bytes"] if facts["max_bytes"] is not None else "none"
             print(f"location:  {facts['directory']}\ndisk cache: {state}\n"
                   f"entries:   {facts['entries']}\nbytes:     {facts['bytes']}\n"
@@ -357,6 +394,7 @@ def _precompile_programs(args) -> list:
 
 
 def _cmd_precompile(args) -> int:
+    from . import _writes
     from .bundle import Bundle
     from .errors import CudaLoadError
 
@@ -366,6 +404,13 @@ def _cmd_precompile(args) -> int:
         print(f"cudaload precompile: {err}", file=sys.stderr)
         return 2
     bundle = Bundle()
+    if args.out:
+        try:
+            _writes.check_output(args.out)
+        except OSError as err:
+            print(f"cudaload precompile: cannot write {args.out}: {err.strerror}. Next step: "
+                  "give -o a regular file", file=sys.stderr)
+            return 1
     if args.out and args.append:
         bundle = Bundle.from_file(args.out)
         try:

@@ -17,7 +17,7 @@ import sys
 import threading
 from collections import namedtuple
 
-from . import _locking, cache
+from . import _locking, _trust, _untrusted, cache
 
 __all__ = ["Toolchain", "current", "live", "header_dirs"]
 
@@ -135,40 +135,84 @@ def _header_identity(name: str, path: str) -> str | None:
     return None if folder is None else json.dumps([folder[1], marker and marker[:2]])
 
 
+_RECORD_MAX_BYTES = 1 << 20  # a few hundred bytes per environment
+_RECORD_DEPTH = 8  # {"nvrtc": {env: {"search": [[folder, [stat]]]}}} is 6 deep
+
+
 def _read_record() -> dict:
+    """What ``toolchain.json`` holds, or {} when it is absent, damaged, anything but a regular
+    file, not to be trusted (see _trust.py), or in a cache a group shares, which never names a
+    library to load."""
+    if _trust.shared():
+        return {}
     try:
-        with open(os.path.join(cache.directory(), RECORD), "rb") as f:
-            record = json.loads(f.read())
-        return record if isinstance(record, dict) else {}
+        data = _untrusted.read_regular(os.path.join(cache.directory(), RECORD),
+                                       _RECORD_MAX_BYTES, _trust.problem)
+        record = _untrusted.load_json(data, _RECORD_DEPTH)
     except (OSError, ValueError):
         return {}
+    return record if isinstance(record, dict) else {}
 
 
 def _entries(record: dict) -> dict:
-    """The remembered NVRTC of each environment, a new dict."""
-    return dict(record["nvrtc"]) if isinstance(record.get("nvrtc"), dict) else {}
+    """The remembered NVRTC of each environment, a new dict: only entries of the shape
+    :func:`_remember` writes whose header folders are to be trusted, so a damaged or planted one
+    is forgotten, never an error."""
+    found = record.get("nvrtc")
+    if not isinstance(found, dict):
+        return {}
+    return {env: entry for env, entry in found.items()
+            if isinstance(env, str) and _well_formed(entry) and
+            not any(path and _trust.path_problem(path) for _n, path, _i in entry["headers"])}
+
+
+def _path_text(value) -> bool:
+    return isinstance(value, str) and bool(value) and "\0" not in value
+
+
+def _ints(value, count: int | None = None) -> bool:
+    return isinstance(value, list) and (count is None or len(value) == count) \
+        and all(type(v) is int for v in value)
+
+
+def _well_formed(entry) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    try:
+        return (_path_text(entry["path"]) and (entry["stat"] is None or _ints(entry["stat"], 4))
+                and _ints(entry["version"], 2) and isinstance(entry["build"], str)
+                and _ints(entry["archs"]) and isinstance(entry.get("found_via", ""), str)
+                and isinstance(entry["headers"], list)
+                and all(isinstance(h, list) and len(h) == 3 and h[0] in _HEADER_SETS
+                        and (h[1] is None or _path_text(h[1]))
+                        and (h[2] is None or isinstance(h[2], str)) for h in entry["headers"]))
+    except (KeyError, TypeError):  # TypeError: a header name that is a list
+        return False
 
 
 def _still_valid(entry) -> bool:
-    """Whether a remembered NVRTC is the file it was and a search would find nothing new.
-    Raises KeyError or TypeError for a malformed entry."""
-    return _stat_id(entry["path"]) == entry["stat"] and entry.get("search") == _search_stamp()
+    """Whether a remembered NVRTC (an entry of :func:`_entries`, or None) is the file it was, is
+    to be trusted as a library to load (it and its folder, where its builtins are), and a search
+    would find nothing new."""
+    if not entry or entry["stat"] is None:
+        return False
+    path = entry["path"]
+    return (_stat_id(path) == entry["stat"] and _trust.path_problem(path) is None
+            and _trust.path_problem(os.path.dirname(path) or ".") is None
+            and entry.get("search") == _search_stamp())
 
 
 def _from_record(record: dict) -> Toolchain | None:
-    try:
-        entry = record["nvrtc"][_selector()]
-        if not _still_valid(entry):
-            return None
-        headers = []
-        for name, path, ident in entry["headers"]:
-            if path is not None and _header_identity(name, path) != ident:
-                return None
-            headers.append((name, path, ident))
-        return Toolchain(entry["path"], tuple(entry["version"]), entry["build"],
-                         tuple(entry["archs"]), tuple(headers), entry.get("found_via", ""))
-    except (KeyError, TypeError, ValueError):
+    entry = _entries(record).get(_selector())
+    if not _still_valid(entry):
         return None
+    headers = []
+    for name, path, ident in entry["headers"]:
+        if path is not None and _header_identity(name, path) != ident:
+            return None
+        headers.append((name, path, ident))
+    return Toolchain(entry["path"], tuple(entry["version"]), entry["build"],
+                     tuple(entry["archs"]), tuple(headers), entry.get("found_via", ""))
 
 
 def _probe() -> Toolchain:
@@ -318,11 +362,11 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
     entry = {"path": tc.nvrtc_path, "stat": stat, "version": list(tc.version), "build": tc.build,
              "archs": list(tc.archs), "found_via": tc.found_via,
              "headers": [list(h) for h in tc.headers], "search": _search_stamp()}
-    if _entries(record).get(_selector()) == entry:
-        return
+    if _trust.shared() or _entries(record).get(_selector()) == entry:
+        return  # a cache a group shares never names a library to load
     root = cache.directory()
     try:
-        os.makedirs(root, exist_ok=True)
+        cache._ready(cache._entries_root(root))  # made private, and checked
         # Read again under the lock: a process of another environment may have added its entry
         # since ``record`` was read, and writing ours over it would lose that one.
         with _locking.hold(os.path.join(root, RECORD + ".lock")):

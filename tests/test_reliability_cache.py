@@ -68,20 +68,24 @@ def test_a_flipped_byte_at_every_position_is_a_miss(real_entry, mask):
         assert cache.decode(bytes(flipped)) is None, i
 
 
-def _reseal(meta: dict, code: bytes, version: int | None = None, magic: bytes | None = None):
-    """An entry with this metadata and a correct integrity hash: damage the hash cannot see."""
+def _reseal(meta: dict, code: bytes, version: int | None = None, magic: bytes | None = None,
+            key: str | None = None, bump: int = 0):
+    """An entry with this metadata, stored under ``key``, and a correct integrity hash: damage
+    the hash cannot see."""
     import hashlib
 
     from cudaload import cache
 
     raw = json.dumps(meta).encode() if not isinstance(meta, bytes) else meta
-    return cache.HEADER.pack(magic or cache.MAGIC, cache.FORMAT if version is None else version,
-                             len(raw), len(code), hashlib.sha256(raw + code).digest()) + raw + code
+    tag = bytes.fromhex(key) if key else bytes(32)
+    return cache.HEADER.pack(magic or cache.MAGIC,
+                             (cache.FORMAT if version is None else version) + bump, len(raw),
+                             len(code), tag, hashlib.sha256(tag + raw + code).digest()) + raw + code
 
 
 GOOD_META = {"kind": "cubin", "arch": "sm_90", "log": "", "lowered_names": {}}
 WRONG_FORMAT = {
-    "format version + 1": dict(version=2),
+    "format version + 1": dict(bump=1),
     "format version 0": dict(version=0),
     "other magic": dict(magic=b"CUDALDXX"),
     "meta not JSON": dict(meta=b"\xff{"),
@@ -105,8 +109,9 @@ def test_a_wrong_format_entry_is_a_miss(cache_dir, real_entry, case):
     key, data = real_entry
     spec = dict(WRONG_FORMAT[case])
     code = cache.decode(data).code
-    entry = _reseal(spec.pop("meta", GOOD_META), code, **{k: v for k, v in spec.items()
-                                                            if k != "extra"})
+    assert cache.decode(_reseal(GOOD_META, code, key=key), key) is not None  # resealing works
+    entry = _reseal(spec.pop("meta", GOOD_META), code, key=key,
+                    **{k: v for k, v in spec.items() if k != "extra"})
     entry += spec.get("extra", b"")
     (cache_dir / f"v{cache.FORMAT}" / f"{key}.bin").write_bytes(entry)
     assert cache.decode(entry) is None
@@ -152,13 +157,16 @@ def compiles(count: int, **env) -> dict:
 
 @pytest.fixture
 def mount_tmpfs(tmp_path):
-    """Mount a tmpfs of the given size and options; unmounted after the test."""
+    """Mount a tmpfs of the given size and options; unmounted after the test.  Its root is
+    private (a tmpfs root is world-writable by default, and no cache folder every user may write
+    is used)."""
     mounted = []
 
     def mount(size: str, *opts: str):
         where = tmp_path / f"mnt{len(mounted)}"
         where.mkdir()
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join((f"size={size}",) + opts),
+        opts = (f"size={size}", "mode=700") + opts
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(opts),
                                "tmpfs", str(where)], capture_output=True, text=True)
         if proc.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.strip() or proc.returncode}); "

@@ -1,0 +1,174 @@
+"""Looking after the kernel cache folder: ``cudaload cache info``, ``clear`` and ``prune``.
+
+Only cudaload's own names are touched (entry and lock files named by a key, ``.locks``, temporary
+files, ``toolchain.json``): a folder set by mistake to one that holds other files loses none of
+them.  Nothing removes a folder a compile in another process may be writing into, so clearing
+while others compile costs them nothing but their entries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import time
+
+from . import _locking, _trust, _untrusted, _writes, cache
+
+__all__ = ["info", "clear", "prune", "sweep_tmp"]
+
+# cudaload's own names in a format folder (v1, v2, ...)
+_FORMAT_FOLDER = re.compile(r"v[0-9]+")
+_OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock)|" + re.escape(_locking.KEYS_FILE))
+_ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.bin")
+
+
+def sweep_tmp(folder: str, now: float | None = None) -> int:
+    now = time.time() if now is None else now
+    removed = 0
+    with contextlib.suppress(OSError), os.scandir(folder) as it:
+        for entry in it:
+            if entry.name.startswith(_writes.PREFIX):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > cache.STALE_TMP_S:
+                        os.unlink(entry.path)
+                        removed += 1
+    return removed
+
+
+def _scan(root: str):
+    """(path, stat of the name itself) of every entry file under the folder ``root``."""
+    with contextlib.suppress(OSError), os.scandir(cache._entries_root(root)) as it:
+        for entry in it:
+            if _ENTRY_FILE.fullmatch(entry.name):
+                with contextlib.suppress(OSError):
+                    yield entry.path, entry.stat(follow_symlinks=False)
+
+
+def _refuse_untrusted(root: str) -> None:
+    """Raise PermissionError, saying why and what to do, when ``root`` is not to be trusted."""
+    try:
+        found = cache._problem(root, _trust.shared())
+    except FileNotFoundError:
+        return
+    if found is not None:
+        folder, why = found
+        raise PermissionError(f"{folder} is not a cache folder cudaload uses: {why}. Next step: "
+                              f"make it yours and private (chown -R $USER {folder}; chmod 700 "
+                              f"{folder}), or remove it yourself")
+
+
+def info() -> dict:
+    """Location, whether it is on, the number of entries and their bytes; ``problem`` says why
+    a folder that is not to be trusted is not used."""
+    _writes.drain()
+    root = cache.directory()
+    count = size = 0
+    for _path_, st in _scan(root):
+        if stat.S_ISREG(st.st_mode):
+            count += 1
+            size += st.st_size
+    try:
+        found = cache._problem(root, _trust.shared())
+    except FileNotFoundError:
+        found = None
+    problem = f"{found[0]}: {found[1]}" if found else None
+    return {"directory": root, "enabled": cache.enabled(), "exists": os.path.isdir(root),
+            "entries": count, "bytes": size, "max_bytes": cache._max_bytes(),
+            "format": cache.FORMAT,
+            "problem": problem}
+
+
+def clear() -> int:
+    """Delete cudaload's own files (entries, locks and temporary files of every format, and
+    toolchain.json) and nothing else; return the number of entries deleted.  Compiles in other
+    processes meanwhile go on with the disk cache.  Raises PermissionError for a folder that is
+    not to be trusted."""
+    _writes.drain()
+    root = cache.directory()
+    _refuse_untrusted(root)
+    count = 0
+    try:
+        with os.scandir(root) as it:
+            folders = [e.path for e in it
+                       if _FORMAT_FOLDER.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        folders = []
+    for folder in folders:
+        with contextlib.suppress(OSError), os.scandir(folder) as it:
+            for entry in list(it):
+                if _OWN_FILE.fullmatch(entry.name) or entry.name.startswith(_writes.PREFIX):
+                    try:
+                        os.unlink(entry.path)
+                    except OSError:  # a folder of that name, or gone meanwhile
+                        continue
+                    count += entry.name.endswith(".bin")
+        if folder != cache._entries_root(root):  # an older format's, unless it holds others' files
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(root, "toolchain.json"))
+    cache.MEMORY.clear()
+    return count
+
+
+def prune(max_bytes: int | None = None, *, keep: str | None = None, verify: bool = True) -> dict:
+    """Delete the least recently used entries beyond ``max_bytes``; with ``verify`` also corrupt
+    entries; unless keeping a just-written ``keep``, also stale temporary and idle lock files.
+    Return what was removed.  Raises PermissionError for a folder that is not to be trusted."""
+    _writes.drain()  # returns at once on the worker thread, which calls this after each write
+    root = cache.directory()
+    if keep is None:
+        _refuse_untrusted(root)
+    check = cache._check(cache._entries_root(root))
+    now = time.time()
+    removed = {"entries": 0, "bytes": 0, "corrupt": 0, "tmp": 0, "locks": 0}
+    alive = []
+    for path, st in _scan(root):
+        regular = stat.S_ISREG(st.st_mode)
+        if verify and not _sound(path, regular, check):  # reads every entry: only when tidying
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                removed["corrupt"] += 1
+            continue
+        if regular:
+            alive.append((st.st_mtime, st.st_size, path))
+    total = sum(size for _mtime, size, _p in alive)
+    if max_bytes is not None and total > max_bytes:
+        for mtime, size, path in sorted(alive):
+            if total <= max_bytes:
+                break
+            if path == keep or now - mtime < cache.GRACE_S:
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                total -= size
+                removed["entries"] += 1
+                removed["bytes"] += size
+    if keep is None:
+        removed["tmp"] += sweep_tmp(cache._entries_root(root), now)
+        removed["locks"] += _drop_idle_locks(cache._entries_root(root))
+    return removed
+
+
+def _sound(path: str, regular: bool, check) -> bool:
+    """Whether the entry file ``path`` would be a hit; one that cannot be opened now may be."""
+    if not regular:  # a link, a pipe...: never read, so never a hit
+        return False
+    try:
+        data = _untrusted.read_regular(path, cache.MAX_ENTRY_BYTES, check)
+    except ValueError:  # too large, or not to be trusted
+        return False
+    except OSError:
+        return True
+    return cache.decode(data, os.path.basename(path)[:-4]) is not None
+
+
+def _drop_idle_locks(folder: str) -> int:
+    count = 0
+    with contextlib.suppress(OSError), os.scandir(folder) as it:
+        for entry in it:
+            if entry.name.endswith(".lock") and not os.path.exists(entry.path[:-5] + ".bin"):
+                count += _locking.remove_if_free(entry.path)
+    return count

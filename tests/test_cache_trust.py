@@ -1,0 +1,295 @@
+"""Whoever can write the cache folder must not choose the code a compile returns or the library it
+loads: entries prove their key, and the folder and its files must be this user's (or root's) and
+writable by no one else.
+
+Files "of another user" are made by root and given to uid 12345 with os.chown, so these tests run
+as root (as CI does) and are skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+
+import pytest
+
+from tests._fakelibs import build_shared_library
+from tests.conftest import run_json, run_py
+from tests.test_cache import cache_dir  # noqa: F401  (fixture: a fresh cache folder)
+
+OTHER = 12345  # a uid no one here uses
+KERNEL = 'extern "C" __global__ void k(int *x) {{ x[0] = {n}; }}\n'
+as_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                             reason="gives files to another user with os.chown: run as root")
+
+# What a victim's process does: ask for the status report, then compile; report what it saw.
+_VICTIM = """
+import json, warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import cudaload
+    from cudaload import Program, cache
+    report = cudaload.status().as_dict()
+    try:
+        obj = Program({source!r}).compile(arch=90)
+        cached, code = obj.cached, obj.code.decode("latin-1")
+    except Exception as exc:  # reported, so that the test says what went wrong
+        cached, code = "failed", repr(exc)
+print(json.dumps({{"nvrtc_path": report["nvrtc"]["path"], "cached": cached, "code": code,
+                  "enabled": cache.enabled(),
+                  "warnings": [str(w.message) for w in caught
+                               if issubclass(w.category, cache.CacheWarning)]}}))
+"""
+
+
+def victim(n: int = 1, **env) -> dict:
+    return run_json(_VICTIM.format(source=KERNEL.format(n=n)),
+                    env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", **env})
+
+
+def _entries_folder(cache_dir):
+    from cudaload import cache
+
+    return cache_dir / f"v{cache.FORMAT}"
+
+
+def _entry_files(folder) -> list:
+    return sorted(folder.glob("v*/*.bin"))
+
+
+def _chown_tree(top, uid: int, gid: int = -1) -> None:
+    os.chown(top, uid, gid)
+    for base, dirs, files in os.walk(top):
+        for name in dirs + files:
+            os.chown(os.path.join(base, name), uid, gid, follow_symlinks=False)
+
+
+# --- entries prove their key ----------------------------------------------------------------------
+
+def test_an_entry_copied_to_another_key_is_a_miss_there(cache_dir):
+    from cudaload import cache
+    from cudaload.objectcode import ObjectCode
+
+    x, y = "ab" * 32, "cd" * 32
+    cache.store(x, ObjectCode(b"code of x" * 10, "cubin", "sm_90"))
+    shutil.copyfile(cache._path(x), cache._path(y))
+    assert cache.lookup(y) is None
+    assert cache.lookup(x).code == b"code of x" * 10
+    assert cache.decode(open(cache._path(x), "rb").read(), y) is None
+
+
+def test_a_program_is_never_served_another_programs_entry(cache_dir):
+    one = victim(1)["code"]
+    (first,) = _entry_files(cache_dir)
+    two = victim(2)["code"]
+    (second,) = [p for p in _entry_files(cache_dir) if p != first]
+    assert one != two
+    shutil.copyfile(first, second)  # program 1's entry under program 2's key
+    out = victim(2)
+    assert out["cached"] is None and out["code"] == two
+
+
+def test_a_bundle_of_keyless_entries_from_before_is_still_read():
+    import hashlib
+    import struct
+
+    from cudaload import Program, cache
+    from cudaload.bundle import BUNDLE_HEADER, FORMAT, MAGIC, Bundle
+
+    program, code = Program(KERNEL.format(n=1)), b"\x7fELF" + b"old" * 20
+    meta = json.dumps({"kind": "cubin", "arch": "sm_90", "log": "", "lowered_names": {}}).encode()
+    keyless = struct.pack("<8sHIQ32s", cache.MAGIC, 1, len(meta), len(code),
+                          hashlib.sha256(meta + code).digest()) + meta + code  # format 1
+    index = json.dumps({"cudaload": "0.1.0", "entries": [
+        {"program": program._digest.hex(), "name": program.name, "kind": "cubin",
+         "arch": "sm_90", "name_expressions": [], "offset": 0, "length": len(keyless)}]}).encode()
+    bundle = Bundle(BUNDLE_HEADER.pack(MAGIC, FORMAT, len(index)) + index + keyless)
+    assert bundle.find(program, 90).code == code
+    assert cache.decode(keyless, "ab" * 32) is None  # in the cache folder it is a miss
+
+
+# --- a library is never taken from a folder others could write ------------------------------------
+
+CONSTRUCTOR = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen("%s", "w");
+    if (f) { fputs("ran", f); fclose(f); }
+}
+"""
+
+
+def _plant_library(cache_dir, tmp_path, how: str):
+    """A shared library whose constructor writes a marker file, named in the cache folder's
+    toolchain.json as this environment's NVRTC with a matching stat record; the folder, the
+    record or the library made untrustworthy as ``how`` says.  Returns (library, marker)."""
+    from cudaload import toolchain
+
+    run_py("from cudaload import toolchain; toolchain.live()",
+           env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})  # a real record to edit
+    record_path = cache_dir / toolchain.RECORD
+    record = json.loads(record_path.read_text())
+    marker = tmp_path / "constructor-ran"
+    where = tmp_path / "planted"
+    where.mkdir()
+    lib = build_shared_library(str(where), "libnvrtc.so.13", CONSTRUCTOR % marker)
+    if how == "library of another user":
+        os.chown(lib, OTHER, -1)
+    elif how == "library in a folder every user may write":
+        os.chmod(where, 0o777)
+    for entry in record["nvrtc"].values():
+        entry["path"], entry["stat"] = lib, toolchain._stat_id(lib)
+    record_path.write_text(json.dumps(record))
+    if how == "folder of another user":
+        _chown_tree(cache_dir, OTHER)
+    elif how == "folder every user may write":
+        os.chmod(cache_dir, 0o777)
+    elif how == "folder its group may write":
+        os.chmod(cache_dir, 0o770)
+    elif how == "toolchain.json of another user":
+        os.chown(record_path, OTHER, -1)
+    elif how == "toolchain.json its group may write":
+        os.chmod(record_path, 0o660)
+    return lib, marker
+
+
+FOLDER_CASES = ["folder of another user", "folder every user may write",
+                "folder its group may write"]
+FILE_CASES = ["toolchain.json of another user", "toolchain.json its group may write",
+              "library of another user", "library in a folder every user may write"]
+
+
+@as_root
+@pytest.mark.parametrize("how", FOLDER_CASES + FILE_CASES)
+def test_a_planted_library_is_never_loaded_nor_reported(cache_dir, tmp_path, how):
+    lib, marker = _plant_library(cache_dir, tmp_path, how)
+    out = victim(1)
+    assert not marker.exists(), "the planted library's constructor ran"
+    assert out["nvrtc_path"] != lib and "planted" not in str(out["nvrtc_path"])
+    assert out["code"] and out["cached"] is None  # the real NVRTC, found by its search, compiled
+    if how in FOLDER_CASES:  # the folder is not used at all, and the user is told once how to fix
+        assert not out["enabled"] and len(out["warnings"]) == 1, out["warnings"]
+        text = out["warnings"][0]
+        assert str(cache_dir) in text and "chmod 700" in text and "CUDALOAD_CACHE_SHARED" in text
+    else:  # the folder is fine: only the record is passed over
+        assert out["enabled"] and out["warnings"] == []
+
+
+@as_root
+def test_a_shared_group_cache_serves_entries_but_never_a_library(cache_dir, tmp_path):
+    victim(1)  # an entry compiled by a group member
+    lib, marker = _plant_library(cache_dir, tmp_path, "none")
+    _chown_tree(cache_dir, OTHER, os.getgid())
+    os.chmod(cache_dir, 0o2770)
+    for path in cache_dir.rglob("*"):
+        os.chmod(path, 0o2770 if path.is_dir() else 0o660)
+    refused = victim(1)
+    assert refused["cached"] is None and len(refused["warnings"]) == 1  # not opted in
+    out = victim(1, CUDALOAD_CACHE_SHARED="1")
+    assert out["cached"] == "disk" and out["warnings"] == []
+    assert not marker.exists() and out["nvrtc_path"] != lib
+    out = victim(2, CUDALOAD_CACHE_SHARED="1")  # written for the group to read, and lock through
+    assert out["cached"] is None and out["warnings"] == []
+    mine = [p for p in _entry_files(cache_dir) if p.stat().st_uid == os.geteuid()]
+    assert [stat.S_IMODE(p.stat().st_mode) for p in mine] == [0o640]
+    assert stat.S_IMODE((_entries_folder(cache_dir) / ".locks").stat().st_mode) == 0o660
+
+
+# --- folders and files of another user, or writable by others -------------------------------------
+
+@as_root
+@pytest.mark.parametrize("how", ["0777, of another user", "0777", "of another user"])
+def test_a_folder_others_may_write_is_not_used_and_said_once(cache_dir, how):
+    victim(1)
+    if "another user" in how:
+        _chown_tree(cache_dir, OTHER)
+    if "0777" in how:
+        os.chmod(cache_dir, 0o777)
+    out = victim(1)
+    assert out["cached"] is None and not out["enabled"]  # the entry there is not believed
+    assert len(out["warnings"]) == 1 and str(cache_dir) in out["warnings"][0]
+    listing = sorted(p.name for p in cache_dir.rglob("*"))
+    assert victim(3)["cached"] is None and sorted(p.name for p in cache_dir.rglob("*")) == listing
+
+
+@as_root
+def test_an_entries_folder_of_another_user_is_not_used(cache_dir):
+    victim(1)
+    _chown_tree(_entries_folder(cache_dir), OTHER)
+    out = victim(1)
+    assert out["cached"] is None and len(out["warnings"]) == 1
+    assert str(_entries_folder(cache_dir)) in out["warnings"][0]
+
+
+@as_root
+@pytest.mark.parametrize("how", ["of another user", "group-writable", "world-writable"])
+def test_an_entry_file_others_may_write_is_a_miss(cache_dir, how):
+    from cudaload import cache
+    from cudaload.objectcode import ObjectCode
+
+    key = "ef" * 32
+    cache.store(key, ObjectCode(b"x" * 100, "cubin", "sm_90"))
+    assert cache.lookup(key) is not None
+    path = cache._path(key)
+    if how == "of another user":
+        os.chown(path, OTHER, -1)
+    else:
+        os.chmod(path, 0o660 if how == "group-writable" else 0o606)
+    assert cache.lookup(key) is None
+    assert cache.prune()["corrupt"] == 1 and not os.path.exists(path)
+
+
+def test_the_cache_folder_and_its_files_are_made_private(cache_dir):
+    victim(1)
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    assert mode(cache_dir) == 0o700 and mode(_entries_folder(cache_dir)) == 0o700
+    assert {mode(p) for p in cache_dir.rglob("*") if p.is_file()} == {0o600}
+
+
+@as_root
+def test_cache_commands_refuse_a_folder_not_to_be_trusted(cache_dir):
+    victim(1)
+    os.chmod(cache_dir, 0o777)
+    listing = sorted(p.name for p in cache_dir.rglob("*"))
+    for action in ("clear", "prune"):
+        proc = run_py("from cudaload.cli import main\n"
+                      f"raise SystemExit(main(['cache', {action!r}]))", check=False)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert "every user may write it" in proc.stderr and "chmod 700" in proc.stderr
+    assert sorted(p.name for p in cache_dir.rglob("*")) == listing
+    info = json.loads(run_py("from cudaload.cli import main; main(['cache', 'info', '--json'])"
+                             ).stdout)
+    assert info["enabled"] is False and info["problem"] == f"{cache_dir}: every user may write it"
+
+
+# --- lock files: never through a symbolic link ----------------------------------------------------
+
+_LOCK_AND_PUBLISH = """
+import json, warnings
+from cudaload import _writes, cache, toolchain
+from cudaload.objectcode import ObjectCode
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with cache.lock("12" * 32) as publish:
+        publish(ObjectCode(b"y" * 10, "cubin", "sm_90"))
+    _writes.drain()
+    toolchain.live()  # remembers NVRTC under toolchain.json.lock
+print(json.dumps([str(w.message) for w in caught]))
+"""
+
+
+@pytest.mark.parametrize("name", ["entries/.locks", "toolchain.json.lock"])
+def test_a_lock_file_that_is_a_symbolic_link_is_not_followed(cache_dir, tmp_path, name):
+    _entries_folder(cache_dir).mkdir(parents=True, mode=0o700)
+    os.chmod(cache_dir, 0o700)
+    outside = tmp_path / "outside" / "created-through-the-link"
+    outside.parent.mkdir()
+    link = cache_dir / name.replace("entries", _entries_folder(cache_dir).name)
+    link.symlink_to(outside)
+    warned = run_json(_LOCK_AND_PUBLISH, env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    assert not outside.exists(), "a lock file was created where the link points"
+    assert link.is_symlink()
+    if name == "entries/.locks":  # the folder cannot be locked: said once, compiling goes on
+        assert len(warned) == 1 and "lock file" in warned[0]
