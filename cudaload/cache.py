@@ -50,7 +50,8 @@ GRACE_S = 10.0  # an entry this young may be one another process is about to rea
 STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a crashed writer's
 MAX_ENTRY_BYTES = 1 << 30  # far beyond any CUBIN; a larger file is not an entry
 
-# (program digest, arch as asked, output as asked) -> ObjectCode with .cached == "memory".
+# (program digest, arch as asked, output as asked) -> (ObjectCode with .cached == "memory", the
+# witness of the files its compile read: includes.still_valid() says whether the hit holds).
 MEMORY: dict = {}
 OFF = ""  # as the folder of lookup() and lock(): this entry is not kept on disk
 
