@@ -197,7 +197,9 @@ def _cache_action(action: str, args) -> int:
         removed = cache.prune(limit)
         print(f"pruned {cache.directory()}: {removed['entries']} least recently used entries "
               f"({removed['bytes']} bytes), {removed['corrupt']} corrupt entries, "
-              f"{removed['tmp']} stale temporary files, {removed['locks']} idle lock files")
+              f"{removed['tmp']} stale temporary files, {removed['locks']} idle lock files"
+              + (f"; kept {removed['kept']} entries used in the last {cache.GRACE_S:g} seconds "
+                 "although over the size bound" if limit is not None else ""))
     else:
         facts = cache.info()
         if getattr(args, "json", False):
