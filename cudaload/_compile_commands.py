@@ -1,22 +1,34 @@
-"""``cudaload compile`` and ``cudaload precompile``: CUDA C++ files to CUBIN, PTX or a bundle."""
+"""``cudaload compile`` and ``cudaload precompile``: CUDA C++ files to CUBIN, PTX or a bundle.
+
+Both build the same ``Program.from_file(FILE, options=..., name_expressions=...)`` as Python code
+does, with Program's defaults (``-std=c++17`` unless an option gives ``-std``), so what
+``precompile`` puts in the kernel cache is what ``compile`` and that Program look up.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
+import struct
 import sys
 
-# cudaload's own options of ``compile`` (names, key, takes a value, help); as with nvcc they may
-# come before or after FILE, and every other word starting with "-" goes to NVRTC.
+# cudaload's own options of ``compile`` (names, key, value's metavar or None for a flag, help); as
+# with nvcc they may come before or after FILE, and every other word starting with "-" goes to NVRTC.
 _COMPILE_OPTIONS = (
-    (("--arch", "-arch", "--gpu-architecture"), "arch", True,
-     "e.g. sm_90 (default: this GPU, else NVRTC's newest)"),
-    (("--ptx", "-ptx"), "ptx", False, "emit PTX"),
-    (("--cubin", "-cubin"), "cubin", False,
+    (("--arch", "-arch", "--gpu-architecture"), "arch", "ARCH",
+     "e.g. sm_90 (default: this GPU; without one, NVRTC's newest for CUBIN and its oldest for "
+     "PTX, which the driver compiles forward for every newer GPU)"),
+    (("--ptx", "-ptx"), "ptx", None, "emit PTX"),
+    (("--cubin", "-cubin"), "cubin", None,
      "emit CUBIN (default: CUBIN where NVRTC knows the arch)"),
-    (("-o", "--output-file"), "out", True, "output file"),
+    (("-o", "--output-file"), "out", "OUT", "output file"),
+    (("--name-expression",), "name_expressions", "EXPR",
+     "a kernel template to instantiate, e.g. 'scale<float>' (repeatable); its lowered name is "
+     "printed"),
 )
+_REPEATABLE = frozenset({"name_expressions"})
 _COMPILE_USAGE = ("cudaload compile FILE.cu [--arch sm_90] [--ptx|--cubin] [-o OUT] "
-                  "[nvrtc options...]")
+                  "[--name-expression 'k<float>' ...] [nvrtc options...]")
 
 
 def _add_compile_parser(sub) -> None:
@@ -25,12 +37,15 @@ def _add_compile_parser(sub) -> None:
         "compile", allow_abbrev=False,
         help="compile a .cu file to CUBIN or PTX, like nvcc --cubin/--ptx", usage=_COMPILE_USAGE,
         description="Options cudaload does not know (-DX=1, -I dir, -std=c++20, --use_fast_math, "
-                    "...) go to NVRTC, before or after FILE.cu. Without -o the output is "
-                    "FILE.cubin or FILE.ptx beside FILE.cu. The kernel cache is used and filled.")
-    for names, key, takes_value, text in _COMPILE_OPTIONS:
+                    "...) go to NVRTC, before or after FILE.cu; -std=c++17 unless one gives "
+                    "-std, as for Program. Without -o the output is FILE.cubin or FILE.ptx beside "
+                    "FILE.cu. The kernel cache is used and filled: the entries are those of "
+                    "Program.from_file(FILE.cu, options=[...], name_expressions=[...]) and of "
+                    "cudaload precompile. A source whose kernels are all templates, none "
+                    "instantiated, is an error: it would give code without a kernel.")
+    for names, key, metavar, text in _COMPILE_OPTIONS:
         compile_.add_argument(*names, dest=key, help=text,
-                              **({"metavar": key.upper()} if takes_value else
-                                 {"action": "store_true"}))
+                              **({"metavar": metavar} if metavar else {"action": "store_true"}))
     compile_.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     compile_.set_defaults(func=lambda args: _cmd_compile(args.rest))
 
@@ -40,8 +55,9 @@ def _compile_words(words) -> tuple[dict, list, list]:
     ValueError.  Only whole names are matched: "-c" is not taken for "-cubin"."""
     from .options import split_cli
 
-    by_name = {name: (key, takes) for names, key, takes, _t in _COMPILE_OPTIONS for name in names}
-    own: dict = {}
+    by_name = {name: (key, metavar is not None)
+               for names, key, metavar, _t in _COMPILE_OPTIONS for name in names}
+    own: dict = {key: [] for key in _REPEATABLE}
     files, nvrtc = [], []
     words = iter(split_cli(words))  # NVRTC's "-I dir", "-D X": one word each
     for word in words:
@@ -58,10 +74,81 @@ def _compile_words(words) -> tuple[dict, list, list]:
             value = next(words, None)
             if value is None:
                 raise ValueError(f"{name} needs a value")
-        own[key] = value
+        if key in _REPEATABLE:
+            own[key].append(value)
+        else:
+            own[key] = value
     if own.get("ptx") and own.get("cubin"):
         raise ValueError("give --ptx or --cubin, not both")
     return own, files, nvrtc
+
+
+def _default_arch(output: str):
+    """The arch ``compile`` asks for when none is given: None (the GPU's, else NVRTC's newest, as
+    for Program) except PTX without a GPU, which is for NVRTC's oldest: the driver compiles PTX
+    forward to any newer GPU, never back, so the oldest loads on the most GPUs."""
+    from . import program, toolchain
+
+    if output != "ptx" or program._device_arch() is not None:
+        return None
+    return min(toolchain.current().archs)
+
+
+# A kernel in a CUBIN: an ELF64 function symbol marked as an entry (STO_CUDA_ENTRY in st_other).
+_STT_FUNC, _STO_CUDA_ENTRY = 2, 0x10
+_PTX_ENTRY = re.compile(rb"^\s*(?:\.(?:visible|weak)\s+)?\.entry\s", re.M)
+
+
+def _holds_kernel(code: bytes, kind: str) -> bool | None:
+    """Whether compiled ``code`` holds a kernel; None when it cannot be read as expected."""
+    if kind == "ptx":
+        return _PTX_ENTRY.search(code) is not None
+    if kind != "cubin" or code[:5] != b"\x7fELF\x02":
+        return None
+    try:
+        shoff, = struct.unpack_from("<Q", code, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", code, 0x3A)
+        for i in range(shnum):
+            sh_type, = struct.unpack_from("<I", code, shoff + i * shentsize + 4)
+            if sh_type != 2:  # SHT_SYMTAB
+                continue
+            offset, size, _link, _info, _align, entsize = struct.unpack_from(
+                "<QQIIQQ", code, shoff + i * shentsize + 24)
+            for at in range(offset, offset + size - entsize + 1, max(entsize, 1)):
+                info, other = struct.unpack_from("<BB", code, at + 4)
+                if info & 0xF == _STT_FUNC and other & _STO_CUDA_ENTRY:
+                    return True
+        return False
+    except struct.error:
+        return None
+
+
+def _template_kernels(source: str) -> list[str]:
+    """The names of the ``__global__`` function templates declared in ``source``."""
+    from .signature import _without_comments
+
+    text = _without_comments(source)
+    names = []
+    for match in re.finditer(r"\b__global__\b", text):
+        start = max(text.rfind(c, 0, match.start()) for c in ";{}")  # this declaration's start
+        if not re.search(r"\btemplate\s*<", text[start + 1:match.start()]):
+            continue
+        # the declarator's name: the first identifier before "(" not spelled __like_this__
+        name = re.search(r"\b(?!__)([A-Za-z_]\w*)\s*\(", text[match.end():])
+        if name and name.group(1) not in names:
+            names.append(name.group(1))
+    return names
+
+
+def _no_kernel_problem(source_path: str, program, obj) -> str | None:
+    """Why ``obj``, which holds no kernel, is no result; None when it is one."""
+    names = _template_kernels(program.source)
+    if not names:  # device functions only, as for linking with -rdc=true: what was asked
+        return None
+    return (f"cudaload compile: {source_path} defines only kernel templates ({', '.join(names)}) "
+            f"and no --name-expression instantiates one, so the {obj.kind.upper()} would hold "
+            f"no kernel. Next step: pass one --name-expression for each instantiation the "
+            f"kernel is launched with, e.g. --name-expression '{names[0]}<float>'")
 
 
 def _cmd_compile(words) -> int:
@@ -92,13 +179,19 @@ def _cmd_compile(words) -> int:
     except OSError as err:
         return _cannot_write(own["out"], err)
     try:
-        program = Program.from_file(source, options=nvrtc_options, std=None)
-        obj = program.compile(arch=own.get("arch"), output=output)
+        program = Program.from_file(source, options=nvrtc_options,
+                                    name_expressions=own["name_expressions"])
+        arch = own["arch"] if "arch" in own else _default_arch(output)
+        obj = program.compile(arch=arch, output=output)
     except CompileError as err:
         print(err, file=sys.stderr)
         return 1
     except (CudaLoadError, OSError, ValueError) as err:
         return _report(f"cudaload compile: {err}")
+    kernels = _holds_kernel(obj.code, obj.kind)
+    problem = _no_kernel_problem(source, program, obj) if kernels is False else None
+    if problem:
+        return _report(problem)
     out = own.get("out") or os.path.splitext(source)[0] + "." + obj.kind
     try:
         _writes.write_output(out, obj.code)
@@ -107,7 +200,10 @@ def _cmd_compile(words) -> int:
     if obj.log:
         print(obj.log, file=sys.stderr)
     cached = f", from the {obj.cached} cache" if obj.cached else ""
-    print(f"{out}: {obj.kind} for {obj.arch}, {len(obj.code)} bytes{cached}")
+    empty = "; no kernel, device functions only" if kernels is False else ""
+    print(f"{out}: {obj.kind} for {obj.arch}, {len(obj.code)} bytes{cached}{empty}")
+    for expression, lowered in obj.lowered_names.items():
+        print(f"  {expression}: {lowered}")
     return 0
 
 
