@@ -116,14 +116,16 @@ def clear() -> int:
 def prune(max_bytes: int | None = None, *, keep: str | None = None, verify: bool = True) -> dict:
     """Delete the least recently used entries beyond ``max_bytes``; with ``verify`` also corrupt
     entries; unless keeping a just-written ``keep``, also stale temporary and idle lock files.
-    Return what was removed.  Raises PermissionError for a folder that is not to be trusted."""
+    Return what was removed, and under "kept" how many entries beyond ``max_bytes`` were spared
+    because they were written or used in the last ``GRACE_S`` seconds.  Raises PermissionError for
+    a folder that is not to be trusted."""
     _writes.drain()  # returns at once on the worker thread, which calls this after each write
     root = cache.directory()
     if keep is None:
         _refuse_untrusted(root)
     check = cache._check(cache._entries_root(root))
     now = time.time()
-    removed = {"entries": 0, "bytes": 0, "corrupt": 0, "tmp": 0, "locks": 0}
+    removed = {"entries": 0, "bytes": 0, "corrupt": 0, "tmp": 0, "locks": 0, "kept": 0}
     alive = []
     for path, st in _scan(root):
         regular = stat.S_ISREG(st.st_mode)
@@ -140,6 +142,7 @@ def prune(max_bytes: int | None = None, *, keep: str | None = None, verify: bool
             if total <= max_bytes:
                 break
             if path == keep or now - mtime < cache.GRACE_S:
+                removed["kept"] += 1
                 continue
             with contextlib.suppress(OSError):
                 os.unlink(path)

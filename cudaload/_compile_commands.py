@@ -1,0 +1,335 @@
+"""``cudaload compile`` and ``cudaload precompile``: CUDA C++ files to CUBIN, PTX or a bundle.
+
+Both build the same ``Program.from_file(FILE, options=..., name_expressions=...)`` as Python code
+does, with Program's defaults (``-std=c++17`` unless an option gives ``-std``), so what
+``precompile`` puts in the kernel cache is what ``compile`` and that Program look up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import struct
+import sys
+
+# cudaload's own options of ``compile`` (names, key, value's metavar or None for a flag, help); as
+# with nvcc they may come before or after FILE, and every other word starting with "-" goes to NVRTC.
+_COMPILE_OPTIONS = (
+    (("--arch", "-arch", "--gpu-architecture"), "arch", "ARCH",
+     "e.g. sm_90 (default: this GPU; without one, NVRTC's newest for CUBIN and its oldest for "
+     "PTX, which the driver compiles forward for every newer GPU)"),
+    (("--ptx", "-ptx"), "ptx", None, "emit PTX"),
+    (("--cubin", "-cubin"), "cubin", None,
+     "emit CUBIN (default: CUBIN where NVRTC knows the arch)"),
+    (("-o", "--output-file"), "out", "OUT", "output file"),
+    (("--name-expression",), "name_expressions", "EXPR",
+     "a kernel template to instantiate, e.g. 'scale<float>' (repeatable); its lowered name is "
+     "printed"),
+)
+_REPEATABLE = frozenset({"name_expressions"})
+_COMPILE_USAGE = ("cudaload compile FILE.cu [--arch sm_90] [--ptx|--cubin] [-o OUT] "
+                  "[--name-expression 'k<float>' ...] [nvrtc options...]")
+
+
+def _add_compile_parser(sub) -> None:
+    """Register ``cudaload compile`` (for its help: :func:`main` reads its words itself)."""
+    compile_ = sub.add_parser(
+        "compile", allow_abbrev=False,
+        help="compile a .cu file to CUBIN or PTX, like nvcc --cubin/--ptx", usage=_COMPILE_USAGE,
+        description="Options cudaload does not know (-DX=1, -I dir, -std=c++20, --use_fast_math, "
+                    "...) go to NVRTC, before or after FILE.cu; -std=c++17 unless one gives "
+                    "-std, as for Program. Without -o the output is FILE.cubin or FILE.ptx beside "
+                    "FILE.cu. The kernel cache is used and filled: the entries are those of "
+                    "Program.from_file(FILE.cu, options=[...], name_expressions=[...]) and of "
+                    "cudaload precompile. A source whose kernels are all templates, none "
+                    "instantiated, is an error: it would give code without a kernel.")
+    for names, key, metavar, text in _COMPILE_OPTIONS:
+        compile_.add_argument(*names, dest=key, help=text,
+                              **({"metavar": metavar} if metavar else {"action": "store_true"}))
+    compile_.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    compile_.set_defaults(func=lambda args: _cmd_compile(args.rest))
+
+
+def _compile_words(words) -> tuple[dict, list, list]:
+    """(cudaload's options, the files, NVRTC's options) of ``compile``'s words.  Raises
+    ValueError.  Only whole names are matched: "-c" is not taken for "-cubin"."""
+    from .options import split_cli
+
+    by_name = {name: (key, metavar is not None)
+               for names, key, metavar, _t in _COMPILE_OPTIONS for name in names}
+    own: dict = {key: [] for key in _REPEATABLE}
+    files, nvrtc = [], []
+    words = iter(split_cli(words))  # NVRTC's "-I dir", "-D X": one word each
+    for word in words:
+        name, equals, value = word.partition("=")
+        if name not in by_name:
+            (nvrtc if word.startswith("-") else files).append(word)
+            continue
+        key, takes = by_name[name]
+        if not takes:
+            if equals:
+                raise ValueError(f"{name} takes no value")
+            value = True
+        elif not equals:
+            value = next(words, None)
+            if value is None:
+                raise ValueError(f"{name} needs a value")
+        if key in _REPEATABLE:
+            own[key].append(value)
+        else:
+            own[key] = value
+    if own.get("ptx") and own.get("cubin"):
+        raise ValueError("give --ptx or --cubin, not both")
+    return own, files, nvrtc
+
+
+def _default_arch(output: str):
+    """The arch ``compile`` asks for when none is given: None (the GPU's, else NVRTC's newest, as
+    for Program) except PTX without a GPU, which is for NVRTC's oldest: the driver compiles PTX
+    forward to any newer GPU, never back, so the oldest loads on the most GPUs."""
+    from . import program, toolchain
+
+    if output != "ptx" or program._device_arch() is not None:
+        return None
+    return min(toolchain.current().archs)
+
+
+# A kernel in a CUBIN: an ELF64 function symbol marked as an entry (STO_CUDA_ENTRY in st_other).
+_STT_FUNC, _STO_CUDA_ENTRY = 2, 0x10
+_PTX_ENTRY = re.compile(rb"^\s*(?:\.(?:visible|weak)\s+)?\.entry\s", re.M)
+
+
+def _holds_kernel(code: bytes, kind: str) -> bool | None:
+    """Whether compiled ``code`` holds a kernel; None when it cannot be read as expected."""
+    if kind == "ptx":
+        return _PTX_ENTRY.search(code) is not None
+    if kind != "cubin" or code[:5] != b"\x7fELF\x02":
+        return None
+    try:
+        shoff, = struct.unpack_from("<Q", code, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", code, 0x3A)
+        for i in range(shnum):
+            sh_type, = struct.unpack_from("<I", code, shoff + i * shentsize + 4)
+            if sh_type != 2:  # SHT_SYMTAB
+                continue
+            offset, size, _link, _info, _align, entsize = struct.unpack_from(
+                "<QQIIQQ", code, shoff + i * shentsize + 24)
+            for at in range(offset, offset + size - entsize + 1, max(entsize, 1)):
+                info, other = struct.unpack_from("<BB", code, at + 4)
+                if info & 0xF == _STT_FUNC and other & _STO_CUDA_ENTRY:
+                    return True
+        return False
+    except struct.error:
+        return None
+
+
+def _template_kernels(source: str) -> list[str]:
+    """The names of the ``__global__`` function templates declared in ``source``."""
+    from .signature import _without_comments
+
+    text = _without_comments(source)
+    names = []
+    for match in re.finditer(r"\b__global__\b", text):
+        start = max(text.rfind(c, 0, match.start()) for c in ";{}")  # this declaration's start
+        if not re.search(r"\btemplate\s*<", text[start + 1:match.start()]):
+            continue
+        # the declarator's name: the first identifier before "(" not spelled __like_this__
+        name = re.search(r"\b(?!__)([A-Za-z_]\w*)\s*\(", text[match.end():])
+        if name and name.group(1) not in names:
+            names.append(name.group(1))
+    return names
+
+
+def _no_kernel_problem(source_path: str, program, obj) -> str | None:
+    """Why ``obj``, which holds no kernel, is no result; None when it is one."""
+    names = _template_kernels(program.source)
+    if not names:  # device functions only, as for linking with -rdc=true: what was asked
+        return None
+    return (f"cudaload compile: {source_path} defines only kernel templates ({', '.join(names)}) "
+            f"and no --name-expression instantiates one, so the {obj.kind.upper()} would hold "
+            f"no kernel. Next step: pass one --name-expression for each instantiation the "
+            f"kernel is launched with, e.g. --name-expression '{names[0]}<float>'")
+
+
+def _cmd_compile(words) -> int:
+    import os
+
+    from . import _untrusted, _writes
+    from .errors import CompileError, CudaLoadError
+    from .program import Program
+
+    try:
+        own, files, nvrtc_options = _compile_words(words)
+        if len(files) != 1:
+            raise ValueError("give one FILE.cu" if not files else
+                             f"give one FILE.cu, not {len(files)} ({' '.join(files)}); options "
+                             "that take a separate value other than -I, -D, -U and -include are "
+                             "written -option=value")
+    except ValueError as err:
+        print(f"usage: {_COMPILE_USAGE}\ncudaload compile: {err}", file=sys.stderr)
+        return 2
+    source = files[0]
+    output = "ptx" if own.get("ptx") else "cubin" if own.get("cubin") else "auto"
+    problem = _untrusted.regular_problem(source, _MAX_SOURCE_BYTES)
+    if problem:
+        return _report(f"cudaload compile: cannot read {source}: {problem}")
+    try:
+        if own.get("out"):
+            _writes.check_output(own["out"])  # refused before compiling, not after
+    except OSError as err:
+        return _cannot_write(own["out"], err)
+    try:
+        program = Program.from_file(source, options=nvrtc_options,
+                                    name_expressions=own["name_expressions"])
+        arch = own["arch"] if "arch" in own else _default_arch(output)
+        obj = program.compile(arch=arch, output=output)
+    except CompileError as err:
+        print(err, file=sys.stderr)
+        return 1
+    except (CudaLoadError, OSError, ValueError) as err:
+        return _report(f"cudaload compile: {err}")
+    kernels = _holds_kernel(obj.code, obj.kind)
+    problem = _no_kernel_problem(source, program, obj) if kernels is False else None
+    if problem:
+        return _report(problem)
+    out = own.get("out") or os.path.splitext(source)[0] + "." + obj.kind
+    try:
+        _writes.write_output(out, obj.code)
+    except OSError as err:
+        return _cannot_write(out, err)
+    if obj.log:
+        print(obj.log, file=sys.stderr)
+    cached = f", from the {obj.cached} cache" if obj.cached else ""
+    empty = "; no kernel, device functions only" if kernels is False else ""
+    print(f"{out}: {obj.kind} for {obj.arch}, {len(obj.code)} bytes{cached}{empty}")
+    for expression, lowered in obj.lowered_names.items():
+        print(f"  {expression}: {lowered}")
+    return 0
+
+
+_MAX_SOURCE_BYTES = 64 << 20  # far beyond any kernel source; /dev/zero would never end
+
+
+def _cannot_write(out: str, err: OSError) -> int:
+    return _report(f"cudaload compile: cannot write {out}: {err.strerror or err}. Next step: "
+                   "give -o a regular file in a folder you can write to")
+
+
+def _report(text: str) -> int:
+    print(text, file=sys.stderr)
+    return 1
+
+
+
+def _add_precompile_parser(sub) -> None:
+    """Register ``cudaload precompile``."""
+    pre = sub.add_parser(
+        "precompile", allow_abbrev=False,
+        help="compile programs for given architectures into the kernel cache or, with -o, into "
+             "a bundle a package ships",
+        usage="cudaload precompile [FILE.cu ...] [--package PKG --resource RES ...] "
+              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [-o OUT.bundle]",
+        description="Each program is compiled to CUBIN for each --arch through the kernel cache. "
+                    "With -o the results are also written to a bundle file: a package that ships "
+                    "it and passes bundle=cudaload.bundle.Bundle.from_resource(...) to its "
+                    "Programs runs them without NVRTC. A bundle entry is used only for the same "
+                    "program: source, headers, options and name expressions must be those the "
+                    "package uses at run time. --programs MODULE:NAME takes them from the package "
+                    "itself (NAME: a function returning its Program objects), so they are.")
+    pre.add_argument("files", nargs="*", metavar="FILE.cu", help="source files (Program.from_file)")
+    pre.add_argument("--package", help="the package holding --resource files")
+    pre.add_argument("--resource", action="append", default=[],
+                     help="a .cu file of --package (Program.from_resource); repeatable")
+    pre.add_argument("--programs", metavar="MODULE:NAME", action="append", default=[],
+                     help="a function (or list) in an importable module giving Program objects")
+    pre.add_argument("--arch", action="append", required=True,
+                     help="repeatable: --arch sm_80 --arch sm_90")
+    pre.add_argument("--name-expression", action="append", default=[], dest="name_expressions",
+                     help="for FILE.cu and --resource programs, e.g. 'add<float>'; repeatable")
+    pre.add_argument("--option", action="append", default=[],
+                     help="an NVRTC option for FILE.cu and --resource programs; repeatable")
+    pre.add_argument("-o", "--output-file", dest="out", metavar="OUT.bundle",
+                     help="write a bundle (replacing the file, unless --append)")
+    pre.add_argument("--append", action="store_true",
+                     help="keep the entries already in OUT.bundle (e.g. built by another NVRTC)")
+    pre.set_defaults(func=_cmd_precompile)
+
+
+def _precompile_programs(args) -> list:
+    """The Program objects named on the command line.  Raises ValueError, ImportError, OSError."""
+    import importlib
+    import os
+
+    from .options import split_cli
+    from .program import Program
+
+    if args.resource and not args.package:
+        raise ValueError("--resource needs --package (the package that holds the file)")
+    common = {"options": split_cli(args.option), "name_expressions": args.name_expressions}
+    programs = [Program.from_file(path, **common) for path in args.files]
+    programs += [Program.from_resource(args.package, res, **common) for res in args.resource]
+    for spec in args.programs:
+        module_name, _, attr = spec.partition(":")
+        if not attr:
+            raise ValueError(f"--programs {spec!r}: write MODULE:NAME, e.g. mypkg.kernels:programs")
+        if os.getcwd() not in sys.path:  # as `python -m` does: packages in the current folder
+            sys.path.insert(0, os.getcwd())
+        found = getattr(importlib.import_module(module_name), attr)
+        found = list(found() if callable(found) else found)
+        if not all(isinstance(p, Program) for p in found):
+            raise ValueError(f"--programs {spec!r} gave something other than Program objects")
+        programs += found
+    if not programs:
+        raise ValueError("nothing to compile: give FILE.cu, --package with --resource, or "
+                         "--programs MODULE:NAME")
+    return programs
+
+
+def _cmd_precompile(args) -> int:
+    from . import _writes
+    from .bundle import Bundle
+    from .errors import CudaLoadError
+
+    try:
+        programs = _precompile_programs(args)
+    except (ImportError, AttributeError, OSError, ValueError, TypeError) as err:
+        print(f"cudaload precompile: {err}", file=sys.stderr)
+        return 2
+    bundle = Bundle()
+    if args.out:
+        try:
+            _writes.check_output(args.out)
+        except OSError as err:
+            print(f"cudaload precompile: cannot write {args.out}: {err.strerror}. Next step: "
+                  "give -o a regular file", file=sys.stderr)
+            return 1
+    if args.out and args.append:
+        bundle = Bundle.from_file(args.out)
+        try:
+            bundle.check()
+        except (OSError, ValueError) as err:
+            print(f"cudaload precompile: --append {args.out}: not a kernel bundle this cudaload "
+                  f"can read ({err}). It is left as it is. Next step: write the bundle to "
+                  "another file, or drop --append to replace this one", file=sys.stderr)
+            return 1
+    for program in programs:
+        program.bundle = None  # compile afresh: the code must not come from an older bundle
+        for arch in args.arch:
+            try:
+                obj = program.compile(arch=arch, output="cubin" if args.out else "auto")
+            except (CudaLoadError, ValueError) as err:
+                print(f"cudaload precompile: {program.name} for {arch}: {err}", file=sys.stderr)
+                return 1
+            names = ", ".join(program.name_expressions)
+            print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {obj.arch} "
+                  f"({obj.cached or 'compiled'})")
+            if args.out:
+                bundle.add(program, obj)
+    if args.out:
+        try:
+            size = bundle.write(args.out)
+        except OSError as err:
+            print(f"cudaload precompile: cannot write {args.out}: {err}", file=sys.stderr)
+            return 1
+        print(f"wrote {len(bundle)} entries ({size} bytes) to {args.out}")
+    return 0
