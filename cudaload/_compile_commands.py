@@ -83,17 +83,6 @@ def _compile_words(words) -> tuple[dict, list, list]:
     return own, files, nvrtc
 
 
-def _default_arch(output: str):
-    """The arch ``compile`` asks for when none is given: None (the GPU's, else NVRTC's newest, as
-    for Program) except PTX without a GPU, which is for NVRTC's oldest: the driver compiles PTX
-    forward to any newer GPU, never back, so the oldest loads on the most GPUs."""
-    from . import program, toolchain
-
-    if output != "ptx" or program._device_arch() is not None:
-        return None
-    return min(toolchain.current().archs)
-
-
 # A kernel in a CUBIN: an ELF64 function symbol marked as an entry (STO_CUDA_ENTRY in st_other).
 _STT_FUNC, _STO_CUDA_ENTRY = 2, 0x10
 _PTX_ENTRY = re.compile(rb"^\s*(?:\.(?:visible|weak)\s+)?\.entry\s", re.M)
@@ -181,7 +170,7 @@ def _cmd_compile(words) -> int:
     try:
         program = Program.from_file(source, options=nvrtc_options,
                                     name_expressions=own["name_expressions"])
-        arch = own["arch"] if "arch" in own else _default_arch(output)
+        arch = own.get("arch")  # None: Program's default (the GPU's; without one, see Program)
         obj = program.compile(arch=arch, output=output)
     except CompileError as err:
         print(err, file=sys.stderr)

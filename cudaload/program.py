@@ -95,8 +95,9 @@ class Program:
         return f"<Program {self.name} {len(self.source)} chars>"
 
     def compile(self, arch=None, output: str = "auto") -> ObjectCode:
-        """Compiled code for ``arch`` (None: the current device, else NVRTC's newest); ``output``
-        "auto" picks CUBIN where NVRTC knows the arch, else PTX the driver can load.
+        """Compiled code for ``arch`` (None: the current device; without one, NVRTC's newest for
+        CUBIN and its oldest for PTX, which loads on every newer GPU); ``output`` "auto" picks
+        CUBIN where NVRTC knows the arch, else PTX the driver can load.
 
         Raises CompileError when NVRTC rejects the source, NvrtcError when no code this machine
         can load can be made, ValueError for an unknown arch or output, the loader's errors when
@@ -308,7 +309,10 @@ def _check_plausible(arch, tc: toolchain.Toolchain) -> None:
 def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
     """(kind, target arch) for a request, from NVRTC's supported archs and the driver's version."""
     supported = sorted(tc.archs)
-    want = Arch((supported[-1], "")) if arch is None else parse_arch(arch)
+    # With no arch and no device: CUBIN for NVRTC's newest; PTX for its oldest, which the driver
+    # compiles forward for every newer GPU (never back), so it is the portable choice.
+    default = supported[0] if output == "ptx" else supported[-1]
+    want = Arch((default, "")) if arch is None else parse_arch(arch)
     known = want.number in supported
     if output != "auto" or known:
         if not known:

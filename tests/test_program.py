@@ -334,3 +334,17 @@ def test_includes_naming_a_device_or_a_nul_neither_hang_nor_raise_while_keying(t
         print(json.dumps(got))
     ''', timeout=60)
     assert out == ["keyed"] * 3  # what NVRTC makes of them is its to say, at compile time
+
+
+def test_ptx_without_a_device_is_for_the_oldest_arch_and_cubin_for_the_newest():
+    # PTX is compiled forward by the driver for every newer GPU, so with no device to ask, the
+    # portable PTX is the oldest arch's; a CUBIN runs only on its own major, so it is the newest.
+    out = run_json("""
+        import json
+        from cudaload import Program, nvrtc
+        p = Program('extern "C" __global__ void k(int *x) { *x = 1; }')
+        archs = sorted(nvrtc.supported_archs())
+        print(json.dumps({"ptx": p.compile(output="ptx").arch, "auto": p.compile().arch,
+                          "oldest": f"sm_{archs[0]}", "newest": f"sm_{archs[-1]}"}))
+    """, env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    assert out["ptx"] == out["oldest"] and out["auto"] == out["newest"], out
