@@ -18,7 +18,7 @@ from .errors import (_DRIVER_HINTS, CudaLoadError, DriverError, LibraryLoadError
 
 __all__ = ["is_available", "status", "Status"]
 
-_LOADING_MODES = {1: "eager", 2: "lazy"}
+_LOADING_MODES = {"CU_MODULE_EAGER_LOADING": "eager", "CU_MODULE_LAZY_LOADING": "lazy"}
 _REPORT_BUG = ("this is a bug in cudaload: please report it with the output of "
                "`cudaload doctor --json`")
 
@@ -192,8 +192,9 @@ def _probe_driver(report: dict, problems: list) -> int:
     try:
         report["devices"] = _probe_devices(problems)
         mode = drv.ffi.new("CUmoduleLoadingMode *")
-        if drv.cuModuleGetLoadingMode(mode) == 0:
-            report["module_loading_mode"] = _LOADING_MODES.get(mode[0], str(mode[0]))
+        if not drv.cuModuleGetLoadingMode(mode):
+            name = drv.ffi.string(drv.ffi.cast("CUmoduleLoadingMode", mode[0]))  # or the number
+            report["module_loading_mode"] = _LOADING_MODES.get(name, name)
     except Exception as exc:  # e.g. a driver too old for an entry point the probe uses
         _record("cuda", None, problems, exc)
     return version

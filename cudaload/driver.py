@@ -35,7 +35,7 @@ class Driver:
         self._lib = library.lib
         out = self.ffi.new("int *")
         rc = self._lib.cuDriverGetVersion(out)
-        self.version = out[0] if rc == 0 else 0
+        self.version = 0 if rc else out[0]
         try:
             self._proc_address = self._lib.cuGetProcAddress_v2
         except (AttributeError, self.ffi.error):  # drivers before CUDA 12.0; cffi raises ffi.error
@@ -61,8 +61,9 @@ class Driver:
             wanted = _RESOLVE_AT.get(name, HEADER_CUDA_VERSION)
             if self.version:
                 wanted = min(wanted, self.version)
-            rc = self._proc_address(_VERSION_SUFFIX.sub("", name).encode(), pfn, wanted, 0, status)
-            if rc == 0 and pfn[0] != ffi.NULL:
+            rc = self._proc_address(_VERSION_SUFFIX.sub("", name).encode(), pfn, wanted,
+                                    ffi.integer_const("CU_GET_PROC_ADDRESS_DEFAULT"), status)
+            if not rc and pfn[0] != ffi.NULL:
                 return ffi.cast(proto, pfn[0])
         try:
             return getattr(self._lib, name)
@@ -141,7 +142,7 @@ def describe(code: int) -> tuple[str, str]:
     if drv is not None:
         ffi = drv.ffi
         name_p, text_p = ffi.new("char **"), ffi.new("char **")
-        if drv.cuGetErrorName(code, name_p) == 0 and drv.cuGetErrorString(code, text_p) == 0:
+        if not drv.cuGetErrorName(code, name_p) and not drv.cuGetErrorString(code, text_p):
             return ffi.string(name_p[0]).decode(), ffi.string(text_p[0]).decode()
     from ._cuda_ffi import ffi
 

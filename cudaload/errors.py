@@ -85,11 +85,16 @@ class NvrtcError(CudaLoadError, RuntimeError):
         super().__init__(message, code=code, name=name, function=function, message=detail, **extra)
 
 
+# nvrtcResult NVRTC_ERROR_COMPILATION, written out because this module imports no bindings (it
+# is imported by ``import cudaload``); tests/test_errors.py checks it against headers/nvrtc.h.
+_NVRTC_ERROR_COMPILATION = 6
+
+
 class CompileError(NvrtcError):
     """NVRTC rejected the source.  ``.log``, ``.source``, ``.options`` and ``.name`` say why."""
 
     def __init__(self, message: str = "", *, log: str = "", source: str = "", options=(),
-                 name: str = "", code: int = 6):
+                 name: str = "", code: int = _NVRTC_ERROR_COMPILATION):
         CudaLoadError.__init__(self, message, code=code, function="nvrtcCompileProgram",
                                log=log, source=source, options=tuple(options), name=name,
                                message=log)

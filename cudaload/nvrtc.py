@@ -10,13 +10,14 @@ import re
 from dataclasses import dataclass, field
 
 from . import _loader
+from ._nvrtc_ffi import ffi as _nvrtc_ffi
 from .errors import CompileError, NvrtcError, nvrtc_error
 
 __all__ = ["Compiled", "compile", "version", "supported_archs", "describe", "check"]
 
-_COMPILATION = 6  # NVRTC_ERROR_COMPILATION
-_INVALID_OPTION = 5  # NVRTC_ERROR_INVALID_OPTION
-_BUILTIN_OPERATION_FAILURE = 7  # NVRTC_ERROR_BUILTIN_OPERATION_FAILURE
+_COMPILATION = _nvrtc_ffi.integer_const("NVRTC_ERROR_COMPILATION")
+_INVALID_OPTION = _nvrtc_ffi.integer_const("NVRTC_ERROR_INVALID_OPTION")
+_BUILTIN_OPERATION_FAILURE = _nvrtc_ffi.integer_const("NVRTC_ERROR_BUILTIN_OPERATION_FAILURE")
 
 
 @dataclass(frozen=True)

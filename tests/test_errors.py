@@ -110,3 +110,9 @@ def test_nvrtc_error_names_the_code_with_or_without_nvrtc():
     expected = ["NVRTC_ERROR_INVALID_INPUT", 3, "nvrtcCreateProgram"]
     assert run_json(code, unset=("CUDALOAD_LIBNVRTC",)) == expected
     assert run_json(code, env={"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}) == expected
+
+
+def test_compile_error_default_code_is_nvrtc_error_compilation():
+    from cudaload._nvrtc_ffi import ffi
+
+    assert errors.CompileError("x").code == ffi.integer_const("NVRTC_ERROR_COMPILATION")
