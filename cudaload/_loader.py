@@ -165,8 +165,8 @@ def _nvrtc_candidates(remembered: str | None):
     except Exception as exc:  # pathfinder's errors carry its own list of places searched
         searched = str(exc).strip()
         raise LibraryNotFoundError(
-            f"libnvrtc not found by cuda.pathfinder: {searched}. "
-            f"Next step: {_HINTS['nvrtc', LibraryNotFoundError]}",
+            f"libnvrtc not found by cuda.pathfinder: {searched}.",
+            hint=_HINTS["nvrtc", LibraryNotFoundError],
             library="nvrtc", tried=(f"cuda.pathfinder: {searched}",)) from None
     yield found.abs_path, f"cuda.pathfinder ({found.found_via})"
 
@@ -212,13 +212,10 @@ def _load(name: str, remembered: str | None = None) -> Library:
     label = "libcuda" if name == "cuda" else "libnvrtc"
     listing = "; ".join(attempts)
     if refused:
-        raise LibraryLoadError(
-            f"{label} was found but could not be loaded: {listing}. "
-            f"Next step: {_HINTS[name, LibraryLoadError]}",
-            library=name, tried=attempts)
-    raise LibraryNotFoundError(
-        f"{label} not found; tried {listing}. Next step: {_HINTS[name, LibraryNotFoundError]}",
-        library=name, tried=attempts)
+        raise LibraryLoadError(f"{label} was found but could not be loaded: {listing}.",
+                               hint=_HINTS[name, LibraryLoadError], library=name, tried=attempts)
+    raise LibraryNotFoundError(f"{label} not found; tried {listing}.",
+                               hint=_HINTS[name, LibraryNotFoundError], library=name, tried=attempts)
 
 
 def _not_a_file(path: str) -> str | None:
@@ -307,9 +304,9 @@ def _check_symbols(name: str, ffi, lib, path: str) -> None:
 
 
 def _missing(name: str, path: str, symbol: str, why: str) -> MissingSymbolError:
-    return MissingSymbolError(f"{path} loaded but lacks {symbol}: {why}. "
-                              f"Next step: {_HINTS[name, MissingSymbolError]}",
-                              library=name, symbol=symbol, path=path)
+    return MissingSymbolError(f"{path} loaded but lacks {symbol}: {why}.",
+                              hint=_HINTS[name, MissingSymbolError], library=name, symbol=symbol,
+                              path=path)
 
 
 def _real_path(path: str) -> str:

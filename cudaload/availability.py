@@ -13,8 +13,7 @@ import _thread
 import os
 
 from . import _loader
-from .errors import (_DRIVER_HINTS, CudaLoadError, DriverError, LibraryLoadError,
-                     MissingSymbolError)
+from .errors import CudaLoadError, DriverError, LibraryLoadError, MissingSymbolError
 
 __all__ = ["is_available", "status", "Status"]
 
@@ -127,11 +126,10 @@ def _unexpected(section: str, exc: BaseException) -> dict:
 
 
 def _error_problem(err: CudaLoadError, default_hint: str = _REPORT_BUG) -> dict:
-    """The problem entry for a cudaload error met while probing."""
-    # cudaload's messages end with their "Next step: ...", which becomes the hint.
-    what, _, own_hint = str(err).partition(" Next step: ")
-    hint = own_hint.strip().rstrip(".") or default_hint
-    return _problem(what.strip().rstrip(".").rstrip(), hint)
+    """The problem entry for a cudaload error met while probing: what it says happened, and its
+    next step."""
+    what = err.args[0] if err.args and err.hint else str(err)
+    return _problem(what.strip().rstrip(".").rstrip(), err.hint.strip().rstrip(".") or default_hint)
 
 
 def _record(name: str, section: dict | None, problems: list, exc: Exception,
@@ -183,8 +181,8 @@ def _probe_driver(report: dict, problems: list) -> int:
         section["error"] = str(err)
         problems.append(_problem(
             f"cuInit failed: {err.name}: {err.message}",
-            _DRIVER_HINTS.get(err.name) or "check `nvidia-smi`; after a driver upgrade, reboot "
-                                           "(kernel module and library must match)"))
+            err.hint or "check `nvidia-smi`; after a driver upgrade, reboot (kernel module and "
+                        "library must match)"))
         return version
     except Exception as exc:  # e.g. ForkedProcessError: used after fork()
         _record("cuda", section, problems, exc)
