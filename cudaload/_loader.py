@@ -28,6 +28,7 @@ import os
 import stat
 import sys
 
+from . import _log
 from .errors import CudaLoadError, LibraryLoadError, LibraryNotFoundError, MissingSymbolError
 
 __all__ = ["Library", "driver", "nvrtc", "loaded", "forget_failures", "driver_candidates"]
@@ -126,7 +127,10 @@ def _get(name: str, remembered: str | None = None) -> Library:
             if result is None:
                 try:
                     result = _load(name, remembered)
+                    _log.debug("loader", "loaded %s from %s (found via %s)", name, result.path,
+                               result.found_via, library=name, path=result.path)
                 except CudaLoadError as err:
+                    _log.debug("loader", "could not load %s: %s", name, err, library=name)
                     result = err
                 _results[name] = result
     if isinstance(result, CudaLoadError):
@@ -215,7 +219,8 @@ def _load(name: str, remembered: str | None = None) -> Library:
         raise LibraryLoadError(f"{label} was found but could not be loaded: {listing}.",
                                hint=_HINTS[name, LibraryLoadError], library=name, tried=attempts)
     raise LibraryNotFoundError(f"{label} not found; tried {listing}.",
-                               hint=_HINTS[name, LibraryNotFoundError], library=name, tried=attempts)
+                               hint=_HINTS[name, LibraryNotFoundError], library=name,
+                               tried=attempts)
 
 
 def _not_a_file(path: str) -> str | None:
