@@ -128,7 +128,7 @@ def _unexpected(section: str, exc: BaseException) -> dict:
 def _error_problem(err: CudaLoadError, default_hint: str = _REPORT_BUG) -> dict:
     """The problem entry for a cudaload error met while probing: what it says happened, and its
     next step."""
-    what = err.args[0] if err.args and err.hint else str(err)
+    what = err.args[0] if err.args else ""
     return _problem(what.strip().rstrip(".").rstrip(), err.hint.strip().rstrip(".") or default_hint)
 
 
