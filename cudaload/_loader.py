@@ -28,6 +28,7 @@ import os
 import stat
 import sys
 
+from . import _log
 from .errors import CudaLoadError, LibraryLoadError, LibraryNotFoundError, MissingSymbolError
 
 __all__ = ["Library", "driver", "nvrtc", "loaded", "forget_failures", "driver_candidates"]
@@ -126,7 +127,10 @@ def _get(name: str, remembered: str | None = None) -> Library:
             if result is None:
                 try:
                     result = _load(name, remembered)
+                    _log.debug("loader", "loaded %s from %s (found via %s)", name, result.path,
+                               result.found_via, library=name, path=result.path)
                 except CudaLoadError as err:
+                    _log.debug("loader", "could not load %s: %s", name, err, library=name)
                     result = err
                 _results[name] = result
     if isinstance(result, CudaLoadError):
@@ -165,8 +169,8 @@ def _nvrtc_candidates(remembered: str | None):
     except Exception as exc:  # pathfinder's errors carry its own list of places searched
         searched = str(exc).strip()
         raise LibraryNotFoundError(
-            f"libnvrtc not found by cuda.pathfinder: {searched}. "
-            f"Next step: {_HINTS['nvrtc', LibraryNotFoundError]}",
+            f"libnvrtc not found by cuda.pathfinder: {searched}.",
+            hint=_HINTS["nvrtc", LibraryNotFoundError],
             library="nvrtc", tried=(f"cuda.pathfinder: {searched}",)) from None
     yield found.abs_path, f"cuda.pathfinder ({found.found_via})"
 
@@ -212,13 +216,11 @@ def _load(name: str, remembered: str | None = None) -> Library:
     label = "libcuda" if name == "cuda" else "libnvrtc"
     listing = "; ".join(attempts)
     if refused:
-        raise LibraryLoadError(
-            f"{label} was found but could not be loaded: {listing}. "
-            f"Next step: {_HINTS[name, LibraryLoadError]}",
-            library=name, tried=attempts)
-    raise LibraryNotFoundError(
-        f"{label} not found; tried {listing}. Next step: {_HINTS[name, LibraryNotFoundError]}",
-        library=name, tried=attempts)
+        raise LibraryLoadError(f"{label} was found but could not be loaded: {listing}.",
+                               hint=_HINTS[name, LibraryLoadError], library=name, tried=attempts)
+    raise LibraryNotFoundError(f"{label} not found; tried {listing}.",
+                               hint=_HINTS[name, LibraryNotFoundError], library=name,
+                               tried=attempts)
 
 
 def _not_a_file(path: str) -> str | None:
@@ -307,9 +309,9 @@ def _check_symbols(name: str, ffi, lib, path: str) -> None:
 
 
 def _missing(name: str, path: str, symbol: str, why: str) -> MissingSymbolError:
-    return MissingSymbolError(f"{path} loaded but lacks {symbol}: {why}. "
-                              f"Next step: {_HINTS[name, MissingSymbolError]}",
-                              library=name, symbol=symbol, path=path)
+    return MissingSymbolError(f"{path} loaded but lacks {symbol}: {why}.",
+                              hint=_HINTS[name, MissingSymbolError], library=name, symbol=symbol,
+                              path=path)
 
 
 def _real_path(path: str) -> str:

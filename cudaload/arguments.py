@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 import struct
 
+from ._cuda_ffi import ffi as _cuda_ffi
 from .errors import LaunchArgumentError
 from .signature import describe_signature
 
@@ -366,17 +367,23 @@ def _other_device(where: int, device: int) -> str:
             f"or launch on device {where} (cudaload.Device({where}).set_current())")
 
 
+_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = _cuda_ffi.integer_const("CU_POINTER_ATTRIBUTE_MEMORY_TYPE")
+_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = _cuda_ffi.integer_const(
+    "CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL")
+_CU_MEMORYTYPE_HOST = _cuda_ffi.integer_const("CU_MEMORYTYPE_HOST")
+
+
 def _pointer_device(ptr: int):
     """Device ordinal owning ``ptr``, -1 for host memory, None when the driver cannot say."""
     from . import driver
 
     drv = driver.init()
     out = drv.ffi.new("int *")
-    if drv.cuPointerGetAttribute(out, 2, ptr) != 0:  # CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+    if drv.cuPointerGetAttribute(out, _CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr):  # failed
         return None
-    if out[0] == 1:  # CU_MEMORYTYPE_HOST
+    if out[0] == _CU_MEMORYTYPE_HOST:
         return -1
-    if drv.cuPointerGetAttribute(out, 9, ptr) != 0:  # CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    if drv.cuPointerGetAttribute(out, _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr):
         return None
     return out[0]
 

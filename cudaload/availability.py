@@ -13,12 +13,11 @@ import _thread
 import os
 
 from . import _loader
-from .errors import (_DRIVER_HINTS, CudaLoadError, DriverError, LibraryLoadError,
-                     MissingSymbolError)
+from .errors import CudaLoadError, DriverError, LibraryLoadError, MissingSymbolError
 
 __all__ = ["is_available", "status", "Status"]
 
-_LOADING_MODES = {1: "eager", 2: "lazy"}
+_LOADING_MODES = {"CU_MODULE_EAGER_LOADING": "eager", "CU_MODULE_LAZY_LOADING": "lazy"}
 _REPORT_BUG = ("this is a bug in cudaload: please report it with the output of "
                "`cudaload doctor --json`")
 
@@ -127,11 +126,10 @@ def _unexpected(section: str, exc: BaseException) -> dict:
 
 
 def _error_problem(err: CudaLoadError, default_hint: str = _REPORT_BUG) -> dict:
-    """The problem entry for a cudaload error met while probing."""
-    # cudaload's messages end with their "Next step: ...", which becomes the hint.
-    what, _, own_hint = str(err).partition(" Next step: ")
-    hint = own_hint.strip().rstrip(".") or default_hint
-    return _problem(what.strip().rstrip(".").rstrip(), hint)
+    """The problem entry for a cudaload error met while probing: what it says happened, and its
+    next step."""
+    what = err.args[0] if err.args else ""
+    return _problem(what.strip().rstrip(".").rstrip(), err.hint.strip().rstrip(".") or default_hint)
 
 
 def _record(name: str, section: dict | None, problems: list, exc: Exception,
@@ -183,8 +181,8 @@ def _probe_driver(report: dict, problems: list) -> int:
         section["error"] = str(err)
         problems.append(_problem(
             f"cuInit failed: {err.name}: {err.message}",
-            _DRIVER_HINTS.get(err.name) or "check `nvidia-smi`; after a driver upgrade, reboot "
-                                           "(kernel module and library must match)"))
+            err.hint or "check `nvidia-smi`; after a driver upgrade, reboot (kernel module and "
+                        "library must match)"))
         return version
     except Exception as exc:  # e.g. ForkedProcessError: used after fork()
         _record("cuda", section, problems, exc)
@@ -192,8 +190,9 @@ def _probe_driver(report: dict, problems: list) -> int:
     try:
         report["devices"] = _probe_devices(problems)
         mode = drv.ffi.new("CUmoduleLoadingMode *")
-        if drv.cuModuleGetLoadingMode(mode) == 0:
-            report["module_loading_mode"] = _LOADING_MODES.get(mode[0], str(mode[0]))
+        if not drv.cuModuleGetLoadingMode(mode):
+            name = drv.ffi.string(drv.ffi.cast("CUmoduleLoadingMode", mode[0]))  # or the number
+            report["module_loading_mode"] = _LOADING_MODES.get(name, name)
     except Exception as exc:  # e.g. a driver too old for an entry point the probe uses
         _record("cuda", None, problems, exc)
     return version

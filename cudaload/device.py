@@ -11,12 +11,22 @@ import os
 import threading
 
 from . import driver
+from ._cuda_ffi import ffi as _cuda_ffi
 
 __all__ = ["Device", "device_count", "current_device", "current_arch", "activate"]
 
 _lock = threading.Lock()
 _devices: dict[int, Device] = {}
 _tls = threading.local()  # .device: the thread's chosen Device; .bound: the one whose context is current
+_const = _cuda_ffi.integer_const
+_MAX_GRID = tuple(map(_const, ("CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X",
+                               "CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y",
+                               "CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z")))
+_MAX_BLOCK = tuple(map(_const, ("CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X",
+                                "CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y",
+                                "CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z")))
+_MAX_THREADS = _const("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK")
+
 
 def device_count() -> int:
     """Number of visible CUDA devices.  Raises the driver's errors (no driver, no device)."""
@@ -130,7 +140,7 @@ class Device:
     def limits(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(max grid, max block, max threads per block) of this device."""
         a = self.attribute
-        return ((a(5), a(6), a(7)), (a(2), a(3), a(4)), a(1))
+        return tuple(map(a, _MAX_GRID)), tuple(map(a, _MAX_BLOCK)), a(_MAX_THREADS)
 
 
 def current_device() -> Device:

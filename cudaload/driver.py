@@ -5,6 +5,7 @@
 declaration whatever newer variants the driver has), falling back to the exported symbol on drivers
 without ``cuGetProcAddress``.  A symbol the driver lacks raises :class:`MissingSymbolError` only when
 that entry point is first used.  ``init()`` runs ``cuInit`` once and remembers a failure.
+``error()`` turns a failed call's ``CUresult`` into the :class:`DriverError` that says what to do.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ import re
 import threading
 
 from . import _loader
-from .errors import (CudaLoadError, DriverError, ForkedProcessError, MissingSymbolError,
-                     driver_error)
+from .errors import CudaLoadError, DriverError, ForkedProcessError, MissingSymbolError
 
-__all__ = ["api", "init", "call", "check", "describe", "version", "forget_load_failure",
+__all__ = ["api", "init", "call", "check", "describe", "error", "version", "forget_load_failure",
            "HEADER_CUDA_VERSION"]
 
 HEADER_CUDA_VERSION = 13000  # headers/cuda.h is transcribed from CUDA 13.0
@@ -35,7 +35,7 @@ class Driver:
         self._lib = library.lib
         out = self.ffi.new("int *")
         rc = self._lib.cuDriverGetVersion(out)
-        self.version = out[0] if rc == 0 else 0
+        self.version = 0 if rc else out[0]
         try:
             self._proc_address = self._lib.cuGetProcAddress_v2
         except (AttributeError, self.ffi.error):  # drivers before CUDA 12.0; cffi raises ffi.error
@@ -61,15 +61,16 @@ class Driver:
             wanted = _RESOLVE_AT.get(name, HEADER_CUDA_VERSION)
             if self.version:
                 wanted = min(wanted, self.version)
-            rc = self._proc_address(_VERSION_SUFFIX.sub("", name).encode(), pfn, wanted, 0, status)
-            if rc == 0 and pfn[0] != ffi.NULL:
+            rc = self._proc_address(_VERSION_SUFFIX.sub("", name).encode(), pfn, wanted,
+                                    ffi.integer_const("CU_GET_PROC_ADDRESS_DEFAULT"), status)
+            if not rc and pfn[0] != ffi.NULL:
                 return ffi.cast(proto, pfn[0])
         try:
             return getattr(self._lib, name)
         except (AttributeError, self.ffi.error):  # ABI-mode cffi raises ffi.error for an absent symbol
             raise MissingSymbolError(
                 f"the CUDA driver at {self.library.path} (CUDA {format_version(self.version)}) "
-                f"lacks {name}; it needs a newer driver. Next step: upgrade the NVIDIA driver",
+                f"lacks {name}; it needs a newer driver.", hint="upgrade the NVIDIA driver",
                 library="cuda", symbol=name, path=self.library.path) from None
 
 
@@ -96,9 +97,9 @@ def init() -> Driver:
     global _init_result
     if _forked:
         raise ForkedProcessError(
-            "CUDA was initialised in the parent process and cannot be used after fork(). "
-            "Next step: start workers with the 'spawn' method "
-            "(multiprocessing.set_start_method('spawn') or get_context('spawn')).")
+            "CUDA was initialised in the parent process and cannot be used after fork().",
+            hint="start workers with the 'spawn' method "
+                 "(multiprocessing.set_start_method('spawn') or get_context('spawn')).")
     if _init_result is not True:
         with _init_lock:
             if _init_result is None:
@@ -124,7 +125,7 @@ def forget_load_failure() -> None:
 def check(rc: int, function: str) -> None:
     """Raise the :class:`DriverError` for ``rc`` unless it is ``CUDA_SUCCESS``."""
     if rc:
-        raise driver_error(int(rc), function)
+        raise error(int(rc), function)
 
 
 def call(name: str, *args) -> None:
@@ -141,12 +142,34 @@ def describe(code: int) -> tuple[str, str]:
     if drv is not None:
         ffi = drv.ffi
         name_p, text_p = ffi.new("char **"), ffi.new("char **")
-        if drv.cuGetErrorName(code, name_p) == 0 and drv.cuGetErrorString(code, text_p) == 0:
+        if not drv.cuGetErrorName(code, name_p) and not drv.cuGetErrorString(code, text_p):
             return ffi.string(name_p[0]).decode(), ffi.string(text_p[0]).decode()
     from ._cuda_ffi import ffi
 
     name = ffi.string(ffi.cast("CUresult", code))
     return (name if not name.isdigit() else f"CUresult {code}"), "unknown error"
+
+
+# Codes whose plain meaning the driver's one-line message does not convey; the hint is the next step.
+_HINTS = {
+    "CUDA_ERROR_NO_DEVICE": "no CUDA GPU is visible: check `nvidia-smi` and CUDA_VISIBLE_DEVICES",
+    "CUDA_ERROR_INSUFFICIENT_DRIVER": "the driver is older than this CUDA code needs: upgrade it",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": (
+        "the PTX came from an NVRTC newer than the driver: upgrade the driver, or compile to CUBIN"),
+    "CUDA_ERROR_OUT_OF_MEMORY": "free device memory (other processes: `nvidia-smi`) or use less",
+    "CUDA_ERROR_ILLEGAL_ADDRESS": (
+        "a kernel touched memory it does not own; the context is now unusable: restart the process"),
+    "CUDA_ERROR_LAUNCH_FAILED": "a kernel faulted; the context is now unusable: restart the process",
+    "CUDA_ERROR_NOT_INITIALIZED": "cuInit has not succeeded in this process",
+}
+
+
+def error(code: int, function: str) -> DriverError:
+    """The :class:`DriverError` for a failed driver call, in the driver's own words where it can
+    say them, with the next step for the codes that need one."""
+    name, text = describe(code)
+    return DriverError(f"{function} failed: {name} ({code}): {text}", code=code, name=name,
+                       function=function, detail=text, hint=_HINTS.get(name, ""))
 
 
 def version() -> int:

@@ -6,13 +6,17 @@ import contextlib
 import weakref
 
 from . import driver
+from ._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate
 from .module import pin, unpin
 from .stream import handle_of
 
 __all__ = ["Graph", "capture"]
 
-_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
+_MODES = {mode: _cuda_ffi.integer_const(name) for mode, name in (
+    ("global", "CU_STREAM_CAPTURE_MODE_GLOBAL"),
+    ("thread_local", "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"),
+    ("relaxed", "CU_STREAM_CAPTURE_MODE_RELAXED"))}
 
 
 def _release(handles: list, dev: Device) -> None:

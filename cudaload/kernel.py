@@ -17,6 +17,7 @@ import weakref
 from . import arguments, driver
 from . import signature as _signature
 from ._sizes import integer
+from ._cuda_ffi import ffi as _cuda_ffi
 from .errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
 
@@ -24,13 +25,17 @@ __all__ = ["Kernel", "RawKernel"]
 
 _MAX_CONFIGS = 256  # cached launch configurations per kernel and thread
 _SMEM_DEFAULT = 48 * 1024
-_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
-_CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2
-_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
-# CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_CONTEXT_IS_DESTROYED, CUDA_ERROR_INVALID_HANDLE: another
-# library may have bound its own context in this thread; bind ours again and retry once.
-_REBIND = frozenset({201, 709, 400})
+_const = _cuda_ffi.integer_const  # names resolved once, here: the launch path reads plain ints
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = _const(
+    "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES")
+_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = _const(
+    "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+_CU_LAUNCH_ATTRIBUTE_COOPERATIVE = _const("CU_LAUNCH_ATTRIBUTE_COOPERATIVE")
+_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = _const("CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION")
+_CUDA_ERROR_INVALID_VALUE = _const("CUDA_ERROR_INVALID_VALUE")
+# Another library may have bound its own context in this thread; bind ours again and retry once.
+_REBIND = frozenset(map(_const, ("CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+                                 "CUDA_ERROR_INVALID_HANDLE")))
 _keep: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -330,7 +335,7 @@ def _driver_layout(func):
     layout = []
     while True:
         rc = get(func, len(layout), offset, size)
-        if rc == 1:  # CUDA_ERROR_INVALID_VALUE: past the last parameter
+        if rc == _CUDA_ERROR_INVALID_VALUE:  # past the last parameter
             return layout
         if rc:
             return None

@@ -11,13 +11,16 @@ import threading
 import weakref
 
 from . import driver
+from ._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate, as_device, current_device
 from .errors import DriverError
 
 __all__ = ["Module", "REFUSALS", "pin", "unpin"]
 
-# CUDA_ERROR_INVALID_IMAGE, NO_BINARY_FOR_GPU, INVALID_PTX, UNSUPPORTED_PTX_VERSION
-REFUSALS = frozenset({200, 209, 218, 222})
+# The driver's answers for an image it cannot load here (recompiling may help).
+REFUSALS = frozenset(map(_cuda_ffi.integer_const, (
+    "CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_PTX",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION")))
 
 # A CUDA graph refers to its kernels' code without holding the Python objects that loaded it.
 # While a capture runs or a captured graph lives, code whose module is collected stays loaded,

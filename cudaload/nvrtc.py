@@ -10,13 +10,14 @@ import re
 from dataclasses import dataclass, field
 
 from . import _loader
-from .errors import CompileError, NvrtcError, nvrtc_error
+from ._nvrtc_ffi import ffi as _nvrtc_ffi
+from .errors import CompileError, NvrtcError
 
-__all__ = ["Compiled", "compile", "version", "supported_archs", "describe", "check"]
+__all__ = ["Compiled", "compile", "version", "supported_archs", "describe", "check", "error"]
 
-_COMPILATION = 6  # NVRTC_ERROR_COMPILATION
-_INVALID_OPTION = 5  # NVRTC_ERROR_INVALID_OPTION
-_BUILTIN_OPERATION_FAILURE = 7  # NVRTC_ERROR_BUILTIN_OPERATION_FAILURE
+_COMPILATION = _nvrtc_ffi.integer_const("NVRTC_ERROR_COMPILATION")
+_INVALID_OPTION = _nvrtc_ffi.integer_const("NVRTC_ERROR_INVALID_OPTION")
+_BUILTIN_OPERATION_FAILURE = _nvrtc_ffi.integer_const("NVRTC_ERROR_BUILTIN_OPERATION_FAILURE")
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,14 @@ def _lib():
 def check(rc: int, function: str) -> None:
     """Raise the :class:`NvrtcError` for ``rc`` unless it is ``NVRTC_SUCCESS``."""
     if rc:
-        raise nvrtc_error(int(rc), function)
+        raise error(int(rc), function)
+
+
+def error(code: int, function: str) -> NvrtcError:
+    """The :class:`NvrtcError` for a failed NVRTC call."""
+    name = describe(code)
+    return NvrtcError(f"{function} failed: {name} ({code})", code=code, name=name,
+                      function=function, detail=name)
 
 
 def describe(code: int) -> str:
@@ -104,8 +112,9 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
             hint = _HINT_INVALID_OPTION if rc == _INVALID_OPTION else (
                 _HINT_NAME_EXPRESSION.format(", ".join(name_expressions))
                 if "__nv_name_map" in log else _include_hint(log))
-            raise CompileError(format_compile_error(name, source, options, log, describe(rc), hint),
-                               log=log, source=source, options=options, name=name, code=rc)
+            raise CompileError(format_compile_error(name, source, options, log, describe(rc)),
+                               log=log, source=source, options=options, name=name, code=rc,
+                               hint=hint)
         if rc == _BUILTIN_OPERATION_FAILURE:
             raise _builtins_error(rc, log)
         check(rc, "nvrtcCompileProgram")
@@ -116,8 +125,8 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         if not code:
             raise NvrtcError(
                 f"{name}: NVRTC succeeded but produced no {kind.upper()}: an option asked for "
-                f"something else (e.g. -dlto gives LTO IR). Next step: remove it; options: "
-                f"{' '.join(options)}", function="nvrtcGet" + getter)
+                "something else (e.g. -dlto gives LTO IR).", function="nvrtcGet" + getter,
+                hint=f"remove it; options: {' '.join(options)}")
         lowered = {}
         for expr in name_expressions:
             out = ffi.new("char **")
@@ -144,14 +153,15 @@ def _builtins_error(rc: int, log: str) -> NvrtcError:
         what = f"its builtins library {wanted} is missing: NVRTC looks for it beside {path}, {found}"
     else:
         what = f"its builtins library {os.path.join(folder, wanted)} failed to load or is damaged"
-    message = (f"NVRTC {major}.{minor} cannot compile anything: {what}. Next step: reinstall NVRTC "
-               "so that libnvrtc and libnvrtc-builtins of the same version sit in one folder "
-               "(pip install --force-reinstall nvidia-cuda-nvrtc), or set CUDALOAD_LIBNVRTC to a "
-               "complete install")
-    if log.strip():
-        message += f"\nNVRTC log:\n{log.strip()}"
+    if log.strip():  # one line: the next step ends the message
+        what += f" (NVRTC says: {' '.join(log.split())})"
     name = describe(rc)
-    return NvrtcError(message, code=rc, name=name, function="nvrtcCompileProgram", detail=name)
+    return NvrtcError(
+        f"NVRTC {major}.{minor} cannot compile anything: {what}.", code=rc, name=name,
+        function="nvrtcCompileProgram", detail=name, log=log.strip(),
+        hint="reinstall NVRTC so that libnvrtc and libnvrtc-builtins of the same version sit in "
+             "one folder (pip install --force-reinstall nvidia-cuda-nvrtc), or set "
+             "CUDALOAD_LIBNVRTC to a complete install")
 
 
 def _read(ffi, lib, prog, size_fn: str, get_fn: str, raw: bool = False):
@@ -170,17 +180,17 @@ _MISSING_INCLUDE = re.compile(r'(?:cannot|could not) open source file "([^"]*)"'
 _HOST_CODE = re.compile(r"not allowed in JIT mode|is not supported when compiling with NVRTC")
 
 
-_HINT_INVALID_OPTION = ("Next step: fix or remove the option the log names; NVRTC's options are "
+_HINT_INVALID_OPTION = ("fix or remove the option the log names; NVRTC's options are "
                         "listed at https://docs.nvidia.com/cuda/nvrtc/#supported-compile-options")
-_HINT_INCLUDE = ("Next step: pass the folder as Program(include_paths=...) or the file's text as "
+_HINT_INCLUDE = ("pass the folder as Program(include_paths=...) or the file's text as "
                  "headers={name: text}; CUDA's own headers (cuda_fp16.h, cuda/std/...) come from "
                  "the nvidia-cuda-runtime and nvidia-cuda-cccl wheels or a CUDA toolkit: "
                  "`cudaload doctor` says which header folders were found")
-_HINT_HOST_CODE = ("Next step: a header included here holds host code, which NVRTC cannot compile "
+_HINT_HOST_CODE = ("a header included here holds host code, which NVRTC cannot compile "
                    "(<cub/cub.cuh>, <cub/device/...> and <thrust/...> are for the host compiler): "
                    "include the device-side headers instead, such as <cub/block/block_reduce.cuh>, "
                    "<cub/warp/warp_reduce.cuh> or <cuda/std/...>")
-_HINT_NAME_EXPRESSION = ("Next step: each name expression ({}) must name a __global__ function or "
+_HINT_NAME_EXPRESSION = ("each name expression ({}) must name a __global__ function or "
                          "template instantiation declared in the source, e.g. 'scale<float>'")
 
 
@@ -196,15 +206,14 @@ def _include_hint(log: str) -> str:
         return _HINT_INCLUDE
     header, (major, minor) = missing.group(1), version()
     wheel = re.split(r"[=<>]", requirement)[0]
-    return (f"Next step: {header} is one of CUDA's headers, from the {wheel} wheel for NVRTC "
+    return (f"{header} is one of CUDA's headers, from the {wheel} wheel for NVRTC "
             f"{major}.{minor}: {releases.pip_install(requirement)} (`cudaload doctor` lists the "
             "header folders in use)")
 
 
-def format_compile_error(name: str, source: str, options, log: str, reason: str,
-                         hint: str = "") -> str:
-    """The message of a failed compilation: the log, then each source line it points at, numbered
-    (lines of the program itself, not of the headers it includes)."""
+def format_compile_error(name: str, source: str, options, log: str, reason: str) -> str:
+    """What a failed compilation says, before its next step: the log, then each source line it
+    points at, numbered (lines of the program itself, not of the headers it includes)."""
     lines = source.split("\n")  # as NVRTC counts them: a form feed or U+2028 is no line break
     if lines[-1] == "":
         lines.pop()
@@ -222,6 +231,4 @@ def format_compile_error(name: str, source: str, options, log: str, reason: str,
     if excerpt:
         message += f"\n\n{excerpt}"
     message += f"\n\noptions: {' '.join(options) if options else '(none)'}"
-    if hint:
-        message += f"\n{hint}"
     return message

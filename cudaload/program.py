@@ -7,10 +7,8 @@ compile read, if any (includes.py).  The disk key (sha256) covers everything tha
 output: the program's inputs (source, name, in-memory headers, options, name expressions), every
 path NVRTC's include search looks at when ``compile()`` runs, with the contents of the files it
 reads, the target kind and arch, NVRTC's version and build, the CUDA header folders, the cache
-format, and for PTX the driver version.
-
-``CUDALOAD_TEST_COMPILE_LOG=<file>``: every NVRTC compilation appends one line ``<pid> <key>`` to
-the file; tests count compilations with it.
+format, and for PTX the driver version.  Each NVRTC compilation is logged at DEBUG to
+``cudaload.compile`` with its key (``record.key``), each recompilation after a refusal too.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from . import cache, includes, options as _options, toolchain
+from . import _log, cache, includes, options as _options, toolchain
 from .errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
 from .options import Arch, parse_arch
@@ -195,10 +193,8 @@ class Program:
         compiled = nvrtc.compile(self.source, self.name,
                                  (*self.options, arch_option, *tc.include_options),
                                  self.headers, self.name_expressions, kind=kind)
-        counter = os.environ.get("CUDALOAD_TEST_COMPILE_LOG")
-        if counter:
-            with open(counter, "a") as f:
-                f.write(f"{os.getpid()} {key}\n")
+        _log.debug("compile", "NVRTC compiled %s to %s for %s, key %s", self.name, kind,
+                   target.sm(), key, key=key)
         return ObjectCode(compiled.code, kind, target.sm(), log=compiled.log,
                           lowered_names=dict(compiled.lowered_names))
 
@@ -221,6 +217,8 @@ class Program:
             if not older:
                 return None
             kind, target = "ptx", Arch((max(older), ""))
+        _log.debug("compile", "the driver refused %s %s for %s; recompiling as %s for %s",
+                   self.name, refused.kind, refused.arch, kind, target.sm())
         obj = self._build(tc, kind, target, key)
         obj._origin = refused._origin
         if inputs.certain:

@@ -5,12 +5,18 @@ from __future__ import annotations
 import weakref
 
 from . import driver
+from ._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate, as_device
 
 __all__ = ["Stream", "Event", "handle_of"]
 
-_CU_STREAM_NON_BLOCKING = 1
-_CU_EVENT_DISABLE_TIMING = 2
+_const = _cuda_ffi.integer_const
+_CU_STREAM_DEFAULT = _const("CU_STREAM_DEFAULT")
+_CU_STREAM_NON_BLOCKING = _const("CU_STREAM_NON_BLOCKING")
+_CU_EVENT_DEFAULT = _const("CU_EVENT_DEFAULT")
+_CU_EVENT_DISABLE_TIMING = _const("CU_EVENT_DISABLE_TIMING")
+_CU_EVENT_WAIT_DEFAULT = _const("CU_EVENT_WAIT_DEFAULT")
+_CUDA_ERROR_NOT_READY = _const("CUDA_ERROR_NOT_READY")
 
 
 def _destroyer(name: str):
@@ -30,7 +36,7 @@ class Stream:
         self.device = as_device(device)
         drv = activate(self.device, owning=True)
         out = drv.ffi.new("CUstream *")
-        flags = _CU_STREAM_NON_BLOCKING if non_blocking else 0
+        flags = _CU_STREAM_NON_BLOCKING if non_blocking else _CU_STREAM_DEFAULT
         if priority is None:
             driver.check(drv.cuStreamCreate(out, flags), "cuStreamCreate")
         else:
@@ -91,7 +97,8 @@ class Stream:
 
     def wait(self, event: Event) -> None:
         """Make later work on this stream wait for ``event``."""
-        driver.check(activate(self.device).cuStreamWaitEvent(self.handle, event.handle, 0),
+        driver.check(activate(self.device).cuStreamWaitEvent(self.handle, event.handle,
+                                                                _CU_EVENT_WAIT_DEFAULT),
                      "cuStreamWaitEvent")
 
     def record(self, event: Event | None = None) -> Event:
@@ -114,7 +121,8 @@ class Event:
         self.device = as_device(device)
         drv = activate(self.device, owning=True)
         out = drv.ffi.new("CUevent *")
-        driver.check(drv.cuEventCreate(out, 0 if timing else _CU_EVENT_DISABLE_TIMING),
+        driver.check(drv.cuEventCreate(
+            out, _CU_EVENT_DEFAULT if timing else _CU_EVENT_DISABLE_TIMING),
                      "cuEventCreate")
         self.handle = out[0]
         self._finalizer = weakref.finalize(self, _destroyer("cuEventDestroy_v2"), out[0],
@@ -134,7 +142,7 @@ class Event:
     def query(self) -> bool:
         """Whether the event has happened, without waiting."""
         rc = activate(self.device).cuEventQuery(self.handle)
-        if rc == 600:  # CUDA_ERROR_NOT_READY
+        if rc == _CUDA_ERROR_NOT_READY:
             return False
         driver.check(rc, "cuEventQuery")
         return True

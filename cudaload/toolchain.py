@@ -17,7 +17,7 @@ import sys
 import threading
 from collections import namedtuple
 
-from . import _locking, _trust, _untrusted, cache
+from . import _locking, _log, _trust, _untrusted, cache
 
 __all__ = ["Toolchain", "current", "live", "header_dirs"]
 
@@ -74,6 +74,8 @@ def current() -> Toolchain:
     global _remembered
     if _remembered is None and cache.enabled():
         _remembered = _from_record(_read_record())
+        if _remembered is not None:
+            _log_choice(_remembered, f"as remembered in {RECORD}, unchanged")
     return _remembered or live()
 
 
@@ -241,9 +243,19 @@ def _probe() -> Toolchain:
     found_via = known.get("found_via") if remembered and path == remembered else None
     tc = Toolchain(path, nvrtc.version(), build, tuple(nvrtc.supported_archs()), headers,
                    found_via or library.found_via)
+    _log_choice(tc, "header folders searched for" if finding is not None
+                else f"header folders as remembered in {RECORD}")
     if cache.enabled():
         _remember(record, tc, stat)
     return tc
+
+
+def _log_choice(tc: Toolchain, how: str) -> None:
+    if _log.enabled("toolchain"):
+        folders = ", ".join(f"{name} {path or 'not found'}" for name, path, _ident in tc.headers)
+        _log.debug("toolchain", "NVRTC %d.%d at %s (found via %s), %s: %s", *tc.version,
+                   tc.nvrtc_path, tc.found_via, how, folders, nvrtc=tc.nvrtc_path,
+                   headers=dict((name, path) for name, path, _ident in tc.headers))
 
 
 def _fingerprint(path: str) -> str:

@@ -226,3 +226,19 @@ def test_refresh_retries_a_library_that_failed_to_load(libcuda_535):
     """, env=NO_CUDA)
     assert result[:4] == [False, False, True, "12.2"]
     assert "CUDA_ERROR_NO_DEVICE" in result[4]
+
+
+def test_a_problems_hint_is_the_errors_hint_field(one_device_driver):
+    # A DriverError joins its hint with "; ", not " Next step: ": only the field gives it.
+    prelude = """
+from cudaload import device, errors
+def refuse():
+    raise errors.DriverError("cuDeviceGetCount failed: CUDA_ERROR_UNKNOWN (999): unknown",
+                             code=999, name="CUDA_ERROR_UNKNOWN", function="cuDeviceGetCount",
+                             detail="unknown", hint="reseat the GPU in its slot")
+device.device_count = refuse
+"""
+    rep = report({**NO_CUDA, "CUDALOAD_LIBCUDA": one_device_driver}, prelude=prelude)["report"]
+    problem, = [p for p in rep["problems"] if "cuDeviceGetCount" in p["what"]]
+    assert problem == {"what": "cuDeviceGetCount failed: CUDA_ERROR_UNKNOWN (999): unknown",
+                       "hint": "reseat the GPU in its slot"}

@@ -30,7 +30,7 @@ def cache_dir(tmp_path, monkeypatch):
 
     folder = tmp_path / "cache"
     monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(folder))
-    for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_MAX_BYTES", "CUDALOAD_TEST_COMPILE_LOG"):
+    for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_MAX_BYTES"):
         monkeypatch.delenv(name, raising=False)
     cache.MEMORY.clear()
     cache._broken.clear()
@@ -255,6 +255,7 @@ def test_environments_remembering_at_once_keep_every_entry(cache_dir):
 
 _WORKER = """
 import json, sys, time
+import tests.scenarios.compile_log
 from cudaload import Program, _loader
 _loader.nvrtc()
 start, count, base = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -283,7 +284,7 @@ def _run_workers(args_per_worker, env, timeout=120):
 
 def test_eight_processes_one_new_key_compile_once(cache_dir, tmp_path):
     log = tmp_path / "compiles.log"
-    outs = _run_workers([(1, 0)] * 8, {"CUDALOAD_TEST_COMPILE_LOG": str(log)})
+    outs = _run_workers([(1, 0)] * 8, {"TESTS_COMPILE_LOG": str(log)})
     assert len(log.read_text().splitlines()) == 1, log.read_text()
     assert [o[0][0] for o in outs].count(None) == 1  # one compiled, seven read it
     assert {o[0][0] for o in outs} <= {None, "disk"}
@@ -294,7 +295,7 @@ def test_four_processes_25_keys_each_all_entries_valid(cache_dir, tmp_path):
     from cudaload import cache
 
     log = tmp_path / "compiles.log"
-    _run_workers([(25, 25 * w) for w in range(4)], {"CUDALOAD_TEST_COMPILE_LOG": str(log)})
+    _run_workers([(25, 25 * w) for w in range(4)], {"TESTS_COMPILE_LOG": str(log)})
     paths = _entries(cache_dir)
     assert len(paths) == 100
     assert all(cache.decode(open(p, "rb").read()) is not None for p in paths)

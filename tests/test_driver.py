@@ -87,3 +87,30 @@ def test_driver_without_gpu_is_not_available(libcuda_535):
                                          (0, "unknown")])
 def test_format_version(value, text):
     assert driver.format_version(value) == text
+
+
+def test_error_without_a_driver_names_the_code_from_the_header():
+    result = run_json("""
+        import json
+        from cudaload import driver
+        known, unknown = driver.error(100, "cuInit"), driver.error(987654, "cuFoo")
+        print(json.dumps([known.name, known.code, known.function, str(known), known.hint,
+                          unknown.name, unknown.hint]))
+    """, env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    name, code, function, message, hint, unknown, no_hint = result
+    assert (name, code, function) == ("CUDA_ERROR_NO_DEVICE", 100, "cuInit")
+    assert message.startswith("cuInit failed: CUDA_ERROR_NO_DEVICE (100)")
+    assert "nvidia-smi" in hint and message.endswith(f"; {hint}")
+    assert unknown == "CUresult 987654" and no_hint == ""
+
+
+def test_error_with_a_driver_uses_its_own_words(libcuda_535):
+    result = run_json("""
+        import json
+        from cudaload import driver
+        err = driver.error(2, "cuMemAlloc_v2")
+        print(json.dumps([err.name, err.message, str(err), err.hint]))
+    """, env={"CUDALOAD_LIBCUDA": libcuda_535})
+    assert result[0] == "CUDA_ERROR_OUT_OF_MEMORY"
+    assert result[1] == "out of memory"
+    assert "free device memory" in result[3] and result[2].endswith(result[3])

@@ -125,3 +125,15 @@ def test_a_missing_cuda_header_says_where_cuda_headers_come_from():
             print(json.dumps(str(err)))
     ''')
     assert "include_paths" in out and "nvidia-cuda-runtime" in out and "cudaload doctor" in out
+
+
+def test_error_names_the_code_with_or_without_nvrtc():
+    code = """
+        import json
+        from cudaload import nvrtc
+        err = nvrtc.error(3, "nvrtcCreateProgram")
+        print(json.dumps([err.name, err.code, err.function]))
+    """
+    expected = ["NVRTC_ERROR_INVALID_INPUT", 3, "nvrtcCreateProgram"]
+    assert run_json(code, unset=("CUDALOAD_LIBNVRTC",)) == expected
+    assert run_json(code, env={"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}) == expected

@@ -15,7 +15,7 @@ from tests.conftest import run_json, run_py
 def cache_dir(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
     monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(folder))
-    for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_MAX_BYTES", "CUDALOAD_TEST_COMPILE_LOG"):
+    for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_MAX_BYTES"):
         monkeypatch.delenv(name, raising=False)
     return folder
 

@@ -304,6 +304,7 @@ def test_writer_killed_inside_a_write_leaves_the_old_entry(cache_dir):
 
 _LOAD_WORKER = """
 import json, sys, time
+import tests.scenarios.compile_log
 from cudaload import Program, _loader
 _loader.nvrtc()
 worker, start = int(sys.argv[1]), float(sys.argv[2])
@@ -321,7 +322,7 @@ print(json.dumps({{"cached": [o.cached for o in got], "sizes": [len(o.code) for 
 
 def test_16_processes_50_kernels_half_shared(cache_dir, tmp_path, record_property):
     log = tmp_path / "compiles.log"
-    env = {**os.environ, "PYTHONPATH": ROOT, "CUDALOAD_TEST_COMPILE_LOG": str(log)}
+    env = {**os.environ, "PYTHONPATH": ROOT, "TESTS_COMPILE_LOG": str(log)}
     code = textwrap.dedent(_LOAD_WORKER.format())
     start = time.time() + 3.0  # every process has NVRTC loaded before the first compile
     procs = [subprocess.Popen([sys.executable, "-c", code, str(w), str(start)], env=env,

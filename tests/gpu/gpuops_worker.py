@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 
 import cudaload  # noqa: E402
 import gpuops  # noqa: E402
+import tests.scenarios.compile_log  # noqa: E402,F401  (counts compilations for the test)
 
 DTYPES = (np.float16, np.float32, np.float64)
 # dtype -> (relative tolerance, absolute tolerance near 0, accumulation error per unit of sum |x|)

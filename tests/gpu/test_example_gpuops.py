@@ -52,7 +52,7 @@ def site(tmp_path_factory):
 
 def test_cold_then_warm_cache(site, tmp_path):
     cache, log = tmp_path / "cache", tmp_path / "compiles.log"
-    env = {"CUDALOAD_TEST_COMPILE_LOG": str(log)}
+    env = {"TESTS_COMPILE_LOG": str(log)}
     cold = worker(site, cache, *OWN, *INTEROP, env=env)
     assert compiles(log) == PROGRAMS
     assert len(cold["loaded"]) == PROGRAMS
@@ -92,7 +92,7 @@ def bundled_site(site, tmp_path_factory):
 
 def test_from_bundle_with_nvrtc_hidden(bundled_site, tmp_path):
     log = tmp_path / "compiles.log"
-    env = {"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so", "CUDALOAD_TEST_COMPILE_LOG": str(log)}
+    env = {"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so", "TESTS_COMPILE_LOG": str(log)}
     report = worker(bundled_site, tmp_path / "cache", *OWN, env=env, hide=True)
     assert compiles(log) == 0
     assert len(report["loaded"]) == PROGRAMS
@@ -107,7 +107,7 @@ def test_from_bundle_with_nvrtc_hidden(bundled_site, tmp_path):
 def test_interop_from_bundle_with_nvrtc_hidden(bundled_site, tmp_path):
     # CuPy and PyTorch may load their own NVRTC; what matters is that cudaload never needed one.
     log = tmp_path / "compiles.log"
-    env = {"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so", "CUDALOAD_TEST_COMPILE_LOG": str(log)}
+    env = {"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so", "TESTS_COMPILE_LOG": str(log)}
     report = worker(bundled_site, tmp_path / "cache", *INTEROP, env=env)
     assert compiles(log) == 0
     assert {k["cached"] for k in report["loaded"]} == {"bundle"}
