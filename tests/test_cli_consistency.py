@@ -22,7 +22,10 @@ NO_DRIVER = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"}
 def cli(*words, env=None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "cudaload", *words], env=full_env,
+    # As `python -m cudaload`, with the compile log of tests.scenarios.compile_log installed.
+    main = ("import sys, tests.scenarios.compile_log; from cudaload.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    return subprocess.run([sys.executable, "-c", main, *words], env=full_env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -30,12 +33,12 @@ def cli(*words, env=None) -> subprocess.CompletedProcess:
 def cache_env(tmp_path):
     """A cache folder of this test's own, and a log of every NVRTC compilation."""
     return {"CUDALOAD_CACHE_DIR": str(tmp_path / "cache"),
-            "CUDALOAD_TEST_COMPILE_LOG": str(tmp_path / "compiles.log")}
+            "TESTS_COMPILE_LOG": str(tmp_path / "compiles.log")}
 
 
 def _compilations(env) -> int:
     try:
-        with open(env["CUDALOAD_TEST_COMPILE_LOG"]) as f:
+        with open(env["TESTS_COMPILE_LOG"]) as f:
             return len(f.readlines())
     except FileNotFoundError:
         return 0
@@ -91,6 +94,7 @@ def test_precompile_warms_what_compile_and_program_look_up(tmp_path, cache_env, 
     assert _compilations(cache_env) == 1
     out = run_json(f"""
         import json
+        import tests.scenarios.compile_log
         from cudaload import Program
         obj = Program.from_file({str(src)!r}, name_expressions={names!r}).compile(arch="sm_90")
         print(json.dumps(obj.cached))
