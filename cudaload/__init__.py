@@ -30,7 +30,7 @@ _LAZY = {
     "ObjectCode": "objectcode",
     "Module": "module",
     "Kernel": "kernel",
-    "RawKernel": "kernel",
+    "RawKernel": "rawkernel",
     "Device": "device",
     "device_count": "device",
     "alloc": "memory",

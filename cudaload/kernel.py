@@ -1,4 +1,4 @@
-"""Launching kernels: ``Kernel`` (from ``Module.get_kernel``) and ``RawKernel`` (compiled lazily).
+"""Launching kernels: ``Kernel`` (from ``Module.get_kernel``); ``RawKernel`` is in rawkernel.py.
 
 The hot path of ``kernel(grid, block, args)`` is: this thread's launch state (a thread-local
 read), the cached ``CUlaunchConfig`` for (grid, block, shared_mem, stream) (a dict read), the packing
@@ -21,7 +21,7 @@ from ._cuda_ffi import ffi as _cuda_ffi
 from .errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
 
-__all__ = ["Kernel", "RawKernel"]
+__all__ = ["Kernel"]
 
 _MAX_CONFIGS = 256  # cached launch configurations per kernel and thread
 _SMEM_DEFAULT = 48 * 1024
@@ -342,26 +342,6 @@ def _driver_layout(func):
         layout.append((offset[0], size[0]))
 
 
-class _RawCore(_Core):
-    """A core whose module is compiled from source on first use."""
-
-    def __init__(self, source, name, options, name_expressions, signature):
-        super().__init__(None, name, signature=signature, source=source)
-        self._options = tuple(options)
-        self._name_expressions = tuple(name_expressions)
-
-    def _loaded(self):
-        if self._module is None:
-            with self._lock:
-                if self._module is None:
-                    from .program import Program
-
-                    program = Program(self._source, options=self._options,
-                                      name_expressions=self._name_expressions)
-                    self._module = program.compile().load()
-        return self._module
-
-
 class Kernel(functools.partial):
     """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``.
 
@@ -400,22 +380,3 @@ class Kernel(functools.partial):
     def signature(self) -> str:
         """The kernel's signature as error messages show it."""
         return self._core.signature
-
-
-class RawKernel(Kernel):
-    """A kernel from CUDA source, compiled (through the cache) and loaded on first use.
-
-    ``RawKernel(source, name, options=(), name_expressions=())``; ``name`` may be a name
-    expression such as ``"scale<float>"``.  Raises :class:`CompileError` on that first use."""
-
-    def __new__(cls, source: str, name: str, *, options=(), name_expressions=(),
-                signature: str | None = None):
-        exprs = tuple(name_expressions)
-        if "<" in name and name not in exprs:
-            exprs += (name,)
-        return cls._wrap(_RawCore(source, name, options, exprs, signature))
-
-    @property
-    def module(self):
-        """The loaded Module (compiling now if needed)."""
-        return self._core._loaded()

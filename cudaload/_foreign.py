@@ -1,0 +1,85 @@
+"""What a foreign array (``__cuda_array_interface__``, DLPack) or a raw pointer says about its memory:
+whether its interface is well formed, its data address, and which device owns it.
+
+Imports driver and the generated bindings' constants.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from . import driver
+from ._cuda_ffi import ffi as _cuda_ffi
+
+__all__ = ["interface_problem", "short", "other_device", "pointer_device", "dlpack_pointer"]
+
+
+def interface_problem(cai) -> str | None:
+    """What makes ``cai`` no ``__cuda_array_interface__``: a dict with data (pointer, read-only),
+    shape (a tuple of ints) and typestr (a str).  None when nothing does."""
+    what = "its __cuda_array_interface__"
+    if not (hasattr(cai, "keys") and hasattr(cai, "__getitem__")):
+        return f"{what} is a {type(cai).__name__}, not a dict"
+    missing = [key for key in ("data", "shape", "typestr") if key not in cai]
+    if missing:
+        return (f"{what} lacks {', '.join(map(repr, missing))}: the CUDA Array Interface gives "
+                "data, shape and typestr")
+    data, shape = cai["data"], cai["shape"]
+    if not (isinstance(data, (tuple, list)) and len(data) == 2 and _is_int(data[0])):
+        return f"{what}['data'] is {short(data)}, not (pointer as int, read-only flag)"
+    if not (isinstance(shape, (tuple, list)) and all(_is_int(n) for n in shape)):
+        return f"{what}['shape'] is {short(shape)}, not a tuple of ints"
+    if not isinstance(cai["typestr"], str):
+        return f"{what}['typestr'] is {short(cai['typestr'])}, not a str such as '<f4'"
+    return None
+
+
+def _is_int(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def short(value) -> str:
+    text = repr(value)
+    return text[:57] + "..." if len(text) > 60 else text
+
+
+def other_device(where: int, device: int) -> str:
+    return (f"the array is on device {where} but the kernel launches on device {device}; copy it, "
+            f"or launch on device {where} (cudaload.Device({where}).set_current())")
+
+
+_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = _cuda_ffi.integer_const("CU_POINTER_ATTRIBUTE_MEMORY_TYPE")
+_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = _cuda_ffi.integer_const(
+    "CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL")
+_CU_MEMORYTYPE_HOST = _cuda_ffi.integer_const("CU_MEMORYTYPE_HOST")
+
+
+def pointer_device(ptr: int):
+    """Device ordinal owning ``ptr``, -1 for host memory, None when the driver cannot say."""
+    drv = driver.init()
+    out = drv.ffi.new("int *")
+    if drv.cuPointerGetAttribute(out, _CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr):  # failed
+        return None
+    if out[0] == _CU_MEMORYTYPE_HOST:
+        return -1
+    if drv.cuPointerGetAttribute(out, _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr):
+        return None
+    return out[0]
+
+
+def dlpack_pointer(value) -> int:
+    """Data address of a DLPack tensor (DLTensor: data at 0, byte_offset at 40)."""
+    import ctypes
+
+    capsule = value.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    address = get(capsule, b"dltensor")
+    words = driver.api().ffi.cast("uint64_t *", address)
+    return int(words[0]) + int(words[5])
