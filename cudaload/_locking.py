@@ -22,6 +22,8 @@ import sys
 import threading
 import time
 
+from . import lifetime
+
 __all__ = ["hold", "acquire_key", "remove_if_free"]
 
 KEYS_FILE = ".locks"  # the per-folder file whose bytes are the POSIX key locks
@@ -222,5 +224,4 @@ else:
         for fd in _users:
             _users[fd] = 0
 
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_forget_threads)
+    lifetime.on_fork_in_child(_forget_threads)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 
-from . import driver
+from . import driver, lifetime
 from .device import Device, activate
 from .module import pin, unpin
 from .stream import handle_of
@@ -18,7 +18,7 @@ _MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
 def _release(handles: list, dev: Device) -> None:
     """Destroy a graph's executable and the graph, then let go of the code its kernels use."""
     try:
-        if not driver._forked:
+        if not lifetime.forked():
             drv = activate(dev)
             for name, handle in zip(("cuGraphExecDestroy", "cuGraphDestroy"), handles):
                 if handle is not None:

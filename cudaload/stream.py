@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 
-from . import driver
+from . import driver, lifetime
 from .device import Device, activate, as_device
 
 __all__ = ["Stream", "Event", "handle_of"]
@@ -15,7 +15,7 @@ _CU_EVENT_DISABLE_TIMING = 2
 
 def _destroyer(name: str):
     def destroy(handle, dev: Device) -> None:
-        if not driver._forked:
+        if not lifetime.forked():
             getattr(activate(dev), name)(handle)
     return destroy
 
