@@ -179,9 +179,11 @@ else:
                 if exc.errno != errno.EDEADLK:
                     raise
             # Linux fails a wait that closes a cycle of processes' record locks, but no cycle
-            # here is a deadlock: a key's holder waits for no other key (the lock a process
-            # still holds for a finished compile is released by its writer thread), so waiting
-            # again succeeds once that thread is done.
+            # here is a deadlock: a thread holds one key at a time and waits for no other while
+            # it holds it.  The kernel sees processes, not threads: with thread A of process P
+            # holding key a and thread B of P waiting for key b, held by Q, a thread of Q that
+            # then waits for a "closes a cycle" P -> Q -> P.  A compiles and releases a, so
+            # waiting again succeeds.
             time.sleep(delay)
             delay = min(2 * delay, 0.05)
 

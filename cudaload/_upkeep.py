@@ -62,7 +62,6 @@ def _refuse_untrusted(root: str) -> None:
 def info() -> dict:
     """Location, whether it is on, the number of entries and their bytes; ``problem`` says why
     a folder that is not to be trusted is not used."""
-    _writes.drain()
     root = cache.directory()
     count = size = 0
     for _path_, st in _scan(root):
@@ -85,7 +84,6 @@ def clear() -> int:
     toolchain.json) and nothing else; return the number of entries deleted.  Compiles in other
     processes meanwhile go on with the disk cache.  Raises PermissionError for a folder that is
     not to be trusted."""
-    _writes.drain()
     root = cache.directory()
     _refuse_untrusted(root)
     count = 0
@@ -117,7 +115,6 @@ def prune(max_bytes: int | None = None, *, keep: str | None = None, verify: bool
     """Delete the least recently used entries beyond ``max_bytes``; with ``verify`` also corrupt
     entries; unless keeping a just-written ``keep``, also stale temporary and idle lock files.
     Return what was removed.  Raises PermissionError for a folder that is not to be trusted."""
-    _writes.drain()  # returns at once on the worker thread, which calls this after each write
     root = cache.directory()
     if keep is None:
         _refuse_untrusted(root)

@@ -12,11 +12,10 @@ Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cac
 
 An entry (_entry.py) records the key it was stored under, and an integrity hash; one that fails
 any check, or was stored under another key, is a miss.  Entries are written to a temporary file in
-the same folder and renamed into place, so a reader sees a whole entry or none.  A miss's file
-work runs on a worker thread, partly while NVRTC compiles (see _writes.py); the key stays locked
-until its entry is in place.  No fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry
-torn by a power cut fails its integrity hash and is compiled again, so durability buys nothing a
-miss does not.  A folder that cannot be created or written gives one warning and the process goes
+the same folder and renamed into place, so a reader sees a whole entry or none, while the key's
+lock is held: another process waiting for the key finds the entry once it gets the lock.  No
+fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut fails its
+integrity hash and is compiled again, so durability buys nothing a miss does not.  A folder that cannot be created or written gives one warning and the process goes
 on without it.  ``CUDALOAD_CACHE_MAX_BYTES`` bounds the folder: after a write, least recently used
 entries (hits touch their modification time) are deleted, except any written or used in the last
 ``GRACE_S`` seconds.
@@ -33,7 +32,6 @@ from it.  Only regular files are read (without following a symbolic link, withou
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import stat
 import warnings
@@ -206,16 +204,16 @@ def store(key: str, obj: ObjectCode) -> None:
     folder = entries()
     if not folder:
         return
-    path = folder + os.sep + key + ".bin"
     try:
         _ready(folder)
-        write_atomic(path, encode(obj, key), mode=_file_mode(folder))
-    except FileNotFoundError:  # its temporary file went in a `cache clear`: as if cleared
+    except FileNotFoundError:  # removed meanwhile: as if cleared
         return
     except OSError as exc:
         _give_up(exc, "writing an entry")
         return
-    _bound(path)
+    written = _write(folder, key, obj)
+    if written is not None:
+        _bound(written)
 
 
 def _ready(folder: str) -> str:
@@ -250,11 +248,9 @@ def _make(folder: str) -> None:
 @contextlib.contextmanager
 def lock(key: str, folder: str | None = None):
     """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which stores
-    ``obj`` under ``key``.  Nothing is locked or stored when the disk cache is off or unusable.
-    ``folder``: what :func:`entries` returned, if the caller has it.
-
-    After ``publish`` the write and the unlock are left to the worker thread (see _writes.py).
-    """
+    ``obj`` under ``key`` before the lock is released, so another process waiting for the key
+    finds it.  Nothing is locked or stored when the disk cache is off or unusable.  ``folder``:
+    what :func:`entries` returned, if the caller has it."""
     if folder is None:
         folder = entries()
     if not folder:
@@ -268,47 +264,35 @@ def lock(key: str, folder: str | None = None):
         _give_up(exc, "creating a lock file")
         yield _discard
         return
-    ahead = None
-    published: list = []
-    try:  # from here on, whatever happens (KeyboardInterrupt included) the key is released
-        ahead = _writes.Ahead(folder)
-        yield functools.partial(_publish, key, folder, ahead, release, published)
+    written = None
+
+    def publish(obj: ObjectCode) -> None:
+        nonlocal written
+        written = _write(folder, key, obj)
+    try:  # whatever happens (KeyboardInterrupt included) the key is released
+        yield publish
     finally:
-        if not published:
-            if ahead is not None:
-                ahead.discard()
-            release()
+        release()
+    if written is not None:
+        _bound(written)
 
 
 def _discard(_obj) -> None:
     pass
 
 
-def _publish(key: str, folder: str, ahead: _writes.Ahead, release, published: list,
-             obj: ObjectCode) -> None:
-    published.append(obj)
-    entry = folder + os.sep + key + ".bin"
-
-    def job() -> None:
-        try:
-            data = encode(obj, key)
-            mode = _file_mode(folder)
-            try:
-                fd, tmp = ahead.take()
-                _writes.commit(fd, tmp, entry, data, mode=mode)
-            except FileNotFoundError:
-                # The temporary file went during the compile: the folder was cleared, or the
-                # compile outlasted STALE_TMP_S and another process swept the file.  A second
-                # clear meanwhile drops the entry, as it would have had it been written.
-                with contextlib.suppress(FileNotFoundError):
-                    write_atomic(entry, data, mode=mode)
-        except OSError as exc:
-            _give_up(exc, "writing an entry")
-            return
-        finally:
-            release()
-        _bound(entry)
-    _writes.later(job)
+def _write(folder: str, key: str, obj: ObjectCode) -> str | None:
+    """Write ``obj`` as the entry of ``key`` in ``folder``; its path, or None when it was not
+    written (the folder was cleared meanwhile, or failed: warned once, and the disk cache off)."""
+    path = folder + os.sep + key + ".bin"
+    try:
+        _writes.write_atomic(path, encode(obj, key), mode=_file_mode(folder))
+    except FileNotFoundError:  # its temporary file went in a `cache clear`: as if cleared
+        return None
+    except OSError as exc:
+        _give_up(exc, "writing an entry")
+        return None
+    return path
 
 
 def _bound(entry: str) -> None:
