@@ -13,8 +13,8 @@ Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cac
 An entry (_entry.py) records the key it was stored under, and an integrity hash; one that fails
 any check, or was stored under another key, is a miss.  Entries are written to a temporary file in
 the same folder and renamed into place, so a reader sees a whole entry or none, while the key's
-lock is held: another process waiting for the key finds the entry once it gets the lock.  No
-fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut fails its
+lock is held: another process waiting for the key finds the entry once it gets the lock (the
+temporary file is created while NVRTC compiles, see _writes.py).  No fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut fails its
 integrity hash and is compiled again, so durability buys nothing a miss does not.  A folder that cannot be created or written gives one warning and the process goes
 on without it.  ``CUDALOAD_CACHE_MAX_BYTES`` bounds the folder: after a write, least recently used
 entries (hits touch their modification time) are deleted, except any written or used in the last
@@ -264,15 +264,20 @@ def lock(key: str, folder: str | None = None):
         _give_up(exc, "creating a lock file")
         yield _discard
         return
-    written = None
+    ahead = written = None
 
     def publish(obj: ObjectCode) -> None:
         nonlocal written
-        written = _write(folder, key, obj)
-    try:  # whatever happens (KeyboardInterrupt included) the key is released
+        written = _write(folder, key, obj, ahead)
+    try:  # from here on, whatever happens (KeyboardInterrupt included) the key is released
+        ahead = _writes.Ahead(folder)
         yield publish
     finally:
-        release()
+        try:
+            if ahead is not None:
+                ahead.discard()
+        finally:
+            release()
     if written is not None:
         _bound(written)
 
@@ -281,13 +286,23 @@ def _discard(_obj) -> None:
     pass
 
 
-def _write(folder: str, key: str, obj: ObjectCode) -> str | None:
-    """Write ``obj`` as the entry of ``key`` in ``folder``; its path, or None when it was not
-    written (the folder was cleared meanwhile, or failed: warned once, and the disk cache off)."""
+def _write(folder: str, key: str, obj: ObjectCode, ahead: _writes.Ahead | None = None) -> str | None:
+    """Write ``obj`` as the entry of ``key`` in ``folder``, through ``ahead``'s temporary file if
+    given; the entry's path, or None when it was not written (the folder was cleared meanwhile, or
+    failed: warned once, and the disk cache off)."""
     path = folder + os.sep + key + ".bin"
+    data = encode(obj, key)
+    mode = _file_mode(folder)
     try:
-        _writes.write_atomic(path, encode(obj, key), mode=_file_mode(folder))
-    except FileNotFoundError:  # its temporary file went in a `cache clear`: as if cleared
+        try:
+            made = ahead.take() if ahead is not None else None
+            if made is not None:
+                _writes.commit(*made, path, data, mode=mode)
+                return path
+        except FileNotFoundError:
+            pass  # the temporary file went during the compile: a `cache clear`, or a sweep
+        _writes.write_atomic(path, data, mode=mode)
+    except FileNotFoundError:  # cleared again meanwhile: as if cleared after the write
         return None
     except OSError as exc:
         _give_up(exc, "writing an entry")
