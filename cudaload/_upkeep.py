@@ -14,6 +14,7 @@ Imports of cudaload: _entry, _locking, _untrusted, _writes.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import stat
@@ -27,6 +28,7 @@ __all__ = ["GRACE_S", "STALE_TMP_S", "tally", "clear", "prune", "sweep_tmp"]
 GRACE_S = 10.0  # an entry this young may be one another process is about to read
 STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a crashed writer's
 
+log = logging.getLogger("cudaload.cache")
 # cudaload's own names in a format folder (v1, v2, ...)
 _FORMAT_FOLDER = re.compile(r"v[0-9]+")
 _OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock)|" + re.escape(_locking.KEYS_FILE))
@@ -106,6 +108,8 @@ def clear(disk) -> int:
                 os.rmdir(folder)
     with contextlib.suppress(OSError):
         os.unlink(os.path.join(disk.root, "toolchain.json"))
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("cleared %s: %d entries", disk.root, count)
     return count
 
 
@@ -126,6 +130,7 @@ def prune(disk, max_bytes: int | None = None, *, keep: str | None = None,
             with contextlib.suppress(OSError):
                 os.unlink(path)
                 removed["corrupt"] += 1
+                _evicted(path, "corrupt")
             continue
         if regular:
             alive.append((st.st_mtime, st.st_size, path))
@@ -141,10 +146,16 @@ def prune(disk, max_bytes: int | None = None, *, keep: str | None = None,
                 total -= size
                 removed["entries"] += 1
                 removed["bytes"] += size
+                _evicted(path, f"least recently used, beyond {max_bytes} bytes")
     if keep is None:
         removed["tmp"] += sweep_tmp(disk.folder, now)
         removed["locks"] += _drop_idle_locks(disk.folder)
     return removed
+
+
+def _evicted(path: str, why: str) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("evicted %s (%s)", path, why)
 
 
 def _sound(path: str, regular: bool, check) -> bool:

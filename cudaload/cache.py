@@ -30,12 +30,16 @@ trust theirs (_trust.py); a folder that is not is unused, with one warning that 
 fix.  Only regular files are read (without following a symbolic link, without blocking, up to
 ``MAX_ENTRY_BYTES``); anything else is a miss.  A folder's trust is checked once per process.
 
+``logging.getLogger("cudaload.cache")`` reports disk hits, misses, stores, evictions and refused
+entries at DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more).
+
 Imports of cudaload: _entry, _locking, _trust, _untrusted, _upkeep, _writes, objectcode.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import stat
 import warnings
@@ -49,6 +53,8 @@ __all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP
            "NULL", "CacheWarning", "DiskCache", "NullCache", "default", "configured",
            "directory", "max_bytes", "byte_count", "encode", "decode"]
 
+log = logging.getLogger("cudaload.cache")
+_DEBUG = logging.DEBUG
 
 # (program digest, arch as asked, output as asked) -> (ObjectCode with .cached == "memory",
 # what its compile read, as includes.py's witness).
@@ -115,15 +121,24 @@ class DiskCache:
             return None
         path = self.folder + os.sep + key + ".bin"
         if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
+            if log.isEnabledFor(_DEBUG):
+                log.debug("disk miss %s in %s", key, self.folder)
             return None
         try:
             data = _untrusted.read_regular(path, MAX_ENTRY_BYTES, self.check())
-        except (OSError, ValueError):
+        except (OSError, ValueError) as exc:
+            if log.isEnabledFor(_DEBUG):
+                log.debug("disk entry %s refused: %s", path, exc)
             return None
         obj = decode(data, key)
-        if obj is not None:
-            with contextlib.suppress(OSError):
-                os.utime(path)  # least-recently-used order is by modification time
+        if obj is None:
+            if log.isEnabledFor(_DEBUG):
+                log.debug("disk entry %s refused: corrupt, or stored under another key", path)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # least-recently-used order is by modification time
+        if log.isEnabledFor(_DEBUG):
+            log.debug("disk hit %s in %s", key, self.folder)
         return obj
 
     @contextlib.contextmanager
@@ -179,6 +194,8 @@ class DiskCache:
         if self.usable:
             with contextlib.suppress(OSError):
                 os.unlink(self.path(key))
+                if log.isEnabledFor(_DEBUG):
+                    log.debug("evicted %s from %s (refused by the driver)", key, self.folder)
 
     def _write(self, key: str, obj: ObjectCode, ahead: _writes.Ahead | None = None) -> str | None:
         """Write ``obj`` as the entry of ``key``, through ``ahead``'s temporary file if given;
@@ -203,6 +220,8 @@ class DiskCache:
         except OSError as exc:
             self._give_up(exc, "writing an entry")
             return None
+        if log.isEnabledFor(_DEBUG):
+            log.debug("stored %s (%d bytes)", path, len(data))
         return path
 
     def _bound(self, entry: str) -> None:

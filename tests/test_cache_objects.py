@@ -1,8 +1,9 @@
 """The disk cache as objects: one per folder, independent of each other; the null cache; the
-process-wide default."""
+process-wide default; what the cache logs."""
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 from cudaload import cache
@@ -68,3 +69,33 @@ def test_the_default_is_one_cache_per_folder_and_null_when_off(tmp_path, monkeyp
     assert first.info()["enabled"] is False  # not what compiles use now
     monkeypatch.delenv("CUDALOAD_CACHE")
     assert first.info()["enabled"] is True
+
+
+def test_debug_log_reports_a_miss_a_store_a_hit_and_a_refused_entry(tmp_path, caplog):
+    disk = cache.DiskCache(tmp_path)
+    with caplog.at_level(logging.DEBUG, logger="cudaload.cache"):
+        assert disk.lookup(KEY) is None
+        with disk.lock(KEY) as publish:
+            publish(_obj())
+        assert disk.lookup(KEY) is not None
+        with open(disk.path(KEY), "r+b") as f:
+            f.seek(70)
+            f.write(b"\0\0\0")
+        assert disk.lookup(KEY) is None
+        disk.prune()
+    records = [r for r in caplog.records if r.name == "cudaload.cache"]
+    assert all(r.levelno == logging.DEBUG for r in records)
+    said = [r.getMessage().split()[:2] for r in records]
+    assert said == [["disk", "miss"], ["stored", disk.path(KEY)], ["disk", "hit"],
+                    ["disk", "entry"], ["evicted", disk.path(KEY)]], said
+    assert KEY in records[0].getMessage() and "refused" in records[3].getMessage()
+
+
+def test_nothing_is_logged_below_debug(tmp_path, caplog):
+    disk = cache.DiskCache(tmp_path)
+    with caplog.at_level(logging.INFO, logger="cudaload.cache"):
+        disk.lookup(KEY)
+        disk.store(KEY, _obj())
+        disk.lookup(KEY)
+    assert [r for r in caplog.records if r.name == "cudaload.cache"] == []
+
