@@ -10,6 +10,8 @@ per folder that each process opens once: no file is created per key, and creatin
 of what a cache miss cost (0.1-0.2 ms on ext4).  Two keys that share a byte only wait for each
 other.  POSIX byte locks belong to the process, not the thread, so a per-byte ``threading.Lock``
 keeps this process's threads apart.  On Windows it holds a lock file per key.
+
+Imports of cudaload: lifetime (to forget, in a forked child, the threads that held locks).
 """
 
 from __future__ import annotations
