@@ -140,7 +140,7 @@ def lookup_scaling(sizes, lookups: int) -> dict:
     for size in sizes:
         while have < size - 1:  # entries written in the cache's own format (no fsync: setup only)
             key = os.urandom(32).hex()
-            path = cache._path(key)
+            path = cache.default().path(key)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(filler)

@@ -6,6 +6,8 @@ names), then the code.  The key makes an entry prove where it belongs: one copie
 another key's file is a miss there.  Bundle entries are stored under no key (zeros), and a bundle
 written before keys were recorded holds entries of format 1, which lack the field; both are read
 only when no key is asked for.
+
+Imports of cudaload: _untrusted, objectcode.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import struct
 from . import _untrusted
 from .objectcode import ObjectCode
 
-__all__ = ["FORMAT", "MAGIC", "HEADER", "encode", "decode"]
+__all__ = ["FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "encode", "decode"]
 
 FORMAT = 2
+MAX_ENTRY_BYTES = 1 << 30  # far beyond any CUBIN; a larger file is not an entry
 MAGIC = b"CUDALDKC"
 HEADER = struct.Struct("<8sHIQ32s32s")
 _KEYLESS_FORMAT = 1  # entries without a key, still found in older bundles

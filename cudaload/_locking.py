@@ -10,6 +10,8 @@ per folder that each process opens once: no file is created per key, and creatin
 of what a cache miss cost (0.1-0.2 ms on ext4).  Two keys that share a byte only wait for each
 other.  POSIX byte locks belong to the process, not the thread, so a per-byte ``threading.Lock``
 keeps this process's threads apart.  On Windows it holds a lock file per key.
+
+Imports of cudaload: lifetime (to forget, in a forked child, the threads that held locks).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import stat
 import sys
 import threading
 import time
+
+from . import lifetime
 
 __all__ = ["hold", "acquire_key", "remove_if_free"]
 
@@ -177,9 +181,11 @@ else:
                 if exc.errno != errno.EDEADLK:
                     raise
             # Linux fails a wait that closes a cycle of processes' record locks, but no cycle
-            # here is a deadlock: a key's holder waits for no other key (the lock a process
-            # still holds for a finished compile is released by its writer thread), so waiting
-            # again succeeds once that thread is done.
+            # here is a deadlock: a thread holds one key at a time and waits for no other while
+            # it holds it.  The kernel sees processes, not threads: with thread A of process P
+            # holding key a and thread B of P waiting for key b, held by Q, a thread of Q that
+            # then waits for a "closes a cycle" P -> Q -> P.  A compiles and releases a, so
+            # waiting again succeeds.
             time.sleep(delay)
             delay = min(2 * delay, 0.05)
 
@@ -222,5 +228,4 @@ else:
         for fd in _users:
             _users[fd] = 0
 
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_forget_threads)
+    lifetime.on_fork_in_child(_forget_threads)

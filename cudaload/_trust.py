@@ -10,6 +10,8 @@ belong to another user if its group is one of this process's groups, and the gro
 and its files.  Compiled code from such a folder is used (a member's kernel runs on the GPU, in
 this user's context), but no library path is ever taken from it: ``toolchain.json`` is neither
 read nor written there.  Nothing that every user may write is ever believed.
+
+Imports nothing of cudaload.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["SHARED_ENV", "shared", "problem", "path_problem", "folder_problem"]
+__all__ = ["SHARED_ENV", "shared", "problem", "path_problem", "folder_problem", "cache_problem"]
 
 SHARED_ENV = "CUDALOAD_CACHE_SHARED"
 _POSIX = hasattr(os, "geteuid")  # Windows has neither owners in st_uid nor these mode bits
@@ -63,3 +65,20 @@ def folder_problem(path: str, shared_by_group: bool) -> str | None:
         why = (f"it belongs to uid {st.st_uid} and group {st.st_gid}, a group this user is "
                "not in")
     return why
+
+
+def cache_problem(root: str, entries: str, shared_by_group: bool) -> tuple[str, str] | None:
+    """(folder, why) when the cache folder ``root`` or its ``entries`` folder may not be used,
+    else None.  Raises FileNotFoundError when ``root`` does not exist yet."""
+    for folder in (root, entries):
+        try:
+            why = folder_problem(folder, shared_by_group)
+        except FileNotFoundError:
+            if folder == root and not os.path.lexists(root):
+                raise
+            return None  # no entries folder yet: only this user (or root) can make one in root
+        except OSError:
+            return None  # not a folder: creating or writing in it fails, and says so
+        if why is not None:
+            return folder, why
+    return None

@@ -1,23 +1,34 @@
-"""Looking after the kernel cache folder: ``cudaload cache info``, ``clear`` and ``prune``.
+"""Looking after a kernel cache folder: what ``cudaload cache info``, ``clear`` and ``prune`` do,
+and the sweep of stale temporary files.  Each function takes the cache.DiskCache to look after.
 
 Only cudaload's own names are touched (entry and lock files named by a key, ``.locks``, temporary
 files, ``toolchain.json``): a folder set by mistake to one that holds other files loses none of
 them.  Nothing removes a folder a compile in another process may be writing into, so clearing
-while others compile costs them nothing but their entries.
+while others compile costs them nothing but their entries.  ``CUDALOAD_CACHE_MAX_BYTES`` bounds
+the folder: after a write, least recently used entries (hits touch their modification time) are
+deleted, except any written or used in the last ``GRACE_S`` seconds.
+
+Imports of cudaload: _entry, _locking, _untrusted, _writes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import stat
 import time
 
-from . import _locking, _trust, _untrusted, _writes, cache
+from . import _locking, _untrusted, _writes
+from ._entry import MAX_ENTRY_BYTES, decode
 
-__all__ = ["info", "clear", "prune", "sweep_tmp"]
+__all__ = ["GRACE_S", "STALE_TMP_S", "tally", "clear", "prune", "sweep_tmp"]
 
+GRACE_S = 10.0  # an entry this young may be one another process is about to read
+STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a crashed writer's
+
+log = logging.getLogger("cudaload.cache")
 # cudaload's own names in a format folder (v1, v2, ...)
 _FORMAT_FOLDER = re.compile(r"v[0-9]+")
 _OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock)|" + re.escape(_locking.KEYS_FILE))
@@ -25,31 +36,32 @@ _ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.bin")
 
 
 def sweep_tmp(folder: str, now: float | None = None) -> int:
+    """Remove the temporary files in ``folder`` older than ``STALE_TMP_S``; return how many."""
     now = time.time() if now is None else now
     removed = 0
     with contextlib.suppress(OSError), os.scandir(folder) as it:
         for entry in it:
             if entry.name.startswith(_writes.PREFIX):
                 with contextlib.suppress(OSError):
-                    if now - entry.stat(follow_symlinks=False).st_mtime > cache.STALE_TMP_S:
+                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TMP_S:
                         os.unlink(entry.path)
                         removed += 1
     return removed
 
 
-def _scan(root: str):
-    """(path, stat of the name itself) of every entry file under the folder ``root``."""
-    with contextlib.suppress(OSError), os.scandir(cache._entries_root(root)) as it:
+def _scan(folder: str):
+    """(path, stat of the name itself) of every entry file in the entries ``folder``."""
+    with contextlib.suppress(OSError), os.scandir(folder) as it:
         for entry in it:
             if _ENTRY_FILE.fullmatch(entry.name):
                 with contextlib.suppress(OSError):
                     yield entry.path, entry.stat(follow_symlinks=False)
 
 
-def _refuse_untrusted(root: str) -> None:
-    """Raise PermissionError, saying why and what to do, when ``root`` is not to be trusted."""
+def _refuse_untrusted(disk) -> None:
+    """Raise PermissionError, saying why and what to do, when ``disk`` is not to be trusted."""
     try:
-        found = cache._problem(root, _trust.shared())
+        found = disk.problem()
     except FileNotFoundError:
         return
     if found is not None:
@@ -59,38 +71,25 @@ def _refuse_untrusted(root: str) -> None:
                               f"{folder}), or remove it yourself")
 
 
-def info() -> dict:
-    """Location, whether it is on, the number of entries and their bytes; ``problem`` says why
-    a folder that is not to be trusted is not used."""
-    _writes.drain()
-    root = cache.directory()
+def tally(disk) -> tuple[int, int]:
+    """(entries, bytes) of the regular entry files in ``disk``'s folder."""
     count = size = 0
-    for _path_, st in _scan(root):
+    for _path, st in _scan(disk.folder):
         if stat.S_ISREG(st.st_mode):
             count += 1
             size += st.st_size
-    try:
-        found = cache._problem(root, _trust.shared())
-    except FileNotFoundError:
-        found = None
-    problem = f"{found[0]}: {found[1]}" if found else None
-    return {"directory": root, "enabled": cache.enabled(), "exists": os.path.isdir(root),
-            "entries": count, "bytes": size, "max_bytes": cache._max_bytes(),
-            "format": cache.FORMAT,
-            "problem": problem}
+    return count, size
 
 
-def clear() -> int:
+def clear(disk) -> int:
     """Delete cudaload's own files (entries, locks and temporary files of every format, and
     toolchain.json) and nothing else; return the number of entries deleted.  Compiles in other
     processes meanwhile go on with the disk cache.  Raises PermissionError for a folder that is
     not to be trusted."""
-    _writes.drain()
-    root = cache.directory()
-    _refuse_untrusted(root)
+    _refuse_untrusted(disk)
     count = 0
     try:
-        with os.scandir(root) as it:
+        with os.scandir(disk.root) as it:
             folders = [e.path for e in it
                        if _FORMAT_FOLDER.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
     except FileNotFoundError:
@@ -104,35 +103,36 @@ def clear() -> int:
                     except OSError:  # a folder of that name, or gone meanwhile
                         continue
                     count += entry.name.endswith(".bin")
-        if folder != cache._entries_root(root):  # an older format's, unless it holds others' files
+        if folder != disk.folder:  # an older format's, unless it holds others' files
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
     with contextlib.suppress(OSError):
-        os.unlink(os.path.join(root, "toolchain.json"))
-    cache.MEMORY.clear()
+        os.unlink(os.path.join(disk.root, "toolchain.json"))
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("cleared %s: %d entries", disk.root, count)
     return count
 
 
-def prune(max_bytes: int | None = None, *, keep: str | None = None, verify: bool = True) -> dict:
+def prune(disk, max_bytes: int | None = None, *, keep: str | None = None,
+          verify: bool = True) -> dict:
     """Delete the least recently used entries beyond ``max_bytes``; with ``verify`` also corrupt
     entries; unless keeping a just-written ``keep``, also stale temporary and idle lock files.
     Return what was removed, and under "kept" how many entries beyond ``max_bytes`` were spared
     because they were written or used in the last ``GRACE_S`` seconds.  Raises PermissionError for
     a folder that is not to be trusted."""
-    _writes.drain()  # returns at once on the worker thread, which calls this after each write
-    root = cache.directory()
     if keep is None:
-        _refuse_untrusted(root)
-    check = cache._check(cache._entries_root(root))
+        _refuse_untrusted(disk)
+    check = disk.check()
     now = time.time()
     removed = {"entries": 0, "bytes": 0, "corrupt": 0, "tmp": 0, "locks": 0, "kept": 0}
     alive = []
-    for path, st in _scan(root):
+    for path, st in _scan(disk.folder):
         regular = stat.S_ISREG(st.st_mode)
         if verify and not _sound(path, regular, check):  # reads every entry: only when tidying
             with contextlib.suppress(OSError):
                 os.unlink(path)
                 removed["corrupt"] += 1
+                _evicted(path, "corrupt")
             continue
         if regular:
             alive.append((st.st_mtime, st.st_size, path))
@@ -141,7 +141,7 @@ def prune(max_bytes: int | None = None, *, keep: str | None = None, verify: bool
         for mtime, size, path in sorted(alive):
             if total <= max_bytes:
                 break
-            if path == keep or now - mtime < cache.GRACE_S:
+            if path == keep or now - mtime < GRACE_S:
                 removed["kept"] += 1
                 continue
             with contextlib.suppress(OSError):
@@ -149,10 +149,16 @@ def prune(max_bytes: int | None = None, *, keep: str | None = None, verify: bool
                 total -= size
                 removed["entries"] += 1
                 removed["bytes"] += size
+                _evicted(path, f"least recently used, beyond {max_bytes} bytes")
     if keep is None:
-        removed["tmp"] += sweep_tmp(cache._entries_root(root), now)
-        removed["locks"] += _drop_idle_locks(cache._entries_root(root))
+        removed["tmp"] += sweep_tmp(disk.folder, now)
+        removed["locks"] += _drop_idle_locks(disk.folder)
     return removed
+
+
+def _evicted(path: str, why: str) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("evicted %s (%s)", path, why)
 
 
 def _sound(path: str, regular: bool, check) -> bool:
@@ -160,12 +166,12 @@ def _sound(path: str, regular: bool, check) -> bool:
     if not regular:  # a link, a pipe...: never read, so never a hit
         return False
     try:
-        data = _untrusted.read_regular(path, cache.MAX_ENTRY_BYTES, check)
+        data = _untrusted.read_regular(path, MAX_ENTRY_BYTES, check)
     except ValueError:  # too large, or not to be trusted
         return False
     except OSError:
         return True
-    return cache.decode(data, os.path.basename(path)[:-4]) is not None
+    return decode(data, os.path.basename(path)[:-4]) is not None
 
 
 def _drop_idle_locks(folder: str) -> int:

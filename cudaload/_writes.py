@@ -1,31 +1,28 @@
-"""Atomic writes (cache entries, and the output files a user names), and the worker thread that
-takes a miss's writes off the caller's path.
+"""Atomic writes: cache entries, ``toolchain.json``, bundles, and the output files a user names.
 
-A cache miss costs the caller little besides NVRTC's own time only if its file work happens
-elsewhere: creating a file costs 0.1-0.2 ms on ext4, and right after a compile every step runs
-with caches NVRTC has evicted, several times slower than warm.  So a miss asks for its temporary
-file (:class:`Ahead`) when it takes the key's lock, and a daemon thread creates it while NVRTC
-compiles (cffi releases the GIL around NVRTC's calls); the write, the rename and the unlock that
-follow the compile are a job for the same thread (:func:`later`).  The key stays locked until the
-entry is in place, so another process waiting for that key finds it.  Jobs still queued when the
-interpreter exits are run first: at threading's shutdown, which multiprocessing's workers also go
-through before their ``os._exit``, and at ``atexit``.  In a child forked after this module was
-imported, which may end with a bare ``os._exit``, jobs run on the calling thread.
+A file is written to a temporary file beside it (named ``PREFIX``...) and renamed into place, so a
+reader sees the old file or the new one, never a part.
+
+Creating a file is most of what writing a cache entry costs: 0.1-0.2 ms on a warm ext4, over
+1 ms right after an NVRTC compile has evicted the caches, or on a slow virtual disk (2-3% of a
+compile).  So a miss asks for its temporary file (:class:`Ahead`) when it takes the key's lock,
+and a thread of its own creates it while NVRTC compiles (cffi releases the GIL around NVRTC's
+calls).  The write, the rename and the unlock follow on the caller's thread; the thread has ended
+before the key is unlocked, so nothing outlives the compile that asked for it.
+
+Imports of cudaload: _untrusted (to describe what an output path names).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import errno
 import os
-import queue
 import stat
 import tempfile
 import threading
 
-__all__ = ["PREFIX", "Ahead", "commit", "write_atomic", "check_output", "write_output", "later",
-           "drain"]
+__all__ = ["PREFIX", "Ahead", "commit", "write_atomic", "check_output", "write_output"]
 
 PREFIX = ".tmp-"
 
@@ -113,105 +110,43 @@ def _umask() -> int:
     return mask
 
 
-class Ahead:
-    """A temporary file in ``folder``, created on the worker thread."""
 
-    __slots__ = ("_folder", "_done", "_made", "_error", "_taken")
+class Ahead:
+    """A temporary file in ``folder``, created on a thread of its own."""
+
+    __slots__ = ("_thread", "_made")
 
     def __init__(self, folder: str):
-        self._folder = folder
-        self._done = threading.Lock()  # held until the file exists; a Lock costs less than an Event
-        self._done.acquire()
-        self._made: tuple[int, str] | None = None
-        self._error: OSError | None = None
-        self._taken = False
-        later(self._create)
-
-    def _create(self) -> None:
+        self._made: tuple[int, str] | OSError | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._create, args=(folder,), name="cudaload-tmpfile", daemon=True)
         try:
-            self._made = _mkstemp(self._folder)
-        except OSError as exc:  # raised to whoever takes the file
-            self._error = exc
-        finally:
-            self._done.release()
+            self._thread.start()
+        except RuntimeError:  # no new threads (the interpreter is shutting down)
+            self._thread = None
+            self._create(folder)
 
-    def take(self) -> tuple[int, str]:
-        """(descriptor, path) of the file, now the caller's.  Raises the OSError that creating
-        it raised."""
-        with self._done:
-            self._taken = True
-        if self._error is not None:
-            raise self._error
-        return self._made
+    def _create(self, folder: str) -> None:
+        try:
+            self._made = _mkstemp(folder)
+        except OSError as exc:  # raised to whoever takes the file
+            self._made = exc
+
+    def take(self) -> tuple[int, str] | None:
+        """(descriptor, path) of the file, now the caller's; None once taken.  Raises the
+        OSError that creating it raised."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        made, self._made = self._made, None
+        if isinstance(made, OSError):
+            raise made
+        return made
 
     def discard(self) -> None:
-        """Remove the file unless it was taken, on the worker thread."""
-        if not self._taken:
-            self._taken = True
-            later(self._remove)
-
-    def _remove(self) -> None:  # runs after _create: one worker, jobs in order
-        if self._made is not None:
-            fd, tmp = self._made
-            with contextlib.suppress(OSError):
-                os.close(fd)
-                os.unlink(tmp)
-
-
-_jobs: queue.SimpleQueue = queue.SimpleQueue()
-_worker: list = [None]  # the running thread; None before the first job
-_starting = threading.Lock()
-_forked = [False]
-
-
-def _work() -> None:
-    while True:
-        _run(_jobs.get())
-
-
-def _run(job) -> None:
-    try:
-        job()
-    except BaseException:  # nothing a job raises may stop the thread every later miss waits on
-        import traceback
-
-        traceback.print_exc()
-
-
-def later(job) -> None:
-    """Run ``job()`` on the worker thread, after the jobs submitted before it."""
-    if _forked[0]:
-        _run(job)
-        return
-    if _worker[0] is None:
-        with _starting:
-            if _worker[0] is None:
-                try:
-                    thread = threading.Thread(target=_work, name="cudaload-cache", daemon=True)
-                    thread.start()
-                except RuntimeError:  # no new threads (the interpreter is shutting down)
-                    _run(job)
-                    return
-                _worker[0] = thread
-    _jobs.put(job)
-
-
-def drain() -> None:
-    """Wait until the jobs submitted so far have run."""
-    if _worker[0] is not None and not _forked[0] and threading.current_thread() is not _worker[0]:
-        done = threading.Event()
-        _jobs.put(done.set)
-        done.wait()
-
-
-def _in_child() -> None:
-    _forked[0] = True
-
-
-atexit.register(drain)
-try:  # runs before non-daemon threads are joined, also in multiprocessing's workers
-    threading._register_atexit(drain)
-except (AttributeError, RuntimeError):  # not this Python, or already shutting down
-    pass
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_in_child)
+        """Remove the file unless it was taken."""
+        with contextlib.suppress(OSError):
+            made = self.take()
+            if made is not None:
+                os.close(made[0])
+                os.unlink(made[1])

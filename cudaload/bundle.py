@@ -13,7 +13,7 @@ Layout::
     MAGIC, format (u16), index length (u32)      BUNDLE_HEADER
     index: JSON {"cudaload": version, "entries": [{"program", "name", "kind", "arch",
                  "name_expressions", "offset", "length"}, ...]}
-    entries: each one the bytes of a kernel cache entry (cache.encode), with its own integrity hash
+    entries: each one the bytes of a kernel cache entry (_entry.encode), with its own integrity hash
 
 A CUBIN runs on its own arch and on later minor revisions of the same major (sm_80 code runs on
 sm_86 and sm_89), so the bundle picks the exact arch, else the newest same-major one not newer than
@@ -28,7 +28,8 @@ import struct
 import threading
 import warnings
 
-from . import _untrusted, cache
+from . import _untrusted, _writes
+from ._entry import decode, encode
 from .objectcode import ObjectCode
 from .options import parse_arch
 
@@ -144,7 +145,7 @@ class Bundle:
         if entry is None:
             return None
         start = entry["offset"]
-        obj = cache.decode(self._data[start:start + entry["length"]])
+        obj = decode(self._data[start:start + entry["length"]])
         if obj is None:  # a damaged entry is a miss; its neighbours may be fine
             return None
         shipped = obj._as("bundle")
@@ -163,7 +164,7 @@ class Bundle:
         meta = {"program": program._bundle_digest().hex(), "name": program.name, "kind": obj.kind,
                 "arch": obj.arch, "name_expressions": list(program.name_expressions)}
         self._new = [(m, b) for m, b in self._new if _key(m) != _key(meta)]
-        self._new.append((meta, cache.encode(obj)))
+        self._new.append((meta, encode(obj)))
 
     def to_bytes(self) -> bytes:
         """The bundle file: entries read from the origin and those added, one per key."""
@@ -188,7 +189,7 @@ class Bundle:
         data = self.to_bytes()
         path = os.path.abspath(os.fspath(path))
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        cache.write_atomic(path, data)
+        _writes.write_atomic(path, data)
         os.chmod(path, 0o644)  # package data, read by every user; the temporary file was 0600
         return len(data)
 

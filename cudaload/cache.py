@@ -1,4 +1,4 @@
-"""The kernel cache: a dict per process in front of a folder shared by processes.
+"""The kernel cache: a dict per process (:data:`MEMORY`) before a folder processes share.
 
 Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cache/cudaload``;
 ``CUDALOAD_CACHE=0`` turns the folder off (the per-process dict stays).  Layout::
@@ -10,320 +10,370 @@ Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cac
                               Windows uses a ``<key>.lock`` file per key)
     v2/.tmp-…                 a write in progress (swept when stale)
 
+:func:`default` gives the cache compiles use now: the one :class:`DiskCache` of the folder the
+environment names, or :data:`NULL` (a :class:`NullCache`, which keeps nothing) when the disk part
+is off, its folder failed or is not to be trusted.  A DiskCache made for another folder is
+independent of it.
+
 An entry (_entry.py) records the key it was stored under, and an integrity hash; one that fails
 any check, or was stored under another key, is a miss.  Entries are written to a temporary file in
-the same folder and renamed into place, so a reader sees a whole entry or none.  A miss's file
-work runs on a worker thread, partly while NVRTC compiles (see _writes.py); the key stays locked
-until its entry is in place.  No fsync: it cost 1-4 ms per entry (2-8% of a compile), and an entry
-torn by a power cut fails its integrity hash and is compiled again, so durability buys nothing a
-miss does not.  A folder that cannot be created or written gives one warning and the process goes
-on without it.  ``CUDALOAD_CACHE_MAX_BYTES`` bounds the folder: after a write, least recently used
-entries (hits touch their modification time) are deleted, except any written or used in the last
-``GRACE_S`` seconds.
+the same folder and renamed into place, so a reader sees a whole entry or none, while the key's
+lock is held: another process waiting for the key finds the entry once it gets the lock (the
+temporary file is created while NVRTC compiles, see _writes.py).  No fsync: it cost 1-4 ms per
+entry (2-8% of a compile), and an entry torn by a power cut fails its integrity hash and is
+compiled again, so durability buys nothing a miss does not.  A folder that cannot be created or
+written gives one warning and the process goes on without it.  ``CUDALOAD_CACHE_MAX_BYTES``
+bounds the folder (_upkeep.py).
 
 Whoever can write the folder chooses the code a compile returns, so it is trusted as ssh and pip
-trust theirs (_trust.py): the folder (created 0700) and every file read from it must belong to
-this user or root and be writable by neither group nor others; otherwise the folder is not used,
-with one warning that names it and the fix.  ``CUDALOAD_CACHE_SHARED=1`` opts in to a folder
-deliberately shared by a group: compiled entries from it are used, but no library path is taken
-from it.  Only regular files are read (without following a symbolic link, without blocking, up to
-``MAX_ENTRY_BYTES``); anything else is a miss.  The folder's trust is checked once per process.
+trust theirs (_trust.py); a folder that is not is unused, with one warning that names it and the
+fix.  Only regular files are read (without following a symbolic link, without blocking, up to
+``MAX_ENTRY_BYTES``); anything else is a miss.  A folder's trust is checked once per process.
+
+``logging.getLogger("cudaload.cache")`` reports disk hits, misses, stores, evictions and refused
+entries at DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more).
+
+Imports of cudaload: _entry, _locking, _trust, _untrusted, _upkeep, _writes, objectcode.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
+import logging
 import os
 import stat
 import warnings
 
-from . import _locking, _trust, _untrusted, _writes
-from ._entry import FORMAT, HEADER, MAGIC, decode, encode
+from . import _locking, _trust, _untrusted, _upkeep, _writes
+from ._entry import FORMAT, HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
+from ._upkeep import GRACE_S, STALE_TMP_S
 from .objectcode import ObjectCode
 
-__all__ = ["FORMAT", "MEMORY", "OFF", "CacheWarning", "directory", "entries", "enabled", "lookup",
-           "store", "lock", "evict", "encode", "decode", "info", "clear", "prune", "write_atomic",
-           "byte_count", "HEADER", "MAGIC"]
+__all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP_S", "MEMORY",
+           "NULL", "CacheWarning", "DiskCache", "NullCache", "default", "configured",
+           "directory", "max_bytes", "byte_count", "encode", "decode"]
 
-GRACE_S = 10.0  # an entry this young may be one another process is about to read
-STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a crashed writer's
-MAX_ENTRY_BYTES = 1 << 30  # far beyond any CUBIN; a larger file is not an entry
+log = logging.getLogger("cudaload.cache")
+_DEBUG = logging.DEBUG
 
 # (program digest, arch as asked, output as asked) -> (ObjectCode with .cached == "memory", the
 # witness of the files its compile read: includes.still_valid() says whether the hit holds).
 MEMORY: dict = {}
-OFF = ""  # as the folder of lookup() and lock(): this entry is not kept on disk
 
 
 class CacheWarning(UserWarning):
     """The disk cache cannot be used; compiling goes on without it."""
 
 
-_broken: set[str] = set()  # folders already warned about, off for the rest of the process
-_swept: set[str] = set()  # folders whose stale temporary files this process has removed
-_trusted: set[str] = set()  # folders whose owner and mode were found fit, once per process
-_shared: set[str] = set()  # entries folders of caches shared by a group (CUDALOAD_CACHE_SHARED)
+def _discard(_obj) -> None:
+    pass
 
 
-def directory() -> str:
-    """The cache folder this process uses (it may not exist yet)."""
-    env = os.environ
-    spec = (env.get("CUDALOAD_CACHE_DIR"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
-    root = _resolved.get(spec)
-    if root is None:  # resolved once per setting: a miss asks for the folder several times
-        configured, xdg, _home = spec
-        if configured:
-            root = os.path.abspath(os.path.expanduser(configured))
-        else:
-            root = os.path.join(xdg or os.path.join(os.path.expanduser("~"), ".cache"), "cudaload")
-        _resolved[spec] = root
-    return root
+class NullCache:
+    """The disk part off: nothing is found, locked or kept."""
 
+    root = folder = None
+    usable = False
 
-_resolved: dict = {}
-
-
-def entries() -> str | None:
-    """The folder of entries this process uses now, or None when the disk part is off
-    (``CUDALOAD_CACHE=0``), its folder failed or is not to be trusted.  Resolved once per compile
-    and passed along: the environment reads are most of the cost of a lookup."""
-    if os.environ.get("CUDALOAD_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
+    def lookup(self, key: str) -> None:
         return None
-    root = directory()
-    if root in _broken or (root not in _trusted and not _vouch(root)):
-        return None
-    return _entries_root(root)
+
+    @contextlib.contextmanager
+    def lock(self, key: str):
+        yield _discard
+
+    def store(self, key: str, obj: ObjectCode) -> None:
+        pass
+
+    def evict(self, key: str) -> None:
+        pass
 
 
-def enabled() -> bool:
-    """Whether the disk part is on (``CUDALOAD_CACHE`` is not 0 and the folder has not failed)."""
-    return entries() is not None
+NULL = NullCache()
 
 
-def _entries_root(root: str) -> str:
-    return os.path.join(root, f"v{FORMAT}")
+class DiskCache:
+    """The kernel cache kept in the folder ``root`` (entries in ``root/v<FORMAT>``), with its
+    state: ``trusted`` (owner and mode found fit), ``shared`` (a group's, by
+    ``CUDALOAD_CACHE_SHARED``), ``swept`` (of stale temporary files, once) and ``broken``
+    (warned about, and off for the rest of the process)."""
 
+    def __init__(self, root):
+        self.root = os.path.abspath(os.fspath(root))
+        self.folder = os.path.join(self.root, f"v{FORMAT}")
+        self.trusted = self.shared = self.swept = self.broken = False
 
-def _path(key: str, suffix: str = ".bin", folder: str | None = None) -> str:
-    """The file of ``key`` in ``folder`` (what :func:`entries` returned), else in this process's."""
-    return (folder or _entries_root(directory())) + os.sep + key + suffix
+    @property
+    def usable(self) -> bool:
+        """Whether the folder is used: it has not failed, and it may be trusted (see _vouch)."""
+        return not self.broken and (self.trusted or self._vouch())
 
+    def path(self, key: str, suffix: str = ".bin") -> str:
+        """The file of ``key``."""
+        return self.folder + os.sep + key + suffix
 
-def _problem(root: str, shared: bool) -> tuple[str, str] | None:
-    """(folder, why) when the cache folder ``root`` or its entries folder may not be used, else
-    None.  Raises FileNotFoundError when ``root`` does not exist yet."""
-    for folder in (root, _entries_root(root)):
+    # ---- entries ------------------------------------------------------------------------------
+
+    def lookup(self, key: str) -> ObjectCode | None:
+        """The entry stored under ``key``, or None (absent, unreadable, corrupt, stored under
+        another key, not a regular file, not to be trusted, or the folder unusable)."""
+        if not self.usable:
+            return None
+        path = self.folder + os.sep + key + ".bin"
+        if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
+            if log.isEnabledFor(_DEBUG):
+                log.debug("disk miss %s in %s", key, self.folder)
+            return None
         try:
-            why = _trust.folder_problem(folder, shared)
+            data = _untrusted.read_regular(path, MAX_ENTRY_BYTES, self.check())
+        except (OSError, ValueError) as exc:
+            if log.isEnabledFor(_DEBUG):
+                log.debug("disk entry %s refused: %s", path, exc)
+            return None
+        obj = decode(data, key)
+        if obj is None:
+            if log.isEnabledFor(_DEBUG):
+                log.debug("disk entry %s refused: corrupt, or stored under another key", path)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # least-recently-used order is by modification time
+        if log.isEnabledFor(_DEBUG):
+            log.debug("disk hit %s in %s", key, self.folder)
+        return obj
+
+    @contextlib.contextmanager
+    def lock(self, key: str):
+        """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which
+        stores ``obj`` under ``key`` before the lock is released, so another process waiting
+        for the key finds it.  Nothing is locked or stored when the folder is unusable."""
+        if not self.usable:
+            yield _discard
+            return
+        try:
+            if not self.swept:
+                self.ready()
+            release = _locking.acquire_key(self.folder, key, 0o660 if self.shared else 0o600)
+        except OSError as exc:
+            self._give_up(exc, "creating a lock file")
+            yield _discard
+            return
+        ahead = written = None
+
+        def publish(obj: ObjectCode) -> None:
+            nonlocal written
+            written = self._write(key, obj, ahead)
+        try:  # from here on, whatever happens (KeyboardInterrupt included) the key is released
+            ahead = _writes.Ahead(self.folder)
+            yield publish
+        finally:
+            try:
+                if ahead is not None:
+                    ahead.discard()
+            finally:
+                release()
+        if written is not None:
+            self._bound(written)
+
+    def store(self, key: str, obj: ObjectCode) -> None:
+        """Write ``obj`` under ``key``; on failure warn once and leave the folder unused."""
+        if not self.usable:
+            return
+        try:
+            self.ready()
+        except FileNotFoundError:  # removed meanwhile: as if cleared
+            return
+        except OSError as exc:
+            self._give_up(exc, "writing an entry")
+            return
+        written = self._write(key, obj)
+        if written is not None:
+            self._bound(written)
+
+    def evict(self, key: str) -> None:
+        """Forget ``key`` on disk (memory entries are the caller's to drop)."""
+        if self.usable:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path(key))
+                if log.isEnabledFor(_DEBUG):
+                    log.debug("evicted %s from %s (refused by the driver)", key, self.folder)
+
+    def _write(self, key: str, obj: ObjectCode, ahead: _writes.Ahead | None = None) -> str | None:
+        """Write ``obj`` as the entry of ``key``, through ``ahead``'s temporary file if given;
+        the entry's path, or None when it was not written (the folder was cleared meanwhile, or
+        failed: warned once, and unused from now on)."""
+        path = self.path(key)
+        data = encode(obj, key)
+        mode = 0o640 if self.shared else None  # readable by the group of a shared cache
+        try:
+            written = False
+            try:
+                made = ahead.take() if ahead is not None else None
+                if made is not None:
+                    _writes.commit(*made, path, data, mode=mode)
+                    written = True
+            except FileNotFoundError:
+                pass  # the temporary file went during the compile: a `cache clear`, or a sweep
+            if not written:
+                _writes.write_atomic(path, data, mode=mode)
+        except FileNotFoundError:  # cleared again meanwhile: as if cleared after the write
+            return None
+        except OSError as exc:
+            self._give_up(exc, "writing an entry")
+            return None
+        if log.isEnabledFor(_DEBUG):
+            log.debug("stored %s (%d bytes)", path, len(data))
+        return path
+
+    def _bound(self, entry: str) -> None:
+        """Hold the folder to ``CUDALOAD_CACHE_MAX_BYTES`` after ``entry`` was written, sparing
+        it."""
+        limit = max_bytes()
+        if limit is not None:
+            self.prune(limit, keep=entry, verify=False)
+
+    # ---- the folder -----------------------------------------------------------------------------
+
+    def ready(self) -> None:
+        """Create the entries folder (and the cache folder, private) if needed; check the folder
+        and sweep it once per process.  Raises OSError, PermissionError for a folder not to be
+        used."""
+        self._make()  # every time: another process may have cleared it
+        if not self.swept:  # once per process: the scan grows with the folder
+            if not self.trusted and not self._vouch():
+                raise PermissionError(f"{self.root} is not to be trusted")
+            self.swept = True
+            _upkeep.sweep_tmp(self.folder)
+
+    def _make(self) -> None:
+        try:
+            os.mkdir(self.folder, 0o700)
+        except FileExistsError:
+            return
         except FileNotFoundError:
-            if folder == root and not os.path.lexists(root):
-                raise
-            return None  # no entries folder yet: only this user (or root) can make one in root
-        except OSError:
-            return None  # not a folder: creating or writing in it fails, and says so
-        if why is not None:
-            return folder, why
-    return None
+            os.makedirs(os.path.dirname(self.root), exist_ok=True)  # ~/.cache, as programs do
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.root, 0o700)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.folder, 0o700)
+        if _trust.shared():  # a group's folder: its entries folder is the group's as well
+            os.chmod(self.folder, stat.S_IMODE(os.stat(self.root).st_mode) & 0o2770)
 
+    def problem(self) -> tuple[str, str] | None:
+        """(folder, why) when the cache folder or its entries folder may not be used, else None.
+        Raises FileNotFoundError when the cache folder does not exist yet."""
+        return _trust.cache_problem(self.root, self.folder, _trust.shared())
 
-def _vouch(root: str) -> bool:
-    """Whether the folder ``root`` may be used; when not, warn once and leave it off for the rest
-    of the process.  A folder not made yet is checked again once it exists."""
-    shared = _trust.shared()
-    try:
-        found = _problem(root, shared)
-    except FileNotFoundError:
-        return True  # made by this process, 0700, when its first entry is written
-    if found is not None:
-        folder, why = found
-        _warn_once(root, f"kernel cache folder {folder} is not used: {why}, and whoever may "
-                         "write it would choose the code this process runs. Next step: make it "
-                         f"yours and private (chown -R $USER {folder}; chmod 700 {folder}), "
-                         "remove it, or set CUDALOAD_CACHE_DIR to a folder of your own; for a "
-                         "cache a group shares on purpose (chgrp GROUP; chmod 2770), set "
-                         f"{_trust.SHARED_ENV}=1")
-        return False
-    _trusted.add(root)
-    if shared:
-        _shared.add(_entries_root(root))
-    return True
+    def check(self):
+        """The test each file read from the folder must pass (see _trust.py)."""
+        return _shared_problem if self.shared else _trust.problem
 
+    def _vouch(self) -> bool:
+        """Whether the folder may be used; when not, warn once and leave it unused.  A folder
+        not made yet is checked again once it exists."""
+        shared = _trust.shared()
+        try:
+            found = _trust.cache_problem(self.root, self.folder, shared)
+        except FileNotFoundError:
+            return True  # made by this process, 0700, when its first entry is written
+        if found is not None:
+            folder, why = found
+            self._warn_once(
+                f"kernel cache folder {folder} is not used: {why}, and whoever may write it "
+                "would choose the code this process runs. Next step: make it yours and private "
+                f"(chown -R $USER {folder}; chmod 700 {folder}), remove it, or set "
+                "CUDALOAD_CACHE_DIR to a folder of your own; for a cache a group shares on "
+                f"purpose (chgrp GROUP; chmod 2770), set {_trust.SHARED_ENV}=1")
+            return False
+        self.trusted, self.shared = True, shared
+        return True
 
-def _warn_once(root: str, text: str) -> None:
-    if root not in _broken:
-        _broken.add(root)
-        warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
+    def _warn_once(self, text: str) -> None:
+        if not self.broken:
+            self.broken = True
+            warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
 
+    def _give_up(self, exc: OSError, doing: str) -> None:
+        self._warn_once(f"kernel cache folder {self.root} cannot be used ({doing}: {exc}); going "
+                        "on without the disk cache. Next step: set CUDALOAD_CACHE_DIR to a "
+                        "writable folder with free space, or CUDALOAD_CACHE=0 to silence this")
 
-def _give_up(exc: OSError, doing: str) -> None:
-    root = directory()
-    _warn_once(root, f"kernel cache folder {root} cannot be used ({doing}: {exc}); going on "
-                     "without the disk cache. Next step: set CUDALOAD_CACHE_DIR to a writable "
-                     "folder with free space, or CUDALOAD_CACHE=0 to silence this")
+    # ---- looking after it (``cudaload cache info|clear|prune``) ---------------------------------
 
+    def info(self) -> dict:
+        """Location, whether compiles in this process use it, the number of entries and their
+        bytes; ``problem`` says why a folder that is not to be trusted is not used."""
+        count, size = _upkeep.tally(self)
+        try:
+            found = self.problem()
+        except FileNotFoundError:
+            found = None
+        return {"directory": self.root, "enabled": default() is self,
+                "exists": os.path.isdir(self.root), "entries": count, "bytes": size,
+                "max_bytes": max_bytes(), "format": FORMAT,
+                "problem": f"{found[0]}: {found[1]}" if found else None}
 
-def _check(folder: str):
-    """The test each file read from the entries ``folder`` must pass (see _trust.py)."""
-    return _shared_problem if folder in _shared else _trust.problem
+    def clear(self) -> int:
+        """Delete cudaload's own files (see _upkeep.py) and this process's memory cache; return
+        the number of entries deleted.  Raises PermissionError for a folder not to be trusted."""
+        count = _upkeep.clear(self)
+        MEMORY.clear()
+        return count
+
+    def prune(self, max_bytes: int | None = None, *, keep: str | None = None,
+              verify: bool = True) -> dict:
+        """Delete the least recently used entries beyond ``max_bytes``, corrupt entries, stale
+        temporary and idle lock files (see _upkeep.py); return what was removed."""
+        return _upkeep.prune(self, max_bytes, keep=keep, verify=verify)
 
 
 def _shared_problem(st) -> str | None:
     return _trust.problem(st, shared_by_group=True)
 
 
-def _file_mode(folder: str) -> int | None:
-    """The mode of a file written in ``folder``: readable by the group of a shared cache."""
-    return 0o640 if folder in _shared else None
+_OFF_WORDS = ("0", "false", "no", "off")
+_by_root: dict[str, DiskCache] = {}  # one per folder: its trust and failure hold process-wide
+# (CUDALOAD_CACHE, CUDALOAD_CACHE_DIR, XDG_CACHE_HOME, HOME) -> the cache they name: resolved
+# once per setting, since a compile asks for it and the environment reads are most of a lookup
+_by_setting: dict[tuple, DiskCache | NullCache] = {}
 
 
-def lookup(key: str, folder: str | None = None) -> ObjectCode | None:
-    """The entry stored under ``key``, or None (absent, unreadable, corrupt, stored under another
-    key, not a regular file, not to be trusted, or cache off).  ``folder``: what
-    :func:`entries` returned, if the caller has it; :data:`OFF` for none."""
-    if folder is None:
-        folder = entries()
-    if not folder:
-        return None
-    path = folder + os.sep + key + ".bin"
-    if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
-        return None
-    try:
-        data = _untrusted.read_regular(path, MAX_ENTRY_BYTES, _check(folder))
-    except (OSError, ValueError):
-        return None
-    obj = decode(data, key)
-    if obj is not None:
-        with contextlib.suppress(OSError):
-            os.utime(path)  # least-recently-used order is by modification time
-    return obj
+def _for_root(root: str) -> DiskCache:
+    found = _by_root.get(root)
+    if found is None:
+        found = _by_root[root] = DiskCache(root)
+    return found
 
 
-write_atomic = _writes.write_atomic
+def _root(configured_dir: str | None, xdg: str | None) -> str:
+    if configured_dir:
+        return os.path.abspath(os.path.expanduser(configured_dir))
+    return os.path.join(xdg or os.path.join(os.path.expanduser("~"), ".cache"), "cudaload")
 
 
-def store(key: str, obj: ObjectCode) -> None:
-    """Write ``obj`` under ``key``; on failure warn once and turn the disk cache off."""
-    folder = entries()
-    if not folder:
-        return
-    path = folder + os.sep + key + ".bin"
-    try:
-        _ready(folder)
-        write_atomic(path, encode(obj, key), mode=_file_mode(folder))
-    except FileNotFoundError:  # its temporary file went in a `cache clear`: as if cleared
-        return
-    except OSError as exc:
-        _give_up(exc, "writing an entry")
-        return
-    _bound(path)
+def default() -> DiskCache | NullCache:
+    """The cache compiles in this process use now: the DiskCache of the folder the environment
+    names, or :data:`NULL` when ``CUDALOAD_CACHE=0``, or that folder failed or is not to be
+    trusted."""
+    env = os.environ
+    setting = (env.get("CUDALOAD_CACHE"), env.get("CUDALOAD_CACHE_DIR"),
+               env.get("XDG_CACHE_HOME"), env.get("HOME"))
+    found = _by_setting.get(setting)
+    if found is None:
+        off = (setting[0] or "1").strip().lower() in _OFF_WORDS
+        found = _by_setting[setting] = NULL if off else _for_root(_root(setting[1], setting[2]))
+    return found if found.usable else NULL
 
 
-def _ready(folder: str) -> str:
-    """Create the entries ``folder`` (and the cache folder, private) if needed, check it once and
-    sweep it once per process.  Raises OSError, PermissionError for a folder not to be used."""
-    _make(folder)  # every time: another process may have cleared it
-    if folder not in _swept:  # once per process: the scan grows with the folder
-        root = os.path.dirname(folder)
-        if root not in _trusted and not _vouch(root):
-            raise PermissionError(f"{root} is not to be trusted")
-        _swept.add(folder)
-        _upkeep.sweep_tmp(folder)
-    return folder
+def configured() -> DiskCache:
+    """The DiskCache of the folder the environment names, used or not (``cudaload cache``
+    looks after it even with ``CUDALOAD_CACHE=0``)."""
+    env = os.environ
+    return _for_root(_root(env.get("CUDALOAD_CACHE_DIR"), env.get("XDG_CACHE_HOME")))
 
 
-def _make(folder: str) -> None:
-    try:
-        os.mkdir(folder, 0o700)
-    except FileExistsError:
-        return
-    except FileNotFoundError:
-        root = os.path.dirname(folder)
-        os.makedirs(os.path.dirname(root), exist_ok=True)  # ~/.cache: as any program makes it
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(root, 0o700)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, 0o700)
-    if _trust.shared():  # a group's folder: its entries folder is the group's as well
-        os.chmod(folder, stat.S_IMODE(os.stat(os.path.dirname(folder)).st_mode) & 0o2770)
-
-
-@contextlib.contextmanager
-def lock(key: str, folder: str | None = None):
-    """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which stores
-    ``obj`` under ``key``.  Nothing is locked or stored when the disk cache is off or unusable.
-    ``folder``: what :func:`entries` returned, if the caller has it.
-
-    After ``publish`` the write and the unlock are left to the worker thread (see _writes.py).
-    """
-    if folder is None:
-        folder = entries()
-    if not folder:
-        yield _discard
-        return
-    try:
-        if folder not in _swept:
-            _ready(folder)
-        release = _locking.acquire_key(folder, key, 0o660 if folder in _shared else 0o600)
-    except OSError as exc:
-        _give_up(exc, "creating a lock file")
-        yield _discard
-        return
-    ahead = None
-    published: list = []
-    try:  # from here on, whatever happens (KeyboardInterrupt included) the key is released
-        ahead = _writes.Ahead(folder)
-        yield functools.partial(_publish, key, folder, ahead, release, published)
-    finally:
-        if not published:
-            if ahead is not None:
-                ahead.discard()
-            release()
-
-
-def _discard(_obj) -> None:
-    pass
-
-
-def _publish(key: str, folder: str, ahead: _writes.Ahead, release, published: list,
-             obj: ObjectCode) -> None:
-    published.append(obj)
-    entry = folder + os.sep + key + ".bin"
-
-    def job() -> None:
-        try:
-            data = encode(obj, key)
-            mode = _file_mode(folder)
-            try:
-                fd, tmp = ahead.take()
-                _writes.commit(fd, tmp, entry, data, mode=mode)
-            except FileNotFoundError:
-                # The temporary file went during the compile: the folder was cleared, or the
-                # compile outlasted STALE_TMP_S and another process swept the file.  A second
-                # clear meanwhile drops the entry, as it would have had it been written.
-                with contextlib.suppress(FileNotFoundError):
-                    write_atomic(entry, data, mode=mode)
-        except OSError as exc:
-            _give_up(exc, "writing an entry")
-            return
-        finally:
-            release()
-        _bound(entry)
-    _writes.later(job)
-
-
-def _bound(entry: str) -> None:
-    """Hold the folder to ``CUDALOAD_CACHE_MAX_BYTES`` after ``entry`` was written, sparing it."""
-    limit = _max_bytes()
-    if limit is not None:
-        prune(limit, keep=entry, verify=False)
-
-
-def evict(key: str) -> None:
-    """Forget ``key`` on disk (memory entries are the caller's to drop)."""
-    if enabled():
-        with contextlib.suppress(OSError):
-            os.unlink(_path(key))
+def directory() -> str:
+    """The cache folder this process uses (it may not exist yet)."""
+    return configured().root
 
 
 def byte_count(text: str) -> int | None:
@@ -335,7 +385,9 @@ def byte_count(text: str) -> int | None:
     return value if value >= 0 else None
 
 
-def _max_bytes() -> int | None:
+def max_bytes() -> int | None:
+    """The size bound ``CUDALOAD_CACHE_MAX_BYTES`` sets, or None (none, or not a number: warned
+    about, and ignored)."""
     value = os.environ.get("CUDALOAD_CACHE_MAX_BYTES", "").strip()
     if not value:
         return None
@@ -345,7 +397,3 @@ def _max_bytes() -> int | None:
                       "ignored", CacheWarning, stacklevel=3)
         return None
     return limit
-
-
-from ._upkeep import clear, info, prune  # noqa: E402  (they use this module's names)
-from . import _upkeep  # noqa: E402

@@ -170,38 +170,39 @@ def _byte_count(text: str) -> int:
 def _cmd_cache(args) -> int:
     from . import cache
 
+    disk = cache.configured()  # looked after even with CUDALOAD_CACHE=0
     try:
-        return _cache_action(args.action or "info", args)
+        return _cache_action(disk, args.action or "info", args)
     except PermissionError as err:  # a folder not to be trusted: the message says what to do
         print(f"cudaload cache: {err}", file=sys.stderr)
         return 1
     except OSError as err:
-        print(f"cudaload cache: {cache.directory()}: {err.strerror or err}. Next step: set "
+        print(f"cudaload cache: {disk.root}: {err.strerror or err}. Next step: set "
               "CUDALOAD_CACHE_DIR to a folder (or a path where one can be made)", file=sys.stderr)
         return 1
 
 
-def _cache_action(action: str, args) -> int:
+def _cache_action(disk, action: str, args) -> int:
     import json
     import os
 
     from . import cache
 
     if action == "clear":
-        count = cache.clear()
-        print(f"removed {count} entries from {cache.directory()}")
+        count = disk.clear()
+        print(f"removed {count} entries from {disk.root}")
     elif action == "prune":
         limit = args.max_bytes
         if limit is None and os.environ.get("CUDALOAD_CACHE_MAX_BYTES"):
-            limit = cache._max_bytes()
-        removed = cache.prune(limit)
-        print(f"pruned {cache.directory()}: {removed['entries']} least recently used entries "
+            limit = cache.max_bytes()
+        removed = disk.prune(limit)
+        print(f"pruned {disk.root}: {removed['entries']} least recently used entries "
               f"({removed['bytes']} bytes), {removed['corrupt']} corrupt entries, "
               f"{removed['tmp']} stale temporary files, {removed['locks']} idle lock files"
               + (f"; kept {removed['kept']} entries used in the last {cache.GRACE_S:g} seconds "
                  "although over the size bound" if limit is not None else ""))
     else:
-        facts = cache.info()
+        facts = disk.info()
         if getattr(args, "json", False):
             print(json.dumps(facts, indent=2))
         else:

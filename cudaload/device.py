@@ -7,10 +7,9 @@ thread, so making it current again costs one attribute read instead of a driver 
 
 from __future__ import annotations
 
-import os
 import threading
 
-from . import driver
+from . import driver, lifetime
 from ._cuda_ffi import ffi as _cuda_ffi
 
 __all__ = ["Device", "device_count", "current_device", "current_arch", "activate"]
@@ -215,5 +214,4 @@ def _after_fork_in_child() -> None:
     generation[0] += 1
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+lifetime.on_fork_in_child(_after_fork_in_child)

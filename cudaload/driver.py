@@ -10,11 +10,10 @@ that entry point is first used.  ``init()`` runs ``cuInit`` once and remembers a
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 
-from . import _loader
+from . import _loader, lifetime
 from .errors import CudaLoadError, DriverError, ForkedProcessError, MissingSymbolError
 
 __all__ = ["api", "init", "call", "check", "describe", "error", "version", "forget_load_failure",
@@ -78,7 +77,6 @@ _api: Driver | None = None
 _api_lock = threading.Lock()
 _init_lock = threading.Lock()
 _init_result: CudaLoadError | bool | None = None
-_forked = False
 
 
 def api() -> Driver:
@@ -95,7 +93,7 @@ def api() -> Driver:
 def init() -> Driver:
     """The driver after a successful ``cuInit(0)``; the first failure is remembered and re-raised."""
     global _init_result
-    if _forked:
+    if lifetime.forked():
         raise ForkedProcessError(
             "CUDA was initialised in the parent process and cannot be used after fork().",
             hint="start workers with the 'spawn' method "
@@ -106,6 +104,7 @@ def init() -> Driver:
                 try:
                     check(api().cuInit(0), "cuInit")
                     _init_result = True
+                    lifetime.mark_unforkable()
                 except CudaLoadError as err:
                     _init_result = err
     if _init_result is not True:
@@ -180,13 +179,3 @@ def version() -> int:
 def format_version(v: int) -> str:
     """12020 -> "12.2"."""
     return f"{v // 1000}.{v % 1000 // 10}" if v else "unknown"
-
-
-def _after_fork_in_child() -> None:
-    global _forked
-    if _init_result is True:
-        _forked = True
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

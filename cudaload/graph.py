@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 
-from . import driver
+from . import driver, lifetime
 from ._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate
 from .module import pin, unpin
@@ -22,7 +22,7 @@ _MODES = {mode: _cuda_ffi.integer_const(name) for mode, name in (
 def _release(handles: list, dev: Device) -> None:
     """Destroy a graph's executable and the graph, then let go of the code its kernels use."""
     try:
-        if not driver._forked:
+        if not lifetime.forked():
             drv = activate(dev)
             for name, handle in zip(("cuGraphExecDestroy", "cuGraphDestroy"), handles):
                 if handle is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 
-from . import driver
+from . import driver, lifetime
 from ._sizes import integer
 from .device import Device, activate, as_device
 from .stream import handle_of
@@ -31,7 +31,7 @@ def alloc(nbytes: int, device=None) -> DeviceBuffer:
 
 
 def _free(ptr: int, dev: Device) -> None:
-    if driver._forked:  # the child of a fork owns no CUDA memory; touching the driver would fail
+    if lifetime.forked():  # the child of a fork owns no CUDA memory; touching the driver would fail
         return
     drv = activate(dev)
     drv.cuMemFree_v2(ptr)

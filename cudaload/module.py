@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import weakref
 
-from . import driver
+from . import driver, lifetime
 from ._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate, as_device, current_device
 from .errors import DriverError
@@ -46,7 +46,7 @@ def unpin() -> None:
 
 
 def _unload(fn_name: str, handle, dev: Device | None) -> None:
-    if driver._forked:
+    if lifetime.forked():
         return
     with _pin_lock:
         if _pins[0]:

@@ -152,17 +152,17 @@ class Program:
         # A file the program names by a macro cannot be found without preprocessing, so what it
         # reads is not known for certain: such a program is not kept on disk (in this process's
         # memory it is, while the files it was seen to read stay as they were).
-        folder = cache.entries() if inputs.certain else cache.OFF
+        disk = cache.default() if inputs.certain else cache.NULL
         digest = self._inputs_digest(inputs)
         keep = True
         while True:
             kind, target = _choose(tc, arch, _virtual(arch, output))
             key = self._key(digest, tc, kind, target)
-            obj = cache.lookup(key, folder)
+            obj = disk.lookup(key)
             if obj is not None:
                 break
-            with cache.lock(key, folder) as publish:
-                obj = cache.lookup(key, folder)  # another process may have compiled it meanwhile
+            with disk.lock(key) as publish:
+                obj = disk.lookup(key)  # another process may have compiled it meanwhile
                 if obj is None:
                     loaded = toolchain.live()
                     if loaded != tc:  # the remembered NVRTC is not the one that would compile
@@ -205,7 +205,8 @@ class Program:
         inputs = self._inputs(tc)
         if key is None:  # shipped in a bundle: compile it here instead
             return self._compile(arch, output, False, tc, inputs)
-        cache.evict(key)
+        disk = cache.default()
+        disk.evict(key)
         before = parse_arch(refused.arch)
         device = _device_arch()
         device = parse_arch(device) if device is not None else before
@@ -222,7 +223,7 @@ class Program:
         obj = self._build(tc, kind, target, key)
         obj._origin = refused._origin
         if inputs.certain:
-            cache.store(key, obj)  # what this driver refused is replaced by what it can load
+            disk.store(key, obj)  # what this driver refused is replaced by what it can load
         cache.MEMORY[(self._digest, arch, output)] = (obj._as("memory"), inputs.witness)
         return obj
 

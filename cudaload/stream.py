@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 
-from . import driver
+from . import driver, lifetime
 from ._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate, as_device
 
@@ -21,7 +21,7 @@ _CUDA_ERROR_NOT_READY = _const("CUDA_ERROR_NOT_READY")
 
 def _destroyer(name: str):
     def destroy(handle, dev: Device) -> None:
-        if not driver._forked:
+        if not lifetime.forked():
             getattr(activate(dev), name)(handle)
     return destroy
 

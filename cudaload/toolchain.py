@@ -17,7 +17,7 @@ import sys
 import threading
 from collections import namedtuple
 
-from . import _locking, _log, _trust, _untrusted, cache
+from . import _locking, _log, _trust, _untrusted, _writes, cache
 
 __all__ = ["Toolchain", "current", "live", "header_dirs"]
 
@@ -72,7 +72,7 @@ def current() -> Toolchain:
     if _live is not None:
         return _live
     global _remembered
-    if _remembered is None and cache.enabled():
+    if _remembered is None and cache.default().usable:
         _remembered = _from_record(_read_record())
         if _remembered is not None:
             _log_choice(_remembered, f"as remembered in {RECORD}, unchanged")
@@ -220,7 +220,7 @@ def _from_record(record: dict) -> Toolchain | None:
 def _probe() -> Toolchain:
     from . import _loader, nvrtc
 
-    record = _read_record() if cache.enabled() else {}
+    record = _read_record() if cache.default().usable else {}
     known = _entries(record).get(_selector())
     try:
         remembered = known["path"] if _still_valid(known) else None
@@ -245,7 +245,7 @@ def _probe() -> Toolchain:
                    found_via or library.found_via)
     _log_choice(tc, "header folders searched for" if finding is not None
                 else f"header folders as remembered in {RECORD}")
-    if cache.enabled():
+    if cache.default().usable:
         _remember(record, tc, stat)
     return tc
 
@@ -376,14 +376,16 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
              "headers": [list(h) for h in tc.headers], "search": _search_stamp()}
     if _trust.shared() or _entries(record).get(_selector()) == entry:
         return  # a cache a group shares never names a library to load
-    root = cache.directory()
+    disk = cache.configured()
+    root = disk.root
     try:
-        cache._ready(cache._entries_root(root))  # made private, and checked
+        disk.ready()  # made private, and checked
         # Read again under the lock: a process of another environment may have added its entry
         # since ``record`` was read, and writing ours over it would lose that one.
         with _locking.hold(os.path.join(root, RECORD + ".lock")):
             entries = _entries(_read_record())
             entries[_selector()] = entry
-            cache.write_atomic(os.path.join(root, RECORD), json.dumps({"nvrtc": entries}).encode())
+            _writes.write_atomic(os.path.join(root, RECORD),
+                                 json.dumps({"nvrtc": entries}).encode())
     except OSError:
         pass  # only a speed-up for the next process; the cache reports an unusable folder itself

@@ -33,8 +33,6 @@ def cache_dir(tmp_path, monkeypatch):
     for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_MAX_BYTES"):
         monkeypatch.delenv(name, raising=False)
     cache.MEMORY.clear()
-    cache._broken.clear()
-    cache._swept.clear()
     return folder
 
 
@@ -79,7 +77,7 @@ def test_every_truncation_of_a_real_entry_is_a_miss_never_an_error(cache_dir):
         if n < cache.HEADER.size + 200 or n % 7 == 0:  # and through the file, for a share of them
             with open(path, "wb") as f:
                 f.write(data[:n])
-            assert cache.lookup(key) is None, n
+            assert cache.default().lookup(key) is None, n
     for i in range(0, len(data), 97):  # a flipped bit anywhere is caught by the integrity hash
         flipped = bytearray(data)
         flipped[i] ^= 0x40
@@ -308,13 +306,12 @@ def test_four_processes_25_keys_each_all_entries_valid(cache_dir, tmp_path):
 _THREE_COMPILES = """
 import json, warnings
 warnings.simplefilter("always")
-from cudaload import Program, _writes
+from cudaload import Program
 {patch}
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     out = [Program({src!r} + "// %d" % i).compile(arch=90).cached for i in range(3)]
     out.append(Program({src!r} + "// 0").compile(arch=90).cached)
-    _writes.drain()  # a failed write warns from the thread that writes
 print(json.dumps({{"cached": out, "warnings": [str(w.message) for w in caught
                                                 if "cache" in str(w.message)]}}))
 """
@@ -334,7 +331,7 @@ def test_unusable_folder_warns_once_and_goes_on(cache_dir, tmp_path, case):
                       ("ENOSPC", "cache._writes.commit"))
         patch = (f"import errno, os\nfrom cudaload import cache\n"
                  f"def refuse(*a, **k): raise OSError(errno.{code}, os.strerror(errno.{code}))\n"
-                 f"cache.write_atomic = refuse\n{step} = refuse")
+                 f"cache._writes.write_atomic = refuse\n{step} = refuse")
     out = run_json(_THREE_COMPILES.format(src=SAXPY, patch=patch), env=env)
     assert out["cached"] == [None, None, None, "memory"]
     assert len(out["warnings"]) == 1, out["warnings"]
@@ -365,20 +362,29 @@ def _key(i: int) -> str:
     return f"{i:02x}" + "ab" * 31
 
 
-def test_stale_temporary_files_are_swept(cache_dir):
+def _ready_folder() -> str:
+    """The entries folder of this test's cache, made."""
     from cudaload import cache
 
-    cache.store(_key(1), _fake())
-    folder = os.path.dirname(_entries(cache_dir)[0])
+    disk = cache.default()
+    disk.ready()
+    return disk.folder
+
+
+def test_stale_temporary_files_are_swept(tmp_path):
+    from cudaload import cache
+
+    cache.DiskCache(tmp_path).store(_key(1), _fake())
+    folder = os.path.dirname(_entries(tmp_path)[0])
     old, new = os.path.join(folder, ".tmp-old"), os.path.join(folder, ".tmp-new")
     for path in (old, new):
         open(path, "wb").close()
     os.utime(old, (time.time() - 2 * cache.STALE_TMP_S,) * 2)
-    cache._swept.clear()  # as in a new process
-    cache.store(_key(2), _fake())  # the first write of a process sweeps
+    disk = cache.DiskCache(tmp_path)  # as in a new process
+    disk.store(_key(2), _fake())  # the first write of a process sweeps
     assert not os.path.exists(old) and os.path.exists(new)
     os.utime(new, (time.time() - 2 * cache.STALE_TMP_S,) * 2)
-    assert cache.prune()["tmp"] == 1 and not os.path.exists(new)
+    assert disk.prune()["tmp"] == 1 and not os.path.exists(new)
 
 
 def test_size_bound_evicts_least_recently_used_but_never_fresh_entries(cache_dir, monkeypatch):
@@ -386,37 +392,37 @@ def test_size_bound_evicts_least_recently_used_but_never_fresh_entries(cache_dir
 
     entry_size = len(cache.encode(_fake()))
     for i in range(5):
-        cache.store(_key(i), _fake())
+        cache.default().store(_key(i), _fake())
     now = time.time()
-    paths = {i: cache._path(_key(i)) for i in range(5)}
+    paths = {i: cache.default().path(_key(i)) for i in range(5)}
     for i, path in paths.items():
         os.utime(path, (now - 1000 + i, now - 1000 + i))  # entry 0 is the least recently used
-    assert cache.lookup(_key(0)) is not None  # a hit makes it the most recently used
+    assert cache.default().lookup(_key(0)) is not None  # a hit makes it the most recently used
     os.utime(paths[4], (now, now))  # as if another process had just written it
     monkeypatch.setenv("CUDALOAD_CACHE_MAX_BYTES", str(3 * entry_size))
-    cache.store(_key(5), _fake())
-    left = {i for i in range(6) if os.path.exists(cache._path(_key(i)))}
+    cache.default().store(_key(5), _fake())
+    left = {i for i in range(6) if os.path.exists(cache.default().path(_key(i)))}
     assert left == {0, 4, 5}
 
 
 def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
     from cudaload import _locking, cache
 
-    cache.store(_key(1), _fake())
-    cache.store(_key(2), _fake())
-    with open(cache._path(_key(2)), "r+b") as f:
+    cache.default().store(_key(1), _fake())
+    cache.default().store(_key(2), _fake())
+    with open(cache.default().path(_key(2)), "r+b") as f:
         f.seek(70)
         f.write(b"\0\0\0")
-    with cache.lock(_key(3)):
+    with cache.default().lock(_key(3)):
         pass
-    idle = cache._path(_key(3), ".lock")  # a per-key lock file, as on Windows
+    idle = cache.default().path(_key(3), ".lock")  # a per-key lock file, as on Windows
     with _locking.hold(idle):
         pass
-    removed = cache.prune()
+    removed = cache.configured().prune()
     assert removed["corrupt"] == 1 and removed["locks"] == 1
-    assert cache.lookup(_key(1)) is not None
+    assert cache.default().lookup(_key(1)) is not None
     assert not os.path.exists(idle)
-    assert os.path.exists(os.path.join(cache.entries(), _locking.KEYS_FILE)) == (os.name == "posix")
+    assert os.path.exists(os.path.join(cache.default().folder, _locking.KEYS_FILE)) == (os.name == "posix")
 
 
 def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
@@ -424,8 +430,8 @@ def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
 
     from cudaload import _locking, cache
 
-    cache.store(_key(7), _fake())
-    path = cache._path(_key(7), ".lock")
+    cache.default().store(_key(7), _fake())
+    path = cache.default().path(_key(7), ".lock")
     order = []
     with _locking.hold(path):
         def second():
@@ -444,9 +450,9 @@ def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
 def test_key_lock_excludes_a_thread_and_is_released_by_another(cache_dir):
     import threading
 
-    from cudaload import _locking, cache
+    from cudaload import _locking
 
-    folder = cache._ready(cache.entries())
+    folder = _ready_folder()
     order = []
     release = _locking.acquire_key(folder, _key(8))
 
@@ -458,7 +464,7 @@ def test_key_lock_excludes_a_thread_and_is_released_by_another(cache_dir):
     waiter.start()
     time.sleep(0.2)
     order.append("first")
-    threading.Thread(target=release).start()  # the cache's writer thread releases what it wrote
+    threading.Thread(target=release).start()
     waiter.join(5)
     assert order == ["first", "second"]
     _locking.acquire_key(folder, _key(9))()  # another key was never blocked
@@ -478,9 +484,9 @@ release()
 def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
     import shutil
 
-    from cudaload import _locking, cache
+    from cudaload import _locking
 
-    folder = cache._ready(cache.entries())
+    folder = _ready_folder()
     _locking.acquire_key(folder, _key(4))()  # this process has the lock file open
     shutil.rmtree(folder)  # cudaload cache clear, from elsewhere
     env = {**os.environ, "PYTHONPATH": ROOT}
@@ -500,12 +506,11 @@ import os
 def publish_and_exit():
     from cudaload import cache
     from cudaload.objectcode import ObjectCode
-    with cache.lock(KEY) as publish:
+    with cache.default().lock(KEY) as publish:
         publish(ObjectCode(b"\\x7fELF" + b"x" * 60, "cubin", "sm_90"))
 if HOW == "exit":
-    publish_and_exit()  # the interpreter exits at once: the queued write must still happen
-elif HOW == "multiprocessing":  # workers end with os._exit after threading's shutdown; the
-    # cache is first imported in the worker, so its writes go through the worker thread
+    publish_and_exit()  # the interpreter exits at once: the entry is in place already
+elif HOW == "multiprocessing":  # workers end with os._exit after threading's shutdown
     import multiprocessing
     worker = multiprocessing.get_context("fork").Process(target=publish_and_exit)
     worker.start()
@@ -527,7 +532,7 @@ def test_entry_published_just_before_exit_is_written(cache_dir, how):
     if how != "exit" and not hasattr(os, "fork"):
         pytest.skip("no fork")
     run_py(f"KEY, HOW = {_key(6)!r}, {how!r}\n" + _PUBLISH_AND_EXIT)
-    assert cache.lookup(_key(6)) is not None
+    assert cache.default().lookup(_key(6)) is not None
     assert not list(cache_dir.glob("v*/.tmp-*"))
 
 
@@ -535,7 +540,7 @@ def test_cli_cache_info_clear_prune(cache_dir):
     from cudaload import cache
 
     for i in range(3):
-        cache.store(_key(i), _fake())
+        cache.default().store(_key(i), _fake())
     info = json.loads(run_py("from cudaload.cli import main; main(['cache', 'info', '--json'])").stdout)
     assert info["entries"] == 3 and info["bytes"] == 3 * len(cache.encode(_fake()))
     assert info["directory"] == str(cache_dir)
@@ -550,35 +555,51 @@ def test_cli_cache_info_clear_prune(cache_dir):
 # --- keys taken in opposite orders, files removed under a compile, descriptors, no fork ---------
 
 _OPPOSITE_ORDER = """
-import os, sys, time, warnings
-from cudaload import _writes, cache
+import os, sys, threading, time
+from cudaload import cache
 from cudaload.objectcode import ObjectCode
-warnings.simplefilter("error")
-real = _writes.commit
-def slow_commit(*args, **kw):  # the first key stays locked while the other process waits
-    time.sleep(0.5)
-    return real(*args, **kw)
-_writes.commit = slow_commit
 me, other = sys.argv[1], sys.argv[2]
 keys = ["aa" * 32, "bb" * 32] if me == "0" else ["bb" * 32, "aa" * 32]
 obj = ObjectCode(b"x" * 100, "cubin", "sm_90")
-for i, key in enumerate(keys):
-    with cache.lock(key) as publish:
+failed = []
+
+def wait_for(path):
+    while not os.path.exists(path):
+        time.sleep(0.005)
+
+def holder():  # holds the first key while the other process's waiter asks for it
+    with cache.default().lock(keys[0]) as publish:
+        open(me + ".held", "w").close()
+        wait_for(other + ".held")
+        wait_for(me + ".waiting")
+        wait_for(other + ".waiting")
+        time.sleep(0.5)  # both waiters are inside the lock call by now
         publish(obj)
-    if i == 0:  # both hold their first key before either asks for its second
-        open(me, "w").close()
-        while not os.path.exists(other):
-            time.sleep(0.005)
-_writes.drain()
-print(cache.enabled(), cache.lookup(keys[1]) is not None)
+
+def waiter():  # asks for the key the other process holds
+    wait_for(me + ".held")
+    wait_for(other + ".held")
+    open(me + ".waiting", "w").close()
+    try:
+        with cache.default().lock(keys[1]) as publish:
+            publish(obj)
+    except BaseException as exc:
+        failed.append(repr(exc))
+
+threads = [threading.Thread(target=holder), threading.Thread(target=waiter)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(cache.default().usable, cache.default().lookup(keys[1]) is not None, failed)
 """
 
 
 @pytest.mark.skipif(os.name != "posix", reason="byte-range key locks are POSIX")
 def test_processes_taking_keys_in_opposite_orders_keep_the_disk_cache(cache_dir, tmp_path):
-    """Linux reports the wait of the second as a deadlock (EDEADLK): each process holds a key
-    for its writer thread while it waits for the other's.  It is none, and must not cost the
-    disk cache."""
+    """Linux reports the second wait as a deadlock (EDEADLK): it sees each process holding a key
+    (one thread's) and waiting for the other's (another thread's).  Neither holder waits for
+    anything, so it is none, and must not cost the disk cache."""
     script = tmp_path / "order.py"
     script.write_text(_OPPOSITE_ORDER)
     env = {**os.environ, "PYTHONPATH": ROOT}
@@ -587,7 +608,7 @@ def test_processes_taking_keys_in_opposite_orders_keep_the_disk_cache(cache_dir,
              for me in "01"]
     outs = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
-    assert [out.split() for out, _err in outs] == [["True", "True"]] * 2, outs
+    assert [out.split() for out, _err in outs] == [["True", "True", "[]"]] * 2, outs
 
 
 _REMOVED_UNDER_COMPILE = """
@@ -595,46 +616,49 @@ import os, subprocess, sys, time, warnings
 from cudaload import _writes, cache
 from cudaload.objectcode import ObjectCode
 warnings.simplefilter("error")
-folder = cache.entries()
-with cache.lock("cd" * 32) as publish:
-    _writes.drain()  # the entry's temporary file exists now
-    (tmp,) = [e for e in os.listdir(folder) if e.startswith(_writes.PREFIX)]
+folder = cache.default().folder
+with cache.default().lock("cd" * 32) as publish:
+    while True:  # the entry's temporary file, made while the compile runs
+        tmp = [e for e in os.listdir(folder) if e.startswith(_writes.PREFIX)]
+        if tmp:
+            break
+        time.sleep(0.001)
+    tmp = os.path.join(folder, tmp[0])
     if sys.argv[1] == "clear":
-        code = "from cudaload import cache; cache.clear()"
+        code = "from cudaload import cache; cache.configured().clear()"
     else:  # the compile took longer than STALE_TMP_S: another process sweeps the file
         old = time.time() - cache.STALE_TMP_S - 60
-        os.utime(os.path.join(folder, tmp), (old, old))
-        code = "from cudaload import cache; cache.prune()"
+        os.utime(tmp, (old, old))
+        code = "from cudaload import cache; cache.configured().prune()"
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert not os.path.exists(os.path.join(folder, tmp))
+    assert not os.path.exists(tmp)
     publish(ObjectCode(b"y" * 100, "cubin", "sm_90"))
-_writes.drain()
-print(cache.enabled(), cache.lookup("cd" * 32).code == b"y" * 100)
+print(cache.default().usable, cache.default().lookup("cd" * 32).code == b"y" * 100,
+      [e for e in os.listdir(folder) if e.startswith(_writes.PREFIX)])
 """
 
 
 @pytest.mark.parametrize("how", ["clear", "sweep"])
 def test_entry_written_when_its_temporary_file_goes_during_the_compile(cache_dir, how):
     out = run_py(_REMOVED_UNDER_COMPILE.replace("sys.argv[1]", repr(how)))
-    assert out.stdout.split() == ["True", "True"], out.stderr
+    assert out.stdout.split() == ["True", "True", "[]"], out.stderr
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
 def test_clear_leaves_no_descriptor_open(cache_dir):
     out = run_json("""
         import json, os
-        from cudaload import _writes, cache
+        from cudaload import cache
         from cudaload.objectcode import ObjectCode
         def compile_one(i):
-            with cache.lock("%064x" % (i + 1)) as publish:
+            with cache.default().lock("%064x" % (i + 1)) as publish:
                 publish(ObjectCode(b"z" * 10, "cubin", "sm_90"))
-            _writes.drain()
         compile_one(0)
         before = len(os.listdir("/proc/self/fd"))
         for i in range(20):
-            cache.clear()
+            cache.configured().clear()
             compile_one(i + 1)
-        print(json.dumps([before, len(os.listdir("/proc/self/fd")), cache.lookup("%064x" % 21) is not None]))
+        print(json.dumps([before, len(os.listdir("/proc/self/fd")), cache.default().lookup("%064x" % 21) is not None]))
     """)
     assert out[1] == out[0] and out[2], out
 
@@ -646,7 +670,7 @@ def test_cache_imports_where_os_has_no_fork_hooks(cache_dir):
         del os.register_at_fork  # as on Windows
         import cudaload.availability, cudaload.kernel, cudaload.memory, cudaload.program
         from cudaload import cache
-        print("imported", cache.enabled())
+        print("imported", cache.default().usable)
     """)
     assert out.stdout.split() == ["imported", "True"], out.stderr
 

@@ -44,7 +44,7 @@ with warnings.catch_warnings(record=True) as caught:
     from cudaload import Program, cache
     report = cudaload.status().as_dict()
     obj = Program(%r).compile(arch=90)
-print(json.dumps({"cached": obj.cached, "size": len(obj.code), "enabled": cache.enabled(),
+print(json.dumps({"cached": obj.cached, "size": len(obj.code), "enabled": cache.default().usable,
                   "nvrtc": report["nvrtc"]["found"],
                   "warnings": [str(w.message) for w in caught]}))
 """
@@ -235,17 +235,16 @@ def test_clear_removes_only_cudaloads_own_files(cache_dir):
 
 _WRITER = """
 import json, sys, warnings
-from cudaload import _writes, cache
+from cudaload import cache
 from cudaload.objectcode import ObjectCode
 open(sys.argv[1], "w").close()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     for i in range(400):
-        with cache.lock("%064x" % i) as publish:
+        with cache.default().lock("%064x" % i) as publish:
             publish(ObjectCode(b"c" * 3000, "cubin", "sm_90"))
-        cache.store("%064x" % (i + 10_000), ObjectCode(b"s" * 3000, "cubin", "sm_90"))
-    _writes.drain()
-print(json.dumps({"enabled": cache.enabled(), "warnings": [str(w.message) for w in caught]}))
+        cache.default().store("%064x" % (i + 10_000), ObjectCode(b"s" * 3000, "cubin", "sm_90"))
+print(json.dumps({"enabled": cache.default().usable, "warnings": [str(w.message) for w in caught]}))
 """
 
 _CLEARER = """
@@ -256,7 +255,7 @@ while not os.path.exists(sys.argv[1]):
 errors, rounds = [], 0
 while os.path.exists(sys.argv[1]):
     try:
-        cache.clear()
+        cache.configured().clear()
     except Exception as exc:
         errors.append(repr(exc))
     rounds += 1

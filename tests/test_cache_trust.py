@@ -38,7 +38,7 @@ with warnings.catch_warnings(record=True) as caught:
     except Exception as exc:  # reported, so that the test says what went wrong
         cached, code = "failed", repr(exc)
 print(json.dumps({{"nvrtc_path": report["nvrtc"]["path"], "cached": cached, "code": code,
-                  "enabled": cache.enabled(),
+                  "enabled": cache.default().usable,
                   "warnings": [str(w.message) for w in caught
                                if issubclass(w.category, cache.CacheWarning)]}}))
 """
@@ -73,11 +73,11 @@ def test_an_entry_copied_to_another_key_is_a_miss_there(cache_dir):
     from cudaload.objectcode import ObjectCode
 
     x, y = "ab" * 32, "cd" * 32
-    cache.store(x, ObjectCode(b"code of x" * 10, "cubin", "sm_90"))
-    shutil.copyfile(cache._path(x), cache._path(y))
-    assert cache.lookup(y) is None
-    assert cache.lookup(x).code == b"code of x" * 10
-    assert cache.decode(open(cache._path(x), "rb").read(), y) is None
+    cache.default().store(x, ObjectCode(b"code of x" * 10, "cubin", "sm_90"))
+    shutil.copyfile(cache.default().path(x), cache.default().path(y))
+    assert cache.default().lookup(y) is None
+    assert cache.default().lookup(x).code == b"code of x" * 10
+    assert cache.decode(open(cache.default().path(x), "rb").read(), y) is None
 
 
 def test_a_program_is_never_served_another_programs_entry(cache_dir):
@@ -230,15 +230,15 @@ def test_an_entry_file_others_may_write_is_a_miss(cache_dir, how):
     from cudaload.objectcode import ObjectCode
 
     key = "ef" * 32
-    cache.store(key, ObjectCode(b"x" * 100, "cubin", "sm_90"))
-    assert cache.lookup(key) is not None
-    path = cache._path(key)
+    cache.default().store(key, ObjectCode(b"x" * 100, "cubin", "sm_90"))
+    assert cache.default().lookup(key) is not None
+    path = cache.default().path(key)
     if how == "of another user":
         os.chown(path, OTHER, -1)
     else:
         os.chmod(path, 0o660 if how == "group-writable" else 0o606)
-    assert cache.lookup(key) is None
-    assert cache.prune()["corrupt"] == 1 and not os.path.exists(path)
+    assert cache.default().lookup(key) is None
+    assert cache.configured().prune()["corrupt"] == 1 and not os.path.exists(path)
 
 
 def test_the_cache_folder_and_its_files_are_made_private(cache_dir):
@@ -268,13 +268,12 @@ def test_cache_commands_refuse_a_folder_not_to_be_trusted(cache_dir):
 
 _LOCK_AND_PUBLISH = """
 import json, warnings
-from cudaload import _writes, cache, toolchain
+from cudaload import cache, toolchain
 from cudaload.objectcode import ObjectCode
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    with cache.lock("12" * 32) as publish:
+    with cache.default().lock("12" * 32) as publish:
         publish(ObjectCode(b"y" * 10, "cubin", "sm_90"))
-    _writes.drain()
     toolchain.live()  # remembers NVRTC under toolchain.json.lock
 print(json.dumps([str(w.message) for w in caught]))
 """

@@ -145,13 +145,12 @@ def test_compile_ptx_on_a_gpu_is_for_that_gpu(tmp_path, cache_env):
 def test_cache_prune_says_how_many_entries_it_kept_because_they_are_in_use(cache_env):
     store = textwrap.dedent("""
         import json, os, time
-        from cudaload import Program, _writes, cache
+        from cudaload import Program, cache
         for i in range(3):
             Program('extern "C" __global__ void k%d(int *p) { *p = %d; }' % (i, i)).compile(arch=90)
-        _writes.drain()
         AGED = False
         if AGED:  # as if last used a minute ago
-            for e in os.scandir(cache._entries_root(cache.directory())):
+            for e in os.scandir(cache.configured().folder):
                 if e.name.endswith(".bin"):
                     os.utime(e.path, (time.time() - 60, time.time() - 60))
     """)
@@ -161,6 +160,6 @@ def test_cache_prune_says_how_many_entries_it_kept_because_they_are_in_use(cache
     assert "0 least recently used entries" in proc.stdout, proc.stdout
     assert "kept 3 entries used in the last 10 seconds" in proc.stdout, proc.stdout
     aged = store.replace("AGED = False", "AGED = True")
-    out = run_json(aged + "print(json.dumps(cache.prune(0)))", env=cache_env)
+    out = run_json(aged + "print(json.dumps(cache.configured().prune(0)))", env=cache_env)
     assert out["entries"] == 3 and out["kept"] == 0
     assert json.loads(cli("cache", "info", "--json", env=cache_env).stdout)["entries"] == 0

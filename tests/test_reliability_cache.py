@@ -52,9 +52,9 @@ def test_every_truncation_through_the_file_is_a_miss(cache_dir, real_entry):
     path = cache_dir / f"v{cache.FORMAT}" / f"{key}.bin"
     for n in range(len(data)):  # every length, read through lookup() from the file
         path.write_bytes(data[:n])
-        assert cache.lookup(key) is None, n
+        assert cache.default().lookup(key) is None, n
     path.write_bytes(data)
-    assert cache.lookup(key).code == cache.decode(data).code
+    assert cache.default().lookup(key).code == cache.decode(data).code
 
 
 @pytest.mark.parametrize("mask", [0x01, 0x80, 0xFF])
@@ -115,12 +115,12 @@ def test_a_wrong_format_entry_is_a_miss(cache_dir, real_entry, case):
     entry += spec.get("extra", b"")
     (cache_dir / f"v{cache.FORMAT}" / f"{key}.bin").write_bytes(entry)
     assert cache.decode(entry) is None
-    assert cache.lookup(key) is None
+    assert cache.default().lookup(key) is None
     # and a process that meets it compiles again and replaces it
     out = run_json("import json; from cudaload import Program\n"
                    f"print(json.dumps(Program({KERNEL.format(n=1)!r}).compile(arch=90).cached))")
     assert out is None
-    assert cache.lookup(key) is not None
+    assert cache.default().lookup(key) is not None
 
 
 def test_an_entry_that_is_a_directory_is_a_miss(cache_dir, real_entry):
@@ -130,7 +130,7 @@ def test_an_entry_that_is_a_directory_is_a_miss(cache_dir, real_entry):
     path = cache_dir / f"v{cache.FORMAT}" / f"{key}.bin"
     path.unlink()
     path.mkdir()
-    assert cache.lookup(key) is None
+    assert cache.default().lookup(key) is None
     out = run_json("import json, warnings; warnings.simplefilter('ignore')\n"
                    "from cudaload import Program\n"
                    f"print(json.dumps(len(Program({KERNEL.format(n=1)!r}).compile(arch=90).code)))")
@@ -232,7 +232,7 @@ sys.stdout.write("ready\\n"); sys.stdout.flush()
 i = 0
 while True:
     size = (1 << 20) * (1 + i % 8)  # large entries: the kill lands inside a write often
-    cache.store("%064x" % (i % 40), ObjectCode(os.urandom(64) * (size // 64), "cubin", "sm_90"))
+    cache.default().store("%064x" % (i % 40), ObjectCode(os.urandom(64) * (size // 64), "cubin", "sm_90"))
     i += 1
 """
 
@@ -253,11 +253,11 @@ def test_writer_killed_mid_write_leaves_no_torn_entry(cache_dir):
         total, corrupt = _all_valid(cache_dir)
         assert corrupt == 0, f"a torn entry is visible after kill {kills}"
         for i in range(40):
-            obj = cache.lookup("%064x" % i)
+            obj = cache.default().lookup("%064x" % i)
             assert obj is None or len(obj.code) % (1 << 20) == 0
     assert total > 0  # the writers did write between kills
     # the leftovers of killed writers are hidden temporary files, removed by prune once stale
-    assert cache.prune()["corrupt"] == 0
+    assert cache.configured().prune()["corrupt"] == 0
 
 
 # A writer stopped after half of an entry's bytes reached its temporary file: where a kill at a
@@ -266,14 +266,14 @@ _HALF_WRITER = """
 import os, sys, time
 from cudaload import cache
 from cudaload.objectcode import ObjectCode
-cache.store("%064x" % 0, ObjectCode(b"old" * 1000, "cubin", "sm_90"))
+cache.default().store("%064x" % 0, ObjectCode(b"old" * 1000, "cubin", "sm_90"))
 real_write = os.write
 def half_write(fd, data):
     real_write(fd, bytes(data[: len(data) // 2]))
     sys.stdout.write("inside\\n"); sys.stdout.flush()
     time.sleep(600)
 os.write = half_write
-cache.store("%064x" % 0, ObjectCode(b"new" * 1000, "cubin", "sm_90"))
+cache.default().store("%064x" % 0, ObjectCode(b"new" * 1000, "cubin", "sm_90"))
 """
 
 
@@ -292,12 +292,12 @@ def test_writer_killed_inside_a_write_leaves_the_old_entry(cache_dir):
     (tmp,) = cache_dir.glob("v*/.tmp-*")  # the torn write, hidden from readers
     whole = len(cache.encode(ObjectCode(b"new" * 1000, "cubin", "sm_90")))
     assert 0 < tmp.stat().st_size < whole
-    assert cache.lookup("%064x" % 0).code == b"old" * 1000
-    assert cache.prune()["tmp"] == 0  # not stale yet: it may be a live writer's
+    assert cache.default().lookup("%064x" % 0).code == b"old" * 1000
+    assert cache.configured().prune()["tmp"] == 0  # not stale yet: it may be a live writer's
     old = time.time() - cache.STALE_TMP_S - 60
     os.utime(tmp, (old, old))
-    assert cache.prune()["tmp"] == 1 and not list(cache_dir.glob("v*/.tmp-*"))
-    assert cache.lookup("%064x" % 0).code == b"old" * 1000
+    assert cache.configured().prune()["tmp"] == 1 and not list(cache_dir.glob("v*/.tmp-*"))
+    assert cache.default().lookup("%064x" % 0).code == b"old" * 1000
 
 
 # --- load: 16 processes x 50 kernels, half of them shared -----------------------------------------

@@ -1,0 +1,101 @@
+"""The disk cache as objects: one per folder, independent of each other; the null cache; the
+process-wide default; what the cache logs."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+from cudaload import cache
+from cudaload.objectcode import ObjectCode
+
+KEY = "ab" * 32
+
+
+def _obj(code: bytes = b"\x7fELF" + b"x" * 60) -> ObjectCode:
+    return ObjectCode(code, "cubin", "sm_90")
+
+
+def test_caches_of_two_folders_in_one_process_are_independent(tmp_path):
+    a, b = cache.DiskCache(tmp_path / "a"), cache.DiskCache(tmp_path / "b")
+    a.store(KEY, _obj(b"code of a"))
+    assert a.lookup(KEY).code == b"code of a" and b.lookup(KEY) is None
+    b.store(KEY, _obj(b"code of b"))
+    assert a.lookup(KEY).code == b"code of a" and b.lookup(KEY).code == b"code of b"
+    with b.lock("cd" * 32) as publish:
+        publish(_obj(b"locked in b"))
+    assert a.lookup("cd" * 32) is None and b.lookup("cd" * 32).code == b"locked in b"
+    a.evict(KEY)
+    assert a.lookup(KEY) is None and b.lookup(KEY).code == b"code of b"
+    assert (a.clear(), b.info()["entries"]) == (0, 2)
+
+
+def test_a_folder_that_fails_leaves_another_folders_cache_alone(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    broken, fine = cache.DiskCache(blocker / "cache"), cache.DiskCache(tmp_path / "fine")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        broken.store(KEY, _obj())
+        broken.store(KEY, _obj())  # warned once
+        fine.store(KEY, _obj())
+    assert [issubclass(w.category, cache.CacheWarning) for w in caught] == [True]
+    assert broken.broken and not broken.usable and broken.lookup(KEY) is None
+    assert not fine.broken and fine.lookup(KEY) is not None
+
+
+def test_the_null_cache_keeps_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    null = cache.NullCache()
+    null.store(KEY, _obj())
+    with null.lock(KEY) as publish:
+        publish(_obj())
+    null.evict(KEY)
+    assert null.lookup(KEY) is None and not null.usable and null.root is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_is_one_cache_per_folder_and_null_when_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(tmp_path / "one"))
+    monkeypatch.delenv("CUDALOAD_CACHE", raising=False)
+    first = cache.default()
+    assert isinstance(first, cache.DiskCache) and first.root == str(tmp_path / "one")
+    monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(tmp_path / "two"))
+    assert cache.default() is not first and cache.default().root == str(tmp_path / "two")
+    monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(tmp_path / "one"))
+    assert cache.default() is first and cache.configured() is first
+    monkeypatch.setenv("CUDALOAD_CACHE", "0")
+    assert cache.default() is cache.NULL and cache.configured() is first
+    assert first.info()["enabled"] is False  # not what compiles use now
+    monkeypatch.delenv("CUDALOAD_CACHE")
+    assert first.info()["enabled"] is True
+
+
+def test_debug_log_reports_a_miss_a_store_a_hit_and_a_refused_entry(tmp_path, caplog):
+    disk = cache.DiskCache(tmp_path)
+    with caplog.at_level(logging.DEBUG, logger="cudaload.cache"):
+        assert disk.lookup(KEY) is None
+        with disk.lock(KEY) as publish:
+            publish(_obj())
+        assert disk.lookup(KEY) is not None
+        with open(disk.path(KEY), "r+b") as f:
+            f.seek(70)
+            f.write(b"\0\0\0")
+        assert disk.lookup(KEY) is None
+        disk.prune()
+    records = [r for r in caplog.records if r.name == "cudaload.cache"]
+    assert all(r.levelno == logging.DEBUG for r in records)
+    said = [r.getMessage().split()[:2] for r in records]
+    assert said == [["disk", "miss"], ["stored", disk.path(KEY)], ["disk", "hit"],
+                    ["disk", "entry"], ["evicted", disk.path(KEY)]], said
+    assert KEY in records[0].getMessage() and "refused" in records[3].getMessage()
+
+
+def test_nothing_is_logged_below_debug(tmp_path, caplog):
+    disk = cache.DiskCache(tmp_path)
+    with caplog.at_level(logging.INFO, logger="cudaload.cache"):
+        disk.lookup(KEY)
+        disk.store(KEY, _obj())
+        disk.lookup(KEY)
+    assert [r for r in caplog.records if r.name == "cudaload.cache"] == []
+
