@@ -1,5 +1,6 @@
-"""What a foreign array (``__cuda_array_interface__``, DLPack) or a raw pointer says about its memory:
-whether its interface is well formed, its data address, and which device owns it.
+"""What objects of other libraries say: a foreign array (``__cuda_array_interface__``, DLPack) or a
+raw pointer about its memory (whether its interface is well formed, its data address, which
+device owns it), a foreign stream about its handle and device.
 
 Imports driver and the generated bindings' constants.
 """
@@ -11,7 +12,8 @@ import operator
 from . import driver
 from ._cuda_ffi import ffi as _cuda_ffi
 
-__all__ = ["interface_problem", "short", "other_device", "pointer_device", "dlpack_pointer"]
+__all__ = ["interface_problem", "short", "other_device", "pointer_device", "dlpack_pointer",
+           "stream_pointer", "stream_handle"]
 
 
 def interface_problem(cai) -> str | None:
@@ -83,3 +85,37 @@ def dlpack_pointer(value) -> int:
     address = get(capsule, b"dltensor")
     words = driver.api().ffi.cast("uint64_t *", address)
     return int(words[0]) + int(words[5])
+
+
+def stream_pointer(obj) -> tuple[int, int | None]:
+    """(address, device ordinal or None) of a stream another library owns: ``__cuda_stream__``,
+    CuPy (``.ptr``), PyTorch (``.cuda_stream``), or an int handle (0 is the legacy default
+    stream).  The ordinal is the one a CuPy or PyTorch stream names.  Raises ``TypeError``."""
+    if hasattr(obj, "__cuda_stream__"):
+        proto = obj.__cuda_stream__
+        _version, ptr = proto() if callable(proto) else proto
+    elif hasattr(obj, "cuda_stream"):  # torch.cuda.Stream
+        ptr = obj.cuda_stream
+    elif hasattr(obj, "ptr") and not hasattr(obj, "__cuda_array_interface__"):  # cupy Stream
+        ptr = obj.ptr
+    elif isinstance(obj, int) and not isinstance(obj, bool):
+        ptr = obj
+    else:
+        raise TypeError(f"cannot use {type(obj).__name__} as a CUDA stream: pass a "
+                        "cudaload.Stream, an object with __cuda_stream__, a CuPy or PyTorch "
+                        "stream, or an int handle")
+    index = getattr(obj, "device_id", None)  # cupy
+    if index is None:
+        index = getattr(getattr(obj, "device", None), "index", None)  # torch
+    # An int only (not a str's .index method, nor another library's device object), and not
+    # the -1 CuPy gives its null and external streams: those have no device of their own.
+    return int(ptr), (index if type(index) is int and index >= 0 else None)
+
+
+def stream_handle(stream):
+    """The ``CUstream`` of anything ``Stream.from_handle`` takes (a cudaload Stream through its
+    ``__cuda_stream__``); None is the legacy default stream.  Raises ``TypeError``."""
+    ffi = driver.api().ffi
+    if stream is None:
+        return ffi.NULL
+    return ffi.cast("CUstream", stream_pointer(stream)[0])

@@ -8,8 +8,8 @@ import weakref
 from . import driver, lifetime
 from ._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate
-from .module import pin, unpin
-from .stream import handle_of
+from ._foreign import stream_handle as handle_of
+from ._residency import pin, unpin
 
 __all__ = ["Graph", "capture"]
 
@@ -43,7 +43,7 @@ class Graph:
         self._handles = [None, None]  # executable, graph: what the finalizer destroys
 
     def _set(self, handle) -> None:
-        """Take the captured graph and the pin its capture holds (see module.pin)."""
+        """Take the captured graph and the pin its capture holds (see _residency.pin)."""
         self.handle = self._handles[1] = handle
         weakref.finalize(self, _release, self._handles, self.device).atexit = False
 

@@ -7,7 +7,7 @@ import weakref
 from . import driver, lifetime
 from ._sizes import integer
 from .device import Device, activate, as_device
-from .stream import handle_of
+from ._foreign import stream_handle as handle_of
 
 __all__ = ["alloc", "DeviceBuffer"]
 

@@ -10,51 +10,18 @@ from __future__ import annotations
 import threading
 import weakref
 
-from . import driver, lifetime
+from . import driver
 from ._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate, as_device, current_device
+from ._residency import unload as _unload
 from .errors import DriverError
 
-__all__ = ["Module", "REFUSALS", "pin", "unpin"]
+__all__ = ["Module", "REFUSALS"]
 
 # The driver's answers for an image it cannot load here (recompiling may help).
 REFUSALS = frozenset(map(_cuda_ffi.integer_const, (
     "CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_PTX",
     "CUDA_ERROR_UNSUPPORTED_PTX_VERSION")))
-
-# A CUDA graph refers to its kernels' code without holding the Python objects that loaded it.
-# While a capture runs or a captured graph lives, code whose module is collected stays loaded,
-# and is unloaded once the last of them is gone.
-_pins = [0]
-_held: list = []  # (unload function name, handle, device) of collected modules
-_pin_lock = threading.RLock()  # a collection inside unpin may run _unload in the same thread
-
-
-def pin() -> None:
-    """Keep collected modules' code loaded until the matching :func:`unpin`."""
-    with _pin_lock:
-        _pins[0] += 1
-
-
-def unpin() -> None:
-    with _pin_lock:
-        _pins[0] -= 1
-        held = _held[:] if not _pins[0] else []
-        del _held[:len(held)]
-    for args in held:
-        _unload(*args)
-
-
-def _unload(fn_name: str, handle, dev: Device | None) -> None:
-    if lifetime.forked():
-        return
-    with _pin_lock:
-        if _pins[0]:
-            _held.append((fn_name, handle, dev))
-            return
-    drv = activate(dev) if dev is not None else driver.api()
-    getattr(drv, fn_name)(handle)
-
 
 class Module:
     """A loaded image; ``get_kernel`` and ``get_global`` find what it defines.

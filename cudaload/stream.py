@@ -6,6 +6,7 @@ import weakref
 
 from . import driver, lifetime
 from ._cuda_ffi import ffi as _cuda_ffi
+from ._foreign import stream_handle as handle_of, stream_pointer
 from .device import Device, activate, as_device
 
 __all__ = ["Stream", "Event", "handle_of"]
@@ -59,25 +60,8 @@ class Stream:
         PyTorch stream names, else ``device`` (default: the thread's).  Raises ``TypeError``."""
         if isinstance(obj, Stream):
             return obj
-        if hasattr(obj, "__cuda_stream__"):
-            proto = obj.__cuda_stream__
-            _version, ptr = proto() if callable(proto) else proto
-        elif hasattr(obj, "cuda_stream"):  # torch.cuda.Stream
-            ptr = obj.cuda_stream
-        elif hasattr(obj, "ptr") and not hasattr(obj, "__cuda_array_interface__"):  # cupy Stream
-            ptr = obj.ptr
-        elif isinstance(obj, int) and not isinstance(obj, bool):
-            ptr = obj
-        else:
-            raise TypeError(f"cannot use {type(obj).__name__} as a CUDA stream: pass a "
-                            "cudaload.Stream, an object with __cuda_stream__, a CuPy or PyTorch "
-                            "stream, or an int handle")
-        index = getattr(obj, "device_id", None)  # cupy
-        if index is None:
-            index = getattr(getattr(obj, "device", None), "index", None)  # torch
-        # An int only (not a str's .index method, nor another library's device object), and not
-        # the -1 CuPy gives its null and external streams: those take ``device``.
-        if type(index) is int and index >= 0:
+        ptr, index = stream_pointer(obj)
+        if index is not None:
             device = index
         stream = cls.__new__(cls)
         stream.device = as_device(device)
@@ -154,11 +138,3 @@ class Event:
         driver.check(drv.cuEventElapsedTime_v2(out, self.handle, other.handle),
                      "cuEventElapsedTime")
         return out[0]
-
-
-def handle_of(stream):
-    """The ``CUstream`` of anything :meth:`Stream.from_handle` takes; None is the legacy default
-    stream.  Raises ``TypeError``."""
-    if stream is None:
-        return driver.api().ffi.NULL
-    return Stream.from_handle(stream).handle
