@@ -19,7 +19,24 @@ from .errors import (  # noqa: F401  (the exception tree is cheap and always imp
     NvrtcError,
 )
 
-__version__ = "0.1.0"
+from . import _hooks
+from ._version import __version__  # noqa: F401
+
+
+def _current_arch() -> int:
+    from .device import current_arch
+
+    return current_arch()
+
+
+def _load(code):
+    from .module import load_once
+
+    return load_once(code)
+
+
+# The compile side reaches the launch side only through these (see _hooks.py).
+_hooks.provide(_current_arch, _load)
 
 # public name -> submodule that defines it; resolved by __getattr__ on first access.
 _LAZY = {

@@ -353,7 +353,7 @@ def _describe_dir(name: str, entry: dict) -> str:
 
 def _format(report: dict) -> str:
     """The human report."""
-    from . import __version__
+    from ._version import __version__
 
     drv, nv = report["driver"], report["nvrtc"]
     verdict = "available" if report["available"] else "NOT available"

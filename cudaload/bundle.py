@@ -124,9 +124,8 @@ class Bundle:
     def find(self, program, arch, output: str = "auto", *, digest: bytes | None = None
              ) -> ObjectCode | None:
         """The entry of ``program`` for a device of ``arch``, or None (then compile).
-        ``digest``: the program's digest with the files it reads, if the caller has it.
-
-        The result remembers ``program``, so code the driver refuses is compiled instead."""
+        ``digest``: the program's digest with the files it reads, if the caller has it.  The
+        Program that asked gives the result its way to compile again (Program._own)."""
         if output == "ptx":
             return None
         entries = self._entries()
@@ -148,9 +147,7 @@ class Bundle:
         obj = decode(self._data[start:start + entry["length"]])
         if obj is None:  # a damaged entry is a miss; its neighbours may be fine
             return None
-        shipped = obj._as("bundle")
-        shipped._origin = (program, arch, output, None)  # no cache key: nothing to evict
-        return shipped
+        return obj._as("bundle")
 
     # ---- writing -------------------------------------------------------------------------------
 
@@ -168,7 +165,7 @@ class Bundle:
 
     def to_bytes(self) -> bytes:
         """The bundle file: entries read from the origin and those added, one per key."""
-        from . import __version__
+        from ._version import __version__
 
         merged = {k: (e, self._data[e["offset"]:e["offset"] + e["length"]])
                   for k, e in self._entries().items()}

@@ -33,7 +33,7 @@ def main(argv=None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from ._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="cudaload",

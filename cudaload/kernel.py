@@ -158,8 +158,7 @@ class _Core:
         types = _signature.mangled_types(module.symbol(self.name))
         if types is not None:
             return types, None
-        origin = getattr(module.code, "_origin", None)  # (Program, ...) when a Program made it
-        source = self._source or getattr(origin[0] if origin else None, "source", None)
+        source = self._source or module.code.source
         if source:
             found = _signature.source_types(source, self.name)
             if found is not None:

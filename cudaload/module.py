@@ -2,7 +2,7 @@
 
 Drivers with the library API (CUDA 12.0+) load once for every context (``cuLibraryLoadData``);
 older ones load per context (``cuModuleLoadData``).  An image the driver refuses is recompiled once
-for what it can load (``ObjectCode._recompile_after_refusal``) before the error is raised.
+for what it can load (by what compiled it: ``ObjectCode.recompile``) before the error is raised.
 """
 
 from __future__ import annotations
@@ -16,12 +16,23 @@ from .device import Device, activate, as_device, current_device
 from ._residency import unload as _unload
 from .errors import DriverError
 
-__all__ = ["Module", "REFUSALS"]
+__all__ = ["Module", "REFUSALS", "load_once"]
 
 # The driver's answers for an image it cannot load here (recompiling may help).
 REFUSALS = frozenset(map(_cuda_ffi.integer_const, (
     "CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_PTX",
     "CUDA_ERROR_UNSUPPORTED_PTX_VERSION")))
+
+def load_once(obj) -> Module:
+    """The Module of ``obj`` shared by every copy of it (``ObjectCode.load()``): loaded on the first
+    call, under the lock the copies share, so code compiled once is loaded once."""
+    driver.init()  # in a forked child: ForkedProcessError, before a lock the parent held
+    with obj._module[1]:  # one load per code; other code loads meanwhile
+        module = obj._module[0]
+        if module is None:
+            module = obj._module[0] = Module(obj)
+    return module
+
 
 class Module:
     """A loaded image; ``get_kernel`` and ``get_global`` find what it defines.

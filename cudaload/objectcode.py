@@ -7,6 +7,8 @@ import re
 import struct
 import threading
 
+from . import _hooks
+
 __all__ = ["ObjectCode"]
 
 KINDS = ("cubin", "ptx", "fatbin")
@@ -17,19 +19,24 @@ _PTX_VERSION = re.compile(rb"^\s*\.version\s+\d", re.M)
 
 class ObjectCode:
     """Device code ready for the driver: ``.code`` (bytes), ``.kind``, ``.arch``, ``.log``,
-    ``.lowered_names`` (name expression -> mangled name) and ``.cached`` (None, "memory", "disk")."""
+    ``.lowered_names`` (name expression -> mangled name) and ``.cached`` (None, "memory", "disk").
+
+    Plain data.  What made it may add two fields: ``.source``, the CUDA source, where the launch
+    side reads parameter types a mangled name does not give; and ``.recompile``, a function that
+    takes this code after the driver refused it and returns code the driver can load, or None.
+    Whoever compiled it owns recompiling it."""
 
     def __init__(self, code: bytes, kind: str, arch: str | None = None, *, log: str = "",
-                 lowered_names: dict | None = None, cached: str | None = None, origin=None,
-                 module: list | None = None):
+                 lowered_names: dict | None = None, cached: str | None = None,
+                 source: str | None = None, recompile=None, module: list | None = None):
         self.code = code
         self.kind = kind
         self.arch = arch
         self.log = log
         self.lowered_names = lowered_names if lowered_names is not None else {}
         self.cached = cached
-        # (program, arch, output, key) when a Program made it: what a refused load recompiles
-        self._origin = origin
+        self.source = source
+        self.recompile = recompile
         # [Module or None, its lock], shared with the copies _as makes (the memory cache's among
         # them), so code compiled once is loaded once however many kernels are made from it.
         self._module = module if module is not None else [None, threading.Lock()]
@@ -40,8 +47,8 @@ class ObjectCode:
 
     def _as(self, cached: str | None) -> ObjectCode:
         return ObjectCode(self.code, self.kind, self.arch, log=self.log,
-                          lowered_names=self.lowered_names, cached=cached, origin=self._origin,
-                          module=self._module)
+                          lowered_names=self.lowered_names, cached=cached, source=self.source,
+                          recompile=self.recompile, module=self._module)
 
     @classmethod
     def from_bytes(cls, data, kind: str) -> ObjectCode:
@@ -90,24 +97,14 @@ class ObjectCode:
         objects are gone.  ``cudaload.Module(obj)`` loads a separate copy."""
         module = self._module[0]
         if module is None:
-            from . import driver
-            from .module import Module
-
-            driver.init()  # in a forked child: ForkedProcessError, before a lock the parent held
-            with self._module[1]:  # one load per code; other code loads meanwhile
-                module = self._module[0]
-                if module is None:
-                    module = self._module[0] = Module(self)
+            module = _hooks.load(self)  # module.load_once: the launch side, above this module
         return module
 
     def _recompile_after_refusal(self) -> ObjectCode | None:
-        """After the driver refused this code: drop its cache entry and compile what the driver can
-        load (CUBIN for the device, or PTX for an older arch).  None when no Program made it, or
-        when nothing else can be tried."""
-        if self._origin is None:
-            return None
-        program = self._origin[0]
-        return program._recompile_after_refusal(self)
+        """After the driver refused this code: what its compiler makes instead (for a Program:
+        CUBIN for the device, or PTX for an older arch).  None when nothing made it that can
+        compile again, or when nothing else can be tried."""
+        return None if self.recompile is None else self.recompile(self)
 
 
 def _arch_of(data: bytes, kind: str) -> str | None:

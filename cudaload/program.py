@@ -13,10 +13,11 @@ format, and for PTX the driver version.  Each NVRTC compilation is logged at DEB
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 
-from . import _log, cache, includes, options as _options, toolchain
+from . import _hooks, _log, cache, includes, options as _options, toolchain
 from .errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
 from .options import Arch, parse_arch
@@ -120,6 +121,7 @@ class Program:
             shipped = self.bundle.find(self, arch, _virtual(arch, output),
                                        digest=self._inputs_digest(inputs))
             if shipped is not None:
+                self._own(shipped, arch, output, None)  # no cache key: nothing to evict
                 cache.MEMORY[(self._digest, arch, output)] = (shipped._as("memory"),
                                                              inputs.witness)
                 return shipped
@@ -177,7 +179,7 @@ class Program:
                     if keep:
                         publish(obj)
             break
-        obj._origin = (self, arch, output, key)
+        self._own(obj, arch, output, key)
         if keep:
             cache.MEMORY[(self._digest, arch, output)] = (obj._as("memory"), inputs.witness)
         return obj
@@ -198,8 +200,14 @@ class Program:
         return ObjectCode(compiled.code, kind, target.sm(), log=compiled.log,
                           lowered_names=dict(compiled.lowered_names))
 
-    def _recompile_after_refusal(self, refused: ObjectCode) -> ObjectCode | None:
-        _program, arch, output, key = refused._origin
+    def _own(self, obj: ObjectCode, arch, output: str, key: str | None) -> None:
+        """Give ``obj`` what the launch side reads of its program: the source, and the way to
+        compile again (for ``arch``/``output`` as asked, under ``key``) when the driver refuses it."""
+        obj.source = self.source
+        obj.recompile = functools.partial(self._recompile_after_refusal, arch, output, key)
+
+    def _recompile_after_refusal(self, arch, output: str, key: str | None,
+                                 refused: ObjectCode) -> ObjectCode | None:
         cache.MEMORY.pop((self._digest, arch, output), None)
         tc = toolchain.live()
         inputs = self._inputs(tc)
@@ -221,7 +229,7 @@ class Program:
         _log.debug("compile", "the driver refused %s %s for %s; recompiling as %s for %s",
                    self.name, refused.kind, refused.arch, kind, target.sm())
         obj = self._build(tc, kind, target, key)
-        obj._origin = refused._origin
+        self._own(obj, arch, output, key)
         if inputs.certain:
             disk.store(key, obj)  # what this driver refused is replaced by what it can load
         cache.MEMORY[(self._digest, arch, output)] = (obj._as("memory"), inputs.witness)
@@ -259,10 +267,8 @@ def _device_arch():
     if _no_device:
         return None
     try:
-        from .device import current_arch
-
-        return current_arch()
-    except (ImportError, AttributeError, CudaLoadError):
+        return _hooks.current_arch()
+    except CudaLoadError:
         # No driver, no device or a failed cuInit stays so for the life of the process (the driver
         # remembers), so the memory-hit path need not ask again: 3-7 us per call otherwise.
         _no_device = True

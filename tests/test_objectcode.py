@@ -56,15 +56,10 @@ def test_repr_and_recompile_without_program(real_code):
 
 
 def test_load_hands_the_object_to_module(real_code, monkeypatch):
-    import sys
-    import types
-
-    from cudaload import driver
+    from cudaload import driver, module
 
     made = []
-    fake = types.ModuleType("cudaload.module")
-    fake.Module = lambda o: made.append(o) or "module"
-    monkeypatch.setitem(sys.modules, "cudaload.module", fake)
+    monkeypatch.setattr(module, "Module", lambda o: made.append(o) or "module")
     monkeypatch.setattr(driver, "init", lambda: None)  # no driver here
     obj = ObjectCode.from_bytes(real_code[0], "cubin")
     assert obj.load() == "module" and made == [obj]

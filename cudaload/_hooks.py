@@ -1,0 +1,32 @@
+"""What compiling asks of the launch side: the current device's architecture (``compile(arch=None)``)
+and loading compiled code (``ObjectCode.load()``).
+
+The launch side is the layer above compiling, so no compile module imports it: the package
+(cudaload/__init__.py) hands these two functions over when it is imported, each importing the
+launch module it needs on its first call.  Importing cudaload therefore still loads nothing.
+
+Imports of cudaload: nothing.
+"""
+
+from __future__ import annotations
+
+__all__ = ["provide", "current_arch", "load"]
+
+_current_arch = None
+_load = None
+
+
+def provide(current_arch, load) -> None:
+    """Install the launch side's ``current_arch() -> int`` and ``load(ObjectCode) -> Module``."""
+    global _current_arch, _load
+    _current_arch, _load = current_arch, load
+
+
+def current_arch() -> int:
+    """Compute capability of the current device, e.g. 90.  Raises CudaLoadError without one."""
+    return _current_arch()
+
+
+def load(code):
+    """The Module holding ``code``, loaded once for all copies of it."""
+    return _load(code)
