@@ -53,7 +53,9 @@ print(json.dumps({"ms": took * 1e3, "cached": obj.cached, "nvrtc_mapped": "libnv
 
 
 def cold_overhead(reps: int) -> dict:
-    from cudaload import Program, nvrtc, toolchain
+    from cudaload import Program
+    from cudaload.bindings import nvrtc
+    from cudaload.compile import toolchain
 
     Program(KERNEL + "// warm-up\n", name_expressions=NAMES).compile(arch=ARCH)
     tc = toolchain.live()
@@ -129,8 +131,9 @@ def disk_hit(runs: int) -> dict:
 
 
 def lookup_scaling(sizes, lookups: int) -> dict:
-    from cudaload import Program, cache
-    from cudaload.objectcode import ObjectCode
+    from cudaload import Program
+    from cudaload.compile import cache
+    from cudaload.compile.objectcode import ObjectCode
 
     prog = Program(KERNEL, name_expressions=NAMES)
     prog.compile(arch=ARCH)
@@ -172,7 +175,7 @@ def main() -> int:
             "disk_hit_fresh_process": disk_hit(5 if args.quick else 15),
             "lookup_scaling": lookup_scaling((10, 100, 1000, 10_000), 50 if args.quick else 300),
         }
-        from cudaload import nvrtc
+        from cudaload.bindings import nvrtc
 
         result["nvrtc"] = ".".join(map(str, nvrtc.version()))
     text = json.dumps(result, indent=2)

@@ -161,7 +161,7 @@ def run_cudaload(n, repeats):
 
 def breakdown(k, args, s, n, repeats):
     """Seconds per launch of each step of the hot path, measured alone."""
-    from cudaload import driver
+    from cudaload.bindings import driver
 
     k(1, 1, args, stream=s)
     state = k._core._tls.state
@@ -386,13 +386,13 @@ def run_prepare(cubin):
         f.write(obj.code)
     dev = cudaload.Device(0)
     return {"gpu": dev.name, "arch": obj.arch,
-            "driver": cudaload.driver.format_version(cudaload.driver.version())}
+            "driver": cudaload.bindings.driver.format_version(cudaload.bindings.driver.version())}
 
 
 def run_memory(kind):
     """Device memory in use (cuMemGetInfo total - free) after a bare context, or after 10 kernels."""
     import cudaload
-    from cudaload.device import Device, activate
+    from cudaload.launch.device import Device, activate
 
     dev = Device(0)
     activate(dev)

@@ -1,6 +1,6 @@
 """Generate cudaload's cffi modules from the C declarations under headers/.
 
-    python ci/gen_ffi.py           # write cudaload/_cuda_ffi.py, _nvrtc_ffi.py, _cuda_protos.py
+    python ci/gen_ffi.py           # write cudaload/bindings/_cuda_ffi.py, _nvrtc_ffi.py, _cuda_protos.py
     python ci/gen_ffi.py --check   # exit 1 if the committed files differ from what would be written
 
 Out-of-line ABI mode (``set_source(name, None)``): the generated module holds the parsed declarations
@@ -36,7 +36,7 @@ def _builder(header: str) -> cffi.FFI:
 
 def _ffi_module(module: str, header: str) -> str:
     builder = _builder(header)
-    builder.set_source(f"cudaload.{module}", None)
+    builder.set_source(f"cudaload.bindings.{module}", None)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, module + ".py")
         builder.emit_python_code(out)
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     stale = []
     for name, text in outputs().items():
-        path = os.path.join(ROOT, "cudaload", name)
+        path = os.path.join(ROOT, "cudaload", "bindings", name)
         current = open(path).read() if os.path.exists(path) else None
         if current == text:
             continue
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
         else:
             with open(path, "w") as f:
                 f.write(text)
-            print(f"wrote cudaload/{name}")
+            print(f"wrote cudaload/bindings/{name}")
     if stale:
         print("stale generated files (run `python ci/gen_ffi.py`): " + ", ".join(stale),
               file=sys.stderr)

@@ -44,8 +44,8 @@ say "built $(basename "$CUDALOAD_WHEEL") and $(basename "$GPUOPS_WHEEL")"
 mkdir -p "$WORK/unpacked"
 PYTHONPATH="$ROOT" "$PYTHON" - "$WORK/unpacked" "$CUDALOAD_WHEEL" "$GPUOPS_WHEEL" "${#ARCHS[@]}" <<'PY'
 import os, sys, zipfile
-from cudaload import cache
-from cudaload.bundle import Bundle
+from cudaload.compile import cache
+from cudaload import Bundle
 
 out, wheels, narchs = sys.argv[1], sys.argv[2:4], int(sys.argv[4])
 for wheel in wheels:
@@ -147,7 +147,7 @@ assert len(said) == 1, f"the fallback must be said once, not {len(said)} times: 
 assert expected_reason in said[0], f"{expected_reason!r} not in {said[0]!r}"
 assert gpuops.loaded_kernels() == []
 
-from cudaload.bundle import Bundle
+from cudaload import Bundle
 shipped = Bundle.from_resource("gpuops", "_kernels.bundle")
 assert len(shipped) > 0, "the installed gpuops has no bundle"
 

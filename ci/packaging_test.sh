@@ -30,8 +30,8 @@ with zipfile.ZipFile(wheel) as zf:
 compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib", ".dll")) or ".so." in n]
 assert not compiled, f"compiled files in the wheel: {compiled}"
 assert "Tag: py3-none-any" in text and "Root-Is-Purelib: true" in text, text
-for needed in ("cudaload/__init__.py", "cudaload/_cuda_ffi.py", "cudaload/_nvrtc_ffi.py",
-               "cudaload/_cuda_protos.py", "cudaload/availability.py", "cudaload/cli.py"):
+for needed in ("cudaload/__init__.py", "cudaload/bindings/_cuda_ffi.py", "cudaload/bindings/_nvrtc_ffi.py",
+               "cudaload/bindings/_cuda_protos.py", "cudaload/availability.py", "cudaload/cli.py"):
     assert needed in names, f"{needed} missing from the wheel"
 print(f"packaging_test: {len(names)} files, pure Python, tag py3-none-any")
 PY

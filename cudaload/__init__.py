@@ -2,6 +2,20 @@
 
 Importing this package loads no CUDA library and imports neither cffi's parser nor numpy: every
 public name below is bound on first access, and libcuda/libnvrtc are dlopened on first use.
+
+Layers, each importing only from those before it (tests/test_layers.py checks, and that no
+import circle exists):
+
+0. foundation, in this folder: errors, lifetime (fork), _log, _version, releases (facts about
+   CUDA releases), _trust and _untrusted (reading files others may have written), _writes
+   (atomic writes);
+1. ``bindings``: finding and opening libcuda and libnvrtc, and checked calls into them;
+2. ``compile``: programs, options, the include search, the toolchain, the kernel cache, bundles,
+   compiled code (``ObjectCode``);
+3. ``launch``: devices, memory, streams, graphs, modules, kernels and their arguments;
+4. entry points, in this folder: availability (the status report), cli and _compile_commands,
+   and this package, which also hands the launch side's two services to the compile side
+   (compile/_hooks.py).
 """
 
 from __future__ import annotations
@@ -19,18 +33,18 @@ from .errors import (  # noqa: F401  (the exception tree is cheap and always imp
     NvrtcError,
 )
 
-from . import _hooks
+from .compile import _hooks
 from ._version import __version__  # noqa: F401
 
 
 def _current_arch() -> int:
-    from .device import current_arch
+    from .launch.device import current_arch
 
     return current_arch()
 
 
 def _load(code):
-    from .module import load_once
+    from .launch.module import load_once
 
     return load_once(code)
 
@@ -43,19 +57,19 @@ _LAZY = {
     "is_available": "availability",
     "status": "availability",
     "Status": "availability",
-    "Program": "program",
-    "ObjectCode": "objectcode",
-    "Module": "module",
-    "Kernel": "kernel",
-    "RawKernel": "rawkernel",
-    "Device": "device",
-    "device_count": "device",
-    "alloc": "memory",
-    "DeviceBuffer": "memory",
-    "Stream": "stream",
-    "Event": "stream",
-    "Graph": "graph",
-    "Bundle": "bundle",
+    "Program": "compile.program",
+    "ObjectCode": "compile.objectcode",
+    "Module": "launch.module",
+    "Kernel": "launch.kernel",
+    "RawKernel": "launch.rawkernel",
+    "Device": "launch.device",
+    "device_count": "launch.device",
+    "alloc": "launch.memory",
+    "DeviceBuffer": "launch.memory",
+    "Stream": "launch.stream",
+    "Event": "launch.stream",
+    "Graph": "launch.graph",
+    "Bundle": "compile.bundle",
 }
 
 __all__ = sorted([*_LAZY, "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",

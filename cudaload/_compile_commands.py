@@ -53,7 +53,7 @@ def _add_compile_parser(sub) -> None:
 def _compile_words(words) -> tuple[dict, list, list]:
     """(cudaload's options, the files, NVRTC's options) of ``compile``'s words.  Raises
     ValueError.  Only whole names are matched: "-c" is not taken for "-cubin"."""
-    from .options import split_cli
+    from .compile.options import split_cli
 
     by_name = {name: (key, metavar is not None)
                for names, key, metavar, _t in _COMPILE_OPTIONS for name in names}
@@ -114,7 +114,7 @@ def _holds_kernel(code: bytes, kind: str) -> bool | None:
 
 def _template_kernels(source: str) -> list[str]:
     """The names of the ``__global__`` function templates declared in ``source``."""
-    from .signature import _without_comments
+    from .launch.signature import _without_comments
 
     text = _without_comments(source)
     names = []
@@ -145,7 +145,7 @@ def _cmd_compile(words) -> int:
 
     from . import _untrusted, _writes
     from .errors import CompileError, CudaLoadError
-    from .program import Program
+    from .compile.program import Program
 
     try:
         own, files, nvrtc_options = _compile_words(words)
@@ -220,7 +220,7 @@ def _add_precompile_parser(sub) -> None:
               "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [-o OUT.bundle]",
         description="Each program is compiled to CUBIN for each --arch through the kernel cache. "
                     "With -o the results are also written to a bundle file: a package that ships "
-                    "it and passes bundle=cudaload.bundle.Bundle.from_resource(...) to its "
+                    "it and passes bundle=cudaload.Bundle.from_resource(...) to its "
                     "Programs runs them without NVRTC. A bundle entry is used only for the same "
                     "program: source, headers, options and name expressions must be those the "
                     "package uses at run time. --programs MODULE:NAME takes them from the package "
@@ -249,8 +249,8 @@ def _precompile_programs(args) -> list:
     import importlib
     import os
 
-    from .options import split_cli
-    from .program import Program
+    from .compile.options import split_cli
+    from .compile.program import Program
 
     if args.resource and not args.package:
         raise ValueError("--resource needs --package (the package that holds the file)")
@@ -276,7 +276,7 @@ def _precompile_programs(args) -> list:
 
 def _cmd_precompile(args) -> int:
     from . import _writes
-    from .bundle import Bundle
+    from .compile.bundle import Bundle
     from .errors import CudaLoadError
 
     try:

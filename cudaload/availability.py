@@ -12,7 +12,7 @@ from __future__ import annotations
 import _thread
 import os
 
-from . import _loader
+from .bindings import _loader
 from .errors import CudaLoadError, DriverError, LibraryLoadError, MissingSymbolError
 
 __all__ = ["is_available", "status", "Status"]
@@ -27,7 +27,7 @@ _PROBE_SOURCE = 'extern "C" __global__ void cudaload_probe(float *x) { x[threadI
 def is_available() -> bool:
     """True when the driver loads, ``cuInit`` succeeds and a device is visible; never raises."""
     try:
-        from .device import device_count
+        from .launch.device import device_count
 
         return device_count() > 0
     except Exception:
@@ -83,10 +83,10 @@ def _forget_failures() -> None:
     import sys
 
     _loader.forget_failures()
-    driver = sys.modules.get("cudaload.driver")  # only when imported: importing costs time
+    driver = sys.modules.get("cudaload.bindings.driver")  # only when imported: importing costs time
     if driver is not None:
         driver.forget_load_failure()
-    program = sys.modules.get("cudaload.program")
+    program = sys.modules.get("cudaload.compile.program")
     if program is not None:
         program.forget_no_device()
 
@@ -170,7 +170,7 @@ def _probe_driver(report: dict, problems: list) -> int:
         return 0
     version = 0
     try:
-        from . import driver
+        from .bindings import driver
 
         version = driver.version()
         section["version"] = driver.format_version(version) if version else None
@@ -199,7 +199,7 @@ def _probe_driver(report: dict, problems: list) -> int:
 
 
 def _probe_devices(problems: list) -> list[dict]:
-    from .device import Device, device_count
+    from .launch.device import Device, device_count
 
     count = device_count()
     if count == 0:
@@ -233,7 +233,7 @@ def _probe_nvrtc(section: dict, problems: list) -> tuple[int, int] | None:
     if override and not os.path.exists(override):
         _open("nvrtc", section, problems)  # the loader's own "not found", naming the path
         return None
-    from . import toolchain
+    from .compile import toolchain
 
     try:
         tc = toolchain.current()
@@ -291,7 +291,7 @@ _BUILTINS_HINT = ("libnvrtc-builtins must sit next to libnvrtc with the same ver
 
 def _builtins_load(section: dict, problems: list) -> bool:
     """Whether libnvrtc-builtins loads: only a real compilation tells."""
-    from . import nvrtc
+    from .bindings import nvrtc
     from .errors import NvrtcError
 
     try:
@@ -320,7 +320,7 @@ def _builtins_present(nvrtc_path: str, section: dict, problems: list) -> bool:
 
 def _ptx_loadable(driver_version: int, nvrtc_version: tuple[int, int], problems: list) -> bool:
     # A driver JIT-compiles PTX only up to the PTX ISA of its own CUDA version.
-    from .driver import format_version
+    from .bindings.driver import format_version
 
     major, minor = nvrtc_version
     if driver_version >= major * 1000 + minor * 10:

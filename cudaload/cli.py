@@ -86,8 +86,8 @@ def _cmd_demo(args) -> int:
 
     report = status()
     try:
-        from . import nvrtc
-        from .program import Program
+        from .bindings import nvrtc
+        from .compile.program import Program
 
         oldest = min(nvrtc.supported_archs())
         program = Program(SAXPY, name="saxpy.cu")
@@ -159,7 +159,7 @@ def _add_cache_parser(sub) -> None:
 
 
 def _byte_count(text: str) -> int:
-    from .cache import byte_count
+    from .compile.cache import byte_count
 
     value = byte_count(text)
     if value is None:
@@ -168,7 +168,7 @@ def _byte_count(text: str) -> int:
 
 
 def _cmd_cache(args) -> int:
-    from . import cache
+    from .compile import cache
 
     disk = cache.configured()  # looked after even with CUDALOAD_CACHE=0
     try:
@@ -186,7 +186,7 @@ def _cache_action(disk, action: str, args) -> int:
     import json
     import os
 
-    from . import cache
+    from .compile import cache
 
     if action == "clear":
         count = disk.clear()

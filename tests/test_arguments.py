@@ -12,7 +12,7 @@ np = pytest.importorskip("numpy")
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from cudaload import arguments, signature  # noqa: E402
+from cudaload.launch import arguments, signature  # noqa: E402
 from cudaload.errors import LaunchArgumentError  # noqa: E402
 
 FFI = cffi.FFI()
@@ -139,7 +139,7 @@ def test_random_values_against_random_layouts(cases):
 def test_device_buffers_pack_their_pointer_and_freed_or_foreign_ones_are_refused():
     from types import SimpleNamespace
 
-    from cudaload.memory import DeviceBuffer
+    from cudaload.launch.memory import DeviceBuffer
 
     p = packer(["float*"])
     live = DeviceBuffer(0x7000, 16, SimpleNamespace(ordinal=0))
@@ -200,7 +200,7 @@ def test_integer_like_values_into_int_and_pointer_parameters():
 
 
 def test_grid_and_block_sizes_must_be_integers():
-    from cudaload.kernel import _constant, _dims
+    from cudaload.launch.kernel import _constant, _dims
 
     assert _dims(np.int64(3), "grid") == (3, 1, 1) and _dims([2, 3], "block") == (2, 3, 1)
     for bad in (1000 / 256, (3.9,), "256", ("2",), True, (1, True)):

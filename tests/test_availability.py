@@ -110,7 +110,7 @@ def test_driver_missing_entry_points_is_a_problem_with_a_hint(partial_driver):
 
 def test_an_unexpected_exception_in_a_section_is_recorded():
     prelude = """
-from cudaload import nvrtc
+from cudaload.bindings import nvrtc
 def boom():
     raise ValueError("boom")
 nvrtc.version = boom
@@ -139,7 +139,7 @@ def test_an_unexpected_exception_anywhere_still_gives_a_report():
 def test_is_available_never_raises_even_if_the_driver_module_breaks():
     result = run_json("""
         import json, cudaload
-        from cudaload import driver
+        from cudaload.bindings import driver
         def broken():
             raise MemoryError("odd")
         driver.init = broken
@@ -231,7 +231,8 @@ def test_refresh_retries_a_library_that_failed_to_load(libcuda_535):
 def test_a_problems_hint_is_the_errors_hint_field(one_device_driver):
     # A DriverError joins its hint with "; ", not " Next step: ": only the field gives it.
     prelude = """
-from cudaload import device, errors
+from cudaload.launch import device
+from cudaload import errors
 def refuse():
     raise errors.DriverError("cuDeviceGetCount failed: CUDA_ERROR_UNKNOWN (999): unknown",
                              code=999, name="CUDA_ERROR_UNKNOWN", function="cuDeviceGetCount",
@@ -242,3 +243,18 @@ device.device_count = refuse
     problem, = [p for p in rep["problems"] if "cuDeviceGetCount" in p["what"]]
     assert problem == {"what": "cuDeviceGetCount failed: CUDA_ERROR_UNKNOWN (999): unknown",
                        "hint": "reseat the GPU in its slot"}
+
+
+def test_the_modules_a_refresh_resets_are_named_as_they_are():
+    # status(refresh=True) resets state in modules already imported, found by name in
+    # sys.modules: a name that no module has would make the refresh silently do nothing.
+    import importlib
+    import re
+
+    from cudaload import availability
+
+    with open(availability.__file__) as f:
+        names = re.findall(r'sys\.modules\.get\("([\w.]+)"\)', f.read())
+    assert len(names) >= 2
+    for name in names:
+        importlib.import_module(name)

@@ -12,10 +12,10 @@ import warnings
 
 import pytest
 
-from cudaload import cache
-from cudaload.bundle import Bundle, BundleWarning
-from cudaload.objectcode import ObjectCode
-from cudaload.program import Program
+from cudaload.compile import cache
+from cudaload.compile.bundle import Bundle, BundleWarning
+from cudaload.compile.objectcode import ObjectCode
+from cudaload.compile.program import Program
 from tests.conftest import ROOT, run_json
 from tests.test_program import cache_dir  # noqa: F401  (autouse: a fresh cache folder per test)
 
@@ -189,7 +189,7 @@ def test_precompile_writes_real_cubins_used_with_nvrtc_hidden(package, tmp_path)
     code = HIDE_NVRTC + textwrap.dedent(f'''
         import json, sys
         from cudaload import Program, LibraryNotFoundError
-        from cudaload.bundle import Bundle
+        from cudaload.compile.bundle import Bundle
         bundle = Bundle.from_file({str(out)!r})
         prog = Program.from_resource("kpkg", "ops.cu", name_expressions=["scale<float>"],
                                      bundle=bundle)
@@ -227,7 +227,7 @@ def test_mismatch_compiles_when_nvrtc_is_there(package, tmp_path):
     got = run_json(f'''
         import json
         from cudaload import Program
-        from cudaload.bundle import Bundle
+        from cudaload.compile.bundle import Bundle
         bundle = Bundle.from_file({str(out)!r})
         made = []
         for options, arch in (((), "sm_90"), (("-DEXTRA=1",), "sm_90"), ((), "sm_80")):
@@ -243,8 +243,8 @@ def test_refused_bundle_code_is_compiled_instead():
     got = run_json(r'''
         import json
         from cudaload import Program
-        from cudaload.bundle import Bundle
-        from cudaload.objectcode import ObjectCode
+        from cudaload.compile.bundle import Bundle
+        from cudaload.compile.objectcode import ObjectCode
         src = "extern \"C\" __global__ void k(float *x) { x[0] = 1; }"
         made = Bundle()
         made.add(Program(src), ObjectCode(b"\x7fELF not really", "cubin", "sm_90"))
@@ -267,7 +267,7 @@ def test_precompile_programs_from_the_package(package, tmp_path):
         ("scale<double>",), ("scale<float>",)]
     got = run_json(f'''
         import json, kpkg
-        from cudaload.bundle import Bundle
+        from cudaload.compile.bundle import Bundle
         bundle = Bundle.from_file({str(out)!r})
         print(json.dumps([bundle.find(p, "sm_90") is not None for p in kpkg.programs()]))
     ''', env={"PYTHONPATH": f"{package}{os.pathsep}{ROOT}", "CUDALOAD_LIBNVRTC": "/nonexistent"})
@@ -329,7 +329,7 @@ def test_precompile_append_leaves_a_file_that_is_no_bundle(package, tmp_path):
 def test_hostile_index_entries_make_the_bundle_unusable_not_compiles_fail(change, tmp_path):
     import json
 
-    from cudaload.bundle import BUNDLE_HEADER
+    from cudaload.compile.bundle import BUNDLE_HEADER
 
     prog = Program(SRC)
     made = Bundle()

@@ -26,7 +26,7 @@ extern "C" __global__ void saxpy(float a, const float *x, float *y, int n)
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     """A fresh cache folder for this test, in this process and in the subprocesses it starts."""
-    from cudaload import cache
+    from cudaload.compile import cache
 
     folder = tmp_path / "cache"
     monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(folder))
@@ -41,7 +41,7 @@ def _entries(folder) -> list[str]:
 
 
 def _fake(code: bytes = b"\x7fELF" + b"x" * 60):
-    from cudaload.objectcode import ObjectCode
+    from cudaload.compile.objectcode import ObjectCode
 
     return ObjectCode(code, "cubin", "sm_90", log="warning: w", lowered_names={"f<int>": "_Z1fIiEvv"})
 
@@ -57,7 +57,7 @@ print(json.dumps({{"cached": obj.cached, "kind": obj.kind, "size": len(obj.code)
 
 
 def test_roundtrip_keeps_every_field():
-    from cudaload import cache
+    from cudaload.compile import cache
 
     obj = cache.decode(cache.encode(_fake()))
     assert (obj.code, obj.kind, obj.arch, obj.log, obj.lowered_names, obj.cached) == (
@@ -65,7 +65,7 @@ def test_roundtrip_keeps_every_field():
 
 
 def test_every_truncation_of_a_real_entry_is_a_miss_never_an_error(cache_dir):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     run_json(_COMPILE_ONE.format(src=SAXPY))
     (path,) = _entries(cache_dir)
@@ -101,7 +101,8 @@ def test_truncated_entry_is_recompiled_and_rewritten(cache_dir):
 
 _KEY_CHANGES = r"""
 import dataclasses, json, os, sys
-from cudaload import Program, cache, program, toolchain
+from cudaload import Program
+from cudaload.compile import cache, program, toolchain
 inc = sys.argv[1]
 src = '#include "user.cuh"\n#include "mem.cuh"\n' + {src!r}
 base = dict(headers={{"mem.cuh": "#define M 1\n"}}, include_paths=[inc], options=("-DA=1",),
@@ -178,7 +179,7 @@ def test_disk_hit_loads_neither_nvrtc_nor_pathfinder(cache_dir):
 
 def test_nvrtc_override_is_the_file_checked(cache_dir):
     probe = _DISK_HIT_PROBE.format(src=SAXPY)
-    real = run_json("import json; from cudaload import _loader; "
+    real = run_json("import json; from cudaload.bindings import _loader; "
                     "print(json.dumps(_loader.nvrtc().path))")
     run_json(probe)
     hit = run_json(probe, env={"CUDALOAD_LIBNVRTC": real})  # first use of the override: loads it
@@ -206,7 +207,7 @@ def test_changed_nvrtc_file_is_not_trusted(cache_dir):
 
 
 def test_header_folders_are_remembered_per_environment(cache_dir, tmp_path):
-    from cudaload import toolchain
+    from cudaload.compile import toolchain
 
     run_json(_DISK_HIT_PROBE.format(src=SAXPY))
     record_path = cache_dir / "toolchain.json"
@@ -218,7 +219,7 @@ def test_header_folders_are_remembered_per_environment(cache_dir, tmp_path):
     record["nvrtc"][searched]["headers"] = [
         ["cudart", str(fake), toolchain._header_identity("cudart", str(fake))], ["cccl", None, None]]
     record_path.write_text(json.dumps(record))
-    probe = ("import json; from cudaload import toolchain; "
+    probe = ("import json; from cudaload.compile import toolchain; "
              "print(json.dumps({n: p for n, p, _i in toolchain.current().headers}))")
     assert run_json(probe)["cudart"] == str(fake)  # what this environment remembered
     other = run_json(probe, env={"CUDALOAD_LIBNVRTC": record["nvrtc"][searched]["path"]})
@@ -227,7 +228,7 @@ def test_header_folders_are_remembered_per_environment(cache_dir, tmp_path):
 
 _REMEMBER = """
 import sys, time
-from cudaload import toolchain
+from cudaload.compile import toolchain
 tc = toolchain.current()  # what this environment found
 toolchain._selector = lambda: "environment " + sys.argv[1]
 record = toolchain._read_record()  # read before any of the others wrote
@@ -239,7 +240,7 @@ toolchain._remember(record, tc, toolchain._stat_id(tc.nvrtc_path))
 
 
 def test_environments_remembering_at_once_keep_every_entry(cache_dir):
-    run_py("from cudaload import toolchain; toolchain.current()")  # NVRTC found once, here
+    run_py("from cudaload.compile import toolchain; toolchain.current()")  # NVRTC found once, here
     env = {**os.environ, "PYTHONPATH": ROOT}
     start = time.time() + 3.0
     procs = [subprocess.Popen([sys.executable, "-c", _REMEMBER, str(i), str(start)], env=env)
@@ -254,7 +255,8 @@ def test_environments_remembering_at_once_keep_every_entry(cache_dir):
 _WORKER = """
 import json, sys, time
 import tests.scenarios.compile_log
-from cudaload import Program, _loader
+from cudaload import Program
+from cudaload.bindings import _loader
 _loader.nvrtc()
 start, count, base = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 progs = [Program({src!r} + "\\n// variant %d\\n" % (base + i)) for i in range(count)]
@@ -290,7 +292,7 @@ def test_eight_processes_one_new_key_compile_once(cache_dir, tmp_path):
 
 
 def test_four_processes_25_keys_each_all_entries_valid(cache_dir, tmp_path):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     log = tmp_path / "compiles.log"
     _run_workers([(25, 25 * w) for w in range(4)], {"TESTS_COMPILE_LOG": str(log)})
@@ -329,7 +331,7 @@ def test_unusable_folder_warns_once_and_goes_on(cache_dir, tmp_path, case):
         # read-only: no lock can be taken; full: the lock is taken, writing the entry fails
         code, step = (("EROFS", "cache._locking.acquire_key") if case == "read-only" else
                       ("ENOSPC", "cache._writes.commit"))
-        patch = (f"import errno, os\nfrom cudaload import cache\n"
+        patch = (f"import errno, os\nfrom cudaload.compile import cache\n"
                  f"def refuse(*a, **k): raise OSError(errno.{code}, os.strerror(errno.{code}))\n"
                  f"cache._writes.write_atomic = refuse\n{step} = refuse")
     out = run_json(_THREE_COMPILES.format(src=SAXPY, patch=patch), env=env)
@@ -364,7 +366,7 @@ def _key(i: int) -> str:
 
 def _ready_folder() -> str:
     """The entries folder of this test's cache, made."""
-    from cudaload import cache
+    from cudaload.compile import cache
 
     disk = cache.default()
     disk.ready()
@@ -372,7 +374,7 @@ def _ready_folder() -> str:
 
 
 def test_stale_temporary_files_are_swept(tmp_path):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     cache.DiskCache(tmp_path).store(_key(1), _fake())
     folder = os.path.dirname(_entries(tmp_path)[0])
@@ -388,7 +390,7 @@ def test_stale_temporary_files_are_swept(tmp_path):
 
 
 def test_size_bound_evicts_least_recently_used_but_never_fresh_entries(cache_dir, monkeypatch):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     entry_size = len(cache.encode(_fake()))
     for i in range(5):
@@ -406,7 +408,7 @@ def test_size_bound_evicts_least_recently_used_but_never_fresh_entries(cache_dir
 
 
 def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
-    from cudaload import _locking, cache
+    from cudaload.compile import _locking, cache
 
     cache.default().store(_key(1), _fake())
     cache.default().store(_key(2), _fake())
@@ -428,7 +430,7 @@ def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
 def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
     import threading
 
-    from cudaload import _locking, cache
+    from cudaload.compile import _locking, cache
 
     cache.default().store(_key(7), _fake())
     path = cache.default().path(_key(7), ".lock")
@@ -450,7 +452,7 @@ def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
 def test_key_lock_excludes_a_thread_and_is_released_by_another(cache_dir):
     import threading
 
-    from cudaload import _locking
+    from cudaload.compile import _locking
 
     folder = _ready_folder()
     order = []
@@ -472,7 +474,7 @@ def test_key_lock_excludes_a_thread_and_is_released_by_another(cache_dir):
 
 _HOLD_KEY = """
 import sys, time
-from cudaload import _locking
+from cudaload.compile import _locking
 release = _locking.acquire_key(sys.argv[1], sys.argv[2])
 print("held", flush=True)
 time.sleep(float(sys.argv[3]))
@@ -484,7 +486,7 @@ release()
 def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
     import shutil
 
-    from cudaload import _locking
+    from cudaload.compile import _locking
 
     folder = _ready_folder()
     _locking.acquire_key(folder, _key(4))()  # this process has the lock file open
@@ -504,8 +506,8 @@ def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
 _PUBLISH_AND_EXIT = """
 import os
 def publish_and_exit():
-    from cudaload import cache
-    from cudaload.objectcode import ObjectCode
+    from cudaload.compile import cache
+    from cudaload.compile.objectcode import ObjectCode
     with cache.default().lock(KEY) as publish:
         publish(ObjectCode(b"\\x7fELF" + b"x" * 60, "cubin", "sm_90"))
 if HOW == "exit":
@@ -516,7 +518,7 @@ elif HOW == "multiprocessing":  # workers end with os._exit after threading's sh
     worker.start()
     worker.join()
 else:  # the cache imported before the fork, as in a process that compiled already
-    from cudaload import cache
+    from cudaload.compile import cache
     pid = os.fork()
     if pid == 0:
         publish_and_exit()
@@ -527,7 +529,7 @@ else:  # the cache imported before the fork, as in a process that compiled alrea
 
 @pytest.mark.parametrize("how", ["exit", "fork", "multiprocessing"])
 def test_entry_published_just_before_exit_is_written(cache_dir, how):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     if how != "exit" and not hasattr(os, "fork"):
         pytest.skip("no fork")
@@ -537,7 +539,7 @@ def test_entry_published_just_before_exit_is_written(cache_dir, how):
 
 
 def test_cli_cache_info_clear_prune(cache_dir):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     for i in range(3):
         cache.default().store(_key(i), _fake())
@@ -556,8 +558,8 @@ def test_cli_cache_info_clear_prune(cache_dir):
 
 _OPPOSITE_ORDER = """
 import os, sys, threading, time
-from cudaload import cache
-from cudaload.objectcode import ObjectCode
+from cudaload.compile import cache
+from cudaload.compile.objectcode import ObjectCode
 me, other = sys.argv[1], sys.argv[2]
 keys = ["aa" * 32, "bb" * 32] if me == "0" else ["bb" * 32, "aa" * 32]
 obj = ObjectCode(b"x" * 100, "cubin", "sm_90")
@@ -613,8 +615,9 @@ def test_processes_taking_keys_in_opposite_orders_keep_the_disk_cache(cache_dir,
 
 _REMOVED_UNDER_COMPILE = """
 import os, subprocess, sys, time, warnings
-from cudaload import _writes, cache
-from cudaload.objectcode import ObjectCode
+from cudaload import _writes
+from cudaload.compile import cache
+from cudaload.compile.objectcode import ObjectCode
 warnings.simplefilter("error")
 folder = cache.default().folder
 with cache.default().lock("cd" * 32) as publish:
@@ -625,11 +628,11 @@ with cache.default().lock("cd" * 32) as publish:
         time.sleep(0.001)
     tmp = os.path.join(folder, tmp[0])
     if sys.argv[1] == "clear":
-        code = "from cudaload import cache; cache.configured().clear()"
+        code = "from cudaload.compile import cache; cache.configured().clear()"
     else:  # the compile took longer than STALE_TMP_S: another process sweeps the file
         old = time.time() - cache.STALE_TMP_S - 60
         os.utime(tmp, (old, old))
-        code = "from cudaload import cache; cache.configured().prune()"
+        code = "from cudaload.compile import cache; cache.configured().prune()"
     subprocess.run([sys.executable, "-c", code], check=True)
     assert not os.path.exists(tmp)
     publish(ObjectCode(b"y" * 100, "cubin", "sm_90"))
@@ -648,8 +651,8 @@ def test_entry_written_when_its_temporary_file_goes_during_the_compile(cache_dir
 def test_clear_leaves_no_descriptor_open(cache_dir):
     out = run_json("""
         import json, os
-        from cudaload import cache
-        from cudaload.objectcode import ObjectCode
+        from cudaload.compile import cache
+        from cudaload.compile.objectcode import ObjectCode
         def compile_one(i):
             with cache.default().lock("%064x" % (i + 1)) as publish:
                 publish(ObjectCode(b"z" * 10, "cubin", "sm_90"))
@@ -668,8 +671,8 @@ def test_cache_imports_where_os_has_no_fork_hooks(cache_dir):
         import os
         import random, tempfile, threading  # the standard library's own hooks, registered first
         del os.register_at_fork  # as on Windows
-        import cudaload.availability, cudaload.kernel, cudaload.memory, cudaload.program
-        from cudaload import cache
+        import cudaload.availability, cudaload.launch.kernel, cudaload.launch.memory, cudaload.compile.program
+        from cudaload.compile import cache
         print("imported", cache.default().usable)
     """)
     assert out.stdout.split() == ["imported", "True"], out.stderr
@@ -726,7 +729,7 @@ def test_an_edited_file_nvrtc_includes_is_compiled_again(cache_dir, tmp_path, ca
 
 
 def test_only_a_program_naming_its_include_by_a_macro_leaves_the_disk_cache():
-    from cudaload import includes
+    from cudaload.compile import includes
 
     assert includes.scan('#define H "x.h"\n#include H\n')[1]
     for text in ("#include_next <x.h>\n", "// #include H\n", "/* #include H */\n",
@@ -735,7 +738,7 @@ def test_only_a_program_naming_its_include_by_a_macro_leaves_the_disk_cache():
 
 
 def test_a_file_rewritten_with_its_size_and_time_kept_is_another_file(tmp_path):
-    from cudaload import toolchain
+    from cudaload.compile import toolchain
 
     lib = tmp_path / "libnvrtc.so"
     lib.write_bytes(b"a" * 64)
@@ -752,7 +755,8 @@ def test_a_file_rewritten_with_its_size_and_time_kept_is_another_file(tmp_path):
 def test_nvrtc_is_searched_again_once_a_wheel_may_have_been_installed(cache_dir):
     probe = """
         import json
-        from cudaload import _loader, toolchain
+        from cudaload.bindings import _loader
+        from cudaload.compile import toolchain
         {patch}
         toolchain.current(), toolchain.live()
         print(json.dumps(_loader.loaded("nvrtc").found_via))
@@ -766,7 +770,8 @@ def test_nvrtc_is_searched_again_once_a_wheel_may_have_been_installed(cache_dir)
 def test_processes_with_other_cuda_variables_keep_their_own_remembered_nvrtc(cache_dir):
     probe = """
         import json
-        from cudaload import _loader, toolchain
+        from cudaload.bindings import _loader
+        from cudaload.compile import toolchain
         toolchain.current(), toolchain.live()
         print(json.dumps(_loader.loaded("nvrtc").found_via))
     """

@@ -41,7 +41,8 @@ import json, warnings
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import cudaload
-    from cudaload import Program, cache
+    from cudaload import Program
+    from cudaload.compile import cache
     report = cudaload.status().as_dict()
     obj = Program(%r).compile(arch=90)
 print(json.dumps({"cached": obj.cached, "size": len(obj.code), "enabled": cache.default().usable,
@@ -56,7 +57,7 @@ def compile_in_child() -> dict:
 
 
 def _entry(cache_dir):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     (path,) = (cache_dir / f"v{cache.FORMAT}").glob("*.bin")
     return path
@@ -104,7 +105,7 @@ def test_an_entry_that_is_no_regular_file_is_a_miss(cache_dir, kind):
 
 @pytest.mark.parametrize("kind", ODD)
 def test_a_toolchain_record_that_is_no_regular_file_is_ignored(cache_dir, kind):
-    from cudaload import toolchain
+    from cudaload.compile import toolchain
 
     compile_in_child()
     _make_odd(cache_dir / toolchain.RECORD, kind)
@@ -125,7 +126,7 @@ DEEP = b"[" * 200_000 + b"]" * 200_000
 def test_deeply_nested_entry_metadata_is_a_miss():
     import hashlib
 
-    from cudaload import cache
+    from cudaload.compile import cache
 
     key, code = "ab" * 32, b"\x7fELF" + b"x" * 60
     tag = bytes.fromhex(key)
@@ -135,7 +136,7 @@ def test_deeply_nested_entry_metadata_is_a_miss():
 
 
 def test_deeply_nested_toolchain_record_is_ignored(cache_dir):
-    from cudaload import toolchain
+    from cudaload.compile import toolchain
 
     compile_in_child()
     (cache_dir / toolchain.RECORD).write_bytes(b'{"nvrtc": ' + DEEP + b"}")
@@ -145,7 +146,7 @@ def test_deeply_nested_toolchain_record_is_ignored(cache_dir):
 
 def test_a_bundle_whose_index_nests_deeply_is_compiled_instead():
     from cudaload import Program
-    from cudaload.bundle import BUNDLE_HEADER, FORMAT, MAGIC, Bundle, BundleWarning
+    from cudaload.compile.bundle import BUNDLE_HEADER, FORMAT, MAGIC, Bundle, BundleWarning
 
     data = BUNDLE_HEADER.pack(MAGIC, FORMAT, len(DEEP)) + DEEP
     with pytest.warns(BundleWarning, match="cannot be used"):
@@ -161,7 +162,7 @@ def test_a_bundle_file_that_is_no_regular_file_is_compiled_instead(tmp_path, kin
     out = bounded(f"""
         import json, warnings
         from cudaload import Program
-        from cudaload.bundle import Bundle
+        from cudaload.compile.bundle import Bundle
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             found = Bundle.from_file({str(path)!r}).find(Program({KERNEL!r}), 90)
@@ -199,7 +200,7 @@ DAMAGE = ["entry a list", "entry a string", "path a number", "path with a NUL", 
 
 @pytest.mark.parametrize("case", DAMAGE)
 def test_a_toolchain_record_with_wrong_field_types_is_ignored(cache_dir, case):
-    from cudaload import toolchain
+    from cudaload.compile import toolchain
 
     compile_in_child()
     path = cache_dir / toolchain.RECORD
@@ -215,7 +216,7 @@ def test_a_toolchain_record_with_wrong_field_types_is_ignored(cache_dir, case):
 # --- cache clear ----------------------------------------------------------------------------------
 
 def test_clear_removes_only_cudaloads_own_files(cache_dir):
-    from cudaload import cache, toolchain
+    from cudaload.compile import cache, toolchain
 
     compile_in_child()
     entries = cache_dir / f"v{cache.FORMAT}"
@@ -235,8 +236,8 @@ def test_clear_removes_only_cudaloads_own_files(cache_dir):
 
 _WRITER = """
 import json, sys, warnings
-from cudaload import cache
-from cudaload.objectcode import ObjectCode
+from cudaload.compile import cache
+from cudaload.compile.objectcode import ObjectCode
 open(sys.argv[1], "w").close()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -249,7 +250,7 @@ print(json.dumps({"enabled": cache.default().usable, "warnings": [str(w.message)
 
 _CLEARER = """
 import json, os, sys
-from cudaload import cache
+from cudaload.compile import cache
 while not os.path.exists(sys.argv[1]):
     pass
 errors, rounds = [], 0

@@ -127,7 +127,8 @@ def test_has_include_answers_are_in_the_key(cache_dir, tmp_path):
 
 
 def test_in_one_process_an_edited_header_is_compiled_again(cache_dir, tmp_path, monkeypatch):
-    from cudaload import Program, cache
+    from cudaload import Program
+    from cudaload.compile import cache
 
     monkeypatch.chdir(tmp_path)
     header = tmp_path / "v.h"
@@ -143,7 +144,9 @@ def test_in_one_process_an_edited_header_is_compiled_again(cache_dir, tmp_path, 
 
 
 def test_a_file_changed_while_nvrtc_compiles_is_not_kept(cache_dir, tmp_path, monkeypatch):
-    from cudaload import Program, cache, nvrtc
+    from cudaload import Program
+    from cudaload.compile import cache
+    from cudaload.bindings import nvrtc
 
     monkeypatch.chdir(tmp_path)
     header = tmp_path / "v.h"

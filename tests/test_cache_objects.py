@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 import warnings
 
-from cudaload import cache
-from cudaload.objectcode import ObjectCode
+from cudaload.compile import cache
+from cudaload.compile.objectcode import ObjectCode
 
 KEY = "ab" * 32
 

@@ -30,7 +30,8 @@ import json, warnings
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import cudaload
-    from cudaload import Program, cache
+    from cudaload import Program
+    from cudaload.compile import cache
     report = cudaload.status().as_dict()
     try:
         obj = Program({source!r}).compile(arch=90)
@@ -50,7 +51,7 @@ def victim(n: int = 1, **env) -> dict:
 
 
 def _entries_folder(cache_dir):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     return cache_dir / f"v{cache.FORMAT}"
 
@@ -69,8 +70,8 @@ def _chown_tree(top, uid: int, gid: int = -1) -> None:
 # --- entries prove their key ----------------------------------------------------------------------
 
 def test_an_entry_copied_to_another_key_is_a_miss_there(cache_dir):
-    from cudaload import cache
-    from cudaload.objectcode import ObjectCode
+    from cudaload.compile import cache
+    from cudaload.compile.objectcode import ObjectCode
 
     x, y = "ab" * 32, "cd" * 32
     cache.default().store(x, ObjectCode(b"code of x" * 10, "cubin", "sm_90"))
@@ -95,8 +96,10 @@ def test_a_bundle_of_keyless_entries_from_before_is_still_read():
     import hashlib
     import struct
 
-    from cudaload import Program, cache
-    from cudaload.bundle import BUNDLE_HEADER, FORMAT, MAGIC, Bundle
+    from cudaload import Program
+
+    from cudaload.compile import cache
+    from cudaload.compile.bundle import BUNDLE_HEADER, FORMAT, MAGIC, Bundle
 
     program, code = Program(KERNEL.format(n=1)), b"\x7fELF" + b"old" * 20
     meta = json.dumps({"kind": "cubin", "arch": "sm_90", "log": "", "lowered_names": {}}).encode()
@@ -125,9 +128,9 @@ def _plant_library(cache_dir, tmp_path, how: str):
     """A shared library whose constructor writes a marker file, named in the cache folder's
     toolchain.json as this environment's NVRTC with a matching stat record; the folder, the
     record or the library made untrustworthy as ``how`` says.  Returns (library, marker)."""
-    from cudaload import toolchain
+    from cudaload.compile import toolchain
 
-    run_py("from cudaload import toolchain; toolchain.live()",
+    run_py("from cudaload.compile import toolchain; toolchain.live()",
            env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})  # a real record to edit
     record_path = cache_dir / toolchain.RECORD
     record = json.loads(record_path.read_text())
@@ -226,8 +229,8 @@ def test_an_entries_folder_of_another_user_is_not_used(cache_dir):
 @as_root
 @pytest.mark.parametrize("how", ["of another user", "group-writable", "world-writable"])
 def test_an_entry_file_others_may_write_is_a_miss(cache_dir, how):
-    from cudaload import cache
-    from cudaload.objectcode import ObjectCode
+    from cudaload.compile import cache
+    from cudaload.compile.objectcode import ObjectCode
 
     key = "ef" * 32
     cache.default().store(key, ObjectCode(b"x" * 100, "cubin", "sm_90"))
@@ -268,8 +271,8 @@ def test_cache_commands_refuse_a_folder_not_to_be_trusted(cache_dir):
 
 _LOCK_AND_PUBLISH = """
 import json, warnings
-from cudaload import cache, toolchain
-from cudaload.objectcode import ObjectCode
+from cudaload.compile import cache, toolchain
+from cudaload.compile.objectcode import ObjectCode
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     with cache.default().lock("12" * 32) as publish:

@@ -97,7 +97,9 @@ def test_demo_on_a_gpu_newer_than_nvrtc_compiles_ptx_for_it():
 
     proc = run_py("""
         import sys
-        from cudaload import cli, nvrtc, program
+        from cudaload import cli
+        from cudaload.bindings import nvrtc
+        from cudaload.compile import program
         newer = max(nvrtc.supported_archs()) + 10
         program._device_arch = lambda: newer  # as on a GPU this NVRTC does not know
         program._driver_version = lambda: 99000  # whose driver can load this NVRTC's PTX

@@ -111,7 +111,7 @@ def test_compile_ptx_without_a_gpu_is_for_the_oldest_arch(tmp_path, cache_env):
     the oldest arch NVRTC supports is the PTX that loads on the most GPUs."""
     src = tmp_path / "k.cu"
     src.write_text(PLAIN)
-    archs = run_json("import json; from cudaload import nvrtc; "
+    archs = run_json("import json; from cudaload.bindings import nvrtc; "
                      "print(json.dumps(sorted(nvrtc.supported_archs())))")
     env = {**cache_env, **NO_DRIVER}
     proc = cli("compile", str(src), "--ptx", env=env)
@@ -132,7 +132,8 @@ def test_compile_ptx_on_a_gpu_is_for_that_gpu(tmp_path, cache_env):
     src.write_text(PLAIN)
     proc = run_json(f"""
         import contextlib, io, json
-        from cudaload import cli, program
+        from cudaload import cli
+        from cudaload.compile import program
         program._device_arch = lambda: 86  # as on an sm_86 GPU
         with contextlib.redirect_stdout(io.StringIO()):
             status = cli.main(["compile", {str(src)!r}, "--ptx"])
@@ -145,7 +146,8 @@ def test_compile_ptx_on_a_gpu_is_for_that_gpu(tmp_path, cache_env):
 def test_cache_prune_says_how_many_entries_it_kept_because_they_are_in_use(cache_env):
     store = textwrap.dedent("""
         import json, os, time
-        from cudaload import Program, cache
+        from cudaload import Program
+        from cudaload.compile import cache
         for i in range(3):
             Program('extern "C" __global__ void k%d(int *p) { *p = %d; }' % (i, i)).compile(arch=90)
         AGED = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import run_json
-from cudaload import driver
+from cudaload.bindings import driver
 
 _ERR = """
 def err_fields(err):
@@ -17,7 +17,7 @@ def err_fields(err):
 def test_entry_points_resolve_through_cuGetProcAddress_and_check_results(libcuda_535):
     result = run_json(_ERR + """
 import json
-from cudaload import driver
+from cudaload.bindings import driver
 drv = driver.api()
 count = drv.ffi.new("int *")
 rc = drv.cuDeviceGetCount(count)  # before cuInit
@@ -41,7 +41,7 @@ print(json.dumps({"version": driver.version(), "text": driver.format_version(dri
 def test_cuinit_without_gpu_raises_no_device_and_remembers_it(libcuda_535):
     result = run_json(_ERR + """
 import json
-from cudaload import driver
+from cudaload.bindings import driver
 out = []
 for attempt in (driver.init, driver.init,
                 lambda: driver.call("cuDeviceGetCount", driver.api().ffi.new("int *"))):
@@ -61,7 +61,7 @@ print(json.dumps({"errors": out, "describe": list(driver.describe(100))}))
 def test_undeclared_names_are_attribute_errors(libcuda_535):
     result = run_json("""
         import json
-        from cudaload import driver
+        from cudaload.bindings import driver
         drv = driver.api()
         out = []
         for name in ("cuNoSuchFunction", "not_an_entry_point"):
@@ -92,7 +92,7 @@ def test_format_version(value, text):
 def test_error_without_a_driver_names_the_code_from_the_header():
     result = run_json("""
         import json
-        from cudaload import driver
+        from cudaload.bindings import driver
         known, unknown = driver.error(100, "cuInit"), driver.error(987654, "cuFoo")
         print(json.dumps([known.name, known.code, known.function, str(known), known.hint,
                           unknown.name, unknown.hint]))
@@ -107,7 +107,7 @@ def test_error_without_a_driver_names_the_code_from_the_header():
 def test_error_with_a_driver_uses_its_own_words(libcuda_535):
     result = run_json("""
         import json
-        from cudaload import driver
+        from cudaload.bindings import driver
         err = driver.error(2, "cuMemAlloc_v2")
         print(json.dumps([err.name, err.message, str(err), err.hint]))
     """, env={"CUDALOAD_LIBCUDA": libcuda_535})

@@ -110,6 +110,6 @@ def test_hierarchy_keeps_standard_except_clauses_working(cls, bases):
 
 
 def test_compile_error_default_code_is_nvrtc_error_compilation():
-    from cudaload._nvrtc_ffi import ffi
+    from cudaload.bindings._nvrtc_ffi import ffi
 
     assert errors.CompileError("x").code == ffi.integer_const("NVRTC_ERROR_COMPILATION")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cudaload import includes
+from cudaload.compile import includes
 
 # "//" or "/*" inside a header name is implementation-defined: not generated.
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}(/[A-Za-z0-9_]{1,6})?\.(h|cuh|hpp)",

@@ -15,10 +15,12 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cudaload import _untrusted, cache, toolchain
-from cudaload.bundle import BUNDLE_HEADER, FORMAT as BUNDLE_FORMAT, MAGIC as BUNDLE_MAGIC, Bundle
-from cudaload.bundle import _parse as parse_bundle
-from cudaload.objectcode import ObjectCode
+from cudaload import _untrusted
+
+from cudaload.compile import cache, toolchain
+from cudaload.compile.bundle import BUNDLE_HEADER, FORMAT as BUNDLE_FORMAT, MAGIC as BUNDLE_MAGIC, Bundle
+from cudaload.compile.bundle import _parse as parse_bundle
+from cudaload.compile.objectcode import ObjectCode
 
 FAST = settings(max_examples=200, deadline=timedelta(milliseconds=500),
                 suppress_health_check=[HealthCheck.too_slow])

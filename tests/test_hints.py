@@ -48,7 +48,7 @@ def test_an_architecture_nvrtc_dropped_names_the_last_release_that_has_it(tmp_pa
 
 
 def test_an_architecture_newer_than_nvrtc_names_the_release_that_adds_it():
-    from cudaload import program, toolchain
+    from cudaload.compile import program, toolchain
 
     nvrtc_12_4 = toolchain.Toolchain("/x/libnvrtc.so.12", (12, 4), "b", (50, 60, 70, 75, 80, 90),
                                      ())

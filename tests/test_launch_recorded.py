@@ -222,7 +222,7 @@ out["no_graph"] = fake.fake_unloads()
 def test_launch_state_of_finished_threads_is_released(recording_driver):
     out = run(recording_driver, """
 import gc, threading
-from cudaload import kernel
+from cudaload.launch import kernel
 layout((0, 4))
 k = Program('extern "C" __global__ void k(int n) {}').compile().load().get_kernel("k")
 k(1, 1, (0,))

@@ -46,7 +46,8 @@ def test_fork_hooks_run_in_the_child_in_order():
 
 _DRIVER_AFTER_FORK = """
 import json, os, sys
-from cudaload import driver, errors
+from cudaload.bindings import driver
+from cudaload import errors
 
 def child_init():
     read, write = os.pipe()

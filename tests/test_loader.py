@@ -10,7 +10,7 @@ NOWHERE = "/nonexistent/libcuda.so.1"
 # Loads a library twice and reports what each attempt raised (or what it loaded).
 _LOAD_TWICE = """
 import json
-from cudaload import _loader
+from cudaload.bindings import _loader
 out = []
 for _ in range(2):
     try:
@@ -74,7 +74,7 @@ def test_shared_library_without_driver_symbols_is_missing_symbol(no_symbols_libr
 def test_missing_optional_symbol_fails_only_the_call_that_needs_it(partial_driver):
     result = run_json("""
         import json
-        from cudaload import driver
+        from cudaload.bindings import driver
         drv = driver.api()
         out = {"version": drv.version, "proc_address": drv._proc_address is not None}
         v = drv.ffi.new("int *")
@@ -95,7 +95,7 @@ def test_missing_optional_symbol_fails_only_the_call_that_needs_it(partial_drive
 def test_a_missing_nvrtc_does_not_affect_the_driver(partial_driver):
     result = run_json("""
         import json
-        from cudaload import _loader
+        from cudaload.bindings import _loader
         try:
             _loader.nvrtc()
             nvrtc = "loaded"
@@ -115,7 +115,7 @@ def test_libnvrtc_path_that_does_not_exist_is_not_found():
 def test_nvrtc_from_the_wheel_is_found_through_pathfinder():
     result = run_json("""
         import json
-        from cudaload import _loader
+        from cudaload.bindings import _loader
         assert _loader.loaded("nvrtc") is None
         lib = _loader.nvrtc()
         same = _loader.loaded("nvrtc") is lib
@@ -128,7 +128,7 @@ def test_nvrtc_from_the_wheel_is_found_through_pathfinder():
 def test_default_driver_search_never_tries_the_link_stub_first():
     result = run_json("""
         import json
-        from cudaload import _loader
+        from cudaload.bindings import _loader
         print(json.dumps(_loader.driver_candidates()))
     """, unset=("CUDALOAD_LIBCUDA",))
     names = [path for path, _how in result]
@@ -140,7 +140,7 @@ def test_default_driver_search_never_tries_the_link_stub_first():
 # 16 threads released at once each call _loader.{which}(); prints how many distinct results came back.
 _AT_ONCE = """
 import json, threading
-from cudaload import _loader
+from cudaload.bindings import _loader
 barrier = threading.Barrier(16)
 got = []
 def worker():

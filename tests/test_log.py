@@ -47,7 +47,7 @@ print(json.dumps(records))
 
 def test_loading_the_driver_logs_the_file_and_a_failure_logs_why(libcuda_535):
     code = _RECORDING + """
-from cudaload import _loader
+from cudaload.bindings import _loader
 try:
     _loader.driver()
 except Exception:
@@ -68,7 +68,7 @@ def test_without_logging_configured_cudaload_does_not_import_it(libcuda_535):
         import cudaload
         cudaload.status()
         print(json.dumps({"logging": "logging" in sys.modules,
-                          "driver loaded": cudaload._loader.loaded("cuda") is not None}))
+                          "driver loaded": cudaload.bindings._loader.loaded("cuda") is not None}))
     """, env={"CUDALOAD_LIBCUDA": libcuda_535, "CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"})
     assert result == {"logging": False, "driver loaded": True}
 

@@ -24,7 +24,7 @@ BROKEN = "\n".join([
 
 
 def _nvrtc(code: str, **kw):
-    return run_json("import json, base64\nfrom cudaload import nvrtc\n" + code,
+    return run_json("import json, base64\nfrom cudaload.bindings import nvrtc\n" + code,
                     unset=("CUDALOAD_LIBNVRTC",), **kw)
 
 
@@ -130,7 +130,7 @@ def test_a_missing_cuda_header_says_where_cuda_headers_come_from():
 def test_error_names_the_code_with_or_without_nvrtc():
     code = """
         import json
-        from cudaload import nvrtc
+        from cudaload.bindings import nvrtc
         err = nvrtc.error(3, "nvrtcCreateProgram")
         print(json.dumps([err.name, err.code, err.function]))
     """

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cudaload.objectcode import ObjectCode
+from cudaload.compile.objectcode import ObjectCode
 from tests.conftest import run_json
 
 
@@ -16,7 +16,7 @@ def real_code():
     """A CUBIN for sm_80 and PTX for compute_90 from NVRTC (compiled in a subprocess)."""
     out = run_json(r'''
         import base64, json
-        from cudaload import nvrtc
+        from cudaload.bindings import nvrtc
         src = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'
         cubin = nvrtc.compile(src, "k.cu", ["--gpu-architecture=sm_80"]).code
         ptx = nvrtc.compile(src, "k.cu", ["--gpu-architecture=compute_90"], kind="ptx").code
@@ -56,7 +56,8 @@ def test_repr_and_recompile_without_program(real_code):
 
 
 def test_load_hands_the_object_to_module(real_code, monkeypatch):
-    from cudaload import driver, module
+    from cudaload.bindings import driver
+    from cudaload.launch import module
 
     made = []
     monkeypatch.setattr(module, "Module", lambda o: made.append(o) or "module")

@@ -8,7 +8,9 @@ import struct
 import cffi
 import pytest
 
-from cudaload import _demangle, arguments, options, signature
+from cudaload.launch import _demangle, arguments, signature
+
+from cudaload.compile import options
 from cudaload.errors import LaunchArgumentError
 from tests._fakelibs import build_shared_library, recording_driver  # noqa: F401  (fixture)
 from tests.conftest import run_json
@@ -101,7 +103,7 @@ def test_a_long_nested_name_is_not_quadratic():
 
 
 def test_a_kernel_whose_name_is_past_the_bound_takes_its_types_from_the_source(monkeypatch):
-    from cudaload import kernel
+    from cudaload.launch import kernel
 
     bomb = _tripling(13) + "Pf"
 
@@ -138,7 +140,7 @@ def test_function_and_array_types_read_from_nvrtc_names():
     """
     lowered = run_json(f"""
         import json
-        from cudaload import nvrtc
+        from cudaload.bindings import nvrtc
         out = nvrtc.compile({source!r}, "f.cu", ["--gpu-architecture=compute_80"],
                             name_expressions={list(expressions)!r}, kind="ptx")
         print(json.dumps(out.lowered_names))
@@ -190,7 +192,7 @@ def test_a_kernel_with_a_long_function_pointer_parameter_launches(recording_driv
 # --- names given to the driver ---------------------------------------------------------------------
 
 def _module():
-    from cudaload.module import Module
+    from cudaload.launch.module import Module
 
     return Module.__new__(Module)  # get_kernel and get_global check the name before the driver
 
@@ -300,7 +302,7 @@ def test_an_nvrtc_without_the_architecture_query_says_to_upgrade(tmp_path):
     out = run_json("""
         import json
         import cudaload
-        from cudaload import nvrtc
+        from cudaload.bindings import nvrtc
         out = {}
         for what, call in (("archs", nvrtc.supported_archs), ("compile", lambda: cudaload.Program(
                 'extern "C" __global__ void k() {}').compile(arch=80))):

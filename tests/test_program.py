@@ -74,7 +74,8 @@ def test_compile_error_carries_log_options_and_numbered_lines():
 def test_arch_choice():
     out = run_json(r'''
         import json
-        from cudaload import Program, program, NvrtcError
+        from cudaload import Program, NvrtcError
+        from cudaload.compile import program
         program._no_device = True  # as on a machine without a GPU, also when run on one
         p = Program('extern "C" __global__ void k(int *x) { x[0] = 1; }')
         def kind(arch, output="auto"):
@@ -148,8 +149,8 @@ def test_from_file_and_from_resource_follow_includes(tmp_path):
 
 
 def test_keyword_options():
-    from cudaload import options
-    from cudaload.program import Program
+    from cudaload.compile import options
+    from cudaload.compile.program import Program
 
     built = options.build(("-DX",), defines={"N": 4, "FLAG": None}, fast_math=True,
                           line_info=True, debug=True, max_registers=32, relocatable=True,
@@ -172,7 +173,8 @@ def test_keyword_options():
 def test_recompile_after_refusal_gives_loadable_code():
     out = run_json(r'''
         import json
-        from cudaload import Program, ObjectCode, program
+        from cudaload import Program, ObjectCode
+        from cudaload.compile import program
         program._no_device = True
         p = Program('extern "C" __global__ void k(int *x) { x[0] = 1; }')
         ptx = p.compile(arch=90, output="ptx")
@@ -213,7 +215,7 @@ def test_a_new_kernel_in_a_new_process_loads_the_remembered_nvrtc_without_search
     env = {"CUDALOAD_CACHE_DIR": str(tmp_path)}
     code = """
 import json, sys, cudaload
-from cudaload import _loader
+from cudaload.bindings import _loader
 obj = cudaload.Program('extern "C" __global__ void k%d(int *p) { *p = %d; }').compile(arch=90)
 lib = _loader.loaded("nvrtc")
 print(json.dumps({"cached": obj.cached, "pathfinder": "cuda.pathfinder" in sys.modules,
@@ -300,7 +302,7 @@ def test_from_resource_follows_no_include_that_could_leave_the_package(tmp_path)
     out = run_json(f"""
         import json, sys
         sys.path.insert(0, {str(pkg.parent)!r})
-        from cudaload import includes
+        from cudaload.compile import includes
         print(json.dumps(sorted(includes.from_package("winpkg", "ops.cu")[1])))
     """)
     assert out == ["fine.cuh"]
@@ -341,7 +343,8 @@ def test_ptx_without_a_device_is_for_the_oldest_arch_and_cubin_for_the_newest():
     # portable PTX is the oldest arch's; a CUBIN runs only on its own major, so it is the newest.
     out = run_json("""
         import json
-        from cudaload import Program, nvrtc
+        from cudaload import Program
+        from cudaload.bindings import nvrtc
         p = Program('extern "C" __global__ void k(int *x) { *x = 1; }')
         archs = sorted(nvrtc.supported_archs())
         print(json.dumps({"ptx": p.compile(output="ptx").arch, "auto": p.compile().arch,

@@ -29,7 +29,7 @@ def _entries(folder) -> list:
 
 def _all_valid(folder) -> tuple[int, int]:
     """(entries, corrupt entries) in ``folder``."""
-    from cudaload import cache
+    from cudaload.compile import cache
 
     paths = _entries(folder)
     return len(paths), sum(cache.decode(p.read_bytes()) is None for p in paths)
@@ -46,7 +46,7 @@ def real_entry(cache_dir):
 # --- damaged entries ----------------------------------------------------------------------------
 
 def test_every_truncation_through_the_file_is_a_miss(cache_dir, real_entry):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     key, data = real_entry
     path = cache_dir / f"v{cache.FORMAT}" / f"{key}.bin"
@@ -59,7 +59,7 @@ def test_every_truncation_through_the_file_is_a_miss(cache_dir, real_entry):
 
 @pytest.mark.parametrize("mask", [0x01, 0x80, 0xFF])
 def test_a_flipped_byte_at_every_position_is_a_miss(real_entry, mask):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     _key, data = real_entry
     for i in range(len(data)):
@@ -74,7 +74,7 @@ def _reseal(meta: dict, code: bytes, version: int | None = None, magic: bytes | 
     the hash cannot see."""
     import hashlib
 
-    from cudaload import cache
+    from cudaload.compile import cache
 
     raw = json.dumps(meta).encode() if not isinstance(meta, bytes) else meta
     tag = bytes.fromhex(key) if key else bytes(32)
@@ -104,7 +104,7 @@ WRONG_FORMAT = {
 
 @pytest.mark.parametrize("case", list(WRONG_FORMAT))
 def test_a_wrong_format_entry_is_a_miss(cache_dir, real_entry, case):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     key, data = real_entry
     spec = dict(WRONG_FORMAT[case])
@@ -124,7 +124,7 @@ def test_a_wrong_format_entry_is_a_miss(cache_dir, real_entry, case):
 
 
 def test_an_entry_that_is_a_directory_is_a_miss(cache_dir, real_entry):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     key, _data = real_entry
     path = cache_dir / f"v{cache.FORMAT}" / f"{key}.bin"
@@ -141,7 +141,8 @@ def test_an_entry_that_is_a_directory_is_a_miss(cache_dir, real_entry):
 
 _COMPILES = """
 import json, os, warnings
-from cudaload import Program, cache
+from cudaload import Program
+from cudaload.compile import cache
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     got = [Program({kernel!r}.format(n=i)).compile(arch=90) for i in range({count})]
@@ -226,8 +227,8 @@ def test_full_file_system(mount_tmpfs):
 
 _WRITER = """
 import os, sys
-from cudaload import cache
-from cudaload.objectcode import ObjectCode
+from cudaload.compile import cache
+from cudaload.compile.objectcode import ObjectCode
 sys.stdout.write("ready\\n"); sys.stdout.flush()
 i = 0
 while True:
@@ -238,7 +239,7 @@ while True:
 
 
 def test_writer_killed_mid_write_leaves_no_torn_entry(cache_dir):
-    from cudaload import cache
+    from cudaload.compile import cache
 
     env = {**os.environ, "PYTHONPATH": ROOT}
     kills = 0
@@ -264,8 +265,8 @@ def test_writer_killed_mid_write_leaves_no_torn_entry(cache_dir):
 # random moment lands depends on the machine, so this one is placed inside the write.
 _HALF_WRITER = """
 import os, sys, time
-from cudaload import cache
-from cudaload.objectcode import ObjectCode
+from cudaload.compile import cache
+from cudaload.compile.objectcode import ObjectCode
 cache.default().store("%064x" % 0, ObjectCode(b"old" * 1000, "cubin", "sm_90"))
 real_write = os.write
 def half_write(fd, data):
@@ -278,8 +279,8 @@ cache.default().store("%064x" % 0, ObjectCode(b"new" * 1000, "cubin", "sm_90"))
 
 
 def test_writer_killed_inside_a_write_leaves_the_old_entry(cache_dir):
-    from cudaload import cache
-    from cudaload.objectcode import ObjectCode
+    from cudaload.compile import cache
+    from cudaload.compile.objectcode import ObjectCode
 
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_HALF_WRITER)],
                             env={**os.environ, "PYTHONPATH": ROOT}, stdout=subprocess.PIPE,
@@ -305,7 +306,8 @@ def test_writer_killed_inside_a_write_leaves_the_old_entry(cache_dir):
 _LOAD_WORKER = """
 import json, sys, time
 import tests.scenarios.compile_log
-from cudaload import Program, _loader
+from cudaload import Program
+from cudaload.bindings import _loader
 _loader.nvrtc()
 worker, start = int(sys.argv[1]), float(sys.argv[2])
 src = 'extern "C" __global__ void k(int *x) {{ x[0] = %d; }}\\n'

@@ -13,7 +13,7 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cudaload import options
+from cudaload.compile import options
 from tests.conftest import run_py
 
 KERNEL = 'extern "C" __global__ void k(int *x) { x[0] = 1; }\n'

@@ -21,7 +21,7 @@ from tests.conftest import run_py
 # Loads one library and reports the outcome; with COMPILE also compiles a trivial kernel.
 _PROBE = """
 import json, os
-from cudaload import _loader, nvrtc
+from cudaload.bindings import _loader, nvrtc
 out = {}
 try:
     lib = getattr(_loader, os.environ["WHICH"])()
@@ -65,7 +65,7 @@ def assert_typed(result: dict, kind: str, *words: str) -> None:
 
 
 def _nvrtc_path() -> str:
-    out = run_py("from cudaload import _loader; print(_loader.nvrtc().path)",
+    out = run_py("from cudaload.bindings import _loader; print(_loader.nvrtc().path)",
                  unset=("CUDALOAD_LIBNVRTC",))
     return out.stdout.strip().splitlines()[-1]
 
@@ -265,7 +265,8 @@ def test_nvrtc_without_builtins_says_so(real_nvrtc, tmp_path):
 _OLD_DRIVER = """
 import json, re
 import cudaload
-from cudaload import Program, nvrtc
+from cudaload import Program
+from cudaload.bindings import nvrtc
 out = {"nvrtc": list(nvrtc.version()), "ptx_loadable": cudaload.status().as_dict()["ptx_loadable"],
        "problems": [p["what"] for p in cudaload.status().as_dict()["problems"]]}
 src = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'

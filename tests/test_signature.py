@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from cudaload import signature
+from cudaload.launch import signature
 from cudaload.errors import LaunchArgumentError
 from tests.conftest import run_json
 
@@ -101,7 +101,7 @@ def test_types_read_from_nvrtc_mangled_names_match_the_declarations():
     source, kernels = _kernel_corpus(150, seed=5)
     lowered = run_json(f"""
         import json
-        from cudaload import nvrtc
+        from cudaload.bindings import nvrtc
         out = nvrtc.compile({source!r}, "corpus.cu", ["--gpu-architecture=compute_80"],
                             name_expressions={[k for k, _ in kernels]!r}, kind="ptx")
         print(json.dumps(out.lowered_names))
@@ -126,7 +126,7 @@ def test_words_after_a_pointer_star_leave_it_a_pointer():
 
 
 def test_source_types_that_do_not_match_the_driver_layout_give_way_to_it(monkeypatch):
-    from cudaload import kernel
+    from cudaload.launch import kernel
 
     class Module:  # what _Core asks of a module: the symbol and the code
         code = None

@@ -9,8 +9,8 @@ from tests.conftest import run_json
 def test_handle_of_every_stream_kind(one_device_driver):
     out = run_json("""
 import json
-from cudaload import driver
-from cudaload.stream import Stream, handle_of
+from cudaload.bindings import driver
+from cudaload.launch.stream import Stream, handle_of
 
 ffi = driver.api().ffi
 ptr = lambda h: int(ffi.cast("uintptr_t", h))

@@ -47,7 +47,7 @@ class Raw:
     loader: modules, functions, memory and cuLaunchKernel."""
 
     def __init__(self):
-        from cudaload import driver
+        from cudaload.bindings import driver
 
         self.driver = driver
         self.drv = driver.init()

@@ -154,7 +154,7 @@ def main():
     failures, counts = [], {}
     for name in names:
         on_stream(name, lambda: run_family(name, failures, counts))
-    from cudaload import _loader
+    from cudaload.bindings import _loader
 
     with open("/proc/self/maps") as f:
         maps = f.read()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import cudaload
-from cudaload import device as device_mod
+from cudaload.launch import device as device_mod
 
 from .kernels import TEMPLATED
 

@@ -44,7 +44,7 @@ def bundle():
     """The bundle of precompiled kernels shipped in this package (empty when not shipped)."""
     global _bundle
     if _bundle is None:
-        from cudaload.bundle import Bundle
+        from cudaload import Bundle
 
         _bundle = Bundle.from_resource(PACKAGE, BUNDLE)
     return _bundle

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 import threading
 
-from . import _loader, lifetime
-from .errors import CudaLoadError, DriverError, ForkedProcessError, MissingSymbolError
+from . import _loader
+from .. import lifetime
+from ..errors import CudaLoadError, DriverError, ForkedProcessError, MissingSymbolError
 
 __all__ = ["api", "init", "call", "check", "describe", "error", "version", "forget_load_failure",
            "HEADER_CUDA_VERSION"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import weakref
 
-from . import driver, lifetime
-from ._cuda_ffi import ffi as _cuda_ffi
+from ..bindings import driver
+from .. import lifetime
+from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate
 from ._foreign import stream_handle as handle_of
 from ._residency import pin, unpin

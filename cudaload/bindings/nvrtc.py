@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from . import _loader
 from ._nvrtc_ffi import ffi as _nvrtc_ffi
-from .errors import CompileError, NvrtcError
+from ..errors import CompileError, NvrtcError
 
 __all__ = ["Compiled", "compile", "version", "supported_archs", "describe", "check", "error"]
 
@@ -196,7 +196,7 @@ _HINT_NAME_EXPRESSION = ("each name expression ({}) must name a __global__ funct
 
 def _include_hint(log: str) -> str:
     """The next step for a log that shows a missing or host-only header, else ""."""
-    from . import releases
+    from .. import releases
 
     missing = _MISSING_INCLUDE.search(log)
     if missing is None:

@@ -17,7 +17,8 @@ import sys
 import threading
 from collections import namedtuple
 
-from . import _locking, _log, _trust, _untrusted, _writes, cache
+from . import _locking, cache
+from .. import _log, _trust, _untrusted, _writes
 
 __all__ = ["Toolchain", "current", "live", "header_dirs"]
 
@@ -218,7 +219,7 @@ def _from_record(record: dict) -> Toolchain | None:
 
 
 def _probe() -> Toolchain:
-    from . import _loader, nvrtc
+    from ..bindings import _loader, nvrtc
 
     record = _read_record() if cache.default().usable else {}
     known = _entries(record).get(_selector())
@@ -318,7 +319,7 @@ def _choose_headers(found: dict, nvrtc_path: str, nvrtc_version) -> tuple:
     cudart nearest its version, not newer where possible, and the newest CCCL), the toolkit or
     wheel NVRTC itself comes from first among equals.  A set found only for another major is
     used all the same, and the report lists the mismatch with its fix."""
-    from . import releases
+    from .. import releases
 
     own_root = os.path.dirname(os.path.dirname(os.path.abspath(nvrtc_path)))
     major, minor = nvrtc_version

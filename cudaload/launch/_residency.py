@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 
-from . import driver, lifetime
+from ..bindings import driver
+from .. import lifetime
 from .device import Device, activate
 
 __all__ = ["pin", "unpin", "unload"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import operator
 
-from . import driver
-from ._cuda_ffi import ffi as _cuda_ffi
+from ..bindings import driver
+from ..bindings._cuda_ffi import ffi as _cuda_ffi
 
 __all__ = ["interface_problem", "short", "other_device", "pointer_device", "dlpack_pointer",
            "stream_pointer", "stream_handle"]

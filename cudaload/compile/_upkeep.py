@@ -20,7 +20,8 @@ import re
 import stat
 import time
 
-from . import _locking, _untrusted, _writes
+from . import _locking
+from .. import _untrusted, _writes
 from ._entry import MAX_ENTRY_BYTES, decode
 
 __all__ = ["GRACE_S", "STALE_TMP_S", "tally", "clear", "prune", "sweep_tmp"]

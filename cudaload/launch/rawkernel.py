@@ -7,7 +7,7 @@ It imports both sides: kernel (launching) and program (compiling).
 from __future__ import annotations
 
 from .kernel import Kernel, _Core
-from .program import Program
+from ..compile.program import Program
 
 __all__ = ["RawKernel"]
 

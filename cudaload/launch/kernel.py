@@ -14,11 +14,12 @@ import functools
 import threading
 import weakref
 
-from . import arguments, driver
+from . import arguments
+from ..bindings import driver
 from . import signature as _signature
 from ._sizes import integer
-from ._cuda_ffi import ffi as _cuda_ffi
-from .errors import LaunchArgumentError
+from ..bindings._cuda_ffi import ffi as _cuda_ffi
+from ..errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
 
 __all__ = ["Kernel"]

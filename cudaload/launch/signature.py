@@ -13,7 +13,7 @@ import struct
 import sys
 
 from ._demangle import mangled_types
-from .errors import LaunchArgumentError
+from ..errors import LaunchArgumentError
 
 __all__ = ["Param", "build_params", "signature_types", "mangled_types", "source_types", "classify",
            "describe_signature"]

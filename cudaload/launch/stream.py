@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import weakref
 
-from . import driver, lifetime
-from ._cuda_ffi import ffi as _cuda_ffi
+from ..bindings import driver
+from .. import lifetime
+from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
 from .device import Device, activate, as_device
 

@@ -44,7 +44,8 @@ import os
 import stat
 import warnings
 
-from . import _locking, _trust, _untrusted, _upkeep, _writes
+from . import _locking, _upkeep
+from .. import _trust, _untrusted, _writes
 from ._entry import FORMAT, HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
 from ._upkeep import GRACE_S, STALE_TMP_S
 from .objectcode import ObjectCode

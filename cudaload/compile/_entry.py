@@ -16,7 +16,7 @@ import hashlib
 import json
 import struct
 
-from . import _untrusted
+from .. import _untrusted
 from .objectcode import ObjectCode
 
 __all__ = ["FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "encode", "decode"]

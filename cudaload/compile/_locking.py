@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from . import lifetime
+from .. import lifetime
 
 __all__ = ["hold", "acquire_key", "remove_if_free"]
 

@@ -17,8 +17,9 @@ import functools
 import hashlib
 import os
 
-from . import _hooks, _log, cache, includes, options as _options, toolchain
-from .errors import CudaLoadError, NvrtcError
+from . import _hooks, cache, includes, options as _options, toolchain
+from .. import _log
+from ..errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
 from .options import Arch, parse_arch
 
@@ -40,7 +41,7 @@ class Program:
                  defines=None, fast_math: bool = False, line_info: bool = False,
                  debug: bool = False, max_registers: int | None = None,
                  relocatable: bool = False, bundle=None):
-        self.bundle = bundle  # a cudaload.bundle.Bundle of precompiled code, asked before NVRTC
+        self.bundle = bundle  # a cudaload.Bundle of precompiled code, asked before NVRTC
         self.source = _text(source, "source")
         self.name = str(name)
         if headers is not None and not hasattr(headers, "items"):
@@ -189,7 +190,7 @@ class Program:
         return _hash(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key, driver).hex()
 
     def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch, key: str) -> ObjectCode:
-        from . import nvrtc
+        from ..bindings import nvrtc
 
         arch_option = f"--gpu-architecture={target.sm() if kind == 'cubin' else target.compute()}"
         compiled = nvrtc.compile(self.source, self.name,
@@ -283,7 +284,7 @@ def forget_no_device() -> None:
 
 def _driver_version() -> int | None:
     try:
-        from . import driver
+        from ..bindings import driver
 
         return driver.version() or None
     except CudaLoadError:
@@ -321,7 +322,7 @@ def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
     known = want.number in supported
     if output != "auto" or known:
         if not known:
-            from .releases import arch_support
+            from ..releases import arch_support
 
             raise NvrtcError(
                 f"NVRTC {_v(tc)} cannot compile for {want.sm()} (the requested arch, or the "
@@ -330,7 +331,7 @@ def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
         return ("cubin" if output == "auto" else output), want
     older = [a for a in supported if a < want.number]
     if not older:
-        from .releases import arch_support
+        from ..releases import arch_support
 
         raise NvrtcError(
             f"{want.sm()} (the requested arch, or the device's when none was given) is older "
@@ -344,8 +345,8 @@ def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
         return "ptx", Arch((older[-1], ""))
     if same_major:
         return "cubin", Arch((same_major[-1], ""))
-    from .driver import format_version
-    from .releases import arch_support
+    from ..bindings.driver import format_version
+    from ..releases import arch_support
 
     raise NvrtcError(
         f"cannot make code for {want.sm()}: NVRTC {_v(tc)} does not know this GPU, and its PTX "

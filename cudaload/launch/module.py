@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 import weakref
 
-from . import driver
-from ._cuda_ffi import ffi as _cuda_ffi
+from ..bindings import driver
+from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate, as_device, current_device
 from ._residency import unload as _unload
-from .errors import DriverError
+from ..errors import DriverError
 
 __all__ = ["Module", "REFUSALS", "load_once"]
 

@@ -14,7 +14,7 @@ import struct
 from ._foreign import (dlpack_pointer as _dlpack_pointer, interface_problem as _interface_problem,
                        other_device as _other_device, pointer_device as _pointer_device,
                        short as _short)
-from .errors import LaunchArgumentError
+from ..errors import LaunchArgumentError
 from .signature import describe_signature
 
 __all__ = ["Packer", "PACK_ERRORS"]

@@ -28,8 +28,8 @@ import os
 import stat
 import sys
 
-from . import _log
-from .errors import CudaLoadError, LibraryLoadError, LibraryNotFoundError, MissingSymbolError
+from .. import _log
+from ..errors import CudaLoadError, LibraryLoadError, LibraryNotFoundError, MissingSymbolError
 
 __all__ = ["Library", "driver", "nvrtc", "loaded", "forget_failures", "driver_candidates"]
 

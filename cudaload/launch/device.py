@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import threading
 
-from . import driver, lifetime
-from ._cuda_ffi import ffi as _cuda_ffi
+from ..bindings import driver
+from .. import lifetime
+from ..bindings._cuda_ffi import ffi as _cuda_ffi
 
 __all__ = ["Device", "device_count", "current_device", "current_arch", "activate"]
 

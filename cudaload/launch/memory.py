@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import weakref
 
-from . import driver, lifetime
+from ..bindings import driver
+from .. import lifetime
 from ._sizes import integer
 from .device import Device, activate, as_device
 from ._foreign import stream_handle as handle_of

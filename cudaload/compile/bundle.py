@@ -28,7 +28,7 @@ import struct
 import threading
 import warnings
 
-from . import _untrusted, _writes
+from .. import _untrusted, _writes
 from ._entry import decode, encode
 from .objectcode import ObjectCode
 from .options import parse_arch
@@ -165,7 +165,7 @@ class Bundle:
 
     def to_bytes(self) -> bytes:
         """The bundle file: entries read from the origin and those added, one per key."""
-        from ._version import __version__
+        from .._version import __version__
 
         merged = {k: (e, self._data[e["offset"]:e["offset"] + e["length"]])
                   for k, e in self._entries().items()}

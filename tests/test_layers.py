@@ -1,0 +1,124 @@
+"""cudaload's structure: layers that import only downward, no import circle, small documented modules.
+
+Every import counts, those inside functions too (they are how circles used to hide).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+from tests.conftest import ROOT
+
+PACKAGE = os.path.join(ROOT, "cudaload")
+FOUNDATION = {"errors", "lifetime", "_log", "_version", "releases", "_trust", "_untrusted",
+              "_writes"}
+ENTRY = {"availability", "cli", "_compile_commands", "__main__", "__init__"}
+RANK = {"bindings": 1, "compile": 2, "launch": 3}
+
+
+def _modules() -> dict[str, str]:
+    found = {}
+    for folder, _dirs, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                dotted = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                found[dotted.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _rank(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) >= 2 and parts[1] in RANK:
+        return RANK[parts[1]]
+    leaf = parts[-1] if len(parts) > 1 else "__init__"
+    if leaf in FOUNDATION:
+        return 0
+    assert leaf in ENTRY, f"{module}: place it in a layer (tests/test_layers.py lists them)"
+    return 4
+
+
+def _imports(module: str, path: str) -> set[str]:
+    """Every cudaload module that ``module`` imports, anywhere in it."""
+    package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if node.module and target in MODULES:  # "from . import x" names x, not the package
+                out.add(target)
+            for alias in node.names:
+                if f"{target}.{alias.name}" in MODULES:
+                    out.add(f"{target}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names if alias.name in MODULES}
+    out.discard(module)
+    return out
+
+
+GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+def test_every_module_is_in_a_layer():
+    for module in MODULES:
+        _rank(module)
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = [f"{module} (layer {_rank(module)}) imports {target} (layer {_rank(target)})"
+              for module, targets in GRAPH.items() for target in targets
+              if _rank(target) > _rank(module) and module != "cudaload"]
+    # The package itself is the top: it may name any layer.
+    assert upward == []
+
+
+def test_there_is_no_import_circle():
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(GRAPH[module]):
+            # Importing a submodule imports its package first: that edge is no circle.
+            if module.startswith(target + "."):
+                continue
+            if state.get(target) == 1:
+                circle = path[path.index(target):] + [target]
+                pytest.fail("import circle: " + " -> ".join(circle))
+            if target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module)
+
+
+def test_modules_are_small_and_say_what_they_hold():
+    for module, path in MODULES.items():
+        with open(path) as f:
+            text = f.read()
+        if text.startswith("# GENERATED"):
+            continue
+        assert ast.get_docstring(ast.parse(text)), f"{module} has no docstring"
+        lines = text.count("\n")
+        assert lines <= 400, f"{module} has {lines} lines: split it by what it holds"
+
+
+def test_the_checks_see_the_imports_inside_functions():
+    # The compile side must reach the launch side only through compile/_hooks.py; this finds an
+    # import of it even when written inside a function.
+    assert "cudaload.launch.module" not in GRAPH["cudaload.compile.objectcode"]
+    assert "cudaload.launch.device" in GRAPH["cudaload"]  # imported inside a function there
