@@ -93,3 +93,16 @@ def test_a_missing_header_of_the_program_itself_keeps_the_include_paths_hint(tmp
     out = _compile('#include "mine/util.h"\n__global__ void k() {}\n',
                    env={"CUDALOAD_CACHE_DIR": str(tmp_path)})
     assert "include_paths" in out["error"] and "pip install" not in out["error"]
+
+
+@pytest.mark.parametrize("explicit, whose", [(True, "the arch asked for"),
+                                             (False, "this GPU's arch")])
+def test_an_arch_error_says_whose_arch_it_is_and_carries_its_hint(explicit, whose):
+    from cudaload.compile import program, toolchain
+
+    nvrtc_13 = toolchain.Toolchain("/x/libnvrtc.so.13", (13, 0), "b", (75, 80, 90), ())
+    with pytest.raises(program.NvrtcError) as info:
+        program._choose(nvrtc_13, "sm_52", "cubin", explicit)
+    err = info.value
+    assert whose in str(err) and ("asked for" in str(err)) == explicit
+    assert err.hint and str(err).endswith(err.hint)

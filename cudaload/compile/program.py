@@ -159,7 +159,7 @@ class Program:
         digest = self._inputs_digest(inputs)
         keep = True
         while True:
-            kind, target = _choose(tc, arch, _virtual(arch, output))
+            kind, target = _choose(tc, arch, _virtual(arch, output), explicit)
             key = self._key(digest, tc, kind, target)
             obj = disk.lookup(key)
             if obj is not None:
@@ -312,8 +312,10 @@ def _check_plausible(arch, tc: toolchain.Toolchain) -> None:
                          f"beyond it.{guess}")
 
 
-def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
-    """(kind, target arch) for a request, from NVRTC's supported archs and the driver's version."""
+def _choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
+            ) -> tuple[str, Arch]:
+    """(kind, target arch) for a request, from NVRTC's supported archs and the driver's version;
+    ``explicit``: whether ``arch`` was asked for (else it is the device's)."""
     supported = sorted(tc.archs)
     # With no arch and no device: CUBIN for NVRTC's newest; PTX for its oldest, which the driver
     # compiles forward for every newer GPU (never back), so it is the portable choice.
@@ -325,18 +327,17 @@ def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
             from ..releases import arch_support
 
             raise NvrtcError(
-                f"NVRTC {_v(tc)} cannot compile for {want.sm()} (the requested arch, or the "
-                f"device's when none was given): it supports {_list(supported)}. Next step: "
-                f"pick one of those, or {arch_support(want.number, tc.version)}", name="arch")
+                f"NVRTC {_v(tc)} cannot compile for {want.sm()} ({_whose(explicit)}): it "
+                f"supports {_list(supported)}",
+                hint=f"pick one of those, or {arch_support(want.number, tc.version)}", name="arch")
         return ("cubin" if output == "auto" else output), want
     older = [a for a in supported if a < want.number]
     if not older:
         from ..releases import arch_support
 
         raise NvrtcError(
-            f"{want.sm()} (the requested arch, or the device's when none was given) is older "
-            f"than anything NVRTC {_v(tc)} supports ({_list(supported)}). Next step: "
-            f"{arch_support(want.number, tc.version)}", name="arch")
+            f"{want.sm()} ({_whose(explicit)}) is older than anything NVRTC {_v(tc)} supports "
+            f"({_list(supported)})", hint=arch_support(want.number, tc.version), name="arch")
     same_major = [a for a in older if a // 10 == want.number // 10]
     if want.number < supported[-1] and same_major:  # a CUBIN of the same major runs on it
         return "cubin", Arch((same_major[-1], ""))
@@ -351,8 +352,12 @@ def _choose(tc: toolchain.Toolchain, arch, output: str) -> tuple[str, Arch]:
     raise NvrtcError(
         f"cannot make code for {want.sm()}: NVRTC {_v(tc)} does not know this GPU, and its PTX "
         f"would need a driver for CUDA {_v(tc)} or newer, but the driver is for CUDA "
-        f"{format_version(driver_version)}. Next step: upgrade the NVIDIA driver, or "
-        f"{arch_support(want.number, tc.version)}", name="arch")
+        f"{format_version(driver_version)}",
+        hint=f"upgrade the NVIDIA driver, or {arch_support(want.number, tc.version)}", name="arch")
+
+
+def _whose(explicit: bool) -> str:
+    return "the arch asked for" if explicit else "this GPU's arch, as no arch was given"
 
 
 def _v(tc: toolchain.Toolchain) -> str:
