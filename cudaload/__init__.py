@@ -16,6 +16,8 @@ import circle exists):
 4. entry points, in this folder: availability (the status report), cli and _compile_commands,
    and this package, which also hands the launch side's two services to the compile side
    (compile/_hooks.py).
+
+Entry point: may import every layer.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""``python -m cudaload``: the same command line as the ``cudaload`` script."""
+"""``python -m cudaload``: the same command line as the ``cudaload`` script.
+
+Entry point: may import every layer.
+"""
 
 import sys
 

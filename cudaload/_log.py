@@ -10,6 +10,8 @@ logged above DEBUG, and the launch and memory-hit paths log nothing at all.
 traceback, string, ...), several times the whole ``status()`` of a machine without CUDA.  A
 process that has not imported it cannot have asked for DEBUG records, so until then there is
 nothing to do.  Imports nothing of cudaload.
+
+Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

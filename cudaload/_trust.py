@@ -12,6 +12,8 @@ this user's context), but no library path is ever taken from it: ``toolchain.jso
 read nor written there.  Nothing that every user may write is ever believed.
 
 Imports nothing of cudaload.
+
+Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ calls).  The write, the rename and the unlock follow on the caller's thread; the
 before the key is unlocked, so nothing outlives the compile that asked for it.
 
 Imports of cudaload: _untrusted (to describe what an output path names).
+
+Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The ``cudaload`` command (also ``python -m cudaload``): doctor, demo, compile, precompile,
-cache."""
+cache.
+
+Entry point: may import every layer.
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ after that, in which case handles inherited from the parent must not be released
 would fail) and the driver must not be used.
 
 Imports nothing of cudaload.
+
+Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

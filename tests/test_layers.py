@@ -106,13 +106,25 @@ def test_there_is_no_import_circle():
             visit(module)
 
 
-def test_modules_are_small_and_say_what_they_hold():
+LAYER_RULE = {  # what each module's docstring says it may import
+    0: "Foundation: imports only other foundation modules",
+    1: "Layer 1, bindings: may import the foundation and bindings.",
+    2: "Layer 2, compile: may import the foundation, bindings and compile.",
+    3: "Layer 3, launch: may import the foundation, bindings, compile and launch.",
+    4: "Entry point: may import every layer.",
+}
+
+
+def test_modules_are_small_and_say_what_they_hold_and_may_import():
     for module, path in MODULES.items():
         with open(path) as f:
             text = f.read()
         if text.startswith("# GENERATED"):
             continue
-        assert ast.get_docstring(ast.parse(text)), f"{module} has no docstring"
+        doc = ast.get_docstring(ast.parse(text))
+        assert doc, f"{module} has no docstring"
+        assert LAYER_RULE[_rank(module)] in " ".join(doc.split()), \
+            f"{module}: its docstring must say what it may import ({LAYER_RULE[_rank(module)]})"
         lines = text.count("\n")
         assert lines <= 400, f"{module} has {lines} lines: split it by what it holds"
 

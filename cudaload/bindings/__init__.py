@@ -3,4 +3,6 @@
 checked calls into them (``driver``, ``nvrtc``).
 
 Modules here import the foundation (cudaload.errors, lifetime, _log, releases) and each other.
+
+Layer 1, bindings: may import the foundation and bindings.
 """

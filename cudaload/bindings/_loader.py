@@ -19,6 +19,8 @@ Each library is loaded once per process under a lock.  A failure is remembered a
 each later use (until :func:`forget_failures`), listing every place tried; "not found" (:class:`LibraryNotFoundError`), "found but
 refused by the loader" (:class:`LibraryLoadError`) and "loaded but not the library, or too old"
 (:class:`MissingSymbolError`) stay distinct.
+
+Layer 1, bindings: may import the foundation and bindings.
 """
 
 from __future__ import annotations

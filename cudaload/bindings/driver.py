@@ -6,6 +6,8 @@ declaration whatever newer variants the driver has), falling back to the exporte
 without ``cuGetProcAddress``.  A symbol the driver lacks raises :class:`MissingSymbolError` only when
 that entry point is first used.  ``init()`` runs ``cuInit`` once and remembers a failure.
 ``error()`` turns a failed call's ``CUresult`` into the :class:`DriverError` that says what to do.
+
+Layer 1, bindings: may import the foundation and bindings.
 """
 
 from __future__ import annotations

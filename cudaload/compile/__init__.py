@@ -5,4 +5,6 @@ with ``_entry``, ``_upkeep`` and ``_locking`` (the kernel cache), ``bundle`` (sh
 side, handed over by the package).
 
 Modules here import the foundation, cudaload.bindings, and each other; never cudaload.launch.
+
+Layer 2, compile: may import the foundation, bindings and compile.
 """

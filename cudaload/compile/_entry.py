@@ -8,6 +8,8 @@ written before keys were recorded holds entries of format 1, which lack the fiel
 only when no key is asked for.
 
 Imports of cudaload: _untrusted, objectcode.
+
+Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ The launch side is the layer above compiling, so no compile module imports it: t
 launch module it needs on its first call.  Importing cudaload therefore still loads nothing.
 
 Imports of cudaload: nothing.
+
+Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

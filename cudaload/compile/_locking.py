@@ -12,6 +12,8 @@ other.  POSIX byte locks belong to the process, not the thread, so a per-byte ``
 keeps this process's threads apart.  On Windows it holds a lock file per key.
 
 Imports of cudaload: lifetime (to forget, in a forked child, the threads that held locks).
+
+Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

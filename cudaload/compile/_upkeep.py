@@ -9,6 +9,8 @@ the folder: after a write, least recently used entries (hits touch their modific
 deleted, except any written or used in the last ``GRACE_S`` seconds.
 
 Imports of cudaload: _entry, _locking, _untrusted, _writes.
+
+Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

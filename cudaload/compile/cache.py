@@ -29,11 +29,11 @@ Whoever can write the folder chooses the code a compile returns, so it is truste
 trust theirs (_trust.py); a folder that is not is unused, with one warning that names it and the
 fix.  Only regular files are read (without following a symbolic link, without blocking, up to
 ``MAX_ENTRY_BYTES``); anything else is a miss.  A folder's trust is checked once per process.
+The "cudaload.cache" logger reports disk hits, misses, stores, evictions and refused entries at
+DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more).
 
-``logging.getLogger("cudaload.cache")`` reports disk hits, misses, stores, evictions and refused
-entries at DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more).
-
-Imports of cudaload: _entry, _locking, _trust, _untrusted, _upkeep, _writes, objectcode.
+Layer 2, compile: may import the foundation, bindings and compile.  Imports of cudaload: _entry,
+_locking, _trust, _untrusted, _upkeep, _writes, objectcode.
 """
 
 from __future__ import annotations

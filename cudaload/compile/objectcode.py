@@ -1,4 +1,7 @@
-"""ObjectCode: compiled device code (CUBIN or PTX) and what is known about it."""
+"""ObjectCode: compiled device code (CUBIN or PTX) and what is known about it.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
 
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ path NVRTC's include search looks at when ``compile()`` runs, with the contents 
 reads, the target kind and arch, NVRTC's version and build, the CUDA header folders, the cache
 format, and for PTX the driver version.  Each NVRTC compilation is logged at DEBUG to
 ``cudaload.compile`` with its key (``record.key``), each recompilation after a refusal too.
+
+Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

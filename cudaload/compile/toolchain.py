@@ -6,6 +6,8 @@ A process whose kernels are all on disk should pay neither, so the identity of w
 folder's path and the stat of a version file in it) is remembered in ``toolchain.json`` beside the
 cache and revalidated with ``os.stat``.  ``CUDALOAD_LIBNVRTC`` always wins: its file is the one
 checked.  Once NVRTC is loaded in the process, the loaded library is the truth.
+
+Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

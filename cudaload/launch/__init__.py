@@ -5,4 +5,6 @@ launch path), ``arguments`` (packing), ``signature`` and ``_demangle`` (paramete
 source, the one module that also uses cudaload.compile.program).
 
 Modules here import the foundation, cudaload.bindings, cudaload.compile, and each other.
+
+Layer 3, launch: may import the foundation, bindings, compile and launch.
 """

@@ -1,4 +1,7 @@
-"""Sizes, counts and dimensions given by the caller: integers only."""
+"""Sizes, counts and dimensions given by the caller: integers only.
+
+Layer 3, launch: may import the foundation, bindings, compile and launch.
+"""
 
 from __future__ import annotations
 

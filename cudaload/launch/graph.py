@@ -1,4 +1,7 @@
-"""CUDA graphs from stream capture: launches recorded once, replayed with one driver call."""
+"""CUDA graphs from stream capture: launches recorded once, replayed with one driver call.
+
+Layer 3, launch: may import the foundation, bindings, compile and launch.
+"""
 
 from __future__ import annotations
 

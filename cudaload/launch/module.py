@@ -3,6 +3,8 @@
 Drivers with the library API (CUDA 12.0+) load once for every context (``cuLibraryLoadData``);
 older ones load per context (``cuModuleLoadData``).  An image the driver refuses is recompiled once
 for what it can load (by what compiled it: ``ObjectCode.recompile``) before the error is raised.
+
+Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations
