@@ -163,9 +163,18 @@ def current_device() -> Device:
     return dev
 
 
-# Bumped whenever a thread binds a different context, so cached launch state can tell cheaply
-# that it must bind its own again (one list read on the hot path instead of a driver call).
-generation = [0]
+class _Generation:
+    """Bumped whenever a thread binds a different context, so cached launch state can tell
+    cheaply that it must bind its own again (one attribute read on the hot path instead of a
+    driver call)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+generation = _Generation()
 
 
 def activate(device: Device | None = None, *, owning: bool = False):
@@ -184,7 +193,7 @@ def activate(device: Device | None = None, *, owning: bool = False):
             owning and _current_context(drv) != context):
         driver.check(drv.cuCtxSetCurrent(context), "cuCtxSetCurrent")
         _tls.bound = device
-        generation[0] += 1
+        generation.value += 1
     return drv
 
 
@@ -214,7 +223,7 @@ def as_device(device) -> Device:
 def _after_fork_in_child() -> None:
     # Cached launch state must take the slow path, which calls driver.init() and so raises
     # ForkedProcessError instead of calling into a driver the child cannot use.
-    generation[0] += 1
+    generation.value += 1
 
 
 lifetime.on_fork_in_child(_after_fork_in_child)

@@ -51,7 +51,7 @@ class _Launch:
     def __init__(self, kernel: _Core, dev: Device):
         drv = activate(dev, owning=True)
         self.device = dev
-        self.gen = generation[0]
+        self.gen = generation.value
         self.func = kernel._function(dev)
         self.packer = arguments.Packer(drv.ffi, kernel.name, kernel._params_for(dev, self.func),
                                        dev.ordinal)
@@ -98,7 +98,7 @@ class _Core:
             state = self._tls.state
         except AttributeError:  # first launch of this kernel in this thread
             state = None
-        if state is None or state.gen != generation[0]:
+        if state is None or state.gen != generation.value:
             state = self._prepare()
         # Repeated launches pass the same int or tuple objects (literals, cached small ints), so
         # identity finds the last shape without building and hashing a key; equal-but-new objects
@@ -205,7 +205,7 @@ class _Core:
             state = states[dev.ordinal] = _Launch(self, dev)
         else:
             activate(dev, owning=True)
-            state.gen = generation[0]
+            state.gen = generation.value
         self._tls.state = state
         return state
 
