@@ -3,12 +3,12 @@
 A file is written to a temporary file beside it (named ``PREFIX``...) and renamed into place, so a
 reader sees the old file or the new one, never a part.
 
-Creating a file is most of what writing a cache entry costs: 0.1-0.2 ms on a warm ext4, over
+Creating a file is most of what writing a cache entry costs: 0.1-0.2 ms on a warm ext4, but over
 1 ms right after an NVRTC compile has evicted the caches, or on a slow virtual disk (2-3% of a
-compile).  So a miss asks for its temporary file (:class:`Ahead`) when it takes the key's lock,
-and a thread of its own creates it while NVRTC compiles (cffi releases the GIL around NVRTC's
-calls).  The write, the rename and the unlock follow on the caller's thread; the thread has ended
-before the key is unlocked, so nothing outlives the compile that asked for it.
+compile, measured by bench/compile_bench.py).  So a miss asks for its temporary file
+(:class:`Ahead`) when it takes the key's lock, and a thread of its own creates it while NVRTC
+compiles (cffi releases the GIL around NVRTC's calls); the write, the rename and the unlock follow
+NVRTC on the caller's thread, and nothing outlives the compile that asked for it.
 
 Imports of cudaload: _untrusted (to describe what an output path names).
 
@@ -22,7 +22,7 @@ import errno
 import os
 import stat
 import tempfile
-import threading
+import _thread
 
 __all__ = ["PREFIX", "Ahead", "commit", "write_atomic", "check_output", "write_output"]
 
@@ -114,18 +114,19 @@ def _umask() -> int:
 
 
 class Ahead:
-    """A temporary file in ``folder``, created on a thread of its own."""
+    """A temporary file in ``folder``, created on a thread of its own while the caller compiles."""
 
-    __slots__ = ("_thread", "_made")
+    __slots__ = ("_done", "_made")
 
     def __init__(self, folder: str):
         self._made: tuple[int, str] | OSError | None = None
-        self._thread: threading.Thread | None = threading.Thread(
-            target=self._create, args=(folder,), name="cudaload-tmpfile", daemon=True)
+        # _thread, not threading: Thread.start() waits until the new thread runs, which costs
+        # what running it here would.
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
         try:
-            self._thread.start()
+            _thread.start_new_thread(self._create, (folder,))
         except RuntimeError:  # no new threads (the interpreter is shutting down)
-            self._thread = None
             self._create(folder)
 
     def _create(self, folder: str) -> None:
@@ -133,13 +134,16 @@ class Ahead:
             self._made = _mkstemp(folder)
         except OSError as exc:  # raised to whoever takes the file
             self._made = exc
+        finally:
+            self._done.release()
 
     def take(self) -> tuple[int, str] | None:
         """(descriptor, path) of the file, now the caller's; None once taken.  Raises the
         OSError that creating it raised."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        if self._done is not None:
+            with self._done:
+                pass
+            self._done = None
         made, self._made = self._made, None
         if isinstance(made, OSError):
             raise made

@@ -19,7 +19,7 @@ An entry (_entry.py) records the key it was stored under, and an integrity hash;
 any check, or was stored under another key, is a miss.  Entries are written to a temporary file in
 the same folder and renamed into place, so a reader sees a whole entry or none, while the key's
 lock is held: another process waiting for the key finds the entry once it gets the lock (the
-temporary file is created while NVRTC compiles, see _writes.py).  No fsync: it cost 1-4 ms per
+temporary file is created while NVRTC runs, see _writes.py).  No fsync: it cost 1-4 ms per
 entry (2-8% of a compile), and an entry torn by a power cut fails its integrity hash and is
 compiled again, so durability buys nothing a miss does not.  A folder that cannot be created or
 written gives one warning and the process goes on without it.  ``CUDALOAD_CACHE_MAX_BYTES``

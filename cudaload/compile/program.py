@@ -177,8 +177,9 @@ class Program:
                         continue
                     obj = self._build(tc, kind, target, key)
                     # A file that changed while NVRTC read it may have given a mix of old and new:
-                    # such a result is returned but kept nowhere.
-                    keep = self._inputs(tc).material == inputs.material
+                    # such a result is returned but kept nowhere.  (A program that read no file
+                    # outside the toolchain has nothing to look at again.)
+                    keep = not inputs.material or self._inputs(tc).material == inputs.material
                     if keep:
                         publish(obj)
             break
