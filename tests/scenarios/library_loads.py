@@ -99,8 +99,28 @@ def at_once(which: str) -> None:
                       "types": sorted({type(x).__name__ for x in got})}))
 
 
+def load_named() -> None:
+    """Load $WHICH ("driver" or "nvrtc"): its path, or what was raised; with $COMPILE set, also
+    compile a kernel with it (a library that loads may still fail there)."""
+    import os
+
+    from cudaload import _loader, nvrtc
+
+    out = {}
+    try:
+        lib = getattr(_loader, os.environ["WHICH"])()
+        out["loaded"] = lib.path
+        if os.environ.get("COMPILE"):
+            out["code"] = len(nvrtc.compile('extern "C" __global__ void k() {}', "k.cu",
+                                            ("-arch=sm_90",)).code)
+    except Exception as err:
+        out.update(type=type(err).__name__, message=str(err), code=getattr(err, "code", None),
+                   mro=[c.__name__ for c in type(err).__mro__])
+    print(json.dumps(out))
+
+
 SCENARIOS = {f.__name__: f for f in (load_twice, optional_symbol, nvrtc_then_driver, nvrtc_found,
-                                     at_once)}
+                                     at_once, load_named)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

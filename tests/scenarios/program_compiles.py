@@ -182,10 +182,33 @@ def default_archs() -> None:
                       "oldest": f"sm_{archs[0]}", "newest": f"sm_{archs[-1]}"}))
 
 
+def old_driver() -> None:
+    """With a driver older than NVRTC: the status report's PTX verdict and problems, what
+    compiling for several archs gives, and the ISA version of PTX asked for explicitly."""
+    import re
+
+    import cudaload
+    from cudaload import Program, nvrtc
+
+    out = {"nvrtc": list(nvrtc.version()),
+           "ptx_loadable": cudaload.status().as_dict()["ptx_loadable"],
+           "problems": [p["what"] for p in cudaload.status().as_dict()["problems"]]}
+    src = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'
+    for arch in (90, 121, 122, 130, 150):
+        try:
+            obj = Program(src).compile(arch=arch)
+            out[str(arch)] = [obj.kind, obj.arch]
+        except Exception as err:
+            out[str(arch)] = [type(err).__name__, str(err)]
+    ptx = Program(src).compile(arch=90, output="ptx").code.decode()
+    out["ptx_isa"] = re.search(r"\.version\s+(\d+\.\d+)", ptx).group(1)
+    print(json.dumps(out))
+
+
 SCENARIOS = {f.__name__: f for f in (
     cuda_headers, names_and_log, compile_error, arch_choice, memory_hit, package_includes,
     recompile_after_refusal, new_kernel, arch_spellings, package_headers, device_includes,
-    default_archs)}
+    default_archs, old_driver)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
