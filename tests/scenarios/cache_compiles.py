@@ -141,8 +141,31 @@ def included(case: str, folder: str) -> None:
                       "value": 222 if b"222" in obj.code else 111 if b"111" in obj.code else None}))
 
 
+def victim(source: str) -> None:
+    """What a user's process sees of the cache: the status report's NVRTC path, then ``source``
+    compiled (where it came from and its code), whether the disk cache is in use, and the cache's
+    warnings."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import cudaload
+        from cudaload import Program, cache
+
+        report = cudaload.status().as_dict()
+        try:
+            obj = Program(source).compile(arch=90)
+            cached, code = obj.cached, obj.code.decode("latin-1")
+        except Exception as exc:  # reported, so that the test says what went wrong
+            cached, code = "failed", repr(exc)
+    print(json.dumps({"nvrtc_path": report["nvrtc"]["path"], "cached": cached, "code": code,
+                      "enabled": cache.default().usable,
+                      "warnings": [str(w.message) for w in caught
+                                   if issubclass(w.category, cache.CacheWarning)]}))
+
+
 SCENARIOS = {"one": one, "key_changes": key_changes, "disk_hit": disk_hit, "three": three,
-             "included": included}
+             "included": included, "victim": victim}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

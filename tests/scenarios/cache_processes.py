@@ -191,10 +191,27 @@ def without_fork_hooks() -> None:
     print("imported", cache.default().usable)
 
 
+def lock_and_publish() -> None:
+    """Publish an entry under its key's lock and remember NVRTC under the record's lock; print the
+    warnings that gave."""
+    import warnings
+
+    from cudaload import cache, toolchain
+    from cudaload.objectcode import ObjectCode
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with cache.default().lock("12" * 32) as publish:
+            publish(ObjectCode(b"y" * 10, "cubin", "sm_90"))
+        toolchain.live()  # remembers NVRTC under toolchain.json.lock
+    print(json.dumps([str(w.message) for w in caught]))
+
+
 SCENARIOS = {"remember": remember, "compile_variants": compile_variants, "hold_key": hold_key,
              "publish_and_exit": publish_and_exit, "opposite_order": opposite_order,
              "removed_under_compile": removed_under_compile,
-             "clear_descriptors": clear_descriptors, "without_fork_hooks": without_fork_hooks}
+             "clear_descriptors": clear_descriptors, "without_fork_hooks": without_fork_hooks,
+             "lock_and_publish": lock_and_publish}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
