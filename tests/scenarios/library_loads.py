@@ -119,8 +119,23 @@ def load_named() -> None:
     print(json.dumps(out))
 
 
+def old_nvrtc_calls() -> None:
+    """What asking the NVRTC of $CUDALOAD_LIBNVRTC for its archs, and compiling with it, raise."""
+    import cudaload
+    from cudaload import nvrtc
+
+    out = {}
+    for what, call in (("archs", nvrtc.supported_archs), ("compile", lambda: cudaload.Program(
+            'extern "C" __global__ void k() {}').compile(arch=80))):
+        try:
+            call()
+        except Exception as err:
+            out[what] = [type(err).__name__, str(err), getattr(err, "symbol", None)]
+    print(json.dumps(out))
+
+
 SCENARIOS = {f.__name__: f for f in (load_twice, optional_symbol, nvrtc_then_driver, nvrtc_found,
-                                     at_once, load_named)}
+                                     at_once, load_named, old_nvrtc_calls)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

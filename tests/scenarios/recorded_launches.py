@@ -253,9 +253,32 @@ def bench_breakdown(bench: str) -> dict:
                                                 50, 2)}
 
 
+def long_function_pointer() -> dict:
+    """Kernels with a function-pointer parameter of a long name, launched: their parameter types,
+    the bytes and symbol the driver saw; and what a kernel name holding a NUL raises."""
+    from cudaload import Program
+
+    layout((0, 8), (8, 8), (16, 4))
+    name = "f" * 34
+    src = ('extern "C" __global__ void apply(float *x, float (*%s)(float), int n) {}\n'
+           'template <class T> __global__ void tapply(T *x, T (*%s)(T), int n) {}' % (name, name))
+    mod = Program(src, name_expressions=("tapply<float>",)).compile(arch=90).load()
+    out = {}
+    for kernel in ("apply", "tapply<float>"):
+        k = mod.get_kernel(kernel)
+        k(1, 32, (0x1000, 0x2000, 7))
+        _count, _dims, data, seen = last(20)
+        out[kernel] = [[p.ctype for p in k.params], data, seen]
+    try:
+        mod.get_kernel("apply\0evil")
+    except ValueError as err:
+        out["nul"] = str(err)
+    return out
+
+
 SCENARIOS = {f.__name__: f for f in (
     exact_arguments, template_types, layout_wins, buffer_sizes, foreign_context, foreign_stream,
-    loaded_once, graph_keeps_code, thread_states, bench_breakdown)}
+    loaded_once, graph_keeps_code, thread_states, bench_breakdown, long_function_pointer)}
 
 if __name__ == "__main__":
     import cudaload  # imported before the recording driver is opened, as by a user)
