@@ -41,7 +41,18 @@ def store_three(age: str, then: str = "") -> None:
     print(json.dumps(cache.configured().prune(0)) if then == "prune" else 0)
 
 
-SCENARIOS = {f.__name__: f for f in (ptx_on_a_gpu, store_three)}
+def demo_on_a_newer_gpu() -> None:
+    """``cudaload demo`` as on a GPU newer than NVRTC knows, whose driver loads NVRTC's PTX;
+    exits with the demo's status."""
+    from cudaload import cli, nvrtc, program
+
+    newer = max(nvrtc.supported_archs()) + 10
+    program._device_arch = lambda: newer  # as on a GPU this NVRTC does not know
+    program._driver_version = lambda: 99000  # whose driver can load this NVRTC's PTX
+    sys.exit(cli.main(["demo"]))
+
+
+SCENARIOS = {f.__name__: f for f in (ptx_on_a_gpu, store_three, demo_on_a_newer_gpu)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -105,7 +105,17 @@ def missing_header() -> None:
     _compile_error_message('#include <no_such_cuda_header.h>\n')
 
 
-SCENARIOS = {f.__name__: f for f in (ptx_and_cubin, headers_and_names, compile_error,
+def real_code() -> None:
+    """A CUBIN for sm_80 and PTX for compute_90 of a small kernel, in base64."""
+    from cudaload import nvrtc
+
+    src = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'
+    cubin = nvrtc.compile(src, "k.cu", ["--gpu-architecture=sm_80"]).code
+    ptx = nvrtc.compile(src, "k.cu", ["--gpu-architecture=compute_90"], kind="ptx").code
+    print(json.dumps([base64.b64encode(cubin).decode(), base64.b64encode(ptx).decode()]))
+
+
+SCENARIOS = {f.__name__: f for f in (real_code, ptx_and_cubin, headers_and_names, compile_error,
                                      invalid_option, excerpt_lines, missing_header)}
 
 if __name__ == "__main__":

@@ -205,10 +205,32 @@ def old_driver() -> None:
     print(json.dumps(out))
 
 
+def compile_cases(cases_path: str) -> None:
+    """Compile every case of the pickled {name: (Program keywords, compile keywords)} at
+    ``cases_path`` (sources travel through the file): what each gave, and how long it took."""
+    import pickle
+    import time
+
+    from cudaload import Program
+
+    cases = pickle.load(open(cases_path, "rb"))
+    out = {}
+    for name, (kw, ckw) in cases.items():
+        start = time.perf_counter()
+        try:
+            obj = Program(**kw).compile(**{"arch": 90, **ckw})
+            out[name] = {"type": "ok", "kind": obj.kind, "size": len(obj.code)}
+        except Exception as err:
+            out[name] = {"type": type(err).__name__, "message": str(err),
+                         "mro": [c.__name__ for c in type(err).__mro__]}
+        out[name]["seconds"] = round(time.perf_counter() - start, 3)
+    print(json.dumps(out))
+
+
 SCENARIOS = {f.__name__: f for f in (
     cuda_headers, names_and_log, compile_error, arch_choice, memory_hit, package_includes,
     recompile_after_refusal, new_kernel, arch_spellings, package_headers, device_includes,
-    default_archs, old_driver)}
+    default_archs, old_driver, compile_cases)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
