@@ -1,4 +1,5 @@
-"""Checked calls into the driver library named by CUDALOAD_LIBCUDA, in a fresh process.
+"""Checked calls into the driver library named by CUDALOAD_LIBCUDA, and the stream handles made
+for it, in a fresh process.
 
     python -m tests.scenarios.driver_calls SCENARIO
 
@@ -82,8 +83,35 @@ def out_of_memory_error() -> None:
     print(json.dumps([err.name, err.message, str(err), err.hint]))
 
 
+def stream_handles() -> None:
+    """The handle handle_of() reads from each kind of stream object, and what it raises for a
+    str."""
+    from cudaload import driver
+    from cudaload.stream import Stream, handle_of
+
+    ffi = driver.api().ffi
+    ptr = lambda h: int(ffi.cast("uintptr_t", h))
+
+    class Torchish:  # torch.cuda.Stream's attribute
+        cuda_stream = 0x5000
+
+    class Protocol:
+        def __cuda_stream__(self):
+            return (0, 0x6000)
+
+    wrapped = Stream.from_handle(0x7000)
+    result = {"none": ptr(handle_of(None)), "int": ptr(handle_of(0x4000)),
+              "torch": ptr(handle_of(Torchish())), "protocol": ptr(handle_of(Protocol())),
+              "stream": ptr(handle_of(wrapped)), "same": Stream.from_handle(wrapped) is wrapped}
+    try:
+        handle_of("not a stream")
+    except TypeError as err:
+        result["bad"] = str(err)
+    print(json.dumps(result))
+
+
 SCENARIOS = {f.__name__: f for f in (checked_call, init_twice, undeclared_names, header_errors,
-                                     out_of_memory_error)}
+                                     out_of_memory_error, stream_handles)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
