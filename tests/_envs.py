@@ -9,15 +9,13 @@ the folders searched for wheels.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, scenario_json
 
 HIDE_BY_PATHFINDER = os.path.join(ROOT, "tests", "_hide_toolkits")
 HEADERS = ["cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cooperative_groups.h", "cuComplex.h",
@@ -104,8 +102,10 @@ def install_cccl(site: str, where: str = CCCL_CU13) -> str:
     return os.path.realpath(os.path.join(site, where))
 
 
-def run_in(python: str, code: str, env: dict, timeout: float = 300):
-    """Run ``code`` with ``python``, cudaload importable; the last line of its output is JSON."""
+def run_in(python: str, env: dict, name: str, *args, timeout: float = 300):
+    """Run the scenario ``name`` of tests/scenarios with ``python``, cudaload importable, and
+    ``env`` (a value of None unsets the variable; PYTHONPATH goes before the repository); return
+    the JSON of its last line."""
     full = dict(os.environ)
     paths = [ROOT]
     for key, value in env.items():
@@ -116,12 +116,7 @@ def run_in(python: str, code: str, env: dict, timeout: float = 300):
         else:
             full[key] = value
     full["PYTHONPATH"] = os.pathsep.join(paths)
-    proc = subprocess.run([python, "-c", textwrap.dedent(code)], env=full, capture_output=True,
-                          text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise AssertionError(
-            f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return scenario_json(name, *args, python=python, environ=full, timeout=timeout)
 
 
 def pip_resolves(requirement: str) -> None:

@@ -9,21 +9,15 @@ import pytest
 
 from tests._fakelibs import (no_symbols_library, one_device_driver, partial_driver,  # noqa: F401
                              text_file)  # (fixtures)
-from tests.conftest import run_json
+from tests.conftest import run_json, scenario_json
 
 NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1",
            "CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}
 
-_REPORT = """
-import json, cudaload
-st = cudaload.status()
-print(json.dumps({"available": cudaload.is_available(), "report": st.as_dict(), "text": str(st),
-                  "cached": cudaload.status() is st}))
-"""
-
-
-def report(env=None, unset=(), prelude: str = "") -> dict:
-    return run_json(prelude + _REPORT, env=env, unset=unset)
+def report(env=None, unset=(), broken: str = "") -> dict:
+    """status() in a fresh process; ``broken`` names what the scenario breaks first."""
+    args = (broken,) if broken else ()
+    return scenario_json("availability_reports", "report", *args, env=env, unset=unset)
 
 
 def _assert_well_formed(rep: dict) -> None:
@@ -77,14 +71,7 @@ def test_driver_535_without_gpu_and_nvrtc_13(libcuda_535):
 
 
 def test_a_driver_as_new_as_nvrtc_can_load_its_ptx():
-    result = run_json("""
-        import json
-        from cudaload import availability
-        problems = []
-        print(json.dumps([availability._ptx_loadable(13050, (13, 5), problems),
-                          availability._ptx_loadable(12080, (12, 4), problems),
-                          availability._ptx_loadable(12040, (12, 8), problems), len(problems)]))
-    """)
+    result = scenario_json("availability_reports", "ptx_loadable")
     assert result == [True, True, False, 1]
 
 
@@ -109,42 +96,21 @@ def test_driver_missing_entry_points_is_a_problem_with_a_hint(partial_driver):
 
 
 def test_an_unexpected_exception_in_a_section_is_recorded():
-    prelude = """
-from cudaload.bindings import nvrtc
-def boom():
-    raise ValueError("boom")
-nvrtc.version = boom
-"""
     # CUDALOAD_CACHE=0: no remembered toolchain, so the probe really asks NVRTC.
     rep = report(NO_CUDA | {"CUDALOAD_LIBNVRTC": "", "CUDALOAD_CACHE": "0"},
-                 unset=("CUDALOAD_LIBNVRTC",), prelude=prelude)["report"]
+                 unset=("CUDALOAD_LIBNVRTC",), broken="nvrtc_version_raises")["report"]
     assert rep["nvrtc"]["found"] is True and rep["nvrtc"]["error"] == "ValueError: boom"
     assert any("ValueError: boom" in p["what"] and "report" in p["hint"] for p in rep["problems"])
 
 
 def test_an_unexpected_exception_anywhere_still_gives_a_report():
-    result = run_json("""
-        import json
-        from cudaload import availability
-        def broken():
-            raise RuntimeError("probe exploded")
-        availability._probe = broken
-        st = availability.status()
-        print(json.dumps([st.available, st.problems]))
-    """)
+    result = scenario_json("availability_reports", "probe_raises")
     available, problems = result
     assert available is False and "probe exploded" in problems[0]["what"]
 
 
 def test_is_available_never_raises_even_if_the_driver_module_breaks():
-    result = run_json("""
-        import json, cudaload
-        from cudaload.bindings import driver
-        def broken():
-            raise MemoryError("odd")
-        driver.init = broken
-        print(json.dumps(cudaload.is_available()))
-    """)
+    result = scenario_json("availability_reports", "driver_init_raises")
     assert result is False
 
 
@@ -160,11 +126,7 @@ def test_refresh_probes_again():
 
 
 def test_a_broken_installation_without_cffi_is_reported():
-    prelude = """
-import sys
-sys.modules["_cffi_backend"] = None  # as if cffi were not installed
-"""
-    rep = report(NO_CUDA, prelude=prelude)["report"]
+    rep = report(NO_CUDA, broken="no_cffi")["report"]
     assert rep["available"] is False
     assert any("_cffi_backend" in p["what"] and "reinstall cudaload" in p["hint"]
                for p in rep["problems"])
@@ -174,13 +136,8 @@ def test_repeated_report_uses_the_remembered_toolchain(tmp_path):
     """After one compile, a fresh process reports NVRTC without mapping it or importing pathfinder."""
     env = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", "CUDALOAD_CACHE_DIR": str(tmp_path)}
     first = report(env, unset=("CUDALOAD_LIBNVRTC",))["report"]["nvrtc"]
-    second = run_json("""
-import json, sys, cudaload
-rep = cudaload.status().as_dict()["nvrtc"]
-maps = open("/proc/self/maps").read()
-print(json.dumps({"rep": rep, "mapped": "libnvrtc" in maps,
-                  "pathfinder": "cuda.pathfinder" in sys.modules}))
-""", env=env, unset=("CUDALOAD_LIBNVRTC",))
+    second = scenario_json("availability_reports", "remembered_report", env=env,
+                           unset=("CUDALOAD_LIBNVRTC",))
     assert first["found"] and first["builtins"] is True
     assert second["mapped"] is False and second["pathfinder"] is False
     rep = second["rep"]
@@ -215,31 +172,15 @@ def test_an_override_naming_a_pipe_is_refused_without_blocking(tmp_path):
 
 
 def test_refresh_retries_a_library_that_failed_to_load(libcuda_535):
-    result = run_json(f"""
-        import json, os, cudaload
-        first = cudaload.status().as_dict()["driver"]
-        os.environ["CUDALOAD_LIBCUDA"] = {libcuda_535!r}
-        cached = cudaload.status().as_dict()["driver"]
-        again = cudaload.status(refresh=True).as_dict()["driver"]
-        print(json.dumps([first["found"], cached["found"], again["found"], again["version"],
-                          again["cuinit"]]))
-    """, env=NO_CUDA)
+    result = scenario_json("availability_reports", "refresh_retries", libcuda_535, env=NO_CUDA)
     assert result[:4] == [False, False, True, "12.2"]
     assert "CUDA_ERROR_NO_DEVICE" in result[4]
 
 
 def test_a_problems_hint_is_the_errors_hint_field(one_device_driver):
     # A DriverError joins its hint with "; ", not " Next step: ": only the field gives it.
-    prelude = """
-from cudaload.launch import device
-from cudaload import errors
-def refuse():
-    raise errors.DriverError("cuDeviceGetCount failed: CUDA_ERROR_UNKNOWN (999): unknown",
-                             code=999, name="CUDA_ERROR_UNKNOWN", function="cuDeviceGetCount",
-                             detail="unknown", hint="reseat the GPU in its slot")
-device.device_count = refuse
-"""
-    rep = report({**NO_CUDA, "CUDALOAD_LIBCUDA": one_device_driver}, prelude=prelude)["report"]
+    rep = report({**NO_CUDA, "CUDALOAD_LIBCUDA": one_device_driver},
+                 broken="device_count_refused")["report"]
     problem, = [p for p in rep["problems"] if "cuDeviceGetCount" in p["what"]]
     assert problem == {"what": "cuDeviceGetCount failed: CUDA_ERROR_UNKNOWN (999): unknown",
                        "hint": "reseat the GPU in its slot"}

@@ -16,7 +16,7 @@ from cudaload.compile import cache
 from cudaload.compile.bundle import Bundle, BundleWarning
 from cudaload.compile.objectcode import ObjectCode
 from cudaload.compile.program import Program
-from tests.conftest import ROOT, run_json
+from tests.conftest import ROOT, run_json, scenario_json
 from tests.test_program import cache_dir  # noqa: F401  (autouse: a fresh cache folder per test)
 
 SRC = 'template <class T> __global__ void scale(T *x, T a) { x[threadIdx.x] *= a; }\n'
@@ -159,16 +159,6 @@ def test_entries_are_kernel_cache_entries():
 
 # ---- cudaload precompile and the run-time hook, with the NVRTC wheel -------------------------------
 
-HIDE_NVRTC = textwrap.dedent('''
-    import sys
-    class _Hidden:  # the NVRTC wheel and cuda.pathfinder are not importable in this process
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] == "nvidia" or name.startswith("cuda.pathfinder"):
-                raise ImportError(f"{name} is hidden by the test")
-    sys.meta_path.insert(0, _Hidden())
-''')
-
-
 def test_precompile_writes_real_cubins_used_with_nvrtc_hidden(package, tmp_path):
     out = tmp_path / "k.bundle"
     proc = precompile("--package", "kpkg", "--resource", "ops.cu", "--arch", "sm_80",
@@ -186,31 +176,8 @@ def test_precompile_writes_real_cubins_used_with_nvrtc_hidden(package, tmp_path)
     expected = next(e for e in bundle._entries().values() if e["arch"] == "sm_90")
     expected = cache.decode(bundle._data[expected["offset"]:][:expected["length"]]).code.hex()
 
-    code = HIDE_NVRTC + textwrap.dedent(f'''
-        import json, sys
-        from cudaload import Program, LibraryNotFoundError
-        from cudaload.compile.bundle import Bundle
-        bundle = Bundle.from_file({str(out)!r})
-        prog = Program.from_resource("kpkg", "ops.cu", name_expressions=["scale<float>"],
-                                     bundle=bundle)
-        obj = prog.compile(arch="sm_90")
-        again = prog.compile(arch="sm_90")
-        maps = open("/proc/self/maps").read()
-        other = Program.from_resource("kpkg", "ops.cu", name_expressions=["scale<float>"],
-                                      options=("-DEXTRA=1",), bundle=bundle)
-        try:
-            other.compile(arch="sm_90")
-            fallback = "compiled"
-        except LibraryNotFoundError as err:
-            fallback = "LibraryNotFoundError: " + str(err)
-        print(json.dumps({{"code": obj.code.hex(), "cached": obj.cached, "arch": obj.arch,
-                          "again": again.cached, "names": obj.lowered_names,
-                          "nvrtc_mapped": "libnvrtc" in maps,
-                          "pathfinder": "cuda.pathfinder" in sys.modules,
-                          "fallback": fallback}}))
-    ''')
     env = {"PYTHONPATH": f"{package}{os.pathsep}{ROOT}", "CUDALOAD_LIBNVRTC": "/nonexistent"}
-    got = run_json(code, env=env)
+    got = scenario_json("bundle_uses", "with_nvrtc_hidden", out, env=env)
     assert got["code"] == expected and got["cached"] == "bundle" and got["arch"] == "sm_90"
     assert got["again"] == "memory" and got["names"] == {"scale<float>": "_Z5scaleIfEvPT_S0_"}
     assert got["nvrtc_mapped"] is False and got["pathfinder"] is False
@@ -224,36 +191,12 @@ def test_mismatch_compiles_when_nvrtc_is_there(package, tmp_path):
     proc = precompile("--package", "kpkg", "--resource", "ops.cu", "--arch", "sm_90",
                       "--name-expression", "scale<float>", "-o", str(out), env=env)
     assert proc.returncode == 0, proc.stderr
-    got = run_json(f'''
-        import json
-        from cudaload import Program
-        from cudaload.compile.bundle import Bundle
-        bundle = Bundle.from_file({str(out)!r})
-        made = []
-        for options, arch in (((), "sm_90"), (("-DEXTRA=1",), "sm_90"), ((), "sm_80")):
-            obj = Program.from_resource("kpkg", "ops.cu", name_expressions=["scale<float>"],
-                                        options=options, bundle=bundle).compile(arch=arch)
-            made.append([obj.cached, obj.arch, obj.code[:4] == b"\\x7fELF"])
-        print(json.dumps(made))
-    ''', env=env)
+    got = scenario_json("bundle_uses", "mismatches", out, env=env)
     assert got == [["bundle", "sm_90", True], [None, "sm_90", True], [None, "sm_80", True]]
 
 
 def test_refused_bundle_code_is_compiled_instead():
-    got = run_json(r'''
-        import json
-        from cudaload import Program
-        from cudaload.compile.bundle import Bundle
-        from cudaload.compile.objectcode import ObjectCode
-        src = "extern \"C\" __global__ void k(float *x) { x[0] = 1; }"
-        made = Bundle()
-        made.add(Program(src), ObjectCode(b"\x7fELF not really", "cubin", "sm_90"))
-        prog = Program(src, bundle=Bundle(made.to_bytes()))
-        shipped = prog.compile(arch="sm_90")
-        fresh = shipped._recompile_after_refusal()  # what Module does when the driver refuses it
-        print(json.dumps([shipped.cached, fresh.cached, fresh.arch, len(fresh.code) > 100,
-                          prog.compile(arch="sm_90").code == fresh.code]))
-    ''')
+    got = scenario_json("bundle_uses", "refused_code")
     assert got == ["bundle", None, "sm_90", True, True]
 
 

@@ -10,18 +10,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
 
-from tests.conftest import ROOT, run_json, run_py
-
-SAXPY = r'''
-extern "C" __global__ void saxpy(float a, const float *x, float *y, int n)
-{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }
-'''
-
+from tests.conftest import (ROOT, run_json, run_py, run_scenario, scenario_command,
+                            scenario_json)
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
@@ -48,14 +42,6 @@ def _fake(code: bytes = b"\x7fELF" + b"x" * 60):
 
 # --- the entry format -------------------------------------------------------------------------
 
-_COMPILE_ONE = """
-import json, sys
-from cudaload import Program
-obj = Program(sys.argv[1] if len(sys.argv) > 1 else {src!r}).compile(arch=90)
-print(json.dumps({{"cached": obj.cached, "kind": obj.kind, "size": len(obj.code)}}))
-"""
-
-
 def test_roundtrip_keeps_every_field():
     from cudaload.compile import cache
 
@@ -67,7 +53,7 @@ def test_roundtrip_keeps_every_field():
 def test_every_truncation_of_a_real_entry_is_a_miss_never_an_error(cache_dir):
     from cudaload.compile import cache
 
-    run_json(_COMPILE_ONE.format(src=SAXPY))
+    scenario_json("cache_compiles", "one")
     (path,) = _entries(cache_dir)
     data = open(path, "rb").read()
     assert cache.decode(data) is not None and len(data) > 1000
@@ -85,64 +71,25 @@ def test_every_truncation_of_a_real_entry_is_a_miss_never_an_error(cache_dir):
 
 
 def test_truncated_entry_is_recompiled_and_rewritten(cache_dir):
-    first = run_json(_COMPILE_ONE.format(src=SAXPY))
+    first = scenario_json("cache_compiles", "one")
     (path,) = _entries(cache_dir)
     data = open(path, "rb").read()
     for n in (0, 1, 30, 60, len(data) // 2, len(data) - 1):
         with open(path, "wb") as f:
             f.write(data[:n])
-        again = run_json(_COMPILE_ONE.format(src=SAXPY))
+        again = scenario_json("cache_compiles", "one")
         assert again["cached"] is None and again["size"] == first["size"]
         assert open(path, "rb").read() == data  # rewritten whole
-    assert run_json(_COMPILE_ONE.format(src=SAXPY))["cached"] == "disk"
+    assert scenario_json("cache_compiles", "one")["cached"] == "disk"
 
 
 # --- what the key covers ------------------------------------------------------------------------
-
-_KEY_CHANGES = r"""
-import dataclasses, json, os, sys
-from cudaload import Program
-from cudaload.compile import cache, program, toolchain
-inc = sys.argv[1]
-src = '#include "user.cuh"\n#include "mem.cuh"\n' + {src!r}
-base = dict(headers={{"mem.cuh": "#define M 1\n"}}, include_paths=[inc], options=("-DA=1",),
-            name_expressions=())
-def compile(arch=90, output="cubin", source=src, **over):
-    cache.MEMORY.clear()
-    return Program(source, **{{**base, **over}}).compile(arch=arch, output=output).cached
-out = {{"first": compile(), "again": compile()}}
-out["source"] = compile(source=src + "\n// changed\n")
-out["header"] = compile(headers={{"mem.cuh": "#define M 2\n"}})
-out["options"] = compile(options=("-DA=2",))
-out["names"] = compile(name_expressions=("saxpy",))
-out["arch"] = compile(arch=80)
-out["kind"] = compile(output="ptx")
-with open(os.path.join(inc, "user.cuh"), "a") as f:
-    f.write("#define U 2\n")
-out["included_file"] = compile()
-tc = toolchain.live()
-for field, value in (("version", (tc.version[0], tc.version[1] - 1)), ("build", "other-build"),
-                     ("headers", tc.headers[:1] + (("cccl", "/elsewhere", "[1, null]"),))):
-    toolchain._live = tc._replace(**{{field: value}})
-    out["nvrtc_" + field] = compile()
-toolchain._live = tc
-cache.FORMAT += 1
-out["format"] = compile()
-cache.FORMAT -= 1
-compile(output="ptx")
-program._driver_version = lambda: 12020
-out["driver_for_ptx"] = compile(output="ptx")
-out["driver_for_cubin"] = compile()
-print(json.dumps(out))
-"""
-
 
 def test_changing_any_input_of_the_key_is_a_miss(cache_dir, tmp_path):
     inc = tmp_path / "inc"
     inc.mkdir()
     (inc / "user.cuh").write_text("#define U 1\n")
-    code = _KEY_CHANGES.format(src=SAXPY)
-    out = run_json(f"import sys; sys.argv[1:] = [{str(inc)!r}]\n" + textwrap.dedent(code))
+    out = scenario_json("cache_compiles", "key_changes", inc)
     assert out.pop("first") is None
     assert out.pop("again") == "disk"
     assert out.pop("driver_for_cubin") == "disk"  # CUBIN does not depend on the driver
@@ -153,46 +100,32 @@ def test_changing_any_input_of_the_key_is_a_miss(cache_dir, tmp_path):
 
 # --- a disk hit pays for neither NVRTC nor cuda.pathfinder ---------------------------------------
 
-_DISK_HIT_PROBE = """
-import json, sys, time
-from cudaload import Program
-prog = Program({src!r})
-t = time.perf_counter()
-obj = prog.compile(arch=90)
-took = time.perf_counter() - t
-maps = open("/proc/self/maps").read()
-print(json.dumps({{"cached": obj.cached, "nvrtc_mapped": "libnvrtc" in maps,
-                   "pathfinder": "cuda.pathfinder" in sys.modules, "ms": took * 1e3}}))
-"""
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
 def test_disk_hit_loads_neither_nvrtc_nor_pathfinder(cache_dir):
-    probe = _DISK_HIT_PROBE.format(src=SAXPY)
-    first = run_json(probe)
+    first = scenario_json("cache_compiles", "disk_hit")
     assert first["cached"] is None and first["nvrtc_mapped"] and first["pathfinder"]
-    hit = run_json(probe)
+    hit = scenario_json("cache_compiles", "disk_hit")
     assert hit["cached"] == "disk"
     assert not hit["nvrtc_mapped"], "a disk hit mapped libnvrtc"
     assert not hit["pathfinder"], "a disk hit imported cuda.pathfinder"
 
 
 def test_nvrtc_override_is_the_file_checked(cache_dir):
-    probe = _DISK_HIT_PROBE.format(src=SAXPY)
     real = run_json("import json; from cudaload.bindings import _loader; "
                     "print(json.dumps(_loader.nvrtc().path))")
-    run_json(probe)
-    hit = run_json(probe, env={"CUDALOAD_LIBNVRTC": real})  # first use of the override: loads it
+    scenario_json("cache_compiles", "disk_hit")
+    override = {"CUDALOAD_LIBNVRTC": real}
+    hit = scenario_json("cache_compiles", "disk_hit", env=override)  # first use: loads it
     assert hit["cached"] == "disk" and hit["nvrtc_mapped"]
-    hit = run_json(probe, env={"CUDALOAD_LIBNVRTC": real})  # now remembered for it too
+    hit = scenario_json("cache_compiles", "disk_hit", env=override)  # now remembered for it too
     assert hit["cached"] == "disk" and not hit["nvrtc_mapped"]
-    proc = run_py(probe, env={"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}, check=False)
+    proc = run_scenario("cache_compiles", "disk_hit",
+                        env={"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}, check=False)
     assert proc.returncode != 0 and "LibraryNotFoundError" in proc.stderr
 
 
 def test_changed_nvrtc_file_is_not_trusted(cache_dir):
-    probe = _DISK_HIT_PROBE.format(src=SAXPY)
-    run_json(probe)
+    scenario_json("cache_compiles", "disk_hit")
     record_path = cache_dir / "toolchain.json"
     record = json.loads(record_path.read_text())
     (searched,) = record["nvrtc"]  # one entry: what a search from this environment found
@@ -200,7 +133,7 @@ def test_changed_nvrtc_file_is_not_trusted(cache_dir):
     record["nvrtc"][searched]["stat"][1] += 1  # as if the file had been replaced
     record["nvrtc"][searched]["version"] = [99, 0]
     record_path.write_text(json.dumps(record))
-    hit = run_json(probe)
+    hit = scenario_json("cache_compiles", "disk_hit")
     assert hit["cached"] == "disk" and hit["nvrtc_mapped"]  # revalidated by loading it
     assert json.loads(record_path.read_text())["nvrtc"][searched]["version"] != [99, 0]
 
@@ -209,7 +142,7 @@ def test_changed_nvrtc_file_is_not_trusted(cache_dir):
 def test_header_folders_are_remembered_per_environment(cache_dir, tmp_path):
     from cudaload.compile import toolchain
 
-    run_json(_DISK_HIT_PROBE.format(src=SAXPY))
+    scenario_json("cache_compiles", "disk_hit")
     record_path = cache_dir / "toolchain.json"
     record = json.loads(record_path.read_text())
     (searched,) = record["nvrtc"]
@@ -226,24 +159,11 @@ def test_header_folders_are_remembered_per_environment(cache_dir, tmp_path):
     assert other["cudart"] != str(fake)  # another environment searches for its own
 
 
-_REMEMBER = """
-import sys, time
-from cudaload.compile import toolchain
-tc = toolchain.current()  # what this environment found
-toolchain._selector = lambda: "environment " + sys.argv[1]
-record = toolchain._read_record()  # read before any of the others wrote
-start = float(sys.argv[2])
-while time.time() < start:
-    time.sleep(0.001)
-toolchain._remember(record, tc, toolchain._stat_id(tc.nvrtc_path))
-"""
-
-
 def test_environments_remembering_at_once_keep_every_entry(cache_dir):
     run_py("from cudaload.compile import toolchain; toolchain.current()")  # NVRTC found once, here
     env = {**os.environ, "PYTHONPATH": ROOT}
     start = time.time() + 3.0
-    procs = [subprocess.Popen([sys.executable, "-c", _REMEMBER, str(i), str(start)], env=env)
+    procs = [subprocess.Popen(scenario_command("cache_processes", "remember", i, start), env=env)
              for i in range(8)]
     assert [p.wait(60) for p in procs] == [0] * 8
     record = json.loads((cache_dir / "toolchain.json").read_text())
@@ -252,26 +172,11 @@ def test_environments_remembering_at_once_keep_every_entry(cache_dir):
 
 # --- many processes ---------------------------------------------------------------------------
 
-_WORKER = """
-import json, sys, time
-import tests.scenarios.compile_log
-from cudaload import Program
-from cudaload.bindings import _loader
-_loader.nvrtc()
-start, count, base = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-progs = [Program({src!r} + "\\n// variant %d\\n" % (base + i)) for i in range(count)]
-while time.time() < start:
-    time.sleep(0.001)
-out = [(p.compile(arch=90).cached, len(p.compile(arch=90).code)) for p in progs]
-print(json.dumps(out))
-"""
-
-
 def _run_workers(args_per_worker, env, timeout=120):
-    code = textwrap.dedent(_WORKER.format(src=SAXPY))
     full_env = {**os.environ, "PYTHONPATH": ROOT, **env}
     start = time.time() + 2.0
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(start), *map(str, a)], env=full_env,
+    procs = [subprocess.Popen(scenario_command("cache_processes", "compile_variants", start, *a),
+                              env=full_env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for a in args_per_worker]
     outs = []
@@ -305,23 +210,9 @@ def test_four_processes_25_keys_each_all_entries_valid(cache_dir, tmp_path):
 
 # --- folders that cannot be used ---------------------------------------------------------------
 
-_THREE_COMPILES = """
-import json, warnings
-warnings.simplefilter("always")
-from cudaload import Program
-{patch}
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    out = [Program({src!r} + "// %d" % i).compile(arch=90).cached for i in range(3)]
-    out.append(Program({src!r} + "// 0").compile(arch=90).cached)
-print(json.dumps({{"cached": out, "warnings": [str(w.message) for w in caught
-                                                if "cache" in str(w.message)]}}))
-"""
-
-
 @pytest.mark.parametrize("case", ["uncreatable", "read-only", "full"])
 def test_unusable_folder_warns_once_and_goes_on(cache_dir, tmp_path, case):
-    patch = ""
+    refused = ()
     env = {}
     if case == "uncreatable":
         blocker = tmp_path / "a-file"
@@ -329,12 +220,8 @@ def test_unusable_folder_warns_once_and_goes_on(cache_dir, tmp_path, case):
         env["CUDALOAD_CACHE_DIR"] = str(blocker / "cache")
     else:
         # read-only: no lock can be taken; full: the lock is taken, writing the entry fails
-        code, step = (("EROFS", "cache._locking.acquire_key") if case == "read-only" else
-                      ("ENOSPC", "cache._writes.commit"))
-        patch = (f"import errno, os\nfrom cudaload.compile import cache\n"
-                 f"def refuse(*a, **k): raise OSError(errno.{code}, os.strerror(errno.{code}))\n"
-                 f"cache._writes.write_atomic = refuse\n{step} = refuse")
-    out = run_json(_THREE_COMPILES.format(src=SAXPY, patch=patch), env=env)
+        refused = (case,)
+    out = scenario_json("cache_compiles", "three", *refused, env=env)
     assert out["cached"] == [None, None, None, "memory"]
     assert len(out["warnings"]) == 1, out["warnings"]
     assert "CUDALOAD_CACHE_DIR" in out["warnings"][0]
@@ -346,14 +233,14 @@ def test_really_read_only_folder(cache_dir):
     cache_dir.mkdir()
     os.chmod(cache_dir, 0o555)
     try:
-        out = run_json(_THREE_COMPILES.format(src=SAXPY, patch=""))
+        out = scenario_json("cache_compiles", "three")
     finally:
         os.chmod(cache_dir, 0o755)
     assert out["cached"][:3] == [None, None, None] and len(out["warnings"]) == 1
 
 
 def test_cache_off_keeps_memory_only(cache_dir):
-    out = run_json(_THREE_COMPILES.format(src=SAXPY, patch=""), env={"CUDALOAD_CACHE": "0"})
+    out = scenario_json("cache_compiles", "three", env={"CUDALOAD_CACHE": "0"})
     assert out == {"cached": [None, None, None, "memory"], "warnings": []}
     assert not cache_dir.exists()
 
@@ -472,16 +359,6 @@ def test_key_lock_excludes_a_thread_and_is_released_by_another(cache_dir):
     _locking.acquire_key(folder, _key(9))()  # another key was never blocked
 
 
-_HOLD_KEY = """
-import sys, time
-from cudaload.compile import _locking
-release = _locking.acquire_key(sys.argv[1], sys.argv[2])
-print("held", flush=True)
-time.sleep(float(sys.argv[3]))
-release()
-"""
-
-
 @pytest.mark.skipif(os.name != "posix", reason="byte-range key locks are POSIX")
 def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
     import shutil
@@ -492,7 +369,8 @@ def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
     _locking.acquire_key(folder, _key(4))()  # this process has the lock file open
     shutil.rmtree(folder)  # cudaload cache clear, from elsewhere
     env = {**os.environ, "PYTHONPATH": ROOT}
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD_KEY, folder, _key(4), "1.0"], env=env,
+    holder = subprocess.Popen(scenario_command("cache_processes", "hold_key", folder, _key(4), "1.0"),
+                              env=env,
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     start = time.monotonic()
@@ -503,37 +381,13 @@ def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
     assert waited > 0.5, waited
 
 
-_PUBLISH_AND_EXIT = """
-import os
-def publish_and_exit():
-    from cudaload.compile import cache
-    from cudaload.compile.objectcode import ObjectCode
-    with cache.default().lock(KEY) as publish:
-        publish(ObjectCode(b"\\x7fELF" + b"x" * 60, "cubin", "sm_90"))
-if HOW == "exit":
-    publish_and_exit()  # the interpreter exits at once: the entry is in place already
-elif HOW == "multiprocessing":  # workers end with os._exit after threading's shutdown
-    import multiprocessing
-    worker = multiprocessing.get_context("fork").Process(target=publish_and_exit)
-    worker.start()
-    worker.join()
-else:  # the cache imported before the fork, as in a process that compiled already
-    from cudaload.compile import cache
-    pid = os.fork()
-    if pid == 0:
-        publish_and_exit()
-        os._exit(0)  # as multiprocessing's fork workers end: no atexit
-    os.waitpid(pid, 0)
-"""
-
-
 @pytest.mark.parametrize("how", ["exit", "fork", "multiprocessing"])
 def test_entry_published_just_before_exit_is_written(cache_dir, how):
     from cudaload.compile import cache
 
     if how != "exit" and not hasattr(os, "fork"):
         pytest.skip("no fork")
-    run_py(f"KEY, HOW = {_key(6)!r}, {how!r}\n" + _PUBLISH_AND_EXIT)
+    run_scenario("cache_processes", "publish_and_exit", _key(6), how)
     assert cache.default().lookup(_key(6)) is not None
     assert not list(cache_dir.glob("v*/.tmp-*"))
 
@@ -556,56 +410,14 @@ def test_cli_cache_info_clear_prune(cache_dir):
 
 # --- keys taken in opposite orders, files removed under a compile, descriptors, no fork ---------
 
-_OPPOSITE_ORDER = """
-import os, sys, threading, time
-from cudaload.compile import cache
-from cudaload.compile.objectcode import ObjectCode
-me, other = sys.argv[1], sys.argv[2]
-keys = ["aa" * 32, "bb" * 32] if me == "0" else ["bb" * 32, "aa" * 32]
-obj = ObjectCode(b"x" * 100, "cubin", "sm_90")
-failed = []
-
-def wait_for(path):
-    while not os.path.exists(path):
-        time.sleep(0.005)
-
-def holder():  # holds the first key while the other process's waiter asks for it
-    with cache.default().lock(keys[0]) as publish:
-        open(me + ".held", "w").close()
-        wait_for(other + ".held")
-        wait_for(me + ".waiting")
-        wait_for(other + ".waiting")
-        time.sleep(0.5)  # both waiters are inside the lock call by now
-        publish(obj)
-
-def waiter():  # asks for the key the other process holds
-    wait_for(me + ".held")
-    wait_for(other + ".held")
-    open(me + ".waiting", "w").close()
-    try:
-        with cache.default().lock(keys[1]) as publish:
-            publish(obj)
-    except BaseException as exc:
-        failed.append(repr(exc))
-
-threads = [threading.Thread(target=holder), threading.Thread(target=waiter)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
-print(cache.default().usable, cache.default().lookup(keys[1]) is not None, failed)
-"""
-
-
 @pytest.mark.skipif(os.name != "posix", reason="byte-range key locks are POSIX")
 def test_processes_taking_keys_in_opposite_orders_keep_the_disk_cache(cache_dir, tmp_path):
     """Linux reports the second wait as a deadlock (EDEADLK): it sees each process holding a key
     (one thread's) and waiting for the other's (another thread's).  Neither holder waits for
     anything, so it is none, and must not cost the disk cache."""
-    script = tmp_path / "order.py"
-    script.write_text(_OPPOSITE_ORDER)
     env = {**os.environ, "PYTHONPATH": ROOT}
-    procs = [subprocess.Popen([sys.executable, str(script), me, str(1 - int(me))], cwd=tmp_path,
+    procs = [subprocess.Popen(scenario_command("cache_processes", "opposite_order", me, 1 - int(me)),
+                              cwd=tmp_path,
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for me in "01"]
     outs = [p.communicate(timeout=60) for p in procs]
@@ -613,97 +425,25 @@ def test_processes_taking_keys_in_opposite_orders_keep_the_disk_cache(cache_dir,
     assert [out.split() for out, _err in outs] == [["True", "True", "[]"]] * 2, outs
 
 
-_REMOVED_UNDER_COMPILE = """
-import os, subprocess, sys, time, warnings
-from cudaload import _writes
-from cudaload.compile import cache
-from cudaload.compile.objectcode import ObjectCode
-warnings.simplefilter("error")
-folder = cache.default().folder
-with cache.default().lock("cd" * 32) as publish:
-    while True:  # the entry's temporary file, made while the compile runs
-        tmp = [e for e in os.listdir(folder) if e.startswith(_writes.PREFIX)]
-        if tmp:
-            break
-        time.sleep(0.001)
-    tmp = os.path.join(folder, tmp[0])
-    if sys.argv[1] == "clear":
-        code = "from cudaload.compile import cache; cache.configured().clear()"
-    else:  # the compile took longer than STALE_TMP_S: another process sweeps the file
-        old = time.time() - cache.STALE_TMP_S - 60
-        os.utime(tmp, (old, old))
-        code = "from cudaload.compile import cache; cache.configured().prune()"
-    subprocess.run([sys.executable, "-c", code], check=True)
-    assert not os.path.exists(tmp)
-    publish(ObjectCode(b"y" * 100, "cubin", "sm_90"))
-print(cache.default().usable, cache.default().lookup("cd" * 32).code == b"y" * 100,
-      [e for e in os.listdir(folder) if e.startswith(_writes.PREFIX)])
-"""
-
-
 @pytest.mark.parametrize("how", ["clear", "sweep"])
 def test_entry_written_when_its_temporary_file_goes_during_the_compile(cache_dir, how):
-    out = run_py(_REMOVED_UNDER_COMPILE.replace("sys.argv[1]", repr(how)))
+    out = run_scenario("cache_processes", "removed_under_compile", how)
     assert out.stdout.split() == ["True", "True", "[]"], out.stderr
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
 def test_clear_leaves_no_descriptor_open(cache_dir):
-    out = run_json("""
-        import json, os
-        from cudaload.compile import cache
-        from cudaload.compile.objectcode import ObjectCode
-        def compile_one(i):
-            with cache.default().lock("%064x" % (i + 1)) as publish:
-                publish(ObjectCode(b"z" * 10, "cubin", "sm_90"))
-        compile_one(0)
-        before = len(os.listdir("/proc/self/fd"))
-        for i in range(20):
-            cache.configured().clear()
-            compile_one(i + 1)
-        print(json.dumps([before, len(os.listdir("/proc/self/fd")), cache.default().lookup("%064x" % 21) is not None]))
-    """)
+    out = scenario_json("cache_processes", "clear_descriptors")
     assert out[1] == out[0] and out[2], out
 
 
 def test_cache_imports_where_os_has_no_fork_hooks(cache_dir):
-    out = run_py("""
-        import os
-        import random, tempfile, threading  # the standard library's own hooks, registered first
-        del os.register_at_fork  # as on Windows
-        import cudaload.availability, cudaload.launch.kernel, cudaload.launch.memory, cudaload.compile.program
-        from cudaload.compile import cache
-        print("imported", cache.default().usable)
-    """)
+    out = run_scenario("cache_processes", "without_fork_hooks")
     assert out.stdout.split() == ["imported", "True"], out.stderr
 
 
 # --- every file NVRTC reads is in the key -------------------------------------------------------
 
-_INCLUDED = r"""
-import json, os, sys
-from cudaload import Program
-case, folder = sys.argv[1], sys.argv[2]
-inc = os.path.join(folder, "inc")
-body = 'extern "C" __global__ void k(int *p) { *p = VAL; }\n'
-os.chdir(folder)
-program = {
-    "-I option": lambda: Program('#include "v1.h"\n' + body, options=("-I" + inc,)),
-    "--include-path": lambda: Program('#include "v2.h"\n' + body, options=("--include-path=" + inc,)),
-    "--pre-include": lambda: Program(body, options=("--pre-include=" + os.path.join(inc, "v3.h"),)),
-    "#include MACRO": lambda: Program('#define H "v4.h"\n#include H\n' + body, include_paths=(inc,)),
-    "beside a bare name": lambda: Program('#include "v5.h"\n' + body),
-    "beside the named file": lambda: Program('#include "v6.h"\n' + body,
-                                             name=os.path.join(inc, "k.cu")),
-    # NVRTC looks for a pre-included file in the current folder first, not beside the program
-    "--pre-include, relative": lambda: Program(body, name=os.path.join(inc, "k.cu"),
-                                               options=("--pre-include=v7.h",)),
-}[case]()
-obj = program.compile(arch=90, output="ptx")
-again = program.compile(arch=90, output="ptx")
-print(json.dumps({"cached": obj.cached, "again": again.cached,
-                  "value": 222 if b"222" in obj.code else 111 if b"111" in obj.code else None}))
-"""
 _WHERE = {"-I option": "inc/v1.h", "--include-path": "inc/v2.h", "--pre-include": "inc/v3.h",
           "#include MACRO": "inc/v4.h", "beside a bare name": "v5.h",
           "beside the named file": "inc/v6.h", "--pre-include, relative": "v7.h"}
@@ -714,8 +454,7 @@ def test_an_edited_file_nvrtc_includes_is_compiled_again(cache_dir, tmp_path, ca
     (tmp_path / "inc").mkdir()
     (tmp_path / "inc" / "v7.h").write_text("#define VAL 999\n")  # not the one NVRTC reads
     header = tmp_path / _WHERE[case]
-    run = lambda: run_json(f"import sys; sys.argv[1:] = [{case!r}, {str(tmp_path)!r}]\n"
-                           + _INCLUDED)
+    run = lambda: scenario_json("cache_compiles", "included", case, tmp_path)
     header.write_text("#define VAL 111\n")
     first = run()
     header.write_text("#define VAL 222\n")

@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import ROOT, run_py
+from tests.conftest import ROOT, run_py, run_scenario, scenario_command
 from tests.test_cache import cache_dir  # noqa: F401  (fixture: a fresh cache folder)
 
 KERNEL = 'extern "C" __global__ void k(int *x) { x[0] = 7; }\n'
@@ -36,23 +36,14 @@ def cli(*words: str, **kw) -> subprocess.CompletedProcess:
                    check=False, **kw)
 
 
-_COMPILE = """
-import json, warnings
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    import cudaload
-    from cudaload import Program
-    from cudaload.compile import cache
-    report = cudaload.status().as_dict()
-    obj = Program(%r).compile(arch=90)
-print(json.dumps({"cached": obj.cached, "size": len(obj.code), "enabled": cache.default().usable,
-                  "nvrtc": report["nvrtc"]["found"],
-                  "warnings": [str(w.message) for w in caught]}))
-"""
+def bounded_scenario(name: str, *args, **kw) -> subprocess.CompletedProcess:
+    """Run the scenario ``name`` of cache_odd_files as :func:`bounded` runs code."""
+    kw.setdefault("env", NO_DRIVER)
+    return run_scenario("cache_odd_files", name, *args, timeout=LIMIT_S, **kw)
 
 
 def compile_in_child() -> dict:
-    proc = bounded(_COMPILE % KERNEL)
+    proc = bounded_scenario("compile_kernel", KERNEL)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -159,15 +150,7 @@ def test_a_bundle_whose_index_nests_deeply_is_compiled_instead():
 def test_a_bundle_file_that_is_no_regular_file_is_compiled_instead(tmp_path, kind):
     path = tmp_path / "kernels.bundle"
     _make_odd(path, kind)
-    out = bounded(f"""
-        import json, warnings
-        from cudaload import Program
-        from cudaload.compile.bundle import Bundle
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            found = Bundle.from_file({str(path)!r}).find(Program({KERNEL!r}), 90)
-        print(json.dumps([found is None, [str(w.message) for w in caught]]))
-    """)
+    out = bounded_scenario("bundle_find", path, KERNEL)
     missing, warned = json.loads(out.stdout)
     assert missing and len(warned) == 1 and "not a regular file" in warned[0], warned
 
@@ -234,42 +217,12 @@ def test_clear_removes_only_cudaloads_own_files(cache_dir):
     assert not (cache_dir / toolchain.RECORD).exists()
 
 
-_WRITER = """
-import json, sys, warnings
-from cudaload.compile import cache
-from cudaload.compile.objectcode import ObjectCode
-open(sys.argv[1], "w").close()
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    for i in range(400):
-        with cache.default().lock("%064x" % i) as publish:
-            publish(ObjectCode(b"c" * 3000, "cubin", "sm_90"))
-        cache.default().store("%064x" % (i + 10_000), ObjectCode(b"s" * 3000, "cubin", "sm_90"))
-print(json.dumps({"enabled": cache.default().usable, "warnings": [str(w.message) for w in caught]}))
-"""
-
-_CLEARER = """
-import json, os, sys
-from cudaload.compile import cache
-while not os.path.exists(sys.argv[1]):
-    pass
-errors, rounds = [], 0
-while os.path.exists(sys.argv[1]):
-    try:
-        cache.configured().clear()
-    except Exception as exc:
-        errors.append(repr(exc))
-    rounds += 1
-print(json.dumps({"errors": errors[:3], "rounds": rounds}))
-"""
-
-
 def test_clear_while_others_compile_never_raises_nor_turns_their_cache_off(cache_dir, tmp_path):
     flag = tmp_path / "writing"
     env = {**os.environ, "PYTHONPATH": ROOT}
-    clearer = subprocess.Popen([sys.executable, "-c", _CLEARER, str(flag)], env=env,
+    clearer = subprocess.Popen(scenario_command("cache_odd_files", "clearer", flag), env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(flag)], env=env,
+    writers = [subprocess.Popen(scenario_command("cache_odd_files", "writer", flag), env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for _ in range(2)]
     try:

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, scenario_json
 
 KERNEL = 'extern "C" __global__ void k(int *p) { *p = VAL; }\n'
 
@@ -30,11 +28,7 @@ def compile_value(tmp_path, **spec) -> dict:
     spec.setdefault("make_in", str(tmp_path))
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "tests.scenarios.compile_value", str(path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return scenario_json("compile_value", path, cwd=ROOT)
 
 
 def write(path, text: str) -> str:

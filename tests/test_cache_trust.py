@@ -16,7 +16,7 @@ import stat
 import pytest
 
 from tests._fakelibs import build_shared_library
-from tests.conftest import run_json, run_py
+from tests.conftest import run_py, scenario_json
 from tests.test_cache import cache_dir  # noqa: F401  (fixture: a fresh cache folder)
 
 OTHER = 12345  # a uid no one here uses
@@ -24,30 +24,10 @@ KERNEL = 'extern "C" __global__ void k(int *x) {{ x[0] = {n}; }}\n'
 as_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                              reason="gives files to another user with os.chown: run as root")
 
-# What a victim's process does: ask for the status report, then compile; report what it saw.
-_VICTIM = """
-import json, warnings
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    import cudaload
-    from cudaload import Program
-    from cudaload.compile import cache
-    report = cudaload.status().as_dict()
-    try:
-        obj = Program({source!r}).compile(arch=90)
-        cached, code = obj.cached, obj.code.decode("latin-1")
-    except Exception as exc:  # reported, so that the test says what went wrong
-        cached, code = "failed", repr(exc)
-print(json.dumps({{"nvrtc_path": report["nvrtc"]["path"], "cached": cached, "code": code,
-                  "enabled": cache.default().usable,
-                  "warnings": [str(w.message) for w in caught
-                               if issubclass(w.category, cache.CacheWarning)]}}))
-"""
-
-
 def victim(n: int = 1, **env) -> dict:
-    return run_json(_VICTIM.format(source=KERNEL.format(n=n)),
-                    env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", **env})
+    """What a user's process sees compiling KERNEL for ``n`` (see cache_compiles.victim)."""
+    return scenario_json("cache_compiles", "victim", KERNEL.format(n=n),
+                         env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", **env})
 
 
 def _entries_folder(cache_dir):
@@ -269,19 +249,6 @@ def test_cache_commands_refuse_a_folder_not_to_be_trusted(cache_dir):
 
 # --- lock files: never through a symbolic link ----------------------------------------------------
 
-_LOCK_AND_PUBLISH = """
-import json, warnings
-from cudaload.compile import cache, toolchain
-from cudaload.compile.objectcode import ObjectCode
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    with cache.default().lock("12" * 32) as publish:
-        publish(ObjectCode(b"y" * 10, "cubin", "sm_90"))
-    toolchain.live()  # remembers NVRTC under toolchain.json.lock
-print(json.dumps([str(w.message) for w in caught]))
-"""
-
-
 @pytest.mark.parametrize("name", ["entries/.locks", "toolchain.json.lock"])
 def test_a_lock_file_that_is_a_symbolic_link_is_not_followed(cache_dir, tmp_path, name):
     _entries_folder(cache_dir).mkdir(parents=True, mode=0o700)
@@ -290,7 +257,8 @@ def test_a_lock_file_that_is_a_symbolic_link_is_not_followed(cache_dir, tmp_path
     outside.parent.mkdir()
     link = cache_dir / name.replace("entries", _entries_folder(cache_dir).name)
     link.symlink_to(outside)
-    warned = run_json(_LOCK_AND_PUBLISH, env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    warned = scenario_json("cache_processes", "lock_and_publish",
+                           env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
     assert not outside.exists(), "a lock file was created where the link points"
     assert link.is_symlink()
     if name == "entries/.locks":  # the folder cannot be locked: said once, compiling goes on

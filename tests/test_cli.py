@@ -93,18 +93,11 @@ def test_cache_commands_on_an_unusable_folder_or_bound_are_one_line(tmp_path):
 
 
 def test_demo_on_a_gpu_newer_than_nvrtc_compiles_ptx_for_it():
-    from tests.conftest import run_py
+    from tests.conftest import run_scenario
 
-    proc = run_py("""
-        import sys
-        from cudaload import cli
-        from cudaload.bindings import nvrtc
-        from cudaload.compile import program
-        newer = max(nvrtc.supported_archs()) + 10
-        program._device_arch = lambda: newer  # as on a GPU this NVRTC does not know
-        program._driver_version = lambda: 99000  # whose driver can load this NVRTC's PTX
-        sys.exit(cli.main(["demo"]))
-    """, check=False, env={"CUDA_VISIBLE_DEVICES": ""})  # the real GPU's launch is not this test's
-    # (its code was made for the pretended arch; a real GPU would refuse it)
+    # CUDA_VISIBLE_DEVICES="": the real GPU's launch is not this test's (its code was made for
+    # the pretended arch; a real GPU would refuse it)
+    proc = run_scenario("cli_compiles", "demo_on_a_newer_gpu", check=False,
+                        env={"CUDA_VISIBLE_DEVICES": ""})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("PTX for compute_") == 2, proc.stdout  # the oldest arch's, and this GPU's

@@ -8,11 +8,10 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-from tests.conftest import ROOT, run_json
+from tests.conftest import ROOT, run_json, scenario_json
 
 TEMPLATE = "template <class T>\n__global__ void k(T *p) { *p = T(1); }\n"
 PLAIN = 'extern "C" __global__ void k(float *p) { *p = 1; }\n'
@@ -130,38 +129,17 @@ def test_compile_ptx_without_a_gpu_is_for_the_oldest_arch(tmp_path, cache_env):
 def test_compile_ptx_on_a_gpu_is_for_that_gpu(tmp_path, cache_env):
     src = tmp_path / "k.cu"
     src.write_text(PLAIN)
-    proc = run_json(f"""
-        import contextlib, io, json
-        from cudaload import cli
-        from cudaload.compile import program
-        program._device_arch = lambda: 86  # as on an sm_86 GPU
-        with contextlib.redirect_stdout(io.StringIO()):
-            status = cli.main(["compile", {str(src)!r}, "--ptx"])
-        print(json.dumps([status, open({str(tmp_path / "k.ptx")!r}).read()]))
-    """, env=cache_env)
+    proc = scenario_json("cli_compiles", "ptx_on_a_gpu", src, tmp_path / "k.ptx", env=cache_env)
     assert proc[0] == 0
     assert re.search(r"^\.target\s+sm_86\b", proc[1], re.M)
 
 
 def test_cache_prune_says_how_many_entries_it_kept_because_they_are_in_use(cache_env):
-    store = textwrap.dedent("""
-        import json, os, time
-        from cudaload import Program
-        from cudaload.compile import cache
-        for i in range(3):
-            Program('extern "C" __global__ void k%d(int *p) { *p = %d; }' % (i, i)).compile(arch=90)
-        AGED = False
-        if AGED:  # as if last used a minute ago
-            for e in os.scandir(cache.configured().folder):
-                if e.name.endswith(".bin"):
-                    os.utime(e.path, (time.time() - 60, time.time() - 60))
-    """)
-    run_json(store + "print(0)", env=cache_env)
+    scenario_json("cli_compiles", "store_three", "fresh", env=cache_env)
     proc = cli("cache", "prune", "--max-bytes", "0", env=cache_env)
     assert proc.returncode == 0, proc.stderr
     assert "0 least recently used entries" in proc.stdout, proc.stdout
     assert "kept 3 entries used in the last 10 seconds" in proc.stdout, proc.stdout
-    aged = store.replace("AGED = False", "AGED = True")
-    out = run_json(aged + "print(json.dumps(cache.configured().prune(0)))", env=cache_env)
+    out = scenario_json("cli_compiles", "store_three", "aged", "prune", env=cache_env)
     assert out["entries"] == 3 and out["kept"] == 0
     assert json.loads(cli("cache", "info", "--json", env=cache_env).stdout)["entries"] == 0

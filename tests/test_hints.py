@@ -10,20 +10,8 @@ import pytest
 
 from ._envs import hidden_env, install_cccl, make_env, pip_resolves, run_in
 
-_COMPILE = """
-import json, sys
-import cudaload
-try:
-    cudaload.Program(sys.argv[1] if len(sys.argv) > 1 else %r, name="hint.cu").compile(
-        arch=%r, output=%r)
-    print(json.dumps({"error": None}))
-except cudaload.errors.NvrtcError as err:
-    print(json.dumps({"error": str(err), "type": type(err).__name__}))
-"""
-
-
 def _compile(source, arch="sm_90", output="cubin", python=sys.executable, env=None):
-    return run_in(python, _COMPILE % (source, arch, output), env or {})
+    return run_in(python, env or {}, "header_compiles", "compile_one", source, arch, output)
 
 
 def _requirement(message: str) -> str:

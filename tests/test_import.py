@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import run_json
+from tests.conftest import run_json, scenario_json
 
 HEAVY = ["pycparser", "cuda.pathfinder", "numpy", "cffi", "_cffi_backend", "dataclasses"]
 
@@ -30,14 +30,7 @@ def test_command_line_and_availability_modules_load_nothing_at_import():
 
 
 def test_public_names_resolve_lazily():
-    result = run_json("""
-        import json, sys, cudaload
-        before = "cudaload.availability" in sys.modules
-        fn = cudaload.is_available
-        print(json.dumps({"before": before, "after": "cudaload.availability" in sys.modules,
-                          "same": fn is cudaload.availability.is_available,
-                          "all": sorted(set(cudaload.__all__) - set(dir(cudaload)))}))
-    """)
+    result = scenario_json("import_costs", "lazy_names")
     assert result == {"before": False, "after": True, "same": True, "all": []}
 
 

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 from tests._fakelibs import no_symbols_library, partial_driver, text_file  # noqa: F401  (fixtures)
-from tests.conftest import run_json
+from tests.conftest import run_json, scenario_json
 
 NOWHERE = "/nonexistent/libcuda.so.1"
 
-# Loads a library twice and reports what each attempt raised (or what it loaded).
-_LOAD_TWICE = """
-import json
-from cudaload.bindings import _loader
-out = []
-for _ in range(2):
-    try:
-        lib = _loader.{which}()
-        out.append({{"path": lib.path, "found_via": lib.found_via}})
-    except Exception as err:
-        out.append({{"type": type(err).__name__, "message": str(err),
-                     "library": getattr(err, "library", None),
-                     "tried": list(getattr(err, "tried", ())),
-                     "symbol": getattr(err, "symbol", None), "oserror": isinstance(err, OSError)}})
-print(json.dumps(out))
-"""
-
-
 def load_twice(which: str = "driver", **env) -> list:
-    return run_json(_LOAD_TWICE.format(which=which), env=env)
+    """What loading ``which`` twice in a fresh process loaded or raised, each time."""
+    return scenario_json("library_loads", "load_twice", which, env=env)
 
 
 def test_libcuda_path_that_does_not_exist_is_not_found():
@@ -72,37 +55,16 @@ def test_shared_library_without_driver_symbols_is_missing_symbol(no_symbols_libr
 
 
 def test_missing_optional_symbol_fails_only_the_call_that_needs_it(partial_driver):
-    result = run_json("""
-        import json
-        from cudaload.bindings import driver
-        drv = driver.api()
-        out = {"version": drv.version, "proc_address": drv._proc_address is not None}
-        v = drv.ffi.new("int *")
-        out["rc"] = drv.cuDriverGetVersion(v)
-        out["value"] = v[0]
-        try:
-            drv.cuMemAlloc_v2
-        except Exception as err:
-            out["missing"] = [type(err).__name__, err.symbol, isinstance(err, AttributeError)]
-        driver.init()  # cuInit exists, so this works
-        out["after"] = drv.cuDriverGetVersion(v)
-        print(json.dumps(out))
-    """, env={"CUDALOAD_LIBCUDA": partial_driver})
+    result = scenario_json("library_loads", "optional_symbol",
+                           env={"CUDALOAD_LIBCUDA": partial_driver})
     assert result == {"version": 12000, "proc_address": False, "rc": 0, "value": 12000,
                       "missing": ["MissingSymbolError", "cuMemAlloc_v2", True], "after": 0}
 
 
 def test_a_missing_nvrtc_does_not_affect_the_driver(partial_driver):
-    result = run_json("""
-        import json
-        from cudaload.bindings import _loader
-        try:
-            _loader.nvrtc()
-            nvrtc = "loaded"
-        except Exception as err:
-            nvrtc = type(err).__name__
-        print(json.dumps({"nvrtc": nvrtc, "driver": _loader.driver().found_via}))
-    """, env={"CUDALOAD_LIBCUDA": partial_driver, "CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"})
+    result = scenario_json("library_loads", "nvrtc_then_driver",
+                           env={"CUDALOAD_LIBCUDA": partial_driver,
+                                "CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"})
     assert result == {"nvrtc": "LibraryNotFoundError", "driver": "CUDALOAD_LIBCUDA"}
 
 
@@ -113,14 +75,7 @@ def test_libnvrtc_path_that_does_not_exist_is_not_found():
 
 
 def test_nvrtc_from_the_wheel_is_found_through_pathfinder():
-    result = run_json("""
-        import json
-        from cudaload.bindings import _loader
-        assert _loader.loaded("nvrtc") is None
-        lib = _loader.nvrtc()
-        same = _loader.loaded("nvrtc") is lib
-        print(json.dumps({"via": lib.found_via, "path": lib.path, "same": same}))
-    """, unset=("CUDALOAD_LIBNVRTC",))
+    result = scenario_json("library_loads", "nvrtc_found", unset=("CUDALOAD_LIBNVRTC",))
     assert result["via"].startswith("cuda.pathfinder")
     assert "libnvrtc" in result["path"] and result["same"]
 
@@ -137,31 +92,11 @@ def test_default_driver_search_never_tries_the_link_stub_first():
     assert "/usr/lib/wsl/lib/libcuda.so.1" in names
 
 
-# 16 threads released at once each call _loader.{which}(); prints how many distinct results came back.
-_AT_ONCE = """
-import json, threading
-from cudaload.bindings import _loader
-barrier = threading.Barrier(16)
-got = []
-def worker():
-    barrier.wait()
-    try:
-        got.append(_loader.{which}())
-    except Exception as err:
-        got.append(err)
-threads = [threading.Thread(target=worker) for _ in range(16)]
-for t in threads: t.start()
-for t in threads: t.join()
-print(json.dumps({{"n": len(got), "distinct": len({{id(x) for x in got}}),
-                  "types": sorted({{type(x).__name__ for x in got}})}}))
-"""
-
-
 def test_concurrent_first_use_loads_once():
-    result = run_json(_AT_ONCE.format(which="nvrtc"), unset=("CUDALOAD_LIBNVRTC",))
+    result = scenario_json("library_loads", "at_once", "nvrtc", unset=("CUDALOAD_LIBNVRTC",))
     assert result == {"n": 16, "distinct": 1, "types": ["Library"]}
 
 
 def test_concurrent_failures_share_one_remembered_error():
-    result = run_json(_AT_ONCE.format(which="driver"), env={"CUDALOAD_LIBCUDA": NOWHERE})
+    result = scenario_json("library_loads", "at_once", "driver", env={"CUDALOAD_LIBCUDA": NOWHERE})
     assert result == {"n": 16, "distinct": 1, "types": ["LibraryNotFoundError"]}

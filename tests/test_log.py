@@ -6,32 +6,12 @@ from __future__ import annotations
 
 import os
 
-from tests.conftest import run_json
-
-_RECORDING = """
-import json, logging
-records = []
-class Keep(logging.Handler):
-    def emit(self, record):
-        records.append({"logger": record.name, "level": record.levelname,
-                        "text": record.getMessage(), "key": getattr(record, "key", None),
-                        "library": getattr(record, "library", None),
-                        "path": getattr(record, "path", None)})
-logging.getLogger("cudaload").addHandler(Keep())
-logging.getLogger("cudaload").setLevel(logging.DEBUG)
-"""
-
-_KERNEL = 'extern "C" __global__ void k(float *x) { x[0] = 1.0f; }'
-
+from tests.conftest import run_json, scenario_json
 
 def test_a_compile_logs_nvrtc_the_toolchain_and_the_compilation(tmp_path):
-    records = run_json(_RECORDING + f"""
-from cudaload import Program
-program = Program({_KERNEL!r})
-first = program.compile(arch=90)
-program.compile(arch=90)  # a memory hit: no record
-print(json.dumps(records))
-""", env={"CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}, unset=("CUDALOAD_LIBNVRTC",))
+    records = scenario_json("log_records", "compile_twice",
+                            env={"CUDALOAD_CACHE_DIR": str(tmp_path / "cache")},
+                            unset=("CUDALOAD_LIBNVRTC",))
     assert {r["level"] for r in records} == {"DEBUG"}
     loads = [r for r in records if r["logger"] == "cudaload.loader"]
     assert [r["library"] for r in loads] == ["nvrtc"] and os.path.isfile(loads[0]["path"])
@@ -46,18 +26,11 @@ print(json.dumps(records))
 
 
 def test_loading_the_driver_logs_the_file_and_a_failure_logs_why(libcuda_535):
-    code = _RECORDING + """
-from cudaload.bindings import _loader
-try:
-    _loader.driver()
-except Exception:
-    pass
-print(json.dumps([r for r in records if r["logger"] == "cudaload.loader"]))
-"""
-    loaded, = run_json(code, env={"CUDALOAD_LIBCUDA": libcuda_535})
+    loaded, = scenario_json("log_records", "driver_load", env={"CUDALOAD_LIBCUDA": libcuda_535})
     assert loaded["library"] == "cuda" and loaded["path"] == libcuda_535
     assert "CUDALOAD_LIBCUDA" in loaded["text"]
-    failed, = run_json(code, env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    failed, = scenario_json("log_records", "driver_load",
+                            env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
     assert failed["library"] == "cuda" and failed["path"] is None
     assert "could not load cuda" in failed["text"] and "/nonexistent/libcuda.so.1" in failed["text"]
 
@@ -74,12 +47,8 @@ def test_without_logging_configured_cudaload_does_not_import_it(libcuda_535):
 
 
 def test_a_recompilation_after_a_refusal_is_logged_with_its_compilation(tmp_path):
-    records = run_json(_RECORDING + f"""
-from cudaload import Program
-refused = Program({_KERNEL!r}).compile(arch=90, output="ptx")
-again = refused._recompile_after_refusal()  # what Module does when the driver refuses the PTX
-print(json.dumps([r for r in records if r["logger"] == "cudaload.compile"] + [again.kind]))
-""", env={"CUDALOAD_CACHE_DIR": str(tmp_path / "cache"),
+    records = scenario_json("log_records", "recompile_after_refusal",
+                            env={"CUDALOAD_CACHE_DIR": str(tmp_path / "cache"),
           "CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"}, unset=("CUDALOAD_LIBNVRTC",))
     first, recompiling, second, kind = records
     assert first["key"] and second["key"] == first["key"] and kind == "cubin"

@@ -8,20 +8,13 @@ import json
 import pytest
 
 from cudaload.compile.objectcode import ObjectCode
-from tests.conftest import run_json
+from tests.conftest import scenario_json
 
 
 @pytest.fixture(scope="module")
 def real_code():
     """A CUBIN for sm_80 and PTX for compute_90 from NVRTC (compiled in a subprocess)."""
-    out = run_json(r'''
-        import base64, json
-        from cudaload.bindings import nvrtc
-        src = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'
-        cubin = nvrtc.compile(src, "k.cu", ["--gpu-architecture=sm_80"]).code
-        ptx = nvrtc.compile(src, "k.cu", ["--gpu-architecture=compute_90"], kind="ptx").code
-        print(json.dumps([base64.b64encode(cubin).decode(), base64.b64encode(ptx).decode()]))
-    ''')
+    out = scenario_json("nvrtc_compiles", "real_code")
     return base64.b64decode(out[0]), base64.b64decode(out[1])
 
 

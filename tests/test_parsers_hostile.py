@@ -13,7 +13,7 @@ from cudaload.launch import _demangle, arguments, signature
 from cudaload.compile import options
 from cudaload.errors import LaunchArgumentError
 from tests._fakelibs import build_shared_library, recording_driver  # noqa: F401  (fixture)
-from tests.conftest import run_json
+from tests.conftest import run_json, scenario_json
 
 LONG = "f" * 200  # a function-pointer parameter's name: 26 characters once took 5 s, 40 forever
 
@@ -151,34 +151,10 @@ def test_function_and_array_types_read_from_nvrtc_names():
 
 # --- the launch that hung --------------------------------------------------------------------------
 
-_LAUNCH = """
-import ctypes, json, os, struct
-import cudaload
-from cudaload import Program
-fake = ctypes.CDLL(os.environ["CUDALOAD_LIBCUDA"])
-fake.fake_set_layout(3, (ctypes.c_size_t * 3)(0, 8, 16), (ctypes.c_size_t * 3)(8, 8, 4))
-name = "f" * 34
-src = ('extern "C" __global__ void apply(float *x, float (*%s)(float), int n) {}\\n'
-       'template <class T> __global__ void tapply(T *x, T (*%s)(T), int n) {}' % (name, name))
-mod = Program(src, name_expressions=("tapply<float>",)).compile(arch=90).load()
-out = {}
-for kernel in ("apply", "tapply<float>"):
-    k = mod.get_kernel(kernel)
-    k(1, 32, (0x1000, 0x2000, 7))
-    data, seen = ctypes.create_string_buffer(20), ctypes.create_string_buffer(512)
-    fake.fake_last((ctypes.c_uint * 7)(), data, ctypes.c_size_t(20), seen)
-    out[kernel] = [[p.ctype for p in k.params], data.raw.hex(), seen.value.decode()]
-try:
-    mod.get_kernel("apply\\0evil")
-except ValueError as err:
-    out["nul"] = str(err)
-print(json.dumps(out))
-"""
-
-
 @pytest.mark.timeout(120)
 def test_a_kernel_with_a_long_function_pointer_parameter_launches(recording_driver):  # noqa: F811
-    out = run_json(_LAUNCH, env={"CUDALOAD_LIBCUDA": recording_driver}, timeout=100)
+    out = scenario_json("recorded_launches", "long_function_pointer",
+                        env={"CUDALOAD_LIBCUDA": recording_driver}, timeout=100)
     packed = struct.pack("<QQi", 0x1000, 0x2000, 7)
     types, data, symbol = out["apply"]  # extern "C": the types come from the source
     assert types == ["float*", "float (*)(float)", "int"] and symbol == "apply"
@@ -299,19 +275,8 @@ const char *nvrtcGetErrorString(int rc) { return "NVRTC_ERROR_INVALID_INPUT"; }
 
 def test_an_nvrtc_without_the_architecture_query_says_to_upgrade(tmp_path):
     lib = build_shared_library(str(tmp_path), "libnvrtc.so", _OLD_NVRTC)
-    out = run_json("""
-        import json
-        import cudaload
-        from cudaload.bindings import nvrtc
-        out = {}
-        for what, call in (("archs", nvrtc.supported_archs), ("compile", lambda: cudaload.Program(
-                'extern "C" __global__ void k() {}').compile(arch=80))):
-            try:
-                call()
-            except Exception as err:
-                out[what] = [type(err).__name__, str(err), getattr(err, "symbol", None)]
-        print(json.dumps(out))
-    """, env={"CUDALOAD_LIBNVRTC": lib, "CUDALOAD_CACHE": "0"})
+    out = scenario_json("library_loads", "old_nvrtc_calls",
+                        env={"CUDALOAD_LIBNVRTC": lib, "CUDALOAD_CACHE": "0"})
     for kind, message, symbol in out.values():
         assert kind == "MissingSymbolError" and symbol == "nvrtcGetNumSupportedArchs"
         assert "CUDA 11.2" in message and "Next step: pip install -U 'nvidia-cuda-nvrtc" in message

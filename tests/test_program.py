@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import base64
 import pickle
-import textwrap
 
 import pytest
 
-from tests.conftest import run_json, run_py
+from tests.conftest import run_py, run_scenario, scenario_json
 
 
 @pytest.fixture(autouse=True)
@@ -21,48 +20,19 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def test_cuda_headers_compile_without_include_paths():
-    out = run_json(r'''
-        import json
-        from cudaload import Program
-        src = """
-        #include <cuda_fp16.h>
-        #include <cuda_bf16.h>
-        #include <cuda/std/limits>
-        extern "C" __global__ void k(__half *h, __nv_bfloat16 *b) {
-            h[0] = __float2half(cuda::std::numeric_limits<float>::epsilon());
-            b[0] = __float2bfloat16(1.0f);
-        }"""
-        obj = Program(src).compile(arch=90)
-        print(json.dumps({"kind": obj.kind, "arch": obj.arch, "elf": obj.code[:4] == b"\x7fELF"}))
-    ''')
+    out = scenario_json("program_compiles", "cuda_headers")
     assert out == {"kind": "cubin", "arch": "sm_90", "elf": True}
 
 
 def test_name_expressions_and_warnings_log():
-    out = run_json(r'''
-        import json
-        from cudaload import Program
-        src = """
-        template <class T> __global__ void scale(T *x, T a) { x[threadIdx.x] *= a; }
-        extern "C" __global__ void w(int *x) { int unused = 3; x[0] = 1; }"""
-        obj = Program(src, name_expressions=["scale<float>", "scale<double>"]).compile(arch=80)
-        print(json.dumps({"names": obj.lowered_names, "log": obj.log}))
-    ''')
+    out = scenario_json("program_compiles", "names_and_log")
     assert out["names"] == {"scale<float>": "_Z5scaleIfEvPT_S0_",
                             "scale<double>": "_Z5scaleIdEvPT_S0_"}
     assert "unused" in out["log"] and "warning" in out["log"]
 
 
 def test_compile_error_carries_log_options_and_numbered_lines():
-    proc = run_py(r'''
-        import base64, pickle
-        from cudaload import Program, CompileError
-        src = "// line 1\n// line 2\nextern \"C\" __global__ void k(float *x) {\n  x[0] = nope;\n}\n"
-        try:
-            Program(src, name="bad.cu", defines={"N": 4}).compile(arch=90)
-        except CompileError as err:
-            print(base64.b64encode(pickle.dumps(err)).decode())
-    ''')
+    proc = run_scenario("program_compiles", "compile_error")
     err = pickle.loads(base64.b64decode(proc.stdout.strip()))
     message = str(err)
     assert 'identifier "nope" is undefined' in err.log
@@ -72,28 +42,7 @@ def test_compile_error_carries_log_options_and_numbered_lines():
 
 
 def test_arch_choice():
-    out = run_json(r'''
-        import json
-        from cudaload import Program, NvrtcError
-        from cudaload.compile import program
-        program._no_device = True  # as on a machine without a GPU, also when run on one
-        p = Program('extern "C" __global__ void k(int *x) { x[0] = 1; }')
-        def kind(arch, output="auto"):
-            try:
-                o = p.compile(arch=arch, output=output)
-                return [o.kind, o.arch]
-            except NvrtcError as err:
-                return ["error", str(err)]
-        archs = program.toolchain.live().archs
-        out = {"none": kind(None), "max": max(archs), "min": min(archs),
-               "sm_90": kind("sm_90"), "tuple": kind((8, 6)), "ptx": kind(90, "ptx"),
-               "newer": kind(max(archs) + 30), "older": kind(min(archs) - 5),
-               "between": kind(91)}
-        program._driver_version = lambda: 12020  # a driver older than NVRTC: its PTX cannot load
-        out["newer_old_driver"] = kind(max(archs) + 20)
-        out["same_major_old_driver"] = kind(max(archs) + 3)
-        print(json.dumps(out))
-    ''')
+    out = scenario_json("program_compiles", "arch_choice")
     top = out["max"]
     assert out["none"] == ["cubin", f"sm_{top}"]  # no device here: NVRTC's newest
     assert out["sm_90"] == ["cubin", "sm_90"] and out["tuple"] == ["cubin", "sm_86"]
@@ -107,16 +56,7 @@ def test_arch_choice():
 
 
 def test_memory_hit_is_the_same_object():
-    out = run_json(r'''
-        import json
-        from cudaload import Program
-        p = Program('extern "C" __global__ void k(int *x) { x[0] = 1; }')
-        first = p.compile(arch=90)
-        hits = [p.compile(arch=90) for _ in range(3)]
-        other = Program('extern "C" __global__ void k(int *x) { x[0] = 1; }').compile(arch=90)
-        print(json.dumps({"first": first.cached, "hits": [h.cached for h in hits],
-                          "same": hits[0] is hits[2], "other": other.cached}))
-    ''')
+    out = scenario_json("program_compiles", "memory_hit")
     assert out["first"] is None and out["hits"] == ["memory"] * 3 and out["same"]
     assert out["other"] == "memory"  # same content, new Program: same entry
 
@@ -130,17 +70,7 @@ def test_from_file_and_from_resource_follow_includes(tmp_path):
     (pkg / "common.cuh").write_text("#define A 1.0f\n")
     (pkg / "sub" / "more.cuh").write_text('#include "deeper.cuh"\n#define B C\n')
     (pkg / "sub" / "deeper.cuh").write_text("#define C 2.0f\n")
-    code = r'''
-        import json, sys
-        sys.path.insert(0, sys.argv[1])
-        from cudaload import Program
-        r = Program.from_resource("kpkg", "ops.cu")
-        f = Program.from_file(sys.argv[1] + "/kpkg/ops.cu")
-        print(json.dumps({"headers": sorted(r.headers), "res": r.compile(arch=90).kind,
-                          "file": f.compile(arch=90).kind, "digest": r._digest.hex()}))
-    '''
-    run = lambda: run_json(f"import sys; sys.argv[1:] = [{str(pkg.parent)!r}]\n"
-                           + textwrap.dedent(code))
+    run = lambda: scenario_json("program_compiles", "package_includes", pkg.parent)
     out = run()
     assert out["headers"] == ["common.cuh", "deeper.cuh", "sub/more.cuh"]
     assert out["res"] == out["file"] == "cubin"
@@ -171,20 +101,7 @@ def test_keyword_options():
 
 
 def test_recompile_after_refusal_gives_loadable_code():
-    out = run_json(r'''
-        import json
-        from cudaload import Program, ObjectCode
-        from cudaload.compile import program
-        program._no_device = True
-        p = Program('extern "C" __global__ void k(int *x) { x[0] = 1; }')
-        ptx = p.compile(arch=90, output="ptx")
-        cubin = ptx._recompile_after_refusal()   # PTX refused: CUBIN for the arch
-        again = p.compile(arch=90, output="ptx")  # the request now gives what loads
-        older = cubin._recompile_after_refusal()  # CUBIN refused: PTX for an arch <= it
-        foreign = ObjectCode.from_bytes(cubin.code, "cubin")._recompile_after_refusal()
-        print(json.dumps({"cubin": [cubin.kind, cubin.arch], "again": [again.kind, again.cached],
-                          "older": [older.kind, older.arch], "foreign": foreign}))
-    ''')
+    out = scenario_json("program_compiles", "recompile_after_refusal")
     assert out["cubin"] == ["cubin", "sm_90"]
     assert out["again"] == ["cubin", "memory"]
     assert out["older"] == ["ptx", "sm_90"]
@@ -213,24 +130,17 @@ def test_cli_compile_like_nvcc(tmp_path):
 def test_a_new_kernel_in_a_new_process_loads_the_remembered_nvrtc_without_searching(tmp_path):
     """After one compile, another process compiling another kernel needs no cuda.pathfinder."""
     env = {"CUDALOAD_CACHE_DIR": str(tmp_path)}
-    code = """
-import json, sys, cudaload
-from cudaload.bindings import _loader
-obj = cudaload.Program('extern "C" __global__ void k%d(int *p) { *p = %d; }').compile(arch=90)
-lib = _loader.loaded("nvrtc")
-print(json.dumps({"cached": obj.cached, "pathfinder": "cuda.pathfinder" in sys.modules,
-                  "path": lib.path, "how": lib.found_via,
-                  "report": cudaload.status().as_dict()["nvrtc"]["found_via"]}))
-"""
-    first = run_json(code % (1, 1), env=env, unset=("CUDALOAD_LIBNVRTC",))
-    second = run_json(code % (2, 2), env=env, unset=("CUDALOAD_LIBNVRTC",))
+    unset = ("CUDALOAD_LIBNVRTC",)
+    first = scenario_json("program_compiles", "new_kernel", 1, env=env, unset=unset)
+    second = scenario_json("program_compiles", "new_kernel", 2, env=env, unset=unset)
     assert first["cached"] is None and second["cached"] is None  # both really compiled
     assert first["pathfinder"] is True and "pathfinder" in first["how"]
     assert second["pathfinder"] is False and second["how"].startswith("remembered")
     assert second["path"] == first["path"]
     assert second["report"] == first["report"] == first["how"]  # where it was first found
     # An override always wins over what is remembered.
-    third = run_json(code % (3, 3), env={**env, "CUDALOAD_LIBNVRTC": first["path"]})
+    third = scenario_json("program_compiles", "new_kernel", 3,
+                          env={**env, "CUDALOAD_LIBNVRTC": first["path"]})
     assert third["how"] == "CUDALOAD_LIBNVRTC"
 
 
@@ -255,19 +165,7 @@ def test_arguments_of_the_wrong_type_are_refused(kw, words):
 
 
 def test_arch_spellings_compile_requests():
-    out = run_json(r'''
-        import json
-        from cudaload import Program
-        p = Program('extern "C" __global__ void k(float *x) { x[0] = 1; }')
-        got = {}
-        for arch in ([9, 0], "sm_900", "compute_80", "sm_80"):
-            try:
-                obj = p.compile(arch=arch)
-                got[str(arch)] = [obj.kind, obj.arch]
-            except Exception as exc:
-                got[str(arch)] = [type(exc).__name__, str(exc)]
-        print(json.dumps(got))
-    ''')
+    out = scenario_json("program_compiles", "arch_spellings")
     assert out["[9, 0]"][0] == "TypeError" and "(major, minor) tuple" in out["[9, 0]"][1]
     assert out["sm_900"][0] == "ValueError" and "Did you mean sm_90?" in out["sm_900"][1]
     assert out["compute_80"] == ["ptx", "sm_80"]  # a virtual arch asks for PTX, as with nvcc
@@ -299,12 +197,7 @@ def test_from_resource_follows_no_include_that_could_leave_the_package(tmp_path)
     (pkg / "sub\\..\\..\\up.cuh").write_text("// outside\n")
     (pkg / "C:evil.cuh").write_text("// drive\n")
     (pkg / "fine.cuh").write_text("// inside\n")
-    out = run_json(f"""
-        import json, sys
-        sys.path.insert(0, {str(pkg.parent)!r})
-        from cudaload.compile import includes
-        print(json.dumps(sorted(includes.from_package("winpkg", "ops.cu")[1])))
-    """)
+    out = scenario_json("program_compiles", "package_headers", pkg.parent)
     assert out == ["fine.cuh"]
 
 
@@ -323,31 +216,13 @@ def test_compile_command_takes_options_before_or_after_the_file_as_nvcc_does(tmp
 
 
 def test_includes_naming_a_device_or_a_nul_neither_hang_nor_raise_while_keying(tmp_path):
-    out = run_json(r'''
-        import json
-        from cudaload import Program
-        got = []
-        for name in ("/dev/zero", "/dev/stdin", "bad\0name.h"):
-            try:
-                Program('#include "%s"\nextern "C" __global__ void k() {}\n' % name)
-                got.append("keyed")
-            except Exception as exc:
-                got.append(type(exc).__name__)
-        print(json.dumps(got))
-    ''', timeout=60)
+    out = scenario_json("program_compiles", "device_includes", timeout=60)
     assert out == ["keyed"] * 3  # what NVRTC makes of them is its to say, at compile time
 
 
 def test_ptx_without_a_device_is_for_the_oldest_arch_and_cubin_for_the_newest():
     # PTX is compiled forward by the driver for every newer GPU, so with no device to ask, the
     # portable PTX is the oldest arch's; a CUBIN runs only on its own major, so it is the newest.
-    out = run_json("""
-        import json
-        from cudaload import Program
-        from cudaload.bindings import nvrtc
-        p = Program('extern "C" __global__ void k(int *x) { *x = 1; }')
-        archs = sorted(nvrtc.supported_archs())
-        print(json.dumps({"ptx": p.compile(output="ptx").arch, "auto": p.compile().arch,
-                          "oldest": f"sm_{archs[0]}", "newest": f"sm_{archs[-1]}"}))
-    """, env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    out = scenario_json("program_compiles", "default_archs",
+                        env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
     assert out["ptx"] == out["oldest"] and out["auto"] == out["newest"], out

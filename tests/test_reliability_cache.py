@@ -11,13 +11,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 
 import pytest
 
-from tests.conftest import ROOT, run_json, run_py
+from tests.conftest import (ROOT, run_json, run_py, scenario_command,
+                            scenario_json)
 from tests.test_cache import cache_dir  # noqa: F401  (fixture: a fresh cache folder)
 
 KERNEL = 'extern "C" __global__ void k{n}(int *x) {{ x[0] = {n}; }}\n'
@@ -139,21 +138,9 @@ def test_an_entry_that_is_a_directory_is_a_miss(cache_dir, real_entry):
 
 # --- folders that cannot be used ----------------------------------------------------------------
 
-_COMPILES = """
-import json, os, warnings
-from cudaload import Program
-from cudaload.compile import cache
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    got = [Program({kernel!r}.format(n=i)).compile(arch=90) for i in range({count})]
-print(json.dumps({{"cached": [o.cached for o in got], "sizes": [len(o.code) for o in got],
-                  "warnings": [str(w.message) for w in caught
-                               if issubclass(w.category, cache.CacheWarning)]}}))
-"""
-
-
 def compiles(count: int, **env) -> dict:
-    return run_json(_COMPILES.format(kernel=KERNEL, count=count), env=env)
+    """Compile ``count`` numbered kernels in a fresh process (cache_faults.compile_numbered)."""
+    return scenario_json("cache_faults", "compile_numbered", KERNEL, count, env=env)
 
 
 @pytest.fixture
@@ -225,26 +212,13 @@ def test_full_file_system(mount_tmpfs):
 
 # --- a writer killed in the middle of a write -----------------------------------------------------
 
-_WRITER = """
-import os, sys
-from cudaload.compile import cache
-from cudaload.compile.objectcode import ObjectCode
-sys.stdout.write("ready\\n"); sys.stdout.flush()
-i = 0
-while True:
-    size = (1 << 20) * (1 + i % 8)  # large entries: the kill lands inside a write often
-    cache.default().store("%064x" % (i % 40), ObjectCode(os.urandom(64) * (size // 64), "cubin", "sm_90"))
-    i += 1
-"""
-
-
 def test_writer_killed_mid_write_leaves_no_torn_entry(cache_dir):
     from cudaload.compile import cache
 
     env = {**os.environ, "PYTHONPATH": ROOT}
     kills = 0
     for delay in [0.05 * (1 + i % 10) for i in range(20)]:
-        proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_WRITER)], env=env,
+        proc = subprocess.Popen(scenario_command("cache_faults", "writer"), env=env,
                                 stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline() == "ready\n"
         time.sleep(delay)
@@ -263,26 +237,11 @@ def test_writer_killed_mid_write_leaves_no_torn_entry(cache_dir):
 
 # A writer stopped after half of an entry's bytes reached its temporary file: where a kill at a
 # random moment lands depends on the machine, so this one is placed inside the write.
-_HALF_WRITER = """
-import os, sys, time
-from cudaload.compile import cache
-from cudaload.compile.objectcode import ObjectCode
-cache.default().store("%064x" % 0, ObjectCode(b"old" * 1000, "cubin", "sm_90"))
-real_write = os.write
-def half_write(fd, data):
-    real_write(fd, bytes(data[: len(data) // 2]))
-    sys.stdout.write("inside\\n"); sys.stdout.flush()
-    time.sleep(600)
-os.write = half_write
-cache.default().store("%064x" % 0, ObjectCode(b"new" * 1000, "cubin", "sm_90"))
-"""
-
-
 def test_writer_killed_inside_a_write_leaves_the_old_entry(cache_dir):
     from cudaload.compile import cache
     from cudaload.compile.objectcode import ObjectCode
 
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(_HALF_WRITER)],
+    proc = subprocess.Popen(scenario_command("cache_faults", "half_writer"),
                             env={**os.environ, "PYTHONPATH": ROOT}, stdout=subprocess.PIPE,
                             text=True)
     try:
@@ -303,31 +262,11 @@ def test_writer_killed_inside_a_write_leaves_the_old_entry(cache_dir):
 
 # --- load: 16 processes x 50 kernels, half of them shared -----------------------------------------
 
-_LOAD_WORKER = """
-import json, sys, time
-import tests.scenarios.compile_log
-from cudaload import Program
-from cudaload.bindings import _loader
-_loader.nvrtc()
-worker, start = int(sys.argv[1]), float(sys.argv[2])
-src = 'extern "C" __global__ void k(int *x) {{ x[0] = %d; }}\\n'
-# kernels 0-24 are shared by every process; the other 25 belong to this one
-numbers = list(range(25)) + [1000 * (worker + 1) + i for i in range(25)]
-progs = [Program(src % n) for n in numbers]
-while time.time() < start:
-    time.sleep(0.001)
-got = [p.compile(arch=90) for p in progs]
-print(json.dumps({{"cached": [o.cached for o in got], "sizes": [len(o.code) for o in got],
-                  "seconds": time.time() - start}}))
-"""
-
-
 def test_16_processes_50_kernels_half_shared(cache_dir, tmp_path, record_property):
     log = tmp_path / "compiles.log"
     env = {**os.environ, "PYTHONPATH": ROOT, "TESTS_COMPILE_LOG": str(log)}
-    code = textwrap.dedent(_LOAD_WORKER.format())
     start = time.time() + 3.0  # every process has NVRTC loaded before the first compile
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(w), str(start)], env=env,
+    procs = [subprocess.Popen(scenario_command("cache_faults", "load_worker", w, start), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for w in range(16)]
     outs = []

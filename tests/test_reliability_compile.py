@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cudaload.compile import options
-from tests.conftest import run_py
+from tests.conftest import run_scenario
 
 KERNEL = 'extern "C" __global__ void k(int *x) { x[0] = 1; }\n'
 MB10 = 10 * 1024 * 1024
@@ -121,25 +121,6 @@ CASES = {
                                                       for i in range(MB10 // 18))}, {}, "ok", []),
 }
 
-# Runs every case; what each gave goes back as JSON (sources travel through a file).
-_RUN = """
-import json, pickle, sys, time
-from cudaload import Program
-cases = pickle.load(open(sys.argv[1], "rb"))
-out = {}
-for name, (kw, ckw) in cases.items():
-    start = time.perf_counter()
-    try:
-        obj = Program(**kw).compile(**{"arch": 90, **ckw})
-        out[name] = {"type": "ok", "kind": obj.kind, "size": len(obj.code)}
-    except Exception as err:
-        out[name] = {"type": type(err).__name__, "message": str(err),
-                     "mro": [c.__name__ for c in type(err).__mro__]}
-    out[name]["seconds"] = round(time.perf_counter() - start, 3)
-print(json.dumps(out))
-"""
-
-
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
     import pickle
@@ -147,11 +128,8 @@ def outcomes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("compile")
     data = folder / "cases.pickle"
     data.write_bytes(pickle.dumps({name: case[:2] for name, case in CASES.items()}))
-    script = folder / "run.py"
-    script.write_text(_RUN)
-    proc = run_py(f"import runpy, sys; sys.argv = ['run', {str(data)!r}]; "
-                  f"runpy.run_path({str(script)!r}, run_name='__main__')",
-                  env={"CUDALOAD_CACHE_DIR": str(folder / "cache")}, check=False, timeout=300)
+    proc = run_scenario("program_compiles", "compile_cases", data,
+                        env={"CUDALOAD_CACHE_DIR": str(folder / "cache")}, check=False, timeout=300)
     assert proc.returncode == 0, f"the compile cases crashed ({proc.returncode}):\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

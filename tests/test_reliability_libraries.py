@@ -16,25 +16,7 @@ import sys
 import pytest
 
 from tests._fakelibs import build_shared_library, no_symbols_library  # noqa: F401  (fixture)
-from tests.conftest import run_py
-
-# Loads one library and reports the outcome; with COMPILE also compiles a trivial kernel.
-_PROBE = """
-import json, os
-from cudaload.bindings import _loader, nvrtc
-out = {}
-try:
-    lib = getattr(_loader, os.environ["WHICH"])()
-    out["loaded"] = lib.path
-    if os.environ.get("COMPILE"):
-        out["code"] = len(nvrtc.compile('extern "C" __global__ void k() {}', "k.cu",
-                                        ("-arch=sm_90",)).code)
-except Exception as err:
-    out.update(type=type(err).__name__, message=str(err), code=getattr(err, "code", None),
-               mro=[c.__name__ for c in type(err).__mro__])
-print(json.dumps(out))
-"""
-
+from tests.conftest import run_py, run_scenario
 
 def probe(which: str, path: str, compile_too: bool = False) -> dict:
     """What loading ``path`` as the driver ("driver") or NVRTC ("nvrtc") gives, in a subprocess."""
@@ -42,7 +24,7 @@ def probe(which: str, path: str, compile_too: bool = False) -> dict:
     env = {variable: path, "WHICH": which, "CUDALOAD_CACHE": "0"}
     if compile_too:
         env["COMPILE"] = "1"
-    proc = run_py(_PROBE, env=env, check=False, timeout=120)
+    proc = run_scenario("library_loads", "load_named", env=env, check=False, timeout=120)
     assert proc.returncode == 0, (
         f"loading {path} as {which} killed the interpreter "
         f"({_signal(proc.returncode)}):\n{proc.stderr[-2000:]}")
@@ -262,30 +244,11 @@ def test_nvrtc_without_builtins_says_so(real_nvrtc, tmp_path):
 
 # --- a driver older than the NVRTC in use ---------------------------------------------------------
 
-_OLD_DRIVER = """
-import json, re
-import cudaload
-from cudaload import Program
-from cudaload.bindings import nvrtc
-out = {"nvrtc": list(nvrtc.version()), "ptx_loadable": cudaload.status().as_dict()["ptx_loadable"],
-       "problems": [p["what"] for p in cudaload.status().as_dict()["problems"]]}
-src = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'
-for arch in (90, 121, 122, 130, 150):
-    try:
-        obj = Program(src).compile(arch=arch)
-        out[str(arch)] = [obj.kind, obj.arch]
-    except Exception as err:
-        out[str(arch)] = [type(err).__name__, str(err)]
-ptx = Program(src).compile(arch=90, output="ptx").code.decode()
-out["ptx_isa"] = re.search(r"\\.version\\s+(\\d+\\.\\d+)", ptx).group(1)
-print(json.dumps(out))
-"""
-
-
 def test_driver_older_than_nvrtc_never_gets_ptx_it_cannot_load(libcuda_535, tmp_path):
-    out = json.loads(run_py(_OLD_DRIVER, env={"CUDALOAD_LIBCUDA": libcuda_535,
-                                              "CUDALOAD_CACHE_DIR": str(tmp_path)}
-                            ).stdout.splitlines()[-1])
+    out = json.loads(run_scenario("program_compiles", "old_driver",
+                                  env={"CUDALOAD_LIBCUDA": libcuda_535,
+                                       "CUDALOAD_CACHE_DIR": str(tmp_path)}
+                                  ).stdout.splitlines()[-1])
     assert out["nvrtc"][0] >= 13  # the case needs an NVRTC newer than the 12.2 driver
     assert out["ptx_loadable"] is False
     assert any("PTX" in p and "12.2" in p for p in out["problems"])

@@ -3,6 +3,7 @@ the report says which release each comes from and how to fix a missing or mismat
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -11,31 +12,15 @@ import pytest
 from ._envs import (CCCL_CU13, CCCL_OWN_FOLDER, HEADERS, hidden_env, install_cccl,
                     machine_toolkits, make_env, pip_resolves, run_in, visible_toolkits)
 
-# One program includes them all (a header that does not compile fails it, and the log names it):
-# the cost is that of the largest, not the sum.
-_COMPILE_ALL = """
-import json, os, sys
-import cudaload
-failed = ""
-source = "".join(f"#include <{header}>\\n" for header in %r) + "__global__ void k() {}\\n"
-try:
-    cudaload.Program(source, name="all.cu").compile(arch="sm_90", output="cubin")
-except cudaload.errors.CompileError as err:
-    failed = str(err)[-3000:]
-nvrtc = cudaload.status().as_dict()["nvrtc"]
-print(json.dumps({"failed": failed, "header_dirs": nvrtc["header_dirs"],
-                  "problems": cudaload.status().problems,
-                  "hidden": {d: os.path.exists(os.path.join(d, "include"))
-                             for d in %r}}))
-"""
+def compile_all(python, headers, env, toolkits=()) -> dict:
+    """One program including every header, compiled by ``python`` (header_compiles.compile_all):
+    the cost is that of the largest header, not the sum, and the log names one that fails."""
+    return run_in(python, env, "header_compiles", "compile_all", json.dumps(list(headers)),
+                  json.dumps(list(toolkits)))
 
 
 def _report(python, env):
-    return run_in(python, """
-    import json, cudaload
-    st = cudaload.status()
-    print(json.dumps({"nvrtc": st.as_dict()["nvrtc"], "problems": st.problems, "text": str(st)}))
-    """, env)
+    return run_in(python, env, "header_compiles", "report")
 
 
 def test_every_cuda_header_compiles_with_no_toolkit_in_sight(tmp_path):
@@ -44,8 +29,8 @@ def test_every_cuda_header_compiles_with_no_toolkit_in_sight(tmp_path):
     if by == "namespace":  # ci/test.sh's mount namespace: the folders are empty from here
         for folder in toolkits:
             assert os.listdir(folder) == [], f"{folder} is visible to the tests"
-    out = run_in(sys.executable, _COMPILE_ALL % (HEADERS, toolkits),
-                 {**env, "CUDALOAD_CACHE_DIR": str(tmp_path)})
+    out = compile_all(sys.executable, HEADERS, {**env, "CUDALOAD_CACHE_DIR": str(tmp_path)},
+                      toolkits=toolkits)
     assert out["failed"] == ""
     dirs = out["header_dirs"]
     for name in ("cudart", "cccl"):
@@ -72,7 +57,7 @@ def test_a_missing_cccl_is_a_problem_whose_fix_works(tmp_path):
     pip_resolves("nvidia-cuda-cccl>=13,<14")
 
     install_cccl(site)  # the hint, followed
-    out = run_in(python, _COMPILE_ALL % (HEADERS, []), env)
+    out = compile_all(python, HEADERS, env)
     assert out["failed"] == ""
     assert out["header_dirs"]["cccl"]["path"] == os.path.realpath(
         os.path.join(site, "nvidia", "cu13", "include", "cccl"))
@@ -115,7 +100,7 @@ def test_a_matching_set_is_used_wherever_it_is_found(tmp_path):
     env = {**env, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache"), "CUDA_HOME": str(toolkit)}
     if env.get("PYTHONPATH"):  # pathfinder's CUDA_HOME step is what finds a toolkit here
         del env["PYTHONPATH"]
-    out = run_in(python, _COMPILE_ALL % (["cuda_fp16.h", "cooperative_groups.h"], []), env)
+    out = compile_all(python, ["cuda_fp16.h", "cooperative_groups.h"], env)
     assert out["header_dirs"]["cudart"]["path"] == os.path.realpath(toolkit / "include")
     assert out["header_dirs"]["cudart"]["cuda_major"] == 13
     assert out["failed"] == ""
@@ -141,11 +126,11 @@ def test_a_system_cccl_older_than_nvrtc_gives_way_to_the_wheel(tmp_path, where):
     python, site = make_env(tmp_path / "env", cccl=False)
     env = {"CUDALOAD_CACHE_DIR": str(tmp_path / "cache"), "CUDA_HOME": toolkit,
            "CUDA_PATH": None, "CONDA_PREFIX": None}
-    first = run_in(python, _COMPILE_ALL % (["cuda/std/limits"], []), env)
+    first = compile_all(python, ["cuda/std/limits"], env)
     assert first["failed"] == ""
     assert first["header_dirs"]["cccl"]["path"] == os.path.realpath(system)
     wheel = install_cccl(site, where)
     assert releases.header_release("cccl", wheel)[1] > releases.header_release("cccl", system)[1]
-    second = run_in(python, _COMPILE_ALL % (["cuda/std/limits"], []), env)
+    second = compile_all(python, ["cuda/std/limits"], env)
     assert second["header_dirs"]["cccl"]["path"] == wheel
     assert second["failed"] == ""

@@ -9,8 +9,8 @@ import pytest
 import cudaload
 from cudaload.errors import LaunchArgumentError
 
-from ..conftest import run_py
-from .kernels import FAULT, KINDS, SAXPY, SHARED, TEMPLATED
+from ..conftest import run_scenario
+from .kernels import KINDS, SAXPY, SHARED, TEMPLATED
 
 np = pytest.importorskip("numpy")
 
@@ -153,45 +153,14 @@ def test_sixteen_threads_launch_at_once():
 
 
 def test_sticky_error_is_reported_as_such():
-    proc = run_py(f"""
-        import cudaload
-        k = cudaload.RawKernel({FAULT!r}, "fault")
-        buf = cudaload.alloc(16)
-        k(1, 1, (buf,))
-        try:
-            cudaload.Device(0).synchronize()
-        except cudaload.DriverError as e:
-            print("FIRST", e.name, e)
-        try:
-            cudaload.alloc(16)
-            print("SECOND ok")
-        except cudaload.DriverError as e:
-            print("SECOND", e.name)
-    """, timeout=120)
+    proc = run_scenario("gpu_faults", "sticky_lines", timeout=120)
     assert "FIRST CUDA_ERROR_ILLEGAL_ADDRESS" in proc.stdout
     assert "unusable" in proc.stdout
     assert "SECOND CUDA_ERROR_ILLEGAL_ADDRESS" in proc.stdout
 
 
 def test_fork_child_gets_clear_error_and_never_hangs():
-    proc = run_py(f"""
-        import os, cudaload
-        k = cudaload.RawKernel({SAXPY!r}, "saxpy")
-        x = cudaload.alloc(64)
-        k(1, 1, (x, x, 1.0, 4))
-        pid = os.fork()
-        if pid == 0:
-            codes = 0
-            for action in (lambda: k(1, 1, (x, x, 1.0, 4)), lambda: cudaload.alloc(8),
-                           lambda: cudaload.Stream()):
-                try:
-                    action()
-                except cudaload.ForkedProcessError as e:
-                    codes += 1 if "spawn" in str(e) else 0
-            os._exit(0 if codes == 3 else 1)
-        _, status = os.waitpid(pid, 0)
-        print("CHILD", os.waitstatus_to_exitcode(status))
-    """, timeout=60)
+    proc = run_scenario("gpu_faults", "fork_child", timeout=60)
     assert "CHILD 0" in proc.stdout
 
 

@@ -16,7 +16,7 @@ import pytest
 import cudaload
 from cudaload.errors import DriverError, LaunchArgumentError
 
-from ..conftest import run_json
+from ..conftest import scenario_json
 
 np = pytest.importorskip("numpy")
 
@@ -128,31 +128,7 @@ def test_shared_memory_beyond_the_device_limit(setup, shared):
 
 def test_a_freed_buffer_is_refused(setup):
     # In a subprocess: if the freed pointer reached the kernel, the context could be poisoned.
-    out = run_json("""
-        import json, numpy as np, cudaload
-        from cudaload.errors import CudaLoadError
-        k = cudaload.RawKernel('extern "C" __global__ void w(int *p) { p[0] = 1; }', "w")
-        buf = cudaload.alloc(4)
-        k(1, 1, (buf,))
-        buf.free()
-        result = {}
-        for what, call in [("launch", lambda: (k(1, 1, (buf,)), cudaload.Device(0).synchronize())),
-                           ("copy_to_host", lambda: buf.copy_to_host()),
-                           ("memset", lambda: buf.memset(0))]:
-            try:
-                call()
-                result[what] = "accepted"
-            except Exception as err:
-                result[what] = [type(err).__name__, str(err), isinstance(err, CudaLoadError)
-                                or isinstance(err, ValueError)]
-        try:
-            fresh = cudaload.alloc(4)
-            k(1, 1, (fresh,))
-            result["after"] = int(np.frombuffer(fresh.copy_to_host(), np.int32)[0])
-        except CudaLoadError as err:  # the freed pointer reached the GPU and poisoned the context
-            result["after"] = str(err)
-        print(json.dumps(result))
-    """)
+    out = scenario_json("gpu_faults", "freed_buffer")
     for what in ("launch", "copy_to_host", "memset"):
         assert out[what] != "accepted", f"{what} of a freed buffer was accepted: {out}"
         assert out[what][2] and "freed" in out[what][1], out
@@ -174,40 +150,13 @@ def test_a_buffer_of_another_device_is_refused(setup):
 # --- faults ---------------------------------------------------------------------------------------
 
 def test_sticky_error_is_reported_and_a_new_process_works():
-    from .kernels import FAULT
-
-    out = run_json(f"""
-        import json, cudaload
-        from cudaload.errors import DriverError
-        k = cudaload.RawKernel({FAULT!r}, "fault")
-        buf = cudaload.alloc(4)
-        result = {{}}
-        try:
-            k(1, 1, (buf,))
-            cudaload.Device(0).synchronize()
-            result["fault"] = None
-        except DriverError as err:
-            result["fault"] = [err.name, str(err)]
-        try:
-            cudaload.alloc(4)
-            cudaload.Device(0).synchronize()
-            result["after"] = None
-        except DriverError as err:
-            result["after"] = err.name
-        print(json.dumps(result))
-    """, timeout=120)
+    out = scenario_json("gpu_faults", "sticky_fault", timeout=120)
     assert out["fault"] is not None, "the faulting kernel was not reported"
     name, message = out["fault"]
     assert name in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED")
     assert "restart the process" in message
     assert out["after"] is not None  # sticky: the context stays unusable, and says so
-    fresh = run_json("""
-        import json, numpy as np, cudaload
-        k = cudaload.RawKernel('extern "C" __global__ void w(int *p) { p[0] = 5; }', "w")
-        buf = cudaload.alloc(4)
-        k(1, 1, (buf,))
-        print(json.dumps(int(np.frombuffer(buf.copy_to_host(), np.int32)[0])))
-    """)
+    fresh = scenario_json("gpu_faults", "launch_once")
     assert fresh == 5
 
 
@@ -222,24 +171,7 @@ def test_out_of_memory_is_a_driver_error_and_recoverable():
 
 
 def test_fork_after_initialisation_fails_clearly_in_the_child():
-    out = run_json("""
-        import json, os, cudaload
-        cudaload.alloc(4)
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                cudaload.alloc(4)
-                msg = "accepted"
-            except Exception as err:
-                msg = type(err).__name__ + ": " + str(err)
-            os.write(w, msg.encode()); os._exit(0)
-        os.close(w)
-        msg = os.read(r, 4096).decode()
-        os.waitpid(pid, 0)
-        cudaload.alloc(4)  # the parent is unaffected
-        print(json.dumps(msg))
-    """, timeout=60)
+    out = scenario_json("gpu_faults", "fork_after_init", timeout=60)
     assert out.startswith("ForkedProcessError") and "spawn" in out
 
 

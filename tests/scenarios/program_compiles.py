@@ -1,0 +1,240 @@
+"""Programs compiled by NVRTC in a fresh process, for the Program tests.
+
+    python -m tests.scenarios.program_compiles SCENARIO ARGS...
+
+Each prints what it found as JSON on its last line (``compile_error``: the pickled error, in
+base64).  cudaload is imported inside each scenario, so importing this module compiles nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+INT_KERNEL = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'
+
+
+def cuda_headers() -> None:
+    """A kernel using the CUDA and CCCL headers, given no include path: its kind and arch."""
+    from cudaload import Program
+
+    src = """
+    #include <cuda_fp16.h>
+    #include <cuda_bf16.h>
+    #include <cuda/std/limits>
+    extern "C" __global__ void k(__half *h, __nv_bfloat16 *b) {
+        h[0] = __float2half(cuda::std::numeric_limits<float>::epsilon());
+        b[0] = __float2bfloat16(1.0f);
+    }"""
+    obj = Program(src).compile(arch=90)
+    print(json.dumps({"kind": obj.kind, "arch": obj.arch, "elf": obj.code[:4] == b"\x7fELF"}))
+
+
+def names_and_log() -> None:
+    """Lowered names of two template instances, and the log of a kernel with a warning."""
+    from cudaload import Program
+
+    src = """
+    template <class T> __global__ void scale(T *x, T a) { x[threadIdx.x] *= a; }
+    extern "C" __global__ void w(int *x) { int unused = 3; x[0] = 1; }"""
+    obj = Program(src, name_expressions=["scale<float>", "scale<double>"]).compile(arch=80)
+    print(json.dumps({"names": obj.lowered_names, "log": obj.log}))
+
+
+def compile_error() -> None:
+    """The CompileError of a kernel using an undefined name, pickled, in base64."""
+    import base64
+    import pickle
+
+    from cudaload import CompileError, Program
+
+    src = "// line 1\n// line 2\nextern \"C\" __global__ void k(float *x) {\n  x[0] = nope;\n}\n"
+    try:
+        Program(src, name="bad.cu", defines={"N": 4}).compile(arch=90)
+    except CompileError as err:
+        print(base64.b64encode(pickle.dumps(err)).decode())
+
+
+def arch_choice() -> None:
+    """[kind, arch] (or ["error", message]) compiled for each way of asking for an arch, without
+    a device, and with a driver older than NVRTC."""
+    from cudaload import NvrtcError, Program
+    from cudaload.compile import program
+
+    program._no_device = True  # as on a machine without a GPU, also when run on one
+    p = Program(INT_KERNEL)
+
+    def kind(arch, output="auto"):
+        try:
+            o = p.compile(arch=arch, output=output)
+            return [o.kind, o.arch]
+        except NvrtcError as err:
+            return ["error", str(err)]
+
+    archs = program.toolchain.live().archs
+    out = {"none": kind(None), "max": max(archs), "min": min(archs),
+           "sm_90": kind("sm_90"), "tuple": kind((8, 6)), "ptx": kind(90, "ptx"),
+           "newer": kind(max(archs) + 30), "older": kind(min(archs) - 5),
+           "between": kind(91)}
+    program._driver_version = lambda: 12020  # a driver older than NVRTC: its PTX cannot load
+    out["newer_old_driver"] = kind(max(archs) + 20)
+    out["same_major_old_driver"] = kind(max(archs) + 3)
+    print(json.dumps(out))
+
+
+def memory_hit() -> None:
+    """One program compiled four times, and the same source in a new Program."""
+    from cudaload import Program
+
+    p = Program(INT_KERNEL)
+    first = p.compile(arch=90)
+    hits = [p.compile(arch=90) for _ in range(3)]
+    other = Program(INT_KERNEL).compile(arch=90)
+    print(json.dumps({"first": first.cached, "hits": [h.cached for h in hits],
+                      "same": hits[0] is hits[2], "other": other.cached}))
+
+
+def package_includes(site: str) -> None:
+    """``kpkg/ops.cu`` of the folder ``site``, by from_resource and from_file: the headers found,
+    the kinds compiled and the program's digest."""
+    sys.path.insert(0, site)
+    from cudaload import Program
+
+    r = Program.from_resource("kpkg", "ops.cu")
+    f = Program.from_file(site + "/kpkg/ops.cu")
+    print(json.dumps({"headers": sorted(r.headers), "res": r.compile(arch=90).kind,
+                      "file": f.compile(arch=90).kind, "digest": r._digest.hex()}))
+
+
+def recompile_after_refusal() -> None:
+    """What is compiled once the driver refuses PTX, then CUBIN, then a CUBIN of unknown source."""
+    from cudaload import ObjectCode, Program
+    from cudaload.compile import program
+
+    program._no_device = True
+    p = Program(INT_KERNEL)
+    ptx = p.compile(arch=90, output="ptx")
+    cubin = ptx._recompile_after_refusal()   # PTX refused: CUBIN for the arch
+    again = p.compile(arch=90, output="ptx")  # the request now gives what loads
+    older = cubin._recompile_after_refusal()  # CUBIN refused: PTX for an arch <= it
+    foreign = ObjectCode.from_bytes(cubin.code, "cubin")._recompile_after_refusal()
+    print(json.dumps({"cubin": [cubin.kind, cubin.arch], "again": [again.kind, again.cached],
+                      "older": [older.kind, older.arch], "foreign": foreign}))
+
+
+def new_kernel(n: str) -> None:
+    """Kernel ``k<n>`` compiled: where it came from, whether cuda.pathfinder was imported, and
+    how NVRTC was found."""
+    import cudaload
+    from cudaload.bindings import _loader
+
+    n = int(n)
+    obj = cudaload.Program('extern "C" __global__ void k%d(int *p) { *p = %d; }' % (n, n)).compile(
+        arch=90)
+    lib = _loader.loaded("nvrtc")
+    print(json.dumps({"cached": obj.cached, "pathfinder": "cuda.pathfinder" in sys.modules,
+                      "path": lib.path, "how": lib.found_via,
+                      "report": cudaload.status().as_dict()["nvrtc"]["found_via"]}))
+
+
+def arch_spellings() -> None:
+    """[kind, arch] (or [error type, message]) for each spelling of an arch."""
+    from cudaload import Program
+
+    p = Program('extern "C" __global__ void k(float *x) { x[0] = 1; }')
+    got = {}
+    for arch in ([9, 0], "sm_900", "compute_80", "sm_80"):
+        try:
+            obj = p.compile(arch=arch)
+            got[str(arch)] = [obj.kind, obj.arch]
+        except Exception as exc:
+            got[str(arch)] = [type(exc).__name__, str(exc)]
+    print(json.dumps(got))
+
+
+def package_headers(site: str) -> None:
+    """The headers includes.from_package follows from ``winpkg/ops.cu`` of the folder ``site``."""
+    sys.path.insert(0, site)
+    from cudaload.compile import includes
+
+    print(json.dumps(sorted(includes.from_package("winpkg", "ops.cu")[1])))
+
+
+def device_includes() -> None:
+    """Programs including a device file or a name with a NUL: "keyed" or the error's type."""
+    from cudaload import Program
+
+    got = []
+    for name in ("/dev/zero", "/dev/stdin", "bad\0name.h"):
+        try:
+            Program('#include "%s"\nextern "C" __global__ void k() {}\n' % name)
+            got.append("keyed")
+        except Exception as exc:
+            got.append(type(exc).__name__)
+    print(json.dumps(got))
+
+
+def default_archs() -> None:
+    """The archs of PTX and of auto output given no arch, and NVRTC's oldest and newest."""
+    from cudaload import Program
+    from cudaload.bindings import nvrtc
+
+    p = Program('extern "C" __global__ void k(int *x) { *x = 1; }')
+    archs = sorted(nvrtc.supported_archs())
+    print(json.dumps({"ptx": p.compile(output="ptx").arch, "auto": p.compile().arch,
+                      "oldest": f"sm_{archs[0]}", "newest": f"sm_{archs[-1]}"}))
+
+
+def old_driver() -> None:
+    """With a driver older than NVRTC: the status report's PTX verdict and problems, what
+    compiling for several archs gives, and the ISA version of PTX asked for explicitly."""
+    import re
+
+    import cudaload
+    from cudaload import Program
+    from cudaload.bindings import nvrtc
+
+    out = {"nvrtc": list(nvrtc.version()),
+           "ptx_loadable": cudaload.status().as_dict()["ptx_loadable"],
+           "problems": [p["what"] for p in cudaload.status().as_dict()["problems"]]}
+    src = 'extern "C" __global__ void k(int *x) { x[0] = 1; }'
+    for arch in (90, 121, 122, 130, 150):
+        try:
+            obj = Program(src).compile(arch=arch)
+            out[str(arch)] = [obj.kind, obj.arch]
+        except Exception as err:
+            out[str(arch)] = [type(err).__name__, str(err)]
+    ptx = Program(src).compile(arch=90, output="ptx").code.decode()
+    out["ptx_isa"] = re.search(r"\.version\s+(\d+\.\d+)", ptx).group(1)
+    print(json.dumps(out))
+
+
+def compile_cases(cases_path: str) -> None:
+    """Compile every case of the pickled {name: (Program keywords, compile keywords)} at
+    ``cases_path`` (sources travel through the file): what each gave, and how long it took."""
+    import pickle
+    import time
+
+    from cudaload import Program
+
+    cases = pickle.load(open(cases_path, "rb"))
+    out = {}
+    for name, (kw, ckw) in cases.items():
+        start = time.perf_counter()
+        try:
+            obj = Program(**kw).compile(**{"arch": 90, **ckw})
+            out[name] = {"type": "ok", "kind": obj.kind, "size": len(obj.code)}
+        except Exception as err:
+            out[name] = {"type": type(err).__name__, "message": str(err),
+                         "mro": [c.__name__ for c in type(err).__mro__]}
+        out[name]["seconds"] = round(time.perf_counter() - start, 3)
+    print(json.dumps(out))
+
+
+SCENARIOS = {f.__name__: f for f in (
+    cuda_headers, names_and_log, compile_error, arch_choice, memory_hit, package_includes,
+    recompile_after_refusal, new_kernel, arch_spellings, package_headers, device_includes,
+    default_archs, old_driver, compile_cases)}
+
+if __name__ == "__main__":
+    SCENARIOS[sys.argv[1]](*sys.argv[2:])
