@@ -185,3 +185,16 @@ def test_a_program_reading_no_file_keys_as_before(tmp_path, monkeypatch):
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "sub")
     assert program._bundle_digest() == program._digest
+
+
+def test_angle_includes_alone_read_nothing_outside_the_toolchain_but_macros_still_count(tmp_path):
+    from cudaload.compile import includes
+
+    plain = includes.resolve("#include <cuda_fp16.h>\n" + KERNEL, "k.cu", {}, (), [])
+    assert plain.material == () and plain.certain
+    computed = includes.resolve("#include <cuda_fp16.h>\n#include WHICH\n" + KERNEL, "k.cu", {},
+                                (), [])
+    assert not computed.certain
+    header = write(tmp_path / "v.h", val(111))
+    absolute = includes.resolve(f"#include <{header}>\n" + KERNEL, "k.cu", {}, (), [])
+    assert [path for path, _state in absolute.material] == [header]

@@ -174,8 +174,14 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     """
     from .options import include_inputs
 
-    cwd = os.getcwd()
     user_folders, pre_included = include_inputs(options)
+    found = scan(source)
+    if not (user_folders or pre_included or headers) and not any(
+            quoted or os.path.isabs(name) for _kind, quoted, name in found[0]):
+        # Only <...> includes and no user folder: every one is looked up in the toolchain's
+        # folders alone, which its identity covers (most kernels; a miss's cost stays small).
+        return Inputs((), (), not found[1])
+    cwd = os.getcwd()
     user_dirs = [os.path.normpath(os.path.join(cwd, d)) for d in user_folders]
     tc_dirs = [os.path.normpath(d) for d in toolchain_dirs]
     dirs = user_dirs + tc_dirs
@@ -184,7 +190,7 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     certain = True
     seen: set = set()
     # (scan() of a text, folder of the including file, index in dirs where it was found or -1)
-    pending = [(scan(source), os.path.dirname(os.path.join(cwd, name)), -1)]
+    pending = [(found, os.path.dirname(os.path.join(cwd, name)), -1)]
     # Every in-memory header is scanned, reached or not: one a toolchain header includes is not
     # seen when toolchain headers are not followed.
     for header_name, text in headers.items():
