@@ -198,3 +198,16 @@ def test_angle_includes_alone_read_nothing_outside_the_toolchain_but_macros_stil
     header = write(tmp_path / "v.h", val(111))
     absolute = includes.resolve(f"#include <{header}>\n" + KERNEL, "k.cu", {}, (), [])
     assert [path for path, _state in absolute.material] == [header]
+
+
+def test_an_include_name_with_a_nul_in_a_header_on_disk_is_nvrtcs_to_judge(cache_dir, tmp_path,
+                                                                          monkeypatch):
+    # A header file may hold any byte; a NUL in an include name read from it names no file.
+    # The cache's look at it must not raise: NVRTC's own error is what the user gets.
+    from cudaload import Program
+    from cudaload.errors import CompileError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.h").write_bytes(b'#include "b\0c.h"\n' + val(111).encode())
+    with pytest.raises(CompileError):
+        Program('#include "a.h"\n' + KERNEL).compile(arch=90, output="ptx")

@@ -41,6 +41,8 @@ import posixpath
 import re
 import stat
 
+from .options import include_inputs
+
 __all__ = ["Inputs", "resolve", "scan", "from_package"]
 
 # A header this large is no header: reading it to hash it would take the process's memory.
@@ -153,9 +155,14 @@ def still_valid(witness) -> bool:
 
 def _signature(path: str):
     try:
-        st = os.stat(path)
+        return _signature_of(os.stat(path))
     except OSError as exc:
         return ("error", exc.errno)
+    except ValueError:  # a NUL in the name: no file can have it
+        return ("error", errno.ENOENT)
+
+
+def _signature_of(st):
     if stat.S_ISDIR(st.st_mode):
         return ("dir",)
     return (stat.S_IFMT(st.st_mode), st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns,
@@ -172,8 +179,6 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     Raises ValueError when a file NVRTC would open is not a regular file (a FIFO or a device would
     block NVRTC or never end) or is too large to be a header.
     """
-    from .options import include_inputs
-
     user_folders, pre_included = include_inputs(options)
     found = scan(source)
     if not (user_folders or pre_included or headers) and not any(
@@ -186,7 +191,7 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     tc_dirs = [os.path.normpath(d) for d in toolchain_dirs]
     dirs = user_dirs + tc_dirs
     n_user = len(user_dirs)
-    material: dict[str, str] = {}
+    material: dict[str, tuple] = {}  # path -> (state, signature when it was looked at)
     certain = True
     seen: set = set()
     # (scan() of a text, folder of the including file, index in dirs where it was found or -1)
@@ -223,8 +228,8 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
                         seen.add(path)
                         pending.append((scanned, os.path.dirname(path), where))
                     break
-                state, data = _look(path, include)
-                material[path] = state
+                state, data, signature = _look(path, include)
+                material[path] = (state, signature)
                 if data is None:
                     continue
                 if kind != "probe" and path not in seen:
@@ -232,9 +237,12 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
                     pending.append((scan(data.decode(errors="replace")), os.path.dirname(path),
                                     where))
                 break
-    paths = tuple(sorted(material.items()))
-    witness = (cwd, tuple((path, _signature(path)) for path, _state in paths)) if paths else ()
-    return Inputs(paths, witness, certain)
+    looked = sorted(material.items())
+    # The witness is the stat each path had when it was looked at (a file's before it was read),
+    # so a file changed after that is seen as changed, never taken for what was read.
+    witness = (cwd, tuple((path, signature) for path, (_state, signature) in looked)) \
+        if looked else ()
+    return Inputs(tuple((path, state) for path, (state, _sig) in looked), witness, certain)
 
 
 def _under(path: str, folders) -> bool:
@@ -257,18 +265,18 @@ def _toolchain_file(path: str):
     return cached[0]
 
 
-def _look(path: str, include: str) -> tuple[str, bytes | None]:
-    """(state, contents or None) of a candidate path outside the toolchain."""
+def _look(path: str, include: str) -> tuple[str, bytes | None, tuple]:
+    """(state, contents or None, :func:`_signature`) of a candidate path outside the toolchain."""
     try:
         st = os.stat(path)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-            return "absent", None
-        return f"error:{errno.errorcode.get(exc.errno, exc.errno)}", None
+            return "absent", None, ("error", exc.errno)
+        return f"error:{errno.errorcode.get(exc.errno, exc.errno)}", None, ("error", exc.errno)
     except ValueError:  # a NUL in the name: no file can have it
-        return "absent", None
+        return "absent", None, ("error", errno.ENOENT)
     if stat.S_ISDIR(st.st_mode):
-        return "dir", None
+        return "dir", None, ("dir",)
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"#include {include!r} names {path}, which is not a regular file (a "
                          "FIFO, socket or device): NVRTC would block or read it forever. Next "
@@ -279,12 +287,13 @@ def _look(path: str, include: str) -> tuple[str, bytes | None]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        return f"error:{errno.errorcode.get(exc.errno, exc.errno)}", None
+        return f"error:{errno.errorcode.get(exc.errno, exc.errno)}", None, ("error", exc.errno)
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else since the stat
-            return "error:EINVAL", None
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):  # swapped for something else since the stat
+            return "error:EINVAL", None, _signature_of(opened)
         data = f.read(MAX_HEADER_BYTES + 1)
-    return hashlib.sha256(data).hexdigest(), data
+    return hashlib.sha256(data).hexdigest(), data, _signature_of(opened)
 
 
 def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
