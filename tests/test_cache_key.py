@@ -211,3 +211,23 @@ def test_an_include_name_with_a_nul_in_a_header_on_disk_is_nvrtcs_to_judge(cache
     (tmp_path / "a.h").write_bytes(b'#include "b\0c.h"\n' + val(111).encode())
     with pytest.raises(CompileError):
         Program('#include "a.h"\n' + KERNEL).compile(arch=90, output="ptx")
+
+
+def test_code_compiled_again_after_a_refusal_is_not_filed_under_older_inputs(cache_dir, tmp_path,
+                                                                              monkeypatch):
+    from cudaload import Program
+    from cudaload.compile import cache
+
+    monkeypatch.chdir(tmp_path)
+    header = tmp_path / "v.h"
+    header.write_text(val(111))
+    program = Program('#include "v.h"\n' + KERNEL)
+    refused = program.compile(arch=90, output="cubin")
+    header.write_text(val(222))  # edited after the first compile
+    again = refused._recompile_after_refusal()  # as Module does when the driver refuses it
+    assert again.kind == "ptx" and b"222" in again.code
+    header.write_text(val(111))  # back as it was: the first entry must still mean 111
+    cache.MEMORY.clear()
+    back = program.compile(arch=90, output="cubin")
+    assert b"222" not in back.code
+    cache.MEMORY.clear()

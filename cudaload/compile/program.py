@@ -234,8 +234,11 @@ class Program:
                    self.name, refused.kind, refused.arch, kind, target.sm())
         obj = self._build(tc, kind, target, key)
         self._own(obj, arch, output, key)
-        if inputs.certain:
-            disk.store(key, obj)  # what this driver refused is replaced by what it can load
+        # What this driver refused is replaced by what it can load, under the same key: only
+        # while the key still stands for what was just compiled (files and NVRTC unchanged).
+        asked = _choose(tc, arch, _virtual(arch, output), False)
+        if inputs.certain and self._key(self._inputs_digest(inputs), tc, *asked) == key:
+            disk.store(key, obj)
         cache.MEMORY[(self._digest, arch, output)] = (obj._as("memory"), inputs.witness)
         return obj
 
