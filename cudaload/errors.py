@@ -25,6 +25,10 @@ __all__ = [
     "CompileError",
     "LaunchArgumentError",
     "ForkedProcessError",
+    "DriverNotFoundError",
+    "DriverLoadError",
+    "NotADriverError",
+    "DriverUnavailableError",
 ]
 
 
@@ -74,7 +78,12 @@ class MissingSymbolError(CudaLoadError, AttributeError):
 
 
 class CudaUnavailableError(CudaLoadError, RuntimeError):
-    """A GPU feature was used where ``cudaload.status()`` says CUDA is not available."""
+    """CUDA cannot be used in this process (``cudaload.status()`` says why): the one error a host
+    package catches to fall back to the CPU.
+
+    Every such condition raises an instance of it: no driver library, one the loader refused, a
+    failed ``cuInit``, no device, use after ``fork()``.  The subclasses below are also the error
+    callers caught before (``LibraryNotFoundError``, ``DriverError``, ...)."""
 
 
 class ForkedProcessError(CudaUnavailableError):
@@ -120,3 +129,24 @@ class CompileError(NvrtcError):
 
 class LaunchArgumentError(CudaLoadError, TypeError):
     """A kernel argument does not fit its parameter.  The message names both and the signature."""
+
+
+# The forms "CUDA cannot be used here" takes, each also the error of what went wrong, so that
+# ``except cudaload.CudaUnavailableError`` and ``except LibraryNotFoundError`` (or ``OSError``,
+# ``DriverError``) both catch it.  The bindings choose one where the error is made.
+
+class DriverNotFoundError(LibraryNotFoundError, CudaUnavailableError):
+    """No CUDA driver library (libcuda) was found."""
+
+
+class DriverLoadError(LibraryLoadError, CudaUnavailableError):
+    """A CUDA driver library was found but the dynamic loader refused it."""
+
+
+class NotADriverError(MissingSymbolError, CudaUnavailableError):
+    """The file loaded as the CUDA driver lacks an entry point every driver has."""
+
+
+class DriverUnavailableError(DriverError, CudaUnavailableError):
+    """The driver loaded but cannot be used: ``cuInit`` failed, no device is visible, or the
+    device refuses this process (``.code`` and ``.name`` say which)."""
