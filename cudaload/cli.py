@@ -107,7 +107,8 @@ def _cmd_demo(args) -> int:
         print(f"demo: cannot compile: {err}", file=sys.stderr)
         return 1
     major, minor = nvrtc.version()
-    target = native.arch.replace("sm_", "compute_") if native.kind == "ptx" else native.arch
+    arch = native.arch or "sm_?"  # a compiled Program always knows its arch
+    target = arch.replace("sm_", "compute_") if native.kind == "ptx" else arch
     print(f"compiled saxpy with NVRTC {major}.{minor}: PTX for compute_{oldest} "
           f"({len(ptx.code)} bytes), {native.kind.upper()} for {target} "
           f"({len(native.code)} bytes)")

@@ -36,23 +36,24 @@ class CudaLoadError(Exception):
     """Base of every error cudaload raises.  ``.hint`` is the next step, "" when there is none."""
 
     _NEXT_STEP = " Next step: "  # how str() puts the hint after what happened
+    hint: str  # set from the constructor's fields, as every field below
 
     # ``message`` is positional-only: DriverError and NvrtcError keep a field of the same name.
-    def __init__(self, message: str = "", /, *, hint: str = "", **fields):
+    def __init__(self, message: str = "", /, *, hint: str = "", **fields: object) -> None:
         super().__init__(message)
         self._fields = {"hint": hint, **fields}
         for key, value in self._fields.items():
             setattr(self, key, value)
 
-    def __str__(self):
+    def __str__(self) -> str:
         what = super().__str__()
         return f"{what}{self._NEXT_STEP}{self.hint}" if self.hint else what
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple:
         return (_rebuild, (type(self), self.args[0] if self.args else "", self._fields))
 
 
-def _rebuild(cls, message, fields):
+def _rebuild(cls: type[CudaLoadError], message: str, fields: dict) -> CudaLoadError:
     err = cls.__new__(cls)
     CudaLoadError.__init__(err, message, **fields)
     return err
@@ -61,7 +62,11 @@ def _rebuild(cls, message, fields):
 class LibraryNotFoundError(CudaLoadError, OSError):
     """A CUDA library was not found.  ``.library`` names it, ``.tried`` lists every attempt."""
 
-    def __init__(self, message: str = "", *, library: str = "", tried=(), hint: str = ""):
+    library: str
+    tried: tuple[str, ...]
+
+    def __init__(self, message: str = "", *, library: str = "", tried: tuple[str, ...] | list[str] = (),
+                 hint: str = "") -> None:
         super().__init__(message, hint=hint, library=library, tried=tuple(tried))
 
 
@@ -72,8 +77,12 @@ class LibraryLoadError(LibraryNotFoundError):
 class MissingSymbolError(CudaLoadError, AttributeError):
     """The library loaded but lacks an entry point: it is too old, or not the library it claims."""
 
-    def __init__(self, message: str = "", *, library: str = "", symbol: str = "", path=None,
-                 hint: str = ""):
+    library: str
+    symbol: str
+    path: str | None
+
+    def __init__(self, message: str = "", *, library: str = "", symbol: str = "",
+                 path: str | None = None, hint: str = "") -> None:
         super().__init__(message, hint=hint, library=library, symbol=symbol, path=path)
 
 
@@ -94,9 +103,13 @@ class DriverError(CudaLoadError, RuntimeError):
     """A CUDA driver call failed.  ``.code``, ``.name``, ``.message`` and ``.function`` say how."""
 
     _NEXT_STEP = "; "
+    code: int
+    name: str
+    function: str
+    message: str  # the driver's own words (``detail=``)
 
     def __init__(self, message: str = "", *, code: int = 0, name: str = "", function: str = "",
-                 detail: str = "", hint: str = ""):
+                 detail: str = "", hint: str = "") -> None:
         super().__init__(message, hint=hint, code=code, name=name, function=function,
                          message=detail)
 
@@ -104,8 +117,13 @@ class DriverError(CudaLoadError, RuntimeError):
 class NvrtcError(CudaLoadError, RuntimeError):
     """An NVRTC call failed.  Same fields as :class:`DriverError`."""
 
+    code: int
+    name: str
+    function: str
+    message: str
+
     def __init__(self, message: str = "", *, code: int = 0, name: str = "", function: str = "",
-                 detail: str = "", hint: str = "", **extra):
+                 detail: str = "", hint: str = "", **extra: object) -> None:
         super().__init__(message, hint=hint, code=code, name=name, function=function,
                          message=detail, **extra)
 
@@ -119,9 +137,13 @@ class CompileError(NvrtcError):
     """NVRTC rejected the source.  ``.log``, ``.source``, ``.options`` and ``.name`` say why."""
 
     _NEXT_STEP = "\nNext step: "  # after the log, the source excerpt and the options
+    log: str
+    source: str
+    options: tuple[str, ...]
 
-    def __init__(self, message: str = "", *, log: str = "", source: str = "", options=(),
-                 name: str = "", code: int = _NVRTC_ERROR_COMPILATION, hint: str = ""):
+    def __init__(self, message: str = "", *, log: str = "", source: str = "",
+                 options: tuple[str, ...] | list[str] = (), name: str = "", code: int = _NVRTC_ERROR_COMPILATION,
+                 hint: str = "") -> None:
         CudaLoadError.__init__(self, message, hint=hint, code=code, function="nvrtcCompileProgram",
                                log=log, source=source, options=tuple(options), name=name,
                                message=log)

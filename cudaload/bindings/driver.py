@@ -106,22 +106,23 @@ def init() -> Driver:
             "CUDA was initialised in the parent process and cannot be used after fork().",
             hint="start workers with the 'spawn' method "
                  "(multiprocessing.set_start_method('spawn') or get_context('spawn')).")
-    if _init_result is not True:
-        with _init_lock:
-            if _init_result is None:
-                try:
-                    rc = api().cuInit(0)
-                    if rc:
-                        # Whatever the code, cuInit answers the same for the life of the process
-                        # (and is remembered here): CUDA is unavailable, as is_available() says.
-                        raise error(int(rc), "cuInit", unavailable=True)
-                    _init_result = True
-                    lifetime.mark_unforkable()
-                except CudaLoadError as err:
-                    _init_result = err
-    if _init_result is not True:
+    if _init_result is True and _api is not None:
+        return _api
+    with _init_lock:
+        if _init_result is None:
+            try:
+                rc = api().cuInit(0)
+                if rc:
+                    # Whatever the code, cuInit answers the same for the life of the process
+                    # (and is remembered here): CUDA is unavailable, as is_available() says.
+                    raise error(int(rc), "cuInit", unavailable=True)
+                _init_result = True
+                lifetime.mark_unforkable()
+            except CudaLoadError as err:
+                _init_result = err
+    if isinstance(_init_result, CudaLoadError):
         raise _init_result.with_traceback(None)
-    return _api
+    return api()
 
 
 def forget_load_failure() -> None:

@@ -165,7 +165,7 @@ class Device:
         activate(self)
         driver.check(driver.init().cuCtxSynchronize(), "cuCtxSynchronize")
 
-    def limits(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    def limits(self) -> tuple[tuple[int, ...], tuple[int, ...], int]:
         """(max grid, max block, max threads per block) of this device."""
         a = self.attribute
         return tuple(map(a, _MAX_GRID)), tuple(map(a, _MAX_BLOCK)), a(_MAX_THREADS)
@@ -203,7 +203,7 @@ class _Generation:
 generation = _Generation()
 
 
-def activate(device: Device | None = None, *, owning: bool = False):
+def activate(device: Device | None = None, *, owning: bool = False) -> driver.Driver:
     """Bind ``device``'s (default: the thread's) primary context in this thread; return the driver.
 
     The bound context is remembered per thread, so binding it again costs no driver call.  With
