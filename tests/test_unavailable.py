@@ -78,9 +78,14 @@ def assert_unavailable(result: dict, *also: str, entry_points=ENTRY_POINTS) -> l
 
 # --- no driver, and a driver the loader refuses -------------------------------------------------
 
-def test_without_a_driver_every_entry_point_raises_one_error_that_is_still_not_found():
-    errors = assert_unavailable(uses({"CUDALOAD_LIBCUDA": NOWHERE}), "LibraryNotFoundError",
-                                "OSError")
+@pytest.mark.parametrize("nvrtc", ["found", "missing"])
+def test_without_a_driver_every_entry_point_raises_one_error_that_is_still_not_found(nvrtc):
+    # Without NVRTC too (a CPU-only machine without the nvrtc extra), the missing driver is what
+    # a kernel call or RawKernel.module reports, not the compiler that could not have helped.
+    env = {"CUDALOAD_LIBCUDA": NOWHERE}
+    if nvrtc == "missing":
+        env["CUDALOAD_LIBNVRTC"] = "/nonexistent/libnvrtc.so"
+    errors = assert_unavailable(uses(env), "LibraryNotFoundError", "OSError")
     assert {e["type"] for e in errors} == {"DriverNotFoundError"}
     assert all("libcuda not found" in e["message"] for e in errors)
 
