@@ -165,10 +165,12 @@ class Device:
         activate(self)
         driver.check(driver.init().cuCtxSynchronize(), "cuCtxSynchronize")
 
-    def limits(self) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    def limits(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(max grid, max block, max threads per block) of this device."""
         a = self.attribute
-        return tuple(map(a, _MAX_GRID)), tuple(map(a, _MAX_BLOCK)), a(_MAX_THREADS)
+        gx, gy, gz = map(a, _MAX_GRID)
+        bx, by, bz = map(a, _MAX_BLOCK)
+        return (gx, gy, gz), (bx, by, bz), a(_MAX_THREADS)
 
 
 def current_device() -> Device:
