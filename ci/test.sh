@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: system tools if missing (Debian/Ubuntu), a virtual
 # environment with cudaload[nvrtc,test], Debian's libcuda 535 as a real driver without GPU, the check
-# that the generated cffi modules match headers/, then pytest.  Extra arguments go to pytest.
+# that the generated cffi modules match headers/, mypy over cudaload/, then pytest.  Extra arguments
+# go to pytest.
 #
 #   PYTHON=python3.12 bash ci/test.sh        # another interpreter (3.11 or newer)
 #   CUDALOAD_VENV=/path/venv bash ci/test.sh # another environment folder (default .venv-ci)
@@ -43,6 +44,8 @@ export CUDALOAD_TEST_LIBCUDA
 export CI="${CI:-1}"
 
 "$VENV/bin/python" ci/gen_ffi.py --check
+# The type checker over the package (settings in pyproject.toml's [tool.mypy]).
+"$VENV/bin/python" -m mypy cudaload
 
 # What pip installed must compile every CUDA header on its own, so the tests run with each CUDA
 # toolkit under /usr/local hidden: an empty read-only tmpfs over it in a private mount namespace

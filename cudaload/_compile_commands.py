@@ -60,7 +60,8 @@ def _compile_words(words) -> tuple[dict, list, list]:
     by_name = {name: (key, metavar is not None)
                for names, key, metavar, _t in _COMPILE_OPTIONS for name in names}
     own: dict = {key: [] for key in _REPEATABLE}
-    files, nvrtc = [], []
+    files: list[str] = []
+    nvrtc: list[str] = []
     words = iter(split_cli(words))  # NVRTC's "-I dir", "-D X": one word each
     for word in words:
         name, equals, value = word.partition("=")

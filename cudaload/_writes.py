@@ -122,20 +122,21 @@ class Ahead:
         self._made: tuple[int, str] | OSError | None = None
         # _thread, not threading: Thread.start() waits until the new thread runs, which costs
         # what running it here would.
-        self._done = _thread.allocate_lock()
-        self._done.acquire()
+        done = _thread.allocate_lock()
+        self._done: _thread.LockType | None = done
+        done.acquire()
         try:
-            _thread.start_new_thread(self._create, (folder,))
+            _thread.start_new_thread(self._create, (folder, done))
         except RuntimeError:  # no new threads (the interpreter is shutting down)
-            self._create(folder)
+            self._create(folder, done)
 
-    def _create(self, folder: str) -> None:
+    def _create(self, folder: str, done: _thread.LockType) -> None:
         try:
             self._made = _mkstemp(folder)
         except OSError as exc:  # raised to whoever takes the file
             self._made = exc
         finally:
-            self._done.release()
+            done.release()
 
     def take(self) -> tuple[int, str] | None:
         """(descriptor, path) of the file, now the caller's; None once taken.  Raises the

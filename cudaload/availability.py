@@ -201,9 +201,9 @@ def _probe_driver(report: dict, problems: list) -> int:
 
 
 def _probe_devices(problems: list) -> list[dict]:
-    from .launch.device import Device, device_count
+    from .launch.device import Device, visible_devices
 
-    count = device_count()
+    count = visible_devices()  # device_count() would hide why it cannot say
     if count == 0:
         problems.append(_problem("the driver initialised but reports no device",
                                  "check CUDA_VISIBLE_DEVICES (empty or invalid hides every GPU) "

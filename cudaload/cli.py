@@ -30,8 +30,11 @@ def main(argv=None) -> int:
         return _cmd_compile(argv[1:])  # nvcc's way: options before or after FILE, any NVRTC one
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["doctor"])
+    if args.report_json and args.command not in (None, "doctor"):
+        parser.error(f"--json before a command is `doctor --json`; for {args.command}, "
+                     "put its options after it")
+    if args.command is None or args.report_json:
+        args = parser.parse_args(["doctor", *(["--json"] if args.report_json else [])])
     return args.func(args) or 0
 
 
@@ -42,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="cudaload",
         description="CUDA without a link-time dependency. With no command: doctor.")
     parser.add_argument("--version", action="version", version=f"cudaload {__version__}")
+    # Its own dest: a subcommand's defaults would overwrite a shared "json" (`--json doctor`).
+    parser.add_argument("--json", dest="report_json", action="store_true",
+                        help="with no command: print the status report as JSON (doctor --json)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     doctor = sub.add_parser("doctor", allow_abbrev=False,
                             help="report whether CUDA works here, and why not "
@@ -101,7 +107,8 @@ def _cmd_demo(args) -> int:
         print(f"demo: cannot compile: {err}", file=sys.stderr)
         return 1
     major, minor = nvrtc.version()
-    target = native.arch.replace("sm_", "compute_") if native.kind == "ptx" else native.arch
+    arch = native.arch or "sm_?"  # a compiled Program always knows its arch
+    target = arch.replace("sm_", "compute_") if native.kind == "ptx" else arch
     print(f"compiled saxpy with NVRTC {major}.{minor}: PTX for compute_{oldest} "
           f"({len(ptx.code)} bytes), {native.kind.upper()} for {target} "
           f"({len(native.code)} bytes)")

@@ -25,6 +25,10 @@ __all__ = [
     "CompileError",
     "LaunchArgumentError",
     "ForkedProcessError",
+    "DriverNotFoundError",
+    "DriverLoadError",
+    "NotADriverError",
+    "DriverUnavailableError",
 ]
 
 
@@ -32,23 +36,24 @@ class CudaLoadError(Exception):
     """Base of every error cudaload raises.  ``.hint`` is the next step, "" when there is none."""
 
     _NEXT_STEP = " Next step: "  # how str() puts the hint after what happened
+    hint: str  # set from the constructor's fields, as every field below
 
     # ``message`` is positional-only: DriverError and NvrtcError keep a field of the same name.
-    def __init__(self, message: str = "", /, *, hint: str = "", **fields):
+    def __init__(self, message: str = "", /, *, hint: str = "", **fields: object) -> None:
         super().__init__(message)
         self._fields = {"hint": hint, **fields}
         for key, value in self._fields.items():
             setattr(self, key, value)
 
-    def __str__(self):
+    def __str__(self) -> str:
         what = super().__str__()
         return f"{what}{self._NEXT_STEP}{self.hint}" if self.hint else what
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple:
         return (_rebuild, (type(self), self.args[0] if self.args else "", self._fields))
 
 
-def _rebuild(cls, message, fields):
+def _rebuild(cls: type[CudaLoadError], message: str, fields: dict) -> CudaLoadError:
     err = cls.__new__(cls)
     CudaLoadError.__init__(err, message, **fields)
     return err
@@ -57,7 +62,11 @@ def _rebuild(cls, message, fields):
 class LibraryNotFoundError(CudaLoadError, OSError):
     """A CUDA library was not found.  ``.library`` names it, ``.tried`` lists every attempt."""
 
-    def __init__(self, message: str = "", *, library: str = "", tried=(), hint: str = ""):
+    library: str
+    tried: tuple[str, ...]
+
+    def __init__(self, message: str = "", *, library: str = "", tried: tuple[str, ...] | list[str] = (),
+                 hint: str = "") -> None:
         super().__init__(message, hint=hint, library=library, tried=tuple(tried))
 
 
@@ -68,13 +77,22 @@ class LibraryLoadError(LibraryNotFoundError):
 class MissingSymbolError(CudaLoadError, AttributeError):
     """The library loaded but lacks an entry point: it is too old, or not the library it claims."""
 
-    def __init__(self, message: str = "", *, library: str = "", symbol: str = "", path=None,
-                 hint: str = ""):
+    library: str
+    symbol: str
+    path: str | None
+
+    def __init__(self, message: str = "", *, library: str = "", symbol: str = "",
+                 path: str | None = None, hint: str = "") -> None:
         super().__init__(message, hint=hint, library=library, symbol=symbol, path=path)
 
 
 class CudaUnavailableError(CudaLoadError, RuntimeError):
-    """A GPU feature was used where ``cudaload.status()`` says CUDA is not available."""
+    """CUDA cannot be used in this process (``cudaload.status()`` says why): the one error a host
+    package catches to fall back to the CPU.
+
+    Every such condition raises an instance of it: no driver library, one the loader refused, a
+    failed ``cuInit``, no device, use after ``fork()``.  The subclasses below are also the error
+    callers caught before (``LibraryNotFoundError``, ``DriverError``, ...)."""
 
 
 class ForkedProcessError(CudaUnavailableError):
@@ -85,9 +103,13 @@ class DriverError(CudaLoadError, RuntimeError):
     """A CUDA driver call failed.  ``.code``, ``.name``, ``.message`` and ``.function`` say how."""
 
     _NEXT_STEP = "; "
+    code: int
+    name: str
+    function: str
+    message: str  # the driver's own words (``detail=``)
 
     def __init__(self, message: str = "", *, code: int = 0, name: str = "", function: str = "",
-                 detail: str = "", hint: str = ""):
+                 detail: str = "", hint: str = "") -> None:
         super().__init__(message, hint=hint, code=code, name=name, function=function,
                          message=detail)
 
@@ -95,8 +117,13 @@ class DriverError(CudaLoadError, RuntimeError):
 class NvrtcError(CudaLoadError, RuntimeError):
     """An NVRTC call failed.  Same fields as :class:`DriverError`."""
 
+    code: int
+    name: str
+    function: str
+    message: str
+
     def __init__(self, message: str = "", *, code: int = 0, name: str = "", function: str = "",
-                 detail: str = "", hint: str = "", **extra):
+                 detail: str = "", hint: str = "", **extra: object) -> None:
         super().__init__(message, hint=hint, code=code, name=name, function=function,
                          message=detail, **extra)
 
@@ -110,9 +137,13 @@ class CompileError(NvrtcError):
     """NVRTC rejected the source.  ``.log``, ``.source``, ``.options`` and ``.name`` say why."""
 
     _NEXT_STEP = "\nNext step: "  # after the log, the source excerpt and the options
+    log: str
+    source: str
+    options: tuple[str, ...]
 
-    def __init__(self, message: str = "", *, log: str = "", source: str = "", options=(),
-                 name: str = "", code: int = _NVRTC_ERROR_COMPILATION, hint: str = ""):
+    def __init__(self, message: str = "", *, log: str = "", source: str = "",
+                 options: tuple[str, ...] | list[str] = (), name: str = "", code: int = _NVRTC_ERROR_COMPILATION,
+                 hint: str = "") -> None:
         CudaLoadError.__init__(self, message, hint=hint, code=code, function="nvrtcCompileProgram",
                                log=log, source=source, options=tuple(options), name=name,
                                message=log)
@@ -120,3 +151,24 @@ class CompileError(NvrtcError):
 
 class LaunchArgumentError(CudaLoadError, TypeError):
     """A kernel argument does not fit its parameter.  The message names both and the signature."""
+
+
+# The forms "CUDA cannot be used here" takes, each also the error of what went wrong, so that
+# ``except cudaload.CudaUnavailableError`` and ``except LibraryNotFoundError`` (or ``OSError``,
+# ``DriverError``) both catch it.  The bindings choose one where the error is made.
+
+class DriverNotFoundError(LibraryNotFoundError, CudaUnavailableError):
+    """No CUDA driver library (libcuda) was found."""
+
+
+class DriverLoadError(LibraryLoadError, CudaUnavailableError):
+    """A CUDA driver library was found but the dynamic loader refused it."""
+
+
+class NotADriverError(MissingSymbolError, CudaUnavailableError):
+    """The file loaded as the CUDA driver lacks an entry point every driver has."""
+
+
+class DriverUnavailableError(DriverError, CudaUnavailableError):
+    """The driver loaded but cannot be used: ``cuInit`` failed, no device is visible, or the
+    device refuses this process (``.code`` and ``.name`` say which)."""

@@ -127,5 +127,6 @@ def arch_support(cc: int, nvrtc_version) -> str:
     if known is None:
         return (f"no NVRTC release cudaload knows of compiles for sm_{cc}; the newest may: "
                 f"pip install -U {_WHEELS['nvrtc']}")
+    first = known[0]
     requirement = f"{_wheel('nvrtc', first[0])}>={first[0]}.{first[1]},<{first[0] + 1}"
     return f"NVRTC {first[0]}.{first[1]} added sm_{cc}: {pip_install(requirement)}"

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
 from tests.conftest import ROOT
 
 NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1",
@@ -38,6 +39,38 @@ def test_doctor_json_is_the_status_dict():
     rep = json.loads(proc.stdout)
     assert rep["available"] is False and rep["driver"]["found"] is False
     assert len(rep["problems"]) == 2
+
+
+@pytest.mark.parametrize("args", [["--json"], ["--json", "doctor"], ["doctor", "--json"]])
+def test_json_without_a_command_is_doctor_json_with_its_exit_status(args, libcuda_535):
+    for env, status in ((NO_CUDA, 1), ({"CUDALOAD_LIBCUDA": libcuda_535}, 1)):
+        proc, doctor = cli(*args, env=env), cli("doctor", "--json", env=env)
+        assert proc.returncode == doctor.returncode == status, proc.stderr
+        rep = json.loads(proc.stdout)
+        assert rep.keys() == json.loads(doctor.stdout).keys()
+        assert rep["available"] is False and rep["problems"]
+    assert json.loads(cli(*args, env=NO_CUDA).stdout) == json.loads(
+        cli("doctor", "--json", env=NO_CUDA).stdout)
+
+
+def test_json_exits_0_where_cuda_is_available(recording_driver):
+    proc = cli("--json", env={"CUDALOAD_LIBCUDA": recording_driver})
+    assert proc.returncode == 0, proc.stdout
+    rep = json.loads(proc.stdout)
+    assert rep["available"] is True and [d["name"] for d in rep["devices"]] == ["Recording GPU"] * 2
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--json", "--bogus"], "unrecognized arguments: --bogus"),
+    (["--json", "cache", "info"], "--json before a command is `doctor --json`"),
+    (["doctor", "--jsn"], "unrecognized arguments: --jsn")])
+def test_unknown_options_are_a_usage_error_without_traceback(args, words):
+    proc = cli(*args, env=NO_CUDA)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("usage: cudaload") and words in lines[-1], proc.stderr
+    assert len(lines) == 2 and "Traceback" not in proc.stderr
 
 
 def test_doctor_with_driver_535(libcuda_535):

@@ -12,14 +12,15 @@ def test_entry_points_resolve_through_cuGetProcAddress_and_check_results(libcuda
     assert result["version"] == 12020 and result["text"] == "12.2"
     assert result["proc_address"]
     assert result["rc"] == 3
-    assert result["checked"] == {"type": "DriverError", "code": 3, "function": "cuDeviceGetCount",
+    # NOT_INITIALIZED: no CUDA work can run, so it is also a CudaUnavailableError
+    assert result["checked"] == {"type": "DriverUnavailableError", "code": 3, "function": "cuDeviceGetCount",
                                  "name": "CUDA_ERROR_NOT_INITIALIZED"}
     assert result["cached"]
 
 
 def test_cuinit_without_gpu_raises_no_device_and_remembers_it(libcuda_535):
     result = scenario_json("driver_calls", "init_twice", env={"CUDALOAD_LIBCUDA": libcuda_535})
-    expected = {"type": "DriverError", "code": 100, "name": "CUDA_ERROR_NO_DEVICE",
+    expected = {"type": "DriverUnavailableError", "code": 100, "name": "CUDA_ERROR_NO_DEVICE",
                 "function": "cuInit"}
     assert result["errors"] == [expected] * 3
     assert result["describe"] == ["CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"]

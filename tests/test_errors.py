@@ -31,6 +31,15 @@ SAMPLES = [
                        hint="check `nvidia-smi`"),
     errors.CompileError("k.cu: compilation failed", log="x", hint="fix the option"),
     errors.ForkedProcessError("used after fork().", hint="start workers with 'spawn'"),
+    errors.DriverNotFoundError("libcuda not found; tried x.", library="cuda", tried=["x"],
+                               hint="install the NVIDIA driver"),
+    errors.DriverLoadError("libcuda was found but could not be loaded", library="cuda",
+                           tried=["/x (CUDALOAD_LIBCUDA): is a directory"], hint="check it"),
+    errors.NotADriverError("/x loaded but lacks cuInit", library="cuda", symbol="cuInit",
+                           path="/x", hint="point CUDALOAD_LIBCUDA at libcuda.so.1"),
+    errors.DriverUnavailableError("cuInit failed: CUDA_ERROR_NO_DEVICE (100): none", code=100,
+                                  name="CUDA_ERROR_NO_DEVICE", function="cuInit", detail="none",
+                                  hint="check `nvidia-smi`"),
 ]
 
 
@@ -103,6 +112,13 @@ def test_fields_are_what_the_constructor_was_given():
     (errors.NvrtcError, (errors.CudaLoadError, RuntimeError)),
     (errors.CompileError, (errors.NvrtcError,)),
     (errors.LaunchArgumentError, (errors.CudaLoadError, TypeError)),
+    (errors.DriverNotFoundError, (errors.LibraryNotFoundError, OSError,
+                                  errors.CudaUnavailableError, RuntimeError)),
+    (errors.DriverLoadError, (errors.LibraryLoadError, errors.LibraryNotFoundError, OSError,
+                              errors.CudaUnavailableError)),
+    (errors.NotADriverError, (errors.MissingSymbolError, AttributeError,
+                              errors.CudaUnavailableError)),
+    (errors.DriverUnavailableError, (errors.DriverError, errors.CudaUnavailableError)),
 ])
 def test_hierarchy_keeps_standard_except_clauses_working(cls, bases):
     for base in bases:
@@ -113,3 +129,33 @@ def test_compile_error_default_code_is_nvrtc_error_compilation():
     from cudaload.bindings._nvrtc_ffi import ffi
 
     assert errors.CompileError("x").code == ffi.integer_const("NVRTC_ERROR_COMPILATION")
+
+
+@pytest.mark.parametrize("err", [e for e in SAMPLES if isinstance(e, errors.CudaUnavailableError)],
+                         ids=lambda e: type(e).__name__)
+def test_an_unavailable_error_is_caught_by_the_one_except_and_by_its_old_class(err):
+    back = pickle.loads(pickle.dumps(err))
+    for caught in (err, back):
+        with pytest.raises(errors.CudaUnavailableError):
+            raise caught
+    old = {errors.DriverNotFoundError: OSError, errors.DriverLoadError: errors.LibraryLoadError,
+           errors.NotADriverError: errors.MissingSymbolError,
+           errors.DriverUnavailableError: errors.DriverError}.get(type(err))
+    if old is not None:
+        with pytest.raises(old):
+            raise back
+
+
+def test_unavailable_driver_errors_keep_the_driver_fields_and_format():
+    err = SAMPLES[-1]
+    assert (err.code, err.name, err.function, err.message) == (100, "CUDA_ERROR_NO_DEVICE",
+                                                               "cuInit", "none")
+    assert str(err) == "cuInit failed: CUDA_ERROR_NO_DEVICE (100): none; check `nvidia-smi`"
+    assert SAMPLES[-4].errno is None and SAMPLES[-4].tried == ("x",)  # still an OSError
+
+
+def test_no_error_of_the_nvrtc_or_launch_side_is_unavailable():
+    for cls in (errors.NvrtcError, errors.CompileError, errors.LaunchArgumentError,
+                errors.LibraryNotFoundError, errors.LibraryLoadError, errors.MissingSymbolError,
+                errors.DriverError):
+        assert not issubclass(cls, errors.CudaUnavailableError), cls

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
 from tests.conftest import ROOT, scenario_json
 
 EXAMPLE = os.path.join(ROOT, "examples", "gpuops")
@@ -49,3 +50,25 @@ def test_the_fallback_refuses_what_the_gpu_path_refuses_and_typed_bytes_stay_typ
               "CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
     assert "does not broadcast" in out["broadcast"] and "does not broadcast" in out["promote"]
     assert "float16, float32 and float64, not int8" in out["int8"]
+
+
+def test_in_a_child_forked_after_cuda_was_used_ops_fall_back_to_numpy(recording_driver):
+    out = scenario_json("gpuops_fallback", "forked_child",
+                        env={"PYTHONPATH": f"{EXAMPLE}{os.pathsep}{ROOT}",
+                             "CUDALOAD_LIBCUDA": recording_driver})
+    assert out["parent"] == ["cuda", "Recording GPU (sm_90)"]
+    child = out["child"]
+    assert child["right"] and child["backend"][0] == "numpy"
+    assert len(child["warnings"]) == 1 and "fork()" in child["warnings"][0]
+
+
+def test_the_fallback_catches_exactly_cudaloads_unavailable_error():
+    # The pattern the package documents for host packages: nothing broader, nothing narrower.
+    import re
+
+    clauses = []
+    for name in sorted(os.listdir(os.path.join(EXAMPLE, "gpuops"))):
+        if name.endswith(".py"):
+            with open(os.path.join(EXAMPLE, "gpuops", name)) as f:
+                clauses += re.findall(r"except\s+([^:]*cudaload[^:]*):", f.read())
+    assert clauses and set(clauses) == {"cudaload.CudaUnavailableError as err"}, clauses

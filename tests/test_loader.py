@@ -14,7 +14,7 @@ def load_twice(which: str = "driver", **env) -> list:
 
 def test_libcuda_path_that_does_not_exist_is_not_found():
     first, second = load_twice(CUDALOAD_LIBCUDA=NOWHERE)
-    assert first["type"] == "LibraryNotFoundError"
+    assert first["type"] == "DriverNotFoundError"  # a LibraryNotFoundError and unavailable
     assert first["library"] == "cuda" and first["oserror"]
     assert first["tried"] == [f"{NOWHERE} (CUDALOAD_LIBCUDA): not found"]
     assert "CUDALOAD_LIBCUDA" in first["message"] and "Next step" in first["message"]
@@ -23,14 +23,14 @@ def test_libcuda_path_that_does_not_exist_is_not_found():
 
 def test_libcuda_that_is_not_a_shared_library_fails_to_load(text_file):
     first, _ = load_twice(CUDALOAD_LIBCUDA=text_file)
-    assert first["type"] == "LibraryLoadError"
+    assert first["type"] == "DriverLoadError"
     assert first["tried"][0].startswith(f"{text_file} (CUDALOAD_LIBCUDA): ")
     assert "found but could not be loaded" in first["message"]
 
 
 def test_libcuda_that_is_a_directory_fails_to_load(tmp_path):
     first, _ = load_twice(CUDALOAD_LIBCUDA=str(tmp_path))
-    assert first["type"] == "LibraryLoadError"
+    assert first["type"] == "DriverLoadError"
     assert "is a directory" in first["tried"][0]
     assert "Next step: check that the file is NVIDIA's libcuda.so.1" in first["message"]
 
@@ -48,7 +48,7 @@ def test_each_way_of_failing_names_its_own_next_step(tmp_path, no_symbols_librar
 
 def test_shared_library_without_driver_symbols_is_missing_symbol(no_symbols_library):
     first, second = load_twice(CUDALOAD_LIBCUDA=no_symbols_library)
-    assert first["type"] == "MissingSymbolError"
+    assert first["type"] == "NotADriverError"  # a MissingSymbolError and unavailable
     assert first["symbol"] == "cuInit" and first["library"] == "cuda"
     assert no_symbols_library in first["message"]
     assert second == first
@@ -99,4 +99,4 @@ def test_concurrent_first_use_loads_once():
 
 def test_concurrent_failures_share_one_remembered_error():
     result = scenario_json("library_loads", "at_once", "driver", env={"CUDALOAD_LIBCUDA": NOWHERE})
-    assert result == {"n": 16, "distinct": 1, "types": ["LibraryNotFoundError"]}
+    assert result == {"n": 16, "distinct": 1, "types": ["DriverNotFoundError"]}

@@ -28,7 +28,10 @@ def probe(which: str, path: str, compile_too: bool = False) -> dict:
     assert proc.returncode == 0, (
         f"loading {path} as {which} killed the interpreter "
         f"({_signal(proc.returncode)}):\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "mro" in result:
+        result["which"] = which
+    return result
 
 
 def _signal(rc: int) -> str:
@@ -39,8 +42,10 @@ def _signal(rc: int) -> str:
 
 def assert_typed(result: dict, kind: str, *words: str) -> None:
     assert "loaded" not in result, result
-    assert result["type"] == kind, result
+    assert kind in result["mro"], result
     assert "CudaLoadError" in result["mro"]
+    # Without a driver CUDA cannot be used at all; without NVRTC only compiling stops.
+    assert ("CudaUnavailableError" in result["mro"]) == (result["which"] == "driver"), result
     assert "Next step" in result["message"], result["message"]
     for word in words:
         assert word in result["message"], (word, result["message"])

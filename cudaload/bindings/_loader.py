@@ -16,9 +16,12 @@ libnvrtc
      here, only now: importing it costs tens of milliseconds.
 
 Each library is loaded once per process under a lock.  A failure is remembered and raised again on
-each later use (until :func:`forget_failures`), listing every place tried; "not found" (:class:`LibraryNotFoundError`), "found but
-refused by the loader" (:class:`LibraryLoadError`) and "loaded but not the library, or too old"
-(:class:`MissingSymbolError`) stay distinct.
+each later use (until :func:`forget_failures`), listing every place tried; "not found"
+(:class:`LibraryNotFoundError`), "found but refused by the loader" (:class:`LibraryLoadError`) and
+"loaded but not the library, or too old" (:class:`MissingSymbolError`) stay distinct.  For the
+driver each is also a :class:`CudaUnavailableError` (``DriverNotFoundError``, ``DriverLoadError``,
+``NotADriverError``): without it CUDA cannot be used at all, while a missing NVRTC only stops
+compiling.
 
 Layer 1, bindings: may import the foundation and bindings.
 """
@@ -31,7 +34,8 @@ import stat
 import sys
 
 from .. import _log
-from ..errors import CudaLoadError, LibraryLoadError, LibraryNotFoundError, MissingSymbolError
+from ..errors import (CudaLoadError, DriverLoadError, DriverNotFoundError, LibraryLoadError,
+                      LibraryNotFoundError, MissingSymbolError, NotADriverError)
 
 __all__ = ["Library", "driver", "nvrtc", "loaded", "forget_failures", "driver_candidates"]
 
@@ -218,11 +222,12 @@ def _load(name: str, remembered: str | None = None) -> Library:
     label = "libcuda" if name == "cuda" else "libnvrtc"
     listing = "; ".join(attempts)
     if refused:
-        raise LibraryLoadError(f"{label} was found but could not be loaded: {listing}.",
-                               hint=_HINTS[name, LibraryLoadError], library=name, tried=attempts)
-    raise LibraryNotFoundError(f"{label} not found; tried {listing}.",
-                               hint=_HINTS[name, LibraryNotFoundError], library=name,
-                               tried=attempts)
+        refusal = DriverLoadError if name == "cuda" else LibraryLoadError
+        raise refusal(f"{label} was found but could not be loaded: {listing}.",
+                      hint=_HINTS[name, LibraryLoadError], library=name, tried=attempts)
+    absence = DriverNotFoundError if name == "cuda" else LibraryNotFoundError
+    raise absence(f"{label} not found; tried {listing}.",
+                  hint=_HINTS[name, LibraryNotFoundError], library=name, tried=attempts)
 
 
 def _not_a_file(path: str) -> str | None:
@@ -307,13 +312,15 @@ def _check_symbols(name: str, ffi, lib, path: str) -> None:
             getattr(lib, symbol)
         except (AttributeError, ffi.error):  # ABI-mode cffi raises ffi.error for an absent symbol
             label = "the CUDA driver" if name == "cuda" else "NVRTC"
-            raise _missing(name, path, symbol, f"it is not {label}, or far too old") from None
+            # Without a symbol every driver has, the file is no driver: CUDA is unavailable.
+            raise _missing(name, path, symbol, f"it is not {label}, or far too old",
+                           NotADriverError if name == "cuda" else MissingSymbolError) from None
 
 
-def _missing(name: str, path: str, symbol: str, why: str) -> MissingSymbolError:
-    return MissingSymbolError(f"{path} loaded but lacks {symbol}: {why}.",
-                              hint=_HINTS[name, MissingSymbolError], library=name, symbol=symbol,
-                              path=path)
+def _missing(name: str, path: str, symbol: str, why: str,
+             cls: type[MissingSymbolError] = MissingSymbolError) -> MissingSymbolError:
+    return cls(f"{path} loaded but lacks {symbol}: {why}.", hint=_HINTS[name, MissingSymbolError],
+               library=name, symbol=symbol, path=path)
 
 
 def _real_path(path: str) -> str:

@@ -5,7 +5,10 @@
 declaration whatever newer variants the driver has), falling back to the exported symbol on drivers
 without ``cuGetProcAddress``.  A symbol the driver lacks raises :class:`MissingSymbolError` only when
 that entry point is first used.  ``init()`` runs ``cuInit`` once and remembers a failure.
-``error()`` turns a failed call's ``CUresult`` into the :class:`DriverError` that says what to do.
+``error()`` turns a failed call's ``CUresult`` into the :class:`DriverError` that says what to do;
+where the code means CUDA cannot be used in this process at all (any failed ``cuInit``, no
+device, a device that refuses this process) it is a :class:`DriverUnavailableError`, which is
+also a :class:`CudaUnavailableError`.
 
 Layer 1, bindings: may import the foundation and bindings.
 """
@@ -17,10 +20,11 @@ import threading
 
 from . import _loader
 from .. import lifetime
-from ..errors import CudaLoadError, DriverError, ForkedProcessError, MissingSymbolError
+from ..errors import (CudaLoadError, DriverError, DriverUnavailableError, ForkedProcessError,
+                      MissingSymbolError)
 
-__all__ = ["api", "init", "call", "check", "describe", "error", "version", "forget_load_failure",
-           "HEADER_CUDA_VERSION"]
+__all__ = ["api", "init", "call", "check", "describe", "error", "unavailable_code", "version",
+           "forget_load_failure", "HEADER_CUDA_VERSION"]
 
 HEADER_CUDA_VERSION = 13000  # headers/cuda.h is transcribed from CUDA 13.0
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
@@ -94,25 +98,31 @@ def api() -> Driver:
 
 
 def init() -> Driver:
-    """The driver after a successful ``cuInit(0)``; the first failure is remembered and re-raised."""
+    """The driver after a successful ``cuInit(0)``; the first failure is remembered and re-raised.
+    Raises :class:`CudaUnavailableError` (the loader's errors, a failed ``cuInit``, after fork)."""
     global _init_result
     if lifetime.forked():
         raise ForkedProcessError(
             "CUDA was initialised in the parent process and cannot be used after fork().",
             hint="start workers with the 'spawn' method "
                  "(multiprocessing.set_start_method('spawn') or get_context('spawn')).")
-    if _init_result is not True:
-        with _init_lock:
-            if _init_result is None:
-                try:
-                    check(api().cuInit(0), "cuInit")
-                    _init_result = True
-                    lifetime.mark_unforkable()
-                except CudaLoadError as err:
-                    _init_result = err
-    if _init_result is not True:
+    if _init_result is True and _api is not None:
+        return _api
+    with _init_lock:
+        if _init_result is None:
+            try:
+                rc = api().cuInit(0)
+                if rc:
+                    # Whatever the code, cuInit answers the same for the life of the process
+                    # (and is remembered here): CUDA is unavailable, as is_available() says.
+                    raise error(int(rc), "cuInit", unavailable=True)
+                _init_result = True
+                lifetime.mark_unforkable()
+            except CudaLoadError as err:
+                _init_result = err
+    if isinstance(_init_result, CudaLoadError):
         raise _init_result.with_traceback(None)
-    return _api
+    return api()
 
 
 def forget_load_failure() -> None:
@@ -163,15 +173,53 @@ _HINTS = {
         "a kernel touched memory it does not own; the context is now unusable: restart the process"),
     "CUDA_ERROR_LAUNCH_FAILED": "a kernel faulted; the context is now unusable: restart the process",
     "CUDA_ERROR_NOT_INITIALIZED": "cuInit has not succeeded in this process",
+    "CUDA_ERROR_STUB_LIBRARY": (
+        "this libcuda is the toolkit's link stub: install the NVIDIA driver, or point "
+        "CUDALOAD_LIBCUDA at its libcuda.so.1"),
+    "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": (
+        "libcuda and the kernel module are of different driver releases: reboot after a driver "
+        "upgrade, or reinstall the driver"),
+    "CUDA_ERROR_DEVICE_UNAVAILABLE": (
+        "the GPU is in exclusive-process or prohibited compute mode (`nvidia-smi -q -d COMPUTE`) "
+        "and not free for this process"),
 }
 
+# Codes that mean no CUDA work can run in this process whichever call returns them: no device,
+# a driver that cannot serve it, a device that refuses it (compute mode, MPS).  Out of memory,
+# a kernel fault, a missing entry point or a bad argument are not among them.
+_UNAVAILABLE_NAMES = (
+    "CUDA_ERROR_NO_DEVICE", "CUDA_ERROR_STUB_LIBRARY", "CUDA_ERROR_NOT_INITIALIZED",
+    "CUDA_ERROR_DEINITIALIZED", "CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA_ERROR_DEVICE_NOT_LICENSED",
+    "CUDA_ERROR_SYSTEM_NOT_READY", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "CUDA_ERROR_MPS_CONNECTION_FAILED",
+    "CUDA_ERROR_MPS_SERVER_NOT_READY", "CUDA_ERROR_MPS_MAX_CLIENTS_REACHED",
+    "CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED")
+_unavailable_codes: frozenset[int] | None = None
+_UNAVAILABLE_HINT = ("check `nvidia-smi`; after a driver upgrade, reboot (kernel module and "
+                     "library must match); `cudaload doctor` reports the rest")
 
-def error(code: int, function: str) -> DriverError:
+
+def unavailable_code(code: int) -> bool:
+    """Whether a failed call's ``code`` means CUDA cannot be used in this process at all."""
+    global _unavailable_codes
+    if _unavailable_codes is None:
+        from ._cuda_ffi import ffi
+
+        _unavailable_codes = frozenset(map(ffi.integer_const, _UNAVAILABLE_NAMES))
+    return code in _unavailable_codes
+
+
+def error(code: int, function: str, *, unavailable: bool | None = None) -> DriverError:
     """The :class:`DriverError` for a failed driver call, in the driver's own words where it can
-    say them, with the next step for the codes that need one."""
+    say them, with the next step for the codes that need one: a :class:`DriverUnavailableError`
+    when ``unavailable`` (default: when :func:`unavailable_code` says so)."""
     name, text = describe(code)
-    return DriverError(f"{function} failed: {name} ({code}): {text}", code=code, name=name,
-                       function=function, detail=text, hint=_HINTS.get(name, ""))
+    if unavailable is None:
+        unavailable = unavailable_code(code)
+    hint = _HINTS.get(name, _UNAVAILABLE_HINT if unavailable else "")
+    cls = DriverUnavailableError if unavailable else DriverError
+    return cls(f"{function} failed: {name} ({code}): {text}", code=code, name=name,
+               function=function, detail=text, hint=hint)
 
 
 def version() -> int:

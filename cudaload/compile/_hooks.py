@@ -14,11 +14,15 @@ from __future__ import annotations
 
 __all__ = ["provide", "current_arch", "load"]
 
-_current_arch = None
-_load = None
+TYPE_CHECKING = False  # mypy reads it as true; importing typing would cost the import its budget
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+_current_arch: Callable[[], int] | None = None
+_load: Callable[[object], object] | None = None
 
 
-def provide(current_arch, load) -> None:
+def provide(current_arch: Callable[[], int], load: Callable[[object], object]) -> None:
     """Install the launch side's ``current_arch() -> int`` and ``load(ObjectCode) -> Module``."""
     global _current_arch, _load
     _current_arch, _load = current_arch, load
@@ -26,9 +30,13 @@ def provide(current_arch, load) -> None:
 
 def current_arch() -> int:
     """Compute capability of the current device, e.g. 90.  Raises CudaLoadError without one."""
+    if _current_arch is None:
+        raise RuntimeError("cudaload.compile used before the package provided its hooks")
     return _current_arch()
 
 
-def load(code):
+def load(code):  # -> the launch side's Module, a layer this one may not name
     """The Module holding ``code``, loaded once for all copies of it."""
+    if _load is None:
+        raise RuntimeError("cudaload.compile used before the package provided its hooks")
     return _load(code)

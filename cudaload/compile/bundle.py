@@ -134,15 +134,15 @@ class Bundle:
         if not entries:
             return None
         want = parse_arch(arch)
-        digest = (digest or program._bundle_digest()).hex()
-        entry = entries.get((digest, "cubin", want.sm()))
+        key = (digest or program._bundle_digest()).hex()
+        entry = entries.get((key, "cubin", want.sm()))
         if entry is None and not want[1] and output == "auto":
             usable = [parse_arch(a) for d, k, a in entries
-                      if d == digest and k == "cubin"]
+                      if d == key and k == "cubin"]
             usable = [a for a in usable if not a[1] and a.number // 10 == want.number // 10
                       and a.number < want.number]
             if usable:
-                entry = entries[(digest, "cubin", max(usable).sm())]
+                entry = entries[(key, "cubin", max(usable).sm())]
         if entry is None:
             return None
         start = entry["offset"]

@@ -195,25 +195,28 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     certain = True
     seen: set = set()
     # (scan() of a text, folder of the including file, index in dirs where it was found or -1)
-    pending = [(found, os.path.dirname(os.path.join(cwd, name)), -1)]
+    pending: list[tuple[tuple[tuple[tuple[str, bool, str], ...], bool], str, int]] = [
+        (found, os.path.dirname(os.path.join(cwd, name)), -1)]
     # Every in-memory header is scanned, reached or not: one a toolchain header includes is not
     # seen when toolchain headers are not followed.
     for header_name, text in headers.items():
         pending.append((scan(text), os.path.dirname(os.path.join(cwd, header_name)), -1))
-    pending.append((([("include", True, f) for f in pre_included], False), cwd, -1))
+    pending.append(((tuple(("include", True, f) for f in pre_included), False), cwd, -1))
 
     while pending:
-        (found, computed), here, index = pending.pop()
+        (includes, computed), here, index = pending.pop()
         certain = certain and not computed
-        for kind, quoted, include in found:
+        for kind, quoted, include in includes:
             if include in headers and kind != "include_next":
                 continue  # NVRTC takes the in-memory header, scanned above
+            candidates: list[tuple[str | None, int]]
             if os.path.isabs(include):
                 candidates = [(None, -1)]
             else:
                 start = index + 1 if kind == "include_next" and index >= 0 else 0
-                candidates = ([(here, -1)] if quoted and (kind != "include_next" or index < 0)
-                              else []) + [(dirs[i], i) for i in range(start, len(dirs))]
+                candidates = [(here, -1)] if quoted and (kind != "include_next" or index < 0) \
+                    else []
+                candidates += [(dirs[i], i) for i in range(start, len(dirs))]
             for folder, where in candidates:
                 path = os.path.normpath(include if folder is None else os.path.join(folder, include))
                 toolchain = (0 <= where and where >= n_user) or (
@@ -272,7 +275,7 @@ def _look(path: str, include: str) -> tuple[str, bytes | None, tuple]:
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR):
             return "absent", None, ("error", exc.errno)
-        return f"error:{errno.errorcode.get(exc.errno, exc.errno)}", None, ("error", exc.errno)
+        return f"error:{errno.errorcode.get(exc.errno or 0, exc.errno)}", None, ("error", exc.errno)
     except ValueError:  # a NUL in the name: no file can have it
         return "absent", None, ("error", errno.ENOENT)
     if stat.S_ISDIR(st.st_mode):
@@ -287,7 +290,7 @@ def _look(path: str, include: str) -> tuple[str, bytes | None, tuple]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
-        return f"error:{errno.errorcode.get(exc.errno, exc.errno)}", None, ("error", exc.errno)
+        return f"error:{errno.errorcode.get(exc.errno or 0, exc.errno)}", None, ("error", exc.errno)
     with os.fdopen(fd, "rb") as f:
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode):  # swapped for something else since the stat

@@ -184,7 +184,8 @@ def parse_arch(arch) -> Arch:
 def include_inputs(options) -> tuple[list[str], list[str]]:
     """(folders NVRTC searches for includes, files it includes before the source) named by an
     option list, in order: what besides the source can change what NVRTC compiles."""
-    folders, first = [], []
+    folders: list[str] = []
+    first: list[str] = []
     for option in options:
         for prefix, into in (("--include-path=", folders), ("-I", folders),
                              ("--pre-include=", first), ("-include=", first)):

@@ -209,7 +209,7 @@ def _still_valid(entry) -> bool:
 
 def _from_record(record: dict) -> Toolchain | None:
     entry = _entries(record).get(_selector())
-    if not _still_valid(entry):
+    if entry is None or not _still_valid(entry):
         return None
     headers = []
     for name, path, ident in entry["headers"]:
@@ -226,7 +226,7 @@ def _probe() -> Toolchain:
     record = _read_record() if cache.default().usable else {}
     known = _entries(record).get(_selector())
     try:
-        remembered = known["path"] if _still_valid(known) else None
+        remembered = known["path"] if known and _still_valid(known) else None
     except (KeyError, TypeError):
         remembered = None
     # Remembered header folders are reused only with the NVRTC they were chosen for, and only
@@ -243,7 +243,7 @@ def _probe() -> Toolchain:
     if finding is not None:
         headers = _choose_headers(finding(), path, nvrtc.version())
     # Taken from the record, NVRTC keeps the description of where it was first found.
-    found_via = known.get("found_via") if remembered and path == remembered else None
+    found_via = known.get("found_via") if known and remembered and path == remembered else None
     tc = Toolchain(path, nvrtc.version(), build, tuple(nvrtc.supported_archs()), headers,
                    found_via or library.found_via)
     _log_choice(tc, "header folders searched for" if finding is not None
@@ -276,6 +276,8 @@ def _fingerprint(path: str) -> str:
 def _known_headers(known: dict | None) -> tuple | None:
     """The header folders remembered with this environment's NVRTC, when every one of them was
     found and is unchanged."""
+    if known is None:
+        return None
     try:
         entries = known["headers"]
         if not entries or any(path is None or _header_identity(name, path) != ident

@@ -29,6 +29,9 @@ class _Declarator(str):
     """A function or array type, ``float(float)`` or ``int[4]``, with its parts kept to write a
     pointer or reference to it: ``float (*)(float)``, ``int (&)[4]``."""
 
+    head: str
+    tail: str
+
     def __new__(cls, head: str, tail: str):
         self = super().__new__(cls, head + tail)
         self.head, self.tail = head, tail
@@ -42,7 +45,9 @@ class _Demangler:
     """Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name."""
 
     def __init__(self, text: str):
-        self.s, self.i, self.subs, self.targs = text, 0, [], []
+        self.s, self.i = text, 0
+        self.subs: list[str] = []
+        self.targs: list[str] = []
         self.made = 0  # characters built so far, bounded by MAX_CHARS
 
     def built(self, text: str) -> str:
@@ -220,7 +225,7 @@ class _Demangler:
             raise ValueError("not a mangled name")
         if self.peek() == "N":
             self.take()
-            parts = []
+            parts: list[str] = []
             while self.peek() != "E":
                 if self.peek() == "I":
                     self.candidate("::".join(parts))

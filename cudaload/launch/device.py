@@ -14,8 +14,10 @@ import threading
 from ..bindings import driver
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
+from ..errors import DriverUnavailableError
 
-__all__ = ["Device", "device_count", "current_device", "current_arch", "activate"]
+__all__ = ["Device", "device_count", "visible_devices", "current_device", "current_arch",
+           "activate"]
 
 _lock = threading.Lock()
 _devices: dict[int, Device] = {}
@@ -28,24 +30,48 @@ _MAX_BLOCK = tuple(map(_const, ("CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X",
                                 "CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y",
                                 "CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z")))
 _MAX_THREADS = _const("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK")
+_NO_DEVICE = _const("CUDA_ERROR_NO_DEVICE")
 
 
 def device_count() -> int:
-    """Number of visible CUDA devices.  Raises the driver's errors (no driver, no device)."""
+    """Number of visible CUDA devices: 0 where CUDA is unavailable (``status()`` says why), as
+    PyTorch's.  Never raises."""
+    try:
+        return visible_devices()
+    except Exception:  # no driver, a failed cuInit, after fork: is_available() is False too
+        return 0
+
+
+def visible_devices() -> int:
+    """Number of visible CUDA devices, 0 included.  Raises :class:`CudaUnavailableError` where
+    CUDA is unavailable, the driver's errors when it cannot say."""
     drv = driver.init()
     out = drv.ffi.new("int *")
     driver.check(drv.cuDeviceGetCount(out), "cuDeviceGetCount")
     return out[0]
 
 
+def _none_visible() -> DriverUnavailableError:
+    # cuInit succeeded yet nothing is visible: as unavailable as cuInit's NO_DEVICE, with its
+    # code, so callers that look at .name see the same either way.
+    name, text = driver.describe(_NO_DEVICE)
+    return DriverUnavailableError(
+        f"no CUDA device is visible: cuDeviceGetCount reports 0 ({name}: {text})",
+        code=_NO_DEVICE, name=name, function="cuDeviceGetCount", detail=text,
+        hint="check CUDA_VISIBLE_DEVICES (empty or invalid hides every GPU) and `nvidia-smi`")
+
+
 class Device:
-    """One GPU, by ordinal; ``Device(i)`` is the same object each time.  Raises ``ValueError``."""
+    """One GPU, by ordinal; ``Device(i)`` is the same object each time.  Raises ``ValueError``
+    for an ordinal that does not exist, :class:`CudaUnavailableError` where none does."""
 
     def __new__(cls, ordinal: int = 0):
         dev = _devices.get(ordinal)
         if dev is not None:
             return dev
-        count = device_count()
+        count = visible_devices()
+        if count <= 0:
+            raise _none_visible()
         if not isinstance(ordinal, int) or not 0 <= ordinal < count:
             raise ValueError(f"no CUDA device {ordinal!r}: {count} visible (0..{count - 1})")
         with _lock:
@@ -142,7 +168,9 @@ class Device:
     def limits(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(max grid, max block, max threads per block) of this device."""
         a = self.attribute
-        return tuple(map(a, _MAX_GRID)), tuple(map(a, _MAX_BLOCK)), a(_MAX_THREADS)
+        gx, gy, gz = map(a, _MAX_GRID)
+        bx, by, bz = map(a, _MAX_BLOCK)
+        return (gx, gy, gz), (bx, by, bz), a(_MAX_THREADS)
 
 
 def current_device() -> Device:
@@ -177,7 +205,7 @@ class _Generation:
 generation = _Generation()
 
 
-def activate(device: Device | None = None, *, owning: bool = False):
+def activate(device: Device | None = None, *, owning: bool = False) -> driver.Driver:
     """Bind ``device``'s (default: the thread's) primary context in this thread; return the driver.
 
     The bound context is remembered per thread, so binding it again costs no driver call.  With
@@ -224,6 +252,8 @@ def _after_fork_in_child() -> None:
     # Cached launch state must take the slow path, which calls driver.init() and so raises
     # ForkedProcessError instead of calling into a driver the child cannot use.
     generation.value += 1
+    if lifetime.forked():
+        _devices.clear()  # Device(i) asks the driver again, and so raises ForkedProcessError too
 
 
 lifetime.on_fork_in_child(_after_fork_in_child)

@@ -15,6 +15,10 @@ from .device import Device, activate
 from ._foreign import stream_handle as handle_of
 from ._residency import pin, unpin
 
+TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = ["Graph", "capture"]
 
 _MODES = {mode: _cuda_ffi.integer_const(name) for mode, name in (
@@ -39,6 +43,8 @@ class Graph:
     """A captured graph; ``launch(stream)`` replays it (instantiated on first launch).
 
     Raises :class:`DriverError` when instantiation or launch fails."""
+
+    _launch: Callable[..., int]  # the driver's cuGraphLaunch, bound by instantiate()
 
     def __init__(self, device: Device):
         self.device = device

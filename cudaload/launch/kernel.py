@@ -309,7 +309,7 @@ def _constant(dims) -> bool:
 
 def _dims(value, what: str) -> tuple[int, int, int]:
     try:
-        dims = (integer(value, what), 1, 1)
+        dims: tuple[int, ...] = (integer(value, what), 1, 1)
     except TypeError:
         try:
             dims = tuple(integer(v, what) for v in value)
@@ -321,7 +321,7 @@ def _dims(value, what: str) -> tuple[int, int, int]:
         dims += (1,) * (3 - len(dims))
     if min(dims) < 1:
         raise ValueError(f"{what} dimensions must be at least 1, not {value!r}")
-    return dims
+    return dims[0], dims[1], dims[2]
 
 
 def _driver_layout(func):
@@ -356,6 +356,8 @@ class Kernel(functools.partial):
 
     def __new__(cls, module, name: str, signature: str | None = None):
         return cls._wrap(_Core(module, name, signature=signature))
+
+    _core: _Core
 
     @classmethod
     def _wrap(cls, core: _Core):

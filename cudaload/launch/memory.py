@@ -52,7 +52,7 @@ class DeviceBuffer:
         self.ptr = int(ptr)
         self.nbytes = int(nbytes)
         self.device = device
-        self._finalizer = None
+        self._finalizer: weakref.finalize | None = None
         self._owner = owner  # keeps what the view points into alive
 
     def __repr__(self) -> str:

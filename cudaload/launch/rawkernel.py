@@ -8,6 +8,7 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 
 from __future__ import annotations
 
+from ..bindings import driver
 from .kernel import Kernel, _Core
 from ..compile.program import Program
 
@@ -24,6 +25,9 @@ class _RawCore(_Core):
 
     def _loaded(self):
         if self._module is None:
+            # A module needs the driver: say CUDA is unavailable before compiling for nothing
+            # (and before a missing NVRTC could be the error reported instead).
+            driver.init()
             with self._lock:
                 if self._module is None:
                     program = Program(self._source, options=self._options,

@@ -116,14 +116,15 @@ def build_params(types, layout, names=None) -> tuple[Param, ...]:
         raise LaunchArgumentError(
             "the kernel's parameter types are unknown: pass signature='...' to get_kernel, use a "
             "name expression, or use a driver with CUDA 12.4+ (it reports the layout)")
-    params, offset = [], 0
+    made: list[Param] = []
+    offset = 0
     for i, ctype in enumerate(types):
         kind, code = classify(ctype)
         size = _natural(kind, code, ctype)
         offset = (offset + size - 1) // size * size
-        params.append(Param(i, offset, size, ctype, names[i]))
+        made.append(Param(i, offset, size, ctype, names[i]))
         offset += size
-    return tuple(params)
+    return tuple(made)
 
 
 def describe_signature(name: str, params) -> str:

@@ -37,6 +37,8 @@ class Stream:
     ``Stream()`` creates a non-blocking stream on the thread's device; ``Stream.from_handle``
     wraps one another library owns.  Raises :class:`DriverError`."""
 
+    _finalizer: weakref.finalize | None
+
     def __init__(self, device=None, *, priority: int | None = None, non_blocking: bool = True):
         self.device = as_device(device)
         drv = activate(self.device, owning=True)

@@ -156,6 +156,8 @@ def test_sticky_error_is_reported_and_a_new_process_works():
     assert name in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED")
     assert "restart the process" in message
     assert out["after"] is not None  # sticky: the context stays unusable, and says so
+    # a fault is the program's, not "no CUDA here": a host package must not fall back silently
+    assert out["fault_unavailable"] is False and out["after_unavailable"] is False
     fresh = scenario_json("gpu_faults", "launch_once")
     assert fresh == 5
 
@@ -167,6 +169,7 @@ def test_out_of_memory_is_a_driver_error_and_recoverable():
             cudaload.alloc(nbytes)
         assert info.value.name == "CUDA_ERROR_OUT_OF_MEMORY"
         assert "free device memory" in str(info.value)
+        assert not isinstance(info.value, cudaload.CudaUnavailableError)
     cudaload.alloc(1 << 20).memset(0)  # the context is fine afterwards
 
 

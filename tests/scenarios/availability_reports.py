@@ -34,7 +34,7 @@ def _device_count_refused() -> None:
                                  code=999, name="CUDA_ERROR_UNKNOWN", function="cuDeviceGetCount",
                                  detail="unknown", hint="reseat the GPU in its slot")
 
-    device.device_count = refuse
+    device.visible_devices = refuse  # what the report asks: device_count() never raises
 
 
 BREAKS = {"nvrtc_version_raises": _nvrtc_version_raises, "no_cffi": _no_cffi,

@@ -46,7 +46,8 @@ def freed_buffer() -> None:
 
 
 def sticky_fault() -> None:
-    """The DriverError of a faulting kernel, and what an allocation raises after it."""
+    """The DriverError of a faulting kernel, and what an allocation raises after it, each with
+    whether it is a CudaUnavailableError."""
     import cudaload
     from cudaload.errors import DriverError
     from tests.gpu.kernels import FAULT
@@ -60,12 +61,14 @@ def sticky_fault() -> None:
         result["fault"] = None
     except DriverError as err:
         result["fault"] = [err.name, str(err)]
+        result["fault_unavailable"] = isinstance(err, cudaload.CudaUnavailableError)
     try:
         cudaload.alloc(4)
         cudaload.Device(0).synchronize()
         result["after"] = None
     except DriverError as err:
         result["after"] = err.name
+        result["after_unavailable"] = isinstance(err, cudaload.CudaUnavailableError)
     print(json.dumps(result))
 
 

@@ -91,7 +91,40 @@ def refusals() -> None:
     print(json.dumps(got))
 
 
-SCENARIOS = {f.__name__: f for f in (fallback, programs, refusals)}
+def forked_child() -> None:
+    """With a driver that has devices (a fake): gpuops's backend in the parent, and in a child
+    forked after CUDA's use, add() of numpy arrays, its warnings and the backend then."""
+    import os
+    import warnings
+
+    import numpy as np
+
+    import cudaload
+    import gpuops
+
+    parent = list(gpuops.backend())
+    cudaload.alloc(4)  # CUDA is in use: a child cannot use it
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            x = np.arange(5, dtype=np.float32)
+            got = gpuops.add(x, x)
+            again = gpuops.mul(x, x)
+        ours = [str(w.message) for w in caught if w.category is gpuops.GpuopsWarning]
+        os.write(write, json.dumps({
+            "right": bool(np.array_equal(got, x + x) and np.array_equal(again, x * x)),
+            "warnings": ours, "backend": list(gpuops.backend())}).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        child = json.loads(f.read())
+    os.waitpid(pid, 0)
+    print(json.dumps({"parent": parent, "child": child}))
+
+
+SCENARIOS = {f.__name__: f for f in (fallback, programs, refusals, forked_child)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -28,32 +28,40 @@ class GpuopsWarning(UserWarning):
     """gpuops computes with numpy because CUDA is not available."""
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # _fall_back may run under it, from backend()
 _backend: tuple[str, str] | None = None  # ("cuda" | "numpy", reason)
 
 
 def backend() -> tuple[str, str]:
     """("cuda", device description) or ("numpy", why CUDA is not available)."""
-    global _backend
     if _backend is None:
         with _lock:
             if _backend is None:
                 import cudaload
 
-                if cudaload.is_available():
-                    _backend = ("cuda", "cudaload found a usable GPU")
-                else:
-                    # The driver's own error, not cudaload.status(): the full report also probes
+                try:
+                    dev = cudaload.Device(0)
+                    _use(("cuda", f"{dev.name} (sm_{dev.arch})"))
+                except cudaload.CudaUnavailableError as err:
+                    # The error's own reason, not cudaload.status(): the full report also probes
                     # NVRTC, which would map 140 MB to explain why it is not used.
-                    try:
-                        why = f"{cudaload.device_count()} CUDA devices visible"
-                    except cudaload.CudaLoadError as err:
-                        why = str(err)
-                    _backend = ("numpy", why)
-                    warnings.warn(f"gpuops: CUDA is not available ({why}); computing with numpy "
-                                  "on the CPU. Run `cudaload doctor` for details.",
-                                  GpuopsWarning, stacklevel=4)
+                    _fall_back(err, stacklevel=4)
     return _backend
+
+
+def _use(choice: tuple[str, str]) -> None:
+    global _backend
+    _backend = choice
+
+
+def _fall_back(err: Exception, stacklevel: int) -> None:
+    """From now on compute with numpy, saying why once; ``stacklevel`` counts from the caller."""
+    with _lock:
+        if _backend is not None and _backend[0] == "numpy":
+            return
+        _use(("numpy", str(err)))
+    warnings.warn(f"gpuops: CUDA is not available ({err}); computing with numpy on the CPU. "
+                  "Run `cudaload doctor` for details.", GpuopsWarning, stacklevel=stacklevel + 1)
 
 
 def loaded_kernels() -> list[dict]:
@@ -109,16 +117,15 @@ def _dispatch(op, arrays, out, dtype, stream, scalars=()):
     for h in hosts:
         _arrays.supported(h.dtype)
     _arrays.same_operands(op, [(h.shape, h.dtype) for h in hosts])
+    value = None
     if backend()[0] == "cuda":
-        from . import _device
+        import cudaload
 
-        # Copies in the order of the caller's stream: on another stream than the kernels, the
-        # download could read before they finish.
-        result = _on_device(op, [_device.upload(h, stream) for h in hosts], None, stream, scalars)
-        value = _device.download(result, np.shape(hosts[0]) if op != "sum" else (),
-                                 hosts[0].dtype, stream)
-        value = value[()] if op == "sum" else value
-    else:
+        try:
+            value = _through_device(op, hosts, stream, scalars)
+        except cudaload.CudaUnavailableError as err:  # e.g. in a child forked after CUDA's use
+            _fall_back(err, stacklevel=3)
+    if value is None:
         from . import _host
 
         value = getattr(_host, op)(*scalars, *hosts)
@@ -126,6 +133,20 @@ def _dispatch(op, arrays, out, dtype, stream, scalars=()):
         np.copyto(out, value)
         return out
     return value
+
+
+def _through_device(op, hosts, stream, scalars):
+    """``op`` on host arrays, computed on the GPU: copied there and back."""
+    import numpy as np
+
+    from . import _device
+
+    # Copies in the order of the caller's stream: on another stream than the kernels, the
+    # download could read before they finish.
+    result = _on_device(op, [_device.upload(h, stream) for h in hosts], None, stream, scalars)
+    value = _device.download(result, np.shape(hosts[0]) if op != "sum" else (), hosts[0].dtype,
+                             stream)
+    return value[()] if op == "sum" else value
 
 
 def _on_device(op, arrays, out, stream, scalars):

@@ -1,0 +1,42 @@
+"""What the wheel and sdist must carry besides code: the license the metadata declares, the
+py.typed marker, and the type checker's settings (ci/packaging_test.sh checks the built wheel)."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+
+from tests.conftest import ROOT
+
+
+def _pyproject() -> dict:
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def test_the_license_file_is_the_apache_license_the_metadata_declares():
+    project = _pyproject()["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    with open(os.path.join(ROOT, "LICENSE")) as f:
+        text = f.read()
+    assert "Apache License\n                           Version 2.0, January 2004" in text
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert "END OF TERMS AND CONDITIONS" in text and len(text) > 10000
+
+
+def test_the_sdist_and_wheel_take_the_license_and_the_typed_marker():
+    build = _pyproject()["tool"]["hatch"]["build"]["targets"]
+    assert "LICENSE" in build["sdist"]["include"] and "cudaload" in build["sdist"]["include"]
+    assert build["wheel"]["packages"] == ["cudaload"]  # the whole folder: py.typed with it
+    assert os.path.isfile(os.path.join(ROOT, "cudaload", "py.typed"))
+    requires = _pyproject()["build-system"]["requires"]
+    assert any(r.startswith("hatchling>=1.27") for r in requires)  # PEP 639 license-files
+
+
+def test_the_type_checker_runs_over_the_package_in_the_test_command():
+    assert any(r.startswith("mypy") for r in _pyproject()["project"]["optional-dependencies"]["test"])
+    assert _pyproject()["tool"]["mypy"]["files"] == ["cudaload"]
+    with open(os.path.join(ROOT, "ci", "test.sh")) as f:
+        script = f.read()
+    assert '"$VENV/bin/python" -m mypy cudaload' in script
+    assert script.index("-m mypy cudaload") < script.index("-m pytest")
