@@ -15,14 +15,16 @@ Entry point: may import every layer.
 from __future__ import annotations
 
 import functools
-import json
 import os
-import pickle
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
+
+# pickle, subprocess, tempfile and json are imported where used: pytest imports this module
+# (through the plugin) in every test run of a project where cudaload is installed.
 
 __all__ = ["CudaProcess", "find_driver", "no_driver_env", "without_gpu_env"]
 
@@ -57,6 +59,9 @@ def find_driver() -> tuple[str | None, str]:
 
 @functools.cache
 def _machine_driver() -> tuple[str | None, str]:
+    import json
+    import subprocess
+
     code = ("import json\nfrom cudaload.bindings import _loader\n"
             "try:\n    print(json.dumps([_loader.driver().path, None]))\n"
             "except Exception as exc:\n    print(json.dumps([None, str(exc)]))\n")
@@ -81,12 +86,14 @@ try:
     outcome = ("ok", "", func(*args, **kwargs))
 except BaseException as exc:
     outcome = ("raised", traceback.format_exc(), exc)
+try:
+    value = pickle.dumps(outcome[2])
+except Exception as exc:
+    outcome = ("raised", traceback.format_exc(), None)
+    value = pickle.dumps(RuntimeError(f"the result cannot be sent back: {exc!r}"))
 with open(result, "wb") as f:
     pickle.dump(outcome[:2], f)
-    try:
-        f.write(pickle.dumps(outcome[2]))
-    except Exception as exc:
-        pickle.dump(RuntimeError(f"the result cannot be sent back: {exc!r}"), f)
+    f.write(value)
 """
 
 
@@ -110,6 +117,9 @@ class CudaProcess:
         here.  Raises TypeError when ``func`` or the arguments cannot be pickled (``func``
         must be defined at the top level of an importable module), RuntimeError when the
         process ends without a result."""
+        import pickle
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="cudaload-call-") as folder:
             call, result = os.path.join(folder, "call"), os.path.join(folder, "result")
             try:
@@ -141,5 +151,7 @@ class CudaProcess:
 
     def run(self, code: str, *argv: str) -> subprocess.CompletedProcess:
         """``python -c code argv...`` in the process; its output captured as text."""
+        import subprocess
+
         return subprocess.run([sys.executable, "-c", code, *argv], env=self.env,
                               capture_output=True, text=True, timeout=self.timeout)
