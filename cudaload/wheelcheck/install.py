@@ -35,9 +35,11 @@ NO_DRIVER, WITHOUT_GPU = "no CUDA driver", "a CUDA driver but no GPU"
 
 
 def check_imports(wheel: str, names: list[str], also: list[str] = ()) -> list[dict]:
-    """One result per process (``{"mode", "driver", "ok", "failures", "notes", "reason",
-    "installed", "skipped"}``).  Raises WheelError when the environment cannot be made or pip
-    cannot install the wheel (and the wheels in ``also``) into it."""
+    """One result per process: ``{"mode", "driver", "ok", "failures", "notes", "reason",
+    "problems", "installed", "skipped"}`` (``problems``: those of ``cudaload.status()``).
+
+    Raises WheelError when the environment cannot be made or pip cannot install the wheel
+    (and the wheels in ``also``) into it."""
     base = {k: v for k, v in os.environ.items() if k not in _HIDDEN}
     with tempfile.TemporaryDirectory(prefix="cudaload-check-wheel-") as work:
         python = _install(work, wheel, [wheel, *also], base)
@@ -92,7 +94,7 @@ def _call(command: list[str], env: dict, what: str) -> None:
 
 def _result(mode: str, driver: str | None, **fields) -> dict:
     return {"mode": mode, "driver": driver, "ok": True, "failures": [], "notes": [],
-            "reason": None, "installed": [], "skipped": None, **fields}
+            "reason": None, "problems": [], "installed": [], "skipped": None, **fields}
 
 
 def _run(python: str, names: list[str], mode: str, env: dict, driver: str | None,
@@ -152,7 +154,7 @@ def _judge_status(status: dict | None, mode: str, driver: str | None, out: dict)
     if "error" in status:
         failures.append(f"cudaload.status() ({mode}) raised {status['error']}")
         return
-    problems = status["problems"]
+    out["problems"] = problems = status["problems"]
     out["reason"] = "; ".join(p.get("what", "") for p in problems) or None
     if status["available"]:
         if driver is None:
