@@ -65,11 +65,19 @@ def extension(folder, name: str, parts: dict, link=()) -> str:
     return path
 
 
+def extensions(folder) -> dict[str, str]:
+    """Build in ``folder`` the stub libcudart.so.12 ("cudart"), an extension linked to it
+    ("bad") and one that dlopens libcuda at run time ("good"); their paths."""
+    cudart = stub_cudart(folder)
+    return {"cudart": cudart, "bad": extension(folder, "_bad", CUDART_CALL, link=[cudart]),
+            "good": extension(folder, "_good", DLOPEN_CALL)}
+
+
 def write_wheel(folder, name: str, files: dict[str, bytes], *, tag: str = "py3-none-any",
                 requires=(), requires_python: str | None = None, version: str = "1.0") -> str:
     """A wheel of ``files`` (path in the wheel -> bytes) in ``folder``; return its path."""
     info = f"{name}-{version}.dist-info"
-    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     metadata += [f"Requires-Dist: {r}" for r in requires]
     if requires_python:
         metadata.append(f"Requires-Python: {requires_python}")

@@ -37,11 +37,7 @@ def check_wheel(*words, env=None) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """Extensions built once: one linked to a stub libcudart.so.12, one that dlopens libcuda."""
-    folder = tmp_path_factory.mktemp("extensions")
-    cudart = _wheels.stub_cudart(folder)
-    return {"cudart": cudart,
-            "bad": _wheels.extension(folder, "_bad", _wheels.CUDART_CALL, link=[cudart]),
-            "good": _wheels.extension(folder, "_good", _wheels.DLOPEN_CALL)}
+    return _wheels.extensions(tmp_path_factory.mktemp("extensions"))
 
 
 def ext_wheel(folder, name, ext_path, **kw) -> str:
@@ -84,7 +80,8 @@ def _strtab_entry(data: bytes) -> int:
     phoff, = struct.unpack_from("<Q", data, 32)
     phentsize, phnum = struct.unpack_from("<HH", data, 54)
     for i in range(phnum):
-        kind, _flags, offset, _v, _p, size = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        kind, _flags, offset, _v, _p, size = struct.unpack_from("<IIQQQQ", data,
+                                                                phoff + i * phentsize)
         if kind == 2:
             for at in range(offset, offset + size, 16):
                 if struct.unpack_from("<q", data, at)[0] == 5:

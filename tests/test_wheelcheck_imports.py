@@ -14,9 +14,14 @@ import pytest
 from cudaload.wheelcheck import environments, install
 from tests import _wheels
 from tests.conftest import ROOT
-from tests.test_wheelcheck import built, check_wheel, ext_wheel, one_line_error  # noqa: F401
+from tests.test_wheelcheck import check_wheel, ext_wheel, one_line_error
 
 PROBE = os.path.join(ROOT, "cudaload", "wheelcheck", "_probe.py")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return _wheels.extensions(tmp_path_factory.mktemp("extensions"))
 
 
 def test_imports_in_a_fresh_environment_pass_clean_wheels_and_fail_linked_ones(built, tmp_path,

@@ -53,7 +53,7 @@ def _status() -> dict:
 
 def main(names: list[str]) -> dict:
     """Import ``names`` and say what happened."""
-    out = {"prefix": sys.prefix, "imports": [],
+    out: dict = {"prefix": sys.prefix, "imports": [],
            "installed": sorted(f"{d.metadata['Name']} {d.version}"
                                for d in importlib.metadata.distributions())}
     for name in names:

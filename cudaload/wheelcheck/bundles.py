@@ -11,6 +11,8 @@ Entry point: may import every layer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..compile._entry import decode
 from ..compile.bundle import Bundle
 from ..compile.options import parse_arch
@@ -31,7 +33,7 @@ def report(path: str, data: bytes, archs: list[str]) -> dict:
     ``{"path", "error", "failures", "programs": [{"name", "name_expressions", "code": {arch:
     the arch of the code used, or None}}]}``; ``error`` says why the bundle cannot be read."""
     bundle = Bundle(data, origin=path)
-    out = {"path": path, "error": None, "failures": [], "programs": []}
+    out: dict[str, Any] = {"path": path, "error": None, "failures": [], "programs": []}
     try:
         bundle.check()
     except ValueError as err:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["add_parser", "check_wheel"]
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``cudaload check-wheel`` with the subparsers ``sub``."""
     parser = sub.add_parser(
         "check-wheel", allow_abbrev=False,
@@ -48,8 +50,8 @@ def _arch(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def check_wheel(path: str, imports: list[str] = (), archs: list[str] = (),
-                also: list[str] = ()) -> dict:
+def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (),
+                also: Sequence[str] = ()) -> dict[str, Any]:
     """The report on the wheel at ``path``: ``{"wheel", "ok", "failures", "files", "bundles",
     "imports"}`` (``bundles`` with ``archs`` only, ``imports`` with ``imports`` only).
 
@@ -58,14 +60,14 @@ def check_wheel(path: str, imports: list[str] = (), archs: list[str] = (),
     from .wheel import scan
 
     files, shipped = scan(path)
-    failures = []
+    failures: list[str] = []
     for entry in files:
         if entry["error"]:
             failures.append(f"{entry['path']}: {entry['error']}")
         where = "DT_NEEDED" if entry["format"] == "ELF" else "import table"
         failures += [f"{entry['path']} needs {lib} ({where}), a CUDA library: it cannot load "
                      "where CUDA is absent" for lib in entry["cuda"]]
-    report = {"wheel": path, "ok": False, "failures": failures, "files": files,
+    report: dict[str, Any] = {"wheel": path, "ok": False, "failures": failures, "files": files,
               "bundles": None, "imports": None}
     archs = list(dict.fromkeys(archs))
     if archs:

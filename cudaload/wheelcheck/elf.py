@@ -13,6 +13,7 @@ Entry point: may import every layer.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 __all__ = ["MAGIC", "ElfError", "needed"]
 
@@ -23,7 +24,7 @@ _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ = 0, 1, 5, 10
 # Per class (EI_CLASS 1: 32-bit, 2: 64-bit): where e_phoff sits and its format; e_phentsize and
 # e_phnum; one program header's (p_type, p_offset, p_vaddr, p_filesz) as struct fields and the
 # indexes that pick them; one dynamic entry (d_tag, d_val).
-_LAYOUT = {
+_LAYOUT: dict[int, dict[str, Any]] = {
     1: {"phoff": (28, "I"), "phcount": 42, "header": 52, "phdr": ("IIIIIIII", (0, 1, 2, 4)),
         "dyn": "iI"},
     2: {"phoff": (32, "Q"), "phcount": 54, "header": 64, "phdr": ("IIQQQQQQ", (0, 2, 3, 5)),

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 
 from .environments import find_driver, no_driver_env, without_gpu_env
 from .libraries import cuda_library, stem
@@ -34,7 +35,7 @@ _TIMEOUT_S = 600
 NO_DRIVER, WITHOUT_GPU = "no CUDA driver", "a CUDA driver but no GPU"
 
 
-def check_imports(wheel: str, names: list[str], also: list[str] = ()) -> list[dict]:
+def check_imports(wheel: str, names: Sequence[str], also: Sequence[str] = ()) -> list[dict]:
     """One result per process: ``{"mode", "driver", "ok", "failures", "notes", "reason",
     "problems", "installed", "skipped"}`` (``problems``: those of ``cudaload.status()``).
 
@@ -97,7 +98,7 @@ def _result(mode: str, driver: str | None, **fields) -> dict:
             "reason": None, "problems": [], "installed": [], "skipped": None, **fields}
 
 
-def _run(python: str, names: list[str], mode: str, env: dict, driver: str | None,
+def _run(python: str, names: Sequence[str], mode: str, env: dict, driver: str | None,
          work: str) -> dict:
     """Import ``names`` with ``python`` in the environment ``env``; judge what it saw."""
     folder = tempfile.mkdtemp(dir=work)  # an empty working folder: nothing to import from it
@@ -122,7 +123,7 @@ def _run(python: str, names: list[str], mode: str, env: dict, driver: str | None
     return _judge(seen, names, mode, driver)
 
 
-def _judge(seen: dict, names: list[str], mode: str, driver: str | None) -> dict:
+def _judge(seen: dict, names: Sequence[str], mode: str, driver: str | None) -> dict:
     out = _result(mode, driver, installed=[d for d in seen["installed"]
                                            if d.split()[0].lower() != "pip"])
     failures, notes = out["failures"], out["notes"]

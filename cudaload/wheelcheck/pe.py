@@ -60,7 +60,8 @@ def imports(data: bytes) -> list[str]:
     if table == 0:
         return []
     sections = _sections(data, optional + optional_size, nsections)
-    names, where = [], _file_offset(table, sections, len(data))
+    names: list[str] = []
+    where = _file_offset(table, sections, len(data))
     while True:
         if where + _DESCRIPTOR.size > len(data):
             raise PeError("corrupt import table: it runs past the end of the file")

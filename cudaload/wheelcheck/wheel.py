@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import zipfile
 import zlib
+from typing import Any
 
 from ..compile.bundle import MAGIC as BUNDLE_MAGIC
 from . import elf, pe
@@ -97,7 +98,8 @@ def _kind(head: bytes) -> str | None:
 
 
 def _describe(name: str, kind: str | None, data: bytes, size: int) -> dict:
-    entry = {"path": name, "format": kind, "needed": [], "cuda": [], "error": None}
+    entry: dict[str, Any] = {"path": name, "format": kind, "needed": [], "cuda": [],
+                             "error": None}
     try:
         if kind == "ELF":
             entry["needed"] = elf.needed(data)
