@@ -281,6 +281,8 @@ def test_bad_input_is_one_line_naming_the_file_and_the_reason(built, tmp_path):
     one_line_error(check_wheel(plain), "without a .dist-info/WHEEL file")
     one_line_error(check_wheel(tmp_path / "missing.whl"), "missing.whl: no such file")
     one_line_error(check_wheel(tmp_path), "a folder, not a wheel file")
+    os.mkfifo(tmp_path / "pipe.whl")  # opened, it would wait for a writer forever
+    one_line_error(check_wheel(tmp_path / "pipe.whl"), "pipe.whl: a pipe, not a wheel file")
 
 
 def test_a_damaged_member_or_a_corrupt_elf_names_the_file(built, tmp_path):

@@ -12,10 +12,12 @@ Entry point: may import every layer.
 from __future__ import annotations
 
 import os
+import stat
 import zipfile
 import zlib
 from typing import Any
 
+from .. import _untrusted
 from ..compile.bundle import MAGIC as BUNDLE_MAGIC
 from . import elf, pe
 from .libraries import cuda_library
@@ -38,11 +40,15 @@ class WheelError(ValueError):
 def open_wheel(path: str) -> zipfile.ZipFile:
     """The wheel at ``path``, opened.  Raises WheelError when it is no readable wheel."""
     try:
-        archive = zipfile.ZipFile(path)
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
         raise WheelError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise WheelError(f"{path}: a folder, not a wheel file") from None
+    except OSError as err:
+        raise WheelError(f"{path}: cannot be read: {err.strerror or err}") from None
+    if not stat.S_ISREG(mode):  # opening a pipe would wait for a writer
+        raise WheelError(f"{path}: {_untrusted.kind(mode)}, not a wheel file")
+    try:
+        archive = zipfile.ZipFile(path)
     except OSError as err:
         raise WheelError(f"{path}: cannot be read: {err.strerror or err}") from None
     except (zipfile.BadZipFile, EOFError, ValueError):
