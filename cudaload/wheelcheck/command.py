@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "check-wheel", allow_abbrev=False,
         help="check that a wheel has no link-time CUDA dependency and imports where CUDA is "
              "absent (exit status 1 when a check fails, 2 when the wheel cannot be checked)")
-    parser.add_argument("wheel", metavar="WHEEL")
+    parser.add_argument("wheel", metavar="WHEEL", help="the wheel file to check")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="NAME",
                         help="a module to import from a fresh environment where only the wheel "
                              "and its dependencies are installed, without a CUDA driver and "
