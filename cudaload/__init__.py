@@ -14,8 +14,8 @@ import circle exists):
    compiled code (``ObjectCode``);
 3. ``launch``: devices, memory, streams, graphs, modules, kernels and their arguments;
 4. entry points, in this folder: availability (the status report), cli and _compile_commands,
-   and this package, which also hands the launch side's two services to the compile side
-   (compile/_hooks.py).
+   ``wheelcheck`` (``cudaload check-wheel`` and the pytest plugin), and this package, which
+   also hands the launch side's two services to the compile side (compile/_hooks.py).
 
 Entry point: may import every layer.
 """

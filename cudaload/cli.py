@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from ._compile_commands import _add_compile_parser, _add_precompile_parser, _cmd_compile
+from .wheelcheck.command import add_parser as _add_check_wheel_parser
 
 __all__ = ["main"]
 
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
     _add_compile_parser(sub)
     _add_cache_parser(sub)
+    _add_check_wheel_parser(sub)
     return parser
 
 

@@ -16,7 +16,7 @@ PACKAGE = os.path.join(ROOT, "cudaload")
 FOUNDATION = {"errors", "lifetime", "_log", "_version", "releases", "_trust", "_untrusted",
               "_writes"}
 ENTRY = {"availability", "cli", "_compile_commands", "__main__", "__init__"}
-RANK = {"bindings": 1, "compile": 2, "launch": 3}
+RANK = {"bindings": 1, "compile": 2, "launch": 3, "wheelcheck": 4}
 
 
 def _modules() -> dict[str, str]:

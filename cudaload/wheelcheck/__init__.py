@@ -1,0 +1,24 @@
+"""The packaging test for host packages: ``cudaload check-wheel`` and the pytest plugin.
+
+``wheel`` finds a wheel's compiled files and bundles; ``elf`` and ``pe`` read the libraries each
+compiled file needs; ``libraries`` knows CUDA's library names; ``bundles`` reports the
+architectures a shipped bundle covers; ``install`` with ``_probe`` and ``environments`` installs
+the wheel into a fresh environment and imports it where CUDA is absent; ``command`` is the
+subcommand and :func:`check_wheel`; ``pytest_plugin`` gives the fixtures ``no_cuda`` and
+``cuda_without_gpu``.  Importing this package imports none of them: pytest imports the plugin
+in every project where cudaload is installed.
+
+Entry point: may import every layer.
+"""
+
+from __future__ import annotations
+
+__all__ = ["check_wheel"]
+
+
+def __getattr__(name: str):
+    if name == "check_wheel":
+        from .command import check_wheel
+
+        return check_wheel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,93 @@
+"""Which programs of a shipped ``cudaload.Bundle`` have precompiled code for which GPUs.
+
+For each program in the bundle and each architecture asked about, the entry that
+``Program.compile`` would take on a GPU of that architecture (the same lookup,
+``Bundle.find``): its own arch, an older minor revision of the same major (sm_80 code on sm_86),
+or none, in which case that GPU compiles the program with NVRTC at run time.  Every CUBIN in the
+bundle is decoded (a damaged one would be compiled instead) and its ELF headers read.
+
+Entry point: may import every layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..compile._entry import decode
+from ..compile.bundle import Bundle
+from ..compile.options import parse_arch
+from . import elf
+from .libraries import cuda_library
+
+__all__ = ["arch_name", "report", "summary"]
+
+
+def arch_name(text: str) -> str:
+    """``sm_86`` for "86", "sm_86" or "compute_86".  Raises ValueError for a non-arch."""
+    return parse_arch(text).sm()
+
+
+def report(path: str, data: bytes, archs: list[str]) -> dict:
+    """The bundle ``data`` (file ``path`` of the wheel) against the architectures ``archs``.
+
+    ``{"path", "error", "failures", "programs": [{"name", "name_expressions", "code": {arch:
+    the arch of the code used, or None}}]}``; ``error`` says why the bundle cannot be read."""
+    bundle = Bundle(data, origin=path)
+    out: dict[str, Any] = {"path": path, "error": None, "failures": [], "programs": []}
+    try:
+        bundle.check()
+    except ValueError as err:
+        out["error"] = f"{path}: the bundle cannot be read ({err}): its kernels would be compiled"
+        out["failures"].append(out["error"])
+        return out
+    programs: dict[str, dict] = {}
+    for (digest, _kind, arch), entry in sorted(bundle._entries().items()):
+        programs.setdefault(digest, {"name": entry["name"],
+                                     "name_expressions": entry["name_expressions"], "code": {}})
+        problem = _cubin_problem(data[entry["offset"]:entry["offset"] + entry["length"]])
+        if problem:
+            out["failures"].append(f"{path}: the {arch} entry of {_label(entry)} {problem}")
+    for digest, program in programs.items():
+        for arch in archs:
+            found = bundle.find(None, arch, digest=bytes.fromhex(digest))
+            program["code"][arch] = found.arch if found is not None else None
+        out["programs"].append(program)
+    return out
+
+
+def _cubin_problem(blob: bytes) -> str | None:
+    """Why the bundle entry ``blob`` would not be used as it is, or None."""
+    obj = decode(blob)
+    if obj is None:
+        return "is damaged (its integrity check fails): it would be compiled instead"
+    if obj.code[:4] != elf.MAGIC:
+        return "holds no CUBIN (no ELF header)"
+    try:
+        cuda = [n for n in elf.needed(obj.code) if cuda_library(n)]
+    except elf.ElfError as err:
+        return f"holds a CUBIN that cannot be read: {err}"
+    return f"holds a CUBIN that needs {', '.join(cuda)}" if cuda else None
+
+
+def _label(program: dict) -> str:
+    exprs = program["name_expressions"]
+    return program["name"] + (f" ({', '.join(exprs)})" if exprs else "")
+
+
+def summary(bundle: dict, archs: list[str]) -> list[str]:
+    """Lines for the text report: per arch, how many programs have code and which need NVRTC."""
+    programs = bundle["programs"]
+    lines = []
+    for arch in archs:
+        have = [p for p in programs if p["code"][arch]]
+        older = sorted({p["code"][arch] for p in have} - {arch})
+        line = f"{arch}: {len(have)} of {len(programs)} programs precompiled"
+        if older:
+            line += f" (using {', '.join(older)} code)"
+        missing = [_label(p) for p in programs if not p["code"][arch]]
+        if missing:
+            shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4
+                                              else "")
+            line += f"; compiled with NVRTC at run time: {shown}"
+        lines.append(line)
+    return lines

@@ -1,0 +1,130 @@
+"""``cudaload check-wheel WHEEL [--import NAME] [--arch ARCH] [--json]``: the packaging test of
+a host package, and :func:`check_wheel`, the same as a function.
+
+Exit status 0 when every check passed, 1 when one failed, 2 when the wheel cannot be checked
+(not a wheel, a damaged archive, one pip cannot install): then one line on stderr names the
+file and the reason.
+
+Entry point: may import every layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["add_parser", "check_wheel"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``cudaload check-wheel`` with the subparsers ``sub``."""
+    parser = sub.add_parser(
+        "check-wheel", allow_abbrev=False,
+        help="check that a wheel has no link-time CUDA dependency and imports where CUDA is "
+             "absent (exit status 1 when a check fails, 2 when the wheel cannot be checked)")
+    parser.add_argument("wheel", metavar="WHEEL", help="the wheel file to check")
+    parser.add_argument("--import", dest="imports", action="append", default=[], metavar="NAME",
+                        help="a module to import from a fresh environment where only the wheel "
+                             "and its dependencies are installed, without a CUDA driver and "
+                             "with a driver but no GPU (repeatable)")
+    parser.add_argument("--with", dest="also", action="append", default=[], metavar="WHEEL",
+                        help="another wheel to install beside it, e.g. a dependency that is "
+                             "not on the package index (repeatable)")
+    parser.add_argument("--arch", dest="archs", action="append", default=[], type=_arch,
+                        metavar="ARCH", help="report which programs of each shipped "
+                        "cudaload.Bundle have precompiled code for GPUs of ARCH, e.g. sm_90 "
+                        "(repeatable)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=_command)
+
+
+def _arch(text: str) -> str:
+    from .bundles import arch_name
+
+    try:
+        return arch_name(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (),
+                also: Sequence[str] = ()) -> dict[str, Any]:
+    """The report on the wheel at ``path``: ``{"wheel", "ok", "failures", "files", "bundles",
+    "imports"}`` (``bundles`` with ``archs`` only, ``imports`` with ``imports`` only).
+
+    Raises WheelError when the wheel cannot be read or installed."""
+    from . import bundles as bundle_report
+    from .wheel import scan
+
+    files, shipped = scan(path)
+    failures: list[str] = []
+    for entry in files:
+        if entry["error"]:
+            failures.append(f"{entry['path']}: {entry['error']}")
+        where = "DT_NEEDED" if entry["format"] == "ELF" else "import table"
+        failures += [f"{entry['path']} needs {lib} ({where}), a CUDA library: it cannot load "
+                     "where CUDA is absent" for lib in entry["cuda"]]
+    report: dict[str, Any] = {"wheel": path, "ok": False, "failures": failures, "files": files,
+              "bundles": None, "imports": None}
+    archs = list(dict.fromkeys(archs))
+    if archs:
+        report["bundles"] = [bundle_report.report(b["path"], b["data"], archs) for b in shipped]
+        failures += [line for b in report["bundles"] for line in b["failures"]]
+    if imports:
+        from .install import check_imports
+
+        report["imports"] = check_imports(path, list(imports), list(also))
+        failures += [line for run in report["imports"] for line in run["failures"]]
+    report["ok"] = not failures
+    return report
+
+
+def _command(args) -> int:
+    from .wheel import WheelError
+
+    try:
+        report = check_wheel(args.wheel, args.imports, args.archs, args.also)
+    except WheelError as err:
+        print(f"cudaload check-wheel: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        import json
+
+        print(json.dumps(report, indent=2))
+    else:
+        print("\n".join(_text(report, list(dict.fromkeys(args.archs)))))
+    return 0 if report["ok"] else 1
+
+
+def _text(report: dict, archs: list[str]) -> list[str]:
+    from .bundles import summary
+
+    lines = [f"check-wheel {os.path.basename(report['wheel'])}"]
+    if not report["files"]:
+        lines.append("compiled files: none")
+    for entry in report["files"]:
+        needs = ", ".join(entry["needed"]) or "nothing"
+        lines.append(f"{entry['format'] or '?'} {entry['path']}: "
+                     + (entry["error"] or f"needs {needs}"))
+    for bundle in report["bundles"] or ():
+        if bundle["error"] is None:
+            lines.append(f"bundle {bundle['path']}: {len(bundle['programs'])} programs")
+            lines += ["  " + line for line in summary(bundle, archs)]
+    if report["bundles"] == []:
+        lines.append("bundles: none (every GPU compiles the package's kernels at run time)")
+    for i, run in enumerate(report["imports"] or ()):
+        if i == 0:
+            lines.append(f"installed in a fresh environment: {', '.join(run['installed'])}")
+        state = f"skipped: {run['skipped']}" if run["skipped"] else \
+            "ok" if run["ok"] else "FAILED"
+        lines.append(f"import with {run['mode']}: {state}"
+                     + (f"; cudaload.status(): {run['reason']}" if run["reason"] else ""))
+        lines += [f"  {note}" for note in run["notes"]]
+    lines += [f"FAIL {line}" for line in report["failures"]]
+    count = len(report["failures"])
+    lines.append("all checks passed" if report["ok"] else
+                 f"{count} check{'s' if count != 1 else ''} failed")
+    return lines
