@@ -23,6 +23,7 @@ from ._sizes import integer
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ..errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
+from ._unpicklable import GpuState
 
 __all__ = ["Kernel"]
 
@@ -344,7 +345,7 @@ def _driver_layout(func):
         layout.append((offset[0], size[0]))
 
 
-class Kernel(functools.partial):
+class Kernel(GpuState, functools.partial):
     """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``.
 
     Raises :class:`LaunchArgumentError` for arguments that do not fit, ``ValueError`` for a grid or
@@ -353,6 +354,9 @@ class Kernel(functools.partial):
     # A partial over the bound ``_Core.launch``: CPython calls it through vectorcall, while an
     # instance with a Python ``__call__`` pays for a tuple and a keyword dict on every launch
     # (about 0.3 us, a tenth of the whole launch).
+
+    _SEND_INSTEAD = ("send the ObjectCode (it pickles) and the kernel's name, and call "
+                     "obj.load().get_kernel(name) in the receiving process")
 
     def __new__(cls, module, name: str, signature: str | None = None):
         return cls._wrap(_Core(module, name, signature=signature))
@@ -365,9 +369,6 @@ class Kernel(functools.partial):
 
     def __repr__(self) -> str:
         return f"<cudaload.{type(self).__name__} {self.name}>"
-
-    def __reduce__(self):
-        raise TypeError("a Kernel cannot be pickled: pickle the ObjectCode or source instead")
 
     @property
     def name(self) -> str:

@@ -12,6 +12,7 @@ from .. import lifetime
 from ._sizes import integer
 from .device import Device, activate, as_device
 from ._foreign import stream_handle as handle_of
+from ._unpicklable import GpuState
 
 __all__ = ["alloc", "DeviceBuffer"]
 
@@ -41,12 +42,14 @@ def _free(ptr: int, dev: Device) -> None:
     drv.cuMemFree_v2(ptr)
 
 
-class DeviceBuffer:
+class DeviceBuffer(GpuState):
     """A span of device memory: ``.ptr``, ``.nbytes``, ``.device``; ``__cuda_array_interface__``.
 
     Made by :func:`alloc` (owning, freed when garbage) or as a view (``Module.get_global``)."""
 
     __slots__ = ("ptr", "nbytes", "device", "_finalizer", "_owner", "__weakref__")
+    _SEND_INSTEAD = ("send the contents (buf.copy_to_host()) and copy them into a buffer allocated "
+                     "in the receiving process")
 
     def __init__(self, ptr: int, nbytes: int, device: Device, owner=None):
         self.ptr = int(ptr)
@@ -60,10 +63,6 @@ class DeviceBuffer:
 
     def __int__(self) -> int:
         return self.ptr
-
-    def __reduce__(self):
-        raise TypeError("a DeviceBuffer cannot be pickled: its address means nothing in another "
-                        "process; send the contents (copy_to_host) instead")
 
     def __copy__(self):
         # A copy would share the memory but not its ownership: freeing one would leave the other
