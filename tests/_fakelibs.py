@@ -100,7 +100,9 @@ int cuLibraryGetKernel(void **k, void *lib, const char *name) {
     strncpy(kernel_name, name, sizeof kernel_name - 1); *k = (void *)0x3000; return 0;
 }
 int cuKernelGetFunction(void **f, void *k) { *f = (void *)0x4000; return 0; }
-int cuFuncSetAttribute(void *f, int attr, int value) { return 0; }
+static int set_attr = -1, set_value;
+int cuFuncSetAttribute(void *f, int attr, int value) { set_attr = attr; set_value = value; return 0; }
+int fake_func_set(int *value) { *value = set_value; return set_attr; }
 int cuFuncGetParamInfo(void *f, size_t i, size_t *offset, size_t *size) {
     if ((int)i >= nparams) return 1;
     *offset = offsets[i]; *size = sizes[i]; return 0;

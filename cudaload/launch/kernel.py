@@ -16,7 +16,7 @@ import functools
 import threading
 import weakref
 
-from . import arguments
+from . import arguments, attributes as _attributes
 from ..bindings import driver
 from . import signature as _signature
 from ._sizes import integer
@@ -383,3 +383,12 @@ class Kernel(GpuState, functools.partial):
     def signature(self) -> str:
         """The kernel's signature as error messages show it."""
         return self._core.signature
+
+    @property
+    def attributes(self) -> _attributes.KernelAttributes:
+        """Registers, block size limit, shared/const/local bytes, versions: read when first used."""
+        return _attributes.KernelAttributes(self._core, current_device())
+
+    def occupancy(self, block, shared_mem: int = 0) -> _attributes.Occupancy:
+        """Active blocks per multiprocessor, and a block size that fills it.  Raises ValueError."""
+        return _attributes.occupancy(self._core, block, shared_mem)
