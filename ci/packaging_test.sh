@@ -31,7 +31,8 @@ compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib", ".dll")) or
 assert not compiled, f"compiled files in the wheel: {compiled}"
 assert "Tag: py3-none-any" in text and "Root-Is-Purelib: true" in text, text
 for needed in ("cudaload/__init__.py", "cudaload/bindings/_cuda_ffi.py", "cudaload/bindings/_nvrtc_ffi.py",
-               "cudaload/bindings/_cuda_protos.py", "cudaload/availability.py", "cudaload/cli.py"):
+               "cudaload/bindings/_dlpack_ffi.py", "cudaload/bindings/_cuda_protos.py",
+               "cudaload/availability.py", "cudaload/cli.py"):
     assert needed in names, f"{needed} missing from the wheel"
 print(f"packaging_test: {len(names)} files, pure Python, tag py3-none-any")
 PY
