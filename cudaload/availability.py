@@ -51,7 +51,7 @@ class Status:
         return [dict(p) for p in self._report["problems"]]
 
     def as_dict(self) -> dict:
-        """A copy of the report; see ``API.md`` for its keys."""
+        """A copy of the report; docs/api.md lists its keys."""
         import copy
 
         return copy.deepcopy(self._report)

@@ -183,6 +183,46 @@ int fake_last(unsigned *dims, unsigned char *params, size_t n, char *name) {
 }
 """
 
+# A driver of a chosen version (PRETEND_VERSION, e.g. 12020) with one GPU of a chosen compute
+# capability, or with none (PRETEND_MAJOR 0: cuInit answers CUDA_ERROR_NO_DEVICE, as a real driver
+# on a machine without a GPU does).  Compiling asks nothing more of a driver than this: tests use
+# it to pretend a machine instead of patching how cudaload asks (see pretend_driver).
+PRETEND_DRIVER = r"""
+#include <string.h>
+int cuInit(unsigned int flags) { return PRETEND_MAJOR ? 0 : 100; }
+int cuDriverGetVersion(int *v) { *v = PRETEND_VERSION; return 0; }
+int cuGetErrorName(int code, const char **s) {
+    switch (code) { case 0: *s = "CUDA_SUCCESS"; return 0; case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0; }
+    return 1;
+}
+int cuGetErrorString(int code, const char **s) {
+    if (code != 100) return cuGetErrorName(code, s);
+    *s = "no CUDA-capable device is detected"; return 0;
+}
+int cuDeviceGetCount(int *n) { *n = PRETEND_MAJOR ? 1 : 0; return PRETEND_MAJOR ? 0 : 100; }
+int cuDeviceGet(int *d, int i) { if (i || !PRETEND_MAJOR) return 101; *d = 0; return 0; }
+int cuDeviceGetName(char *s, int len, int d) { strncpy(s, "Pretend GPU", len); return 0; }
+int cuDeviceTotalMem_v2(unsigned long long *b, int d) { *b = 8ULL << 30; return 0; }
+int cuDeviceGetAttribute(int *v, int attr, int d) {
+    switch (attr) { case 75: *v = PRETEND_MAJOR; return 0; case 76: *v = PRETEND_MINOR; return 0;
+                    case 16: *v = 84; return 0; }
+    return 1;
+}
+int cuModuleGetLoadingMode(int *mode) { *mode = 2; return 0; }
+int cuCtxGetCurrent(void **ctx) { *ctx = 0; return 0; }  /* none current: device 0 */
+"""
+
+
+def pretend_driver(directory, version: int, capability: tuple[int, int] | None = None) -> str:
+    """A driver library of ``version`` (as cuDriverGetVersion gives it, e.g. 12020) with one GPU
+    of compute ``capability``, or with no GPU; built in ``directory``, its path returned."""
+    major, minor = capability or (0, 0)
+    defines = f"#define PRETEND_VERSION {version}\n#define PRETEND_MAJOR {major}\n" \
+              f"#define PRETEND_MINOR {minor}\n"
+    name = f"libcuda_{version}_sm{major}{minor}.so"
+    return build_shared_library(str(directory), name, defines + PRETEND_DRIVER)
+
+
 NO_DRIVER_SYMBOLS = "int cudaload_test_nothing(void) { return 0; }\n"
 
 

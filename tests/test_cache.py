@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from tests._fakelibs import pretend_driver
 from tests.conftest import (ROOT, run_json, run_py, run_scenario, scenario_command,
                             scenario_json)
 
@@ -92,10 +93,19 @@ def test_changing_any_input_of_the_key_is_a_miss(cache_dir, tmp_path):
     out = scenario_json("cache_compiles", "key_changes", inc)
     assert out.pop("first") is None
     assert out.pop("again") == "disk"
-    assert out.pop("driver_for_cubin") == "disk"  # CUBIN does not depend on the driver
     assert out == {name: None for name in out}, out  # every change compiled anew
     assert set(out) >= {"source", "header", "options", "names", "arch", "kind", "included_file",
-                        "nvrtc_version", "nvrtc_build", "nvrtc_headers", "format", "driver_for_ptx"}
+                        "nvrtc_version", "nvrtc_build", "nvrtc_headers", "format"}
+
+
+def test_the_driver_keys_ptx_but_not_cubin(cache_dir, tmp_path):
+    def compiled_with(version):
+        driver = pretend_driver(tmp_path, version)
+        return scenario_json("cache_compiles", "ptx_and_cubin", env={"CUDALOAD_LIBCUDA": driver})
+
+    assert compiled_with(13000) == [None, None]
+    assert compiled_with(13000) == ["disk", "disk"]
+    assert compiled_with(12020) == [None, "disk"]  # the PTX a driver can load depends on it
 
 
 # --- a disk hit pays for neither NVRTC nor cuda.pathfinder ---------------------------------------

@@ -92,12 +92,14 @@ def test_cache_commands_on_an_unusable_folder_or_bound_are_one_line(tmp_path):
     assert proc.returncode == 2 and "not a number of bytes" in proc.stderr
 
 
-def test_demo_on_a_gpu_newer_than_nvrtc_compiles_ptx_for_it():
-    from tests.conftest import run_scenario
+def test_demo_on_a_gpu_newer_than_nvrtc_compiles_ptx_for_it(tmp_path):
+    from tests._fakelibs import pretend_driver
 
-    # CUDA_VISIBLE_DEVICES="": the real GPU's launch is not this test's (its code was made for
-    # the pretended arch; a real GPU would refuse it)
-    proc = run_scenario("cli_compiles", "demo_on_a_newer_gpu", check=False,
-                        env={"CUDA_VISIBLE_DEVICES": ""})
-    assert proc.returncode == 0, proc.stderr
+    # A GPU newer than NVRTC knows, whose driver loads NVRTC's PTX; the pretend driver cannot
+    # load code, so the demo's launch fails after its compiles, which are this test's.
+    newest = json.loads(cli("doctor", "--json").stdout)["nvrtc"]["supported_archs"][-1]
+    newer = pretend_driver(tmp_path, 99000, (newest // 10 + 1, 0))
+    proc = cli("demo", env={"CUDALOAD_LIBCUDA": newer})
+    assert proc.returncode == 1 and "launch failed" in proc.stderr, proc.stderr
     assert proc.stdout.count("PTX for compute_") == 2, proc.stdout  # the oldest arch's, and this GPU's
+    assert f"PTX for compute_{newest} " in proc.stdout, proc.stdout

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from tests._fakelibs import pretend_driver
 from tests.conftest import ROOT, run_json, scenario_json
 
 TEMPLATE = "template <class T>\n__global__ void k(T *p) { *p = T(1); }\n"
@@ -129,7 +130,9 @@ def test_compile_ptx_without_a_gpu_is_for_the_oldest_arch(tmp_path, cache_env):
 def test_compile_ptx_on_a_gpu_is_for_that_gpu(tmp_path, cache_env):
     src = tmp_path / "k.cu"
     src.write_text(PLAIN)
-    proc = scenario_json("cli_compiles", "ptx_on_a_gpu", src, tmp_path / "k.ptx", env=cache_env)
+    sm_86 = pretend_driver(tmp_path, 99000, (8, 6))
+    proc = scenario_json("cli_compiles", "ptx_on_a_gpu", src, tmp_path / "k.ptx",
+                         env={**cache_env, "CUDALOAD_LIBCUDA": sm_86})
     assert proc[0] == 0
     assert re.search(r"^\.target\s+sm_86\b", proc[1], re.M)
 

@@ -7,6 +7,7 @@ import pickle
 
 import pytest
 
+from tests._fakelibs import pretend_driver
 from tests.conftest import run_py, run_scenario, scenario_json
 
 
@@ -41,8 +42,14 @@ def test_compile_error_carries_log_options_and_numbered_lines():
     assert err.name == "bad.cu" and "nope" in err.source
 
 
-def test_arch_choice():
-    out = scenario_json("program_compiles", "arch_choice")
+def arch_choices(tmp_path, driver_version: int) -> dict:
+    """The arch_choice scenario on a machine with no GPU and a driver of ``driver_version``."""
+    driver = pretend_driver(tmp_path, driver_version)
+    return scenario_json("program_compiles", "arch_choice", env={"CUDALOAD_LIBCUDA": driver})
+
+
+def test_arch_choice(tmp_path):
+    out = arch_choices(tmp_path, 99000)  # a driver that loads this NVRTC's PTX
     top = out["max"]
     assert out["none"] == ["cubin", f"sm_{top}"]  # no device here: NVRTC's newest
     assert out["sm_90"] == ["cubin", "sm_90"] and out["tuple"] == ["cubin", "sm_86"]
@@ -50,9 +57,14 @@ def test_arch_choice():
     assert out["newer"] == ["ptx", f"sm_{top}"]
     assert out["between"] == ["cubin", "sm_90"]
     assert out["older"][0] == "error" and "older than anything NVRTC" in out["older"][1]
-    assert out["newer_old_driver"][0] == "error" and "upgrade the NVIDIA driver" in \
-        out["newer_old_driver"][1]
-    assert out["same_major_old_driver"] == ["cubin", f"sm_{top}"]
+
+
+def test_arch_choice_with_a_driver_older_than_nvrtc(tmp_path):
+    out = arch_choices(tmp_path, 12020)  # its PTX cannot load there
+    top = out["max"]
+    assert out["newer"][0] == "error" and "upgrade the NVIDIA driver" in out["newer"][1]
+    assert out["same_major"] == ["cubin", f"sm_{top}"]
+    assert out["sm_90"] == ["cubin", "sm_90"]
 
 
 def test_memory_hit_is_the_same_object():
@@ -100,8 +112,9 @@ def test_keyword_options():
         ["-I/a", "-DX=1", "-std=c++17"]
 
 
-def test_recompile_after_refusal_gives_loadable_code():
-    out = scenario_json("program_compiles", "recompile_after_refusal")
+def test_recompile_after_refusal_gives_loadable_code(tmp_path):
+    out = scenario_json("program_compiles", "recompile_after_refusal",
+                        env={"CUDALOAD_LIBCUDA": pretend_driver(tmp_path, 99000)})
     assert out["cubin"] == ["cubin", "sm_90"]
     assert out["again"] == ["cubin", "memory"]
     assert out["older"] == ["ptx", "sm_90"]

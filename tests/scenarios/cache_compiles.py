@@ -30,7 +30,7 @@ def key_changes(inc: str) -> None:
     """Where the code came from after each input of the key changed, one at a time; ``inc`` holds
     ``user.cuh``, which is appended to."""
     from cudaload import Program
-    from cudaload.compile import cache, program, toolchain
+    from cudaload.compile import cache, toolchain
 
     src = '#include "user.cuh"\n#include "mem.cuh"\n' + SAXPY
     base = dict(headers={"mem.cuh": "#define M 1\n"}, include_paths=[inc], options=("-DA=1",),
@@ -59,11 +59,15 @@ def key_changes(inc: str) -> None:
     cache.FORMAT += 1
     out["format"] = compile()
     cache.FORMAT -= 1
-    compile(output="ptx")
-    program._driver_version = lambda: 12020
-    out["driver_for_ptx"] = compile(output="ptx")
-    out["driver_for_cubin"] = compile()
     print(json.dumps(out))
+
+
+def ptx_and_cubin() -> None:
+    """SAXPY compiled to PTX and to CUBIN: where each came from."""
+    from cudaload import Program
+
+    program = Program(SAXPY)
+    print(json.dumps([program.compile(arch=90, output=kind).cached for kind in ("ptx", "cubin")]))
 
 
 def disk_hit() -> None:
@@ -166,7 +170,7 @@ def victim(source: str) -> None:
                                    if issubclass(w.category, cache.CacheWarning)]}))
 
 
-SCENARIOS = {"one": one, "key_changes": key_changes, "disk_hit": disk_hit, "three": three,
+SCENARIOS = {"one": one, "key_changes": key_changes, "ptx_and_cubin": ptx_and_cubin, "disk_hit": disk_hit, "three": three,
              "included": included, "victim": victim}
 
 if __name__ == "__main__":
