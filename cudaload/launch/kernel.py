@@ -16,7 +16,8 @@ import functools
 import threading
 import weakref
 
-from . import arguments, attributes as _attributes
+from . import arguments
+from .attributes import KernelAttributes, Occupancy, occupancy as _occupancy
 from ..bindings import driver
 from . import signature as _signature
 from ._sizes import integer
@@ -385,10 +386,10 @@ class Kernel(GpuState, functools.partial):
         return self._core.signature
 
     @property
-    def attributes(self) -> _attributes.KernelAttributes:
+    def attributes(self) -> KernelAttributes:
         """Registers, block size limit, shared/const/local bytes, versions: read when first used."""
-        return _attributes.KernelAttributes(self._core, current_device())
+        return KernelAttributes(self._core, current_device())
 
-    def occupancy(self, block, shared_mem: int = 0) -> _attributes.Occupancy:
+    def occupancy(self, block, shared_mem: int = 0) -> Occupancy:
         """Active blocks per multiprocessor, and a block size that fills it.  Raises ValueError."""
-        return _attributes.occupancy(self._core, block, shared_mem)
+        return _occupancy(self._core, block, shared_mem)
