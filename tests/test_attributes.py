@@ -24,6 +24,8 @@ def test_attributes_are_read_when_first_used_and_kept(recording_driver):
     assert out["dynamic_reads"] == 1  # launches raise it, so it is read each time
     assert out["repr"].startswith("<KernelAttributes of k on device 0: num_regs=40")
     assert out["raw"] == [768, 90]  # a RawKernel compiles and loads on its first read
+    assert out["pickled"] == ["NotPicklableError", "send the values (attrs.as_dict())"]
+    assert out["occupancy_pickles"] == [128, 16]  # plain numbers
 
 
 def test_occupancy_passes_block_and_shared_memory_and_derives_the_fraction(recording_driver):

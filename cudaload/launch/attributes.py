@@ -15,6 +15,7 @@ from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._sizes import byte_count, integer
 from .device import Device, activate, current_device
+from ._unpicklable import GpuState
 
 __all__ = ["KernelAttributes", "Occupancy", "occupancy"]
 
@@ -47,21 +48,22 @@ class _Attribute:
         self.name = name
 
     def __get__(self, obj, owner=None) -> int:
-        if obj is None:
-            return self  # type: ignore[return-value]  (the class's own attribute: the descriptor)
+        if obj is None:  # looked up on the class: the descriptor itself
+            return self  # type: ignore[return-value]
         value = obj._values.get(self.name)
         if value is None:
             value = obj._values[self.name] = _read(obj._func(), self.attr, obj.device)
         return value
 
 
-class KernelAttributes:
+class KernelAttributes(GpuState):
     """What the driver says of a kernel compiled for one device; each value read on first access.
 
     Raises :class:`DriverError` when the driver cannot say (and what loading the kernel raises:
     a RawKernel compiles on first use)."""
 
     __slots__ = ("device", "_core", "_function", "_values")
+    _SEND_INSTEAD = "send the values (attrs.as_dict())"
 
     max_threads_per_block = _Attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK",
                                        "most threads a block of this kernel can have here")

@@ -55,6 +55,15 @@ def attributes() -> dict:
     attrs.max_dynamic_shared_size_bytes
     out["dynamic_reads"] = fake().fake_attribute_reads() - reads  # read each time
     out["device"] = attrs.device.ordinal
+    import pickle
+
+    try:
+        pickle.dumps(attrs)
+        out["pickled"] = None
+    except TypeError as err:
+        out["pickled"] = [type(err).__name__, err.hint]
+    occ = pickle.loads(pickle.dumps(k.occupancy(128)))
+    out["occupancy_pickles"] = [occ.block, occ.active_blocks_per_multiprocessor]
     raw = cudaload.RawKernel(SOURCE, "k")  # compiled and loaded by its first attribute read
     out["raw"] = [raw.attributes.max_threads_per_block, raw.attributes.binary_version]
     return out
