@@ -30,6 +30,17 @@ def test_objectcode_round_trips_its_data_and_leaves_this_process_behind():
     assert again.code == obj.code and again.lowered_names == obj.lowered_names
 
 
+def test_a_program_pickles_for_a_receiver_that_compiles_itself():
+    from cudaload import Program
+
+    prog = Program('extern "C" __global__ void k(int *x) {}', name_expressions=["k"],
+                   options=("-DN=4",))
+    back = pickle.loads(pickle.dumps(prog))
+    assert (back.source, back.options, back.name_expressions) == (
+        prog.source, prog.options, prog.name_expressions)
+    assert back._digest == prog._digest  # the same cache entries
+
+
 def test_objectcode_from_a_newer_cudaload_with_more_fields_still_loads():
     from cudaload.compile import objectcode
 
