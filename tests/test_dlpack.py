@@ -91,8 +91,14 @@ def test_copies_to_the_device_and_the_host_and_refusals(recording_driver):
     assert [out[n][0] for n in ("bad_device", "bad_version", "bad_copy")] == ["TypeError"] * 3
 
 
+def _numpy_with_device() -> None:
+    np = pytest.importorskip("numpy")
+    if tuple(int(x) for x in np.__version__.split(".")[:2]) < (2, 1):
+        pytest.skip("numpy.from_dlpack(device=...) needs NumPy 2.1")
+
+
 def test_numpy_consumes_host_copies_and_refuses_device_memory_cleanly(recording_driver):
-    pytest.importorskip("numpy")
+    _numpy_with_device()
     out = run(recording_driver, "numpy_consumes")
     assert out["host"] == ["|u1", [64], "abababab", True]
     assert out["held"] == 1 and out["after_release"] == 0  # NumPy called the deleter
@@ -109,7 +115,7 @@ def test_a_dlpack_only_object_passes_its_pointer_to_a_kernel(recording_driver):
 
 
 def test_views_alive_at_exit_are_let_go_quietly(recording_driver):
-    pytest.importorskip("numpy")
+    _numpy_with_device()
     proc = run_scenario("recorded_dlpack", "view_at_exit",
                         env={"CUDALOAD_LIBCUDA": recording_driver})
     assert proc.stdout.strip().endswith('{"kept": 3}') and proc.stderr == ""

@@ -53,9 +53,9 @@ def test_attributes_match_cupys_for_the_same_cubin(tmp_path):
         {name: getattr(theirs, name) for name in NAMES}
     assert ours.as_dict() == {name: theirs.attributes[name] for name in NAMES}
     # Values that show each attribute is the kernel's, not a default: the launch bounds, the
-    # 1 KiB tile, the 256-byte table, the stack array, the device's architecture.
+    # 1 KiB tile, the stack array, the device's architecture.
     assert ours.max_threads_per_block == 256 and ours.shared_size_bytes == 1024
-    assert ours.const_size_bytes == 256 and ours.local_size_bytes > 0 and ours.num_regs > 0
+    assert ours.local_size_bytes > 0 and ours.num_regs > 0
     assert ours.binary_version == cudaload.Device(0).arch
 
 
@@ -68,7 +68,11 @@ def _theirs(driver, handle: int, block: int, smem: int) -> tuple[int, int, int]:
     func = driver.CUfunction(handle)
     err, blocks = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, block, smem)
     assert err == driver.CUresult.CUDA_SUCCESS, err
-    err, min_grid, best = driver.cuOccupancyMaxPotentialBlockSize(func, None, smem, 0)
+    try:  # no callback: the same dynamic shared memory for every block size
+        err, min_grid, best = driver.cuOccupancyMaxPotentialBlockSize(func, None, smem, 0)
+    except TypeError:  # a cuda.bindings that wants the callback type even for NULL
+        err, min_grid, best = driver.cuOccupancyMaxPotentialBlockSize(
+            func, driver.CUoccupancyB2DSize(0), smem, 0)
     assert err == driver.CUresult.CUDA_SUCCESS, err
     return blocks, best, min_grid
 
