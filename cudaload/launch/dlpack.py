@@ -15,7 +15,9 @@ in flight (a cffi callback cannot leave one set, and consumers free a capsule th
 raising their error).  Instead an export keeps its capsule until it is seen renamed (consumed:
 the deleter will come) or held by nobody else (never consumed, and never to be: dropped as its
 deleter would be).  Both are looked for at each export, at ``DeviceBuffer.free()`` and after
-each garbage collection.  ``free()`` of a buffer still viewed makes it unusable here at once
+each garbage collection.  (The deleter shares the limit: a consumer that frees its view while
+its own error is being raised would see that error replaced; the consumers known free views
+from their objects' deallocation, where none is.)  ``free()`` of a buffer still viewed makes it unusable here at once
 and frees the memory when the last view goes.
 
 Streams: cudaload's work without a stream goes to the legacy default stream; a consumer that
