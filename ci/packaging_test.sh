@@ -37,9 +37,9 @@ compiled = [n for n in names if n.endswith((".so", ".pyd", ".dylib", ".dll")) or
 assert not compiled, f"compiled files in the wheel: {compiled}"
 assert "Tag: py3-none-any" in text and "Root-Is-Purelib: true" in text, text
 for needed in ("cudaload/__init__.py", "cudaload/bindings/_cuda_ffi.py", "cudaload/bindings/_nvrtc_ffi.py",
-               "cudaload/bindings/_cuda_protos.py", "cudaload/availability.py", "cudaload/cli.py",
-               "cudaload/py.typed", "cudaload/wheelcheck/_probe.py",
-               "cudaload/wheelcheck/pytest_plugin.py"):
+               "cudaload/bindings/_dlpack_ffi.py", "cudaload/bindings/_cuda_protos.py",
+               "cudaload/availability.py", "cudaload/cli.py", "cudaload/py.typed",
+               "cudaload/wheelcheck/_probe.py", "cudaload/wheelcheck/pytest_plugin.py"):
     assert needed in names, f"{needed} missing from the wheel"
 assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), "LICENSE missing from the wheel"
 assert b"[pytest11]\ncudaload = cudaload.wheelcheck.pytest_plugin" in entry_points, entry_points

@@ -65,6 +65,7 @@ int cuDeviceGetAttribute(int *v, int attr, int d) {
     case 5: *v = 2147483647; return 0; case 6: case 7: *v = 65535; return 0;  /* grid dims */
     case 16: *v = 132; return 0; case 75: *v = 9; return 0; case 76: *v = 0; return 0;
     case 97: *v = 232448; return 0;                               /* shared memory opt-in */
+    case 10: *v = 32; return 0; case 39: *v = 2048; return 0;     /* warp, threads per SM */
     }
     return 1;
 }
@@ -99,7 +100,9 @@ int cuLibraryGetKernel(void **k, void *lib, const char *name) {
     strncpy(kernel_name, name, sizeof kernel_name - 1); *k = (void *)0x3000; return 0;
 }
 int cuKernelGetFunction(void **f, void *k) { *f = (void *)0x4000; return 0; }
-int cuFuncSetAttribute(void *f, int attr, int value) { return 0; }
+static int set_attr = -1, set_value;
+int cuFuncSetAttribute(void *f, int attr, int value) { set_attr = attr; set_value = value; return 0; }
+int fake_func_set(int *value) { *value = set_value; return set_attr; }
 int cuFuncGetParamInfo(void *f, size_t i, size_t *offset, size_t *size) {
     if ((int)i >= nparams) return 1;
     *offset = offsets[i]; *size = sizes[i]; return 0;
@@ -114,13 +117,61 @@ int cuMemAlloc_v2(unsigned long long *p, size_t n) {
     alloc_context = current; *p = next_address; next_address += (n + 255) & ~255ULL; return 0;
 }
 void *fake_alloc_context(void) { return alloc_context; }
-int cuMemFree_v2(unsigned long long p) { return 0; }
+static int frees;
+int cuMemFree_v2(unsigned long long p) { ++frees; return 0; }
+int fake_frees(void) { return frees; }
 int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) { return 0; }
 int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n) { memset(dst, 0xab, n); return 0; }
 int cuMemsetD8_v2(unsigned long long dst, unsigned char value, size_t n) { return 0; }
 int cuPointerGetAttribute(void *data, int attr, unsigned long long p) {
     *(int *)data = attr == 2 ? 2 : 0;  /* device memory, on device 0 */
     return 0;
+}
+/* Events and waits, recorded: the stream each event was recorded on, the stream that waited. */
+static int events, events_destroyed, waits;
+static void *recorded_on, *waiting_stream, *waited_event;
+int cuEventCreate(void **e, unsigned flags) { *e = (void *)(0xe000 + 0x10 * (size_t)++events); return 0; }
+int cuEventDestroy_v2(void *e) { ++events_destroyed; return 0; }
+int cuEventRecord(void *e, void *s) { recorded_on = s; return 0; }
+int cuStreamWaitEvent(void *s, void *e, unsigned flags) {
+    waiting_stream = s; waited_event = e; ++waits; return 0;
+}
+int fake_waits(void **stream, void **event, void **recorded) {
+    *stream = waiting_stream; *event = waited_event; *recorded = recorded_on; return waits;
+}
+static unsigned long long copy_dst, copy_src; static size_t copy_n;
+int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t n) {
+    copy_dst = dst; copy_src = src; copy_n = n; return 0;
+}
+int fake_last_copy(unsigned long long *dst, unsigned long long *src) {
+    *dst = copy_dst; *src = copy_src; return (int)copy_n;
+}
+/* Function attributes and occupancy: a kernel of 40 registers, 1 KiB static shared memory, 256
+   bytes of constants, 16 bytes of local memory per thread, PTX 9.0 and binary 9.0, at most 768
+   threads per block; the last occupancy query's arguments are kept. */
+static int attribute_reads, occupancy_block; static size_t occupancy_smem, potential_smem;
+static void *potential_callback; static int potential_limit = -1;
+int cuFuncGetAttribute(int *v, int attr, void *f) {
+    static const int values[] = {768, 1024, 256, 16, 40, 90, 90, 0, 48 * 1024};
+    if (attr < 0 || attr > 8) return 1;
+    ++attribute_reads; *v = values[attr]; return 0;
+}
+int fake_attribute_reads(void) { return attribute_reads; }
+int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, void *f, int block, size_t smem) {
+    /* 64 warps and 32 blocks per SM; 228 KiB of shared memory, the static 1 KiB counted too */
+    int n = block > 768 ? 0 : 64 / ((block + 31) / 32);
+    if (n > 32) n = 32;
+    if (smem && n > (int)(233472 / (smem + 1024))) n = (int)(233472 / (smem + 1024));
+    occupancy_block = block; occupancy_smem = smem; *out = n; return 0;
+}
+int cuOccupancyMaxPotentialBlockSize(int *grid, int *block, void *f, void *callback, size_t smem,
+                                     int limit) {
+    potential_callback = callback; potential_smem = smem; potential_limit = limit;
+    *block = smem > 64 * 1024 ? 256 : 768; *grid = 132 * (2048 / *block); return 0;
+}
+int fake_occupancy(int *block, size_t *smem, size_t *potential, int *limit) {
+    *block = occupancy_block; *smem = occupancy_smem; *potential = potential_smem;
+    *limit = potential_limit; return potential_callback != 0;
 }
 void fake_set_layout(int n, const size_t *off, const size_t *size) {
     nparams = n; memcpy(offsets, off, n * sizeof *off); memcpy(sizes, size, n * sizeof *size);

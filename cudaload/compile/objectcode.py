@@ -27,7 +27,15 @@ class ObjectCode:
     Plain data.  What made it may add two fields: ``.source``, the CUDA source, where the launch
     side reads parameter types a mangled name does not give; and ``.recompile``, a function that
     takes this code after the driver refused it and returns code the driver can load, or None.
-    Whoever compiled it owns recompiling it."""
+    Whoever compiled it owns recompiling it.
+
+    It pickles as its data alone: code, kind, arch, log, lowered names and source, so that the
+    receiving process rebuilds it without loading any CUDA library and launches its kernels with
+    the same parameter types.  What belongs to this process stays here: the loaded module,
+    ``.cached`` (how this process's caches found it: None in the receiver) and ``.recompile``,
+    which would carry the Program and this process's cache key along; a driver there that
+    refuses the code raises its error (send the Program instead where the receiver should
+    compile for itself)."""
 
     def __init__(self, code: bytes, kind: str, arch: str | None = None, *, log: str = "",
                  lowered_names: dict | None = None, cached: str | None = None,
@@ -47,6 +55,11 @@ class ObjectCode:
     def __repr__(self) -> str:
         via = f", cached={self.cached!r}" if self.cached else ""
         return f"<ObjectCode {self.kind} {self.arch or '?'} {len(self.code)} bytes{via}>"
+
+    def __reduce__(self) -> tuple:
+        return (_rebuild, ({"code": self.code, "kind": self.kind, "arch": self.arch,
+                            "log": self.log, "lowered_names": dict(self.lowered_names),
+                            "source": self.source},))
 
     def _as(self, cached: str | None) -> ObjectCode:
         return ObjectCode(self.code, self.kind, self.arch, log=self.log,
@@ -108,6 +121,13 @@ class ObjectCode:
         CUBIN for the device, or PTX for an older arch).  None when nothing made it that can
         compile again, or when nothing else can be tried."""
         return None if self.recompile is None else self.recompile(self)
+
+
+def _rebuild(fields: dict) -> ObjectCode:
+    """An unpickled ObjectCode.  Fields this version does not know (from a newer cudaload) are
+    ignored, so code pickled by it still loads here."""
+    return ObjectCode(fields["code"], fields["kind"], fields.get("arch"), log=fields.get("log", ""),
+                      lowered_names=fields.get("lowered_names"), source=fields.get("source"))
 
 
 def _arch_of(data: bytes, kind: str) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import operator
 
-__all__ = ["integer"]
+__all__ = ["integer", "byte_count"]
 
 
 def integer(value, what: str) -> int:
@@ -20,3 +20,15 @@ def integer(value, what: str) -> int:
         except TypeError:
             pass
     raise TypeError(f"{what} must be an integer, not {value!r}")
+
+
+def byte_count(value, what: str, owner: str) -> int:
+    """``value`` as a count of bytes, in a message about ``owner`` (a kernel's name).  Raises
+    TypeError for anything that is no integer, ValueError for a negative count."""
+    try:
+        count = integer(value, what)
+    except TypeError as exc:
+        raise TypeError(f"{owner}: {exc} (a byte count)") from None
+    if count < 0:
+        raise ValueError(f"{owner}: {what}={count} is negative; pass a byte count")
+    return count

@@ -14,6 +14,7 @@ from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate
 from ._foreign import stream_handle as handle_of
 from ._residency import pin, unpin
+from ._unpicklable import GpuState
 
 TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
 if TYPE_CHECKING:
@@ -39,12 +40,14 @@ def _release(handles: list, dev: Device) -> None:
         unpin()
 
 
-class Graph:
+class Graph(GpuState):
     """A captured graph; ``launch(stream)`` replays it (instantiated on first launch).
 
     Raises :class:`DriverError` when instantiation or launch fails."""
 
     _launch: Callable[..., int]  # the driver's cuGraphLaunch, bound by instantiate()
+    _SEND_INSTEAD = ("send the ObjectCode of its kernels and capture the launches again in the "
+                     "receiving process")
 
     def __init__(self, device: Device):
         self.device = device

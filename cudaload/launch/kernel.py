@@ -17,12 +17,14 @@ import threading
 import weakref
 
 from . import arguments
+from .attributes import KernelAttributes, Occupancy, occupancy as _occupancy
 from ..bindings import driver
 from . import signature as _signature
 from ._sizes import integer
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ..errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
+from ._unpicklable import GpuState
 
 __all__ = ["Kernel"]
 
@@ -344,7 +346,7 @@ def _driver_layout(func):
         layout.append((offset[0], size[0]))
 
 
-class Kernel(functools.partial):
+class Kernel(GpuState, functools.partial):
     """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``.
 
     Raises :class:`LaunchArgumentError` for arguments that do not fit, ``ValueError`` for a grid or
@@ -353,6 +355,9 @@ class Kernel(functools.partial):
     # A partial over the bound ``_Core.launch``: CPython calls it through vectorcall, while an
     # instance with a Python ``__call__`` pays for a tuple and a keyword dict on every launch
     # (about 0.3 us, a tenth of the whole launch).
+
+    _SEND_INSTEAD = ("send the ObjectCode (it pickles) and the kernel's name, and call "
+                     "obj.load().get_kernel(name) in the receiving process")
 
     def __new__(cls, module, name: str, signature: str | None = None):
         return cls._wrap(_Core(module, name, signature=signature))
@@ -368,9 +373,6 @@ class Kernel(functools.partial):
     def __repr__(self) -> str:
         return f"<cudaload.{type(self).__name__} {self.name}>"
 
-    def __reduce__(self):
-        raise TypeError("a Kernel cannot be pickled: pickle the ObjectCode or source instead")
-
     @property
     def name(self) -> str:
         return self._core.name
@@ -384,3 +386,12 @@ class Kernel(functools.partial):
     def signature(self) -> str:
         """The kernel's signature as error messages show it."""
         return self._core.signature
+
+    @property
+    def attributes(self) -> KernelAttributes:
+        """Registers, block size limit, shared/const/local bytes, versions: read when first used."""
+        return KernelAttributes(self._core, current_device())
+
+    def occupancy(self, block, shared_mem: int = 0) -> Occupancy:
+        """Active blocks per multiprocessor, and a block size that fills it.  Raises ValueError."""
+        return _occupancy(self._core, block, shared_mem)

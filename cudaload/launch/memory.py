@@ -12,6 +12,8 @@ from .. import lifetime
 from ._sizes import integer
 from .device import Device, activate, as_device
 from ._foreign import stream_handle as handle_of
+from ._unpicklable import GpuState
+from . import dlpack as _dlpack
 
 __all__ = ["alloc", "DeviceBuffer"]
 
@@ -41,12 +43,15 @@ def _free(ptr: int, dev: Device) -> None:
     drv.cuMemFree_v2(ptr)
 
 
-class DeviceBuffer:
-    """A span of device memory: ``.ptr``, ``.nbytes``, ``.device``; ``__cuda_array_interface__``.
+class DeviceBuffer(GpuState):
+    """A span of device memory: ``.ptr``, ``.nbytes``, ``.device``; ``__cuda_array_interface__``
+    and ``__dlpack__`` (1-D uint8: raw bytes).
 
     Made by :func:`alloc` (owning, freed when garbage) or as a view (``Module.get_global``)."""
 
     __slots__ = ("ptr", "nbytes", "device", "_finalizer", "_owner", "__weakref__")
+    _SEND_INSTEAD = ("send the contents (buf.copy_to_host()) and copy them into a buffer allocated "
+                     "in the receiving process")
 
     def __init__(self, ptr: int, nbytes: int, device: Device, owner=None):
         self.ptr = int(ptr)
@@ -60,10 +65,6 @@ class DeviceBuffer:
 
     def __int__(self) -> int:
         return self.ptr
-
-    def __reduce__(self):
-        raise TypeError("a DeviceBuffer cannot be pickled: its address means nothing in another "
-                        "process; send the contents (copy_to_host) instead")
 
     def __copy__(self):
         # A copy would share the memory but not its ownership: freeing one would leave the other
@@ -83,14 +84,36 @@ class DeviceBuffer:
         return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
                 "version": 3, "strides": None, "stream": None}
 
+    def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> object:
+        """A DLPack capsule viewing this memory as 1-D uint8 of ``nbytes`` (raw bytes: view it as
+        another dtype on the consumer's side); the consumer's ``stream`` waits for cudaload's
+        work without a stream.  ``dl_device=(1, 0)`` (the host) gives a host copy, ``copy=True``
+        a device copy.  Raises BufferError (DLPackError) for an export it cannot give,
+        TypeError/ValueError for malformed keywords, ValueError once freed."""
+        self._live()
+        versioned, to_host, copied = _dlpack.request(self.device, stream, max_version,
+                                                     dl_device, copy)
+        if to_host:
+            return _dlpack.host_export(self.copy_to_host(), versioned)
+        source = alloc(self.nbytes, self.device).copy_from(self) if copied else self
+        _dlpack.wait(stream, self.device)
+        return _dlpack.export(source, source.ptr, source.nbytes,
+                              (_dlpack.CUDA, self.device.ordinal), versioned, copied)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return _dlpack.CUDA, self.device.ordinal
+
     def free(self) -> None:
-        """Release the memory now (only for buffers made by :func:`alloc`).
+        """Release the memory now (only for buffers made by :func:`alloc`); while another library
+        still views it through DLPack, when the last such view goes.
 
         Afterwards ``.ptr`` is 0, so every later use is refused instead of reaching freed memory
         (a kernel writing there would poison the whole context)."""
         if self._finalizer is not None:
-            self._finalizer()
             self.ptr = 0
+            if not _dlpack.viewed(self):
+                self._finalizer()
 
     def _live(self):
         """The driver, with this buffer's device current.  Raises ValueError once freed."""

@@ -16,6 +16,7 @@ from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate, as_device, current_device
 from ._residency import unload as _unload
+from ._unpicklable import GpuState
 from ..errors import DriverError
 
 __all__ = ["Module", "REFUSALS", "load_once"]
@@ -36,10 +37,13 @@ def load_once(obj) -> Module:
     return module
 
 
-class Module:
+class Module(GpuState):
     """A loaded image; ``get_kernel`` and ``get_global`` find what it defines.
 
     Raises :class:`DriverError` when the driver refuses the image even after one recompilation."""
+
+    _SEND_INSTEAD = ("send its ObjectCode (module.code, which pickles) and call .load() on it in "
+                     "the receiving process")
 
     def __init__(self, obj):
         self._obj = obj

@@ -42,6 +42,9 @@ class RawKernel(Kernel):
     ``RawKernel(source, name, options=(), name_expressions=())``; ``name`` may be a name
     expression such as ``"scale<float>"``.  Raises :class:`CompileError` on that first use."""
 
+    _SEND_INSTEAD = ("send the source and the kernel's name, and make the RawKernel again in the "
+                     "receiving process (it compiles through the kernel cache)")
+
     def __new__(cls, source: str, name: str, *, options=(), name_expressions=(),
                 signature: str | None = None):
         exprs = tuple(name_expressions)

@@ -12,6 +12,7 @@ from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
 from .device import Device, activate, as_device
+from ._unpicklable import GpuState
 
 __all__ = ["Stream", "Event", "handle_of"]
 
@@ -31,13 +32,14 @@ def _destroyer(name: str):
     return destroy
 
 
-class Stream:
+class Stream(GpuState):
     """A CUDA stream: ``.handle`` (``CUstream``), ``.ptr`` (int), ``.device``; ``__cuda_stream__``.
 
     ``Stream()`` creates a non-blocking stream on the thread's device; ``Stream.from_handle``
     wraps one another library owns.  Raises :class:`DriverError`."""
 
     _finalizer: weakref.finalize | None
+    _SEND_INSTEAD = "make a new cudaload.Stream() in the receiving process"
 
     def __init__(self, device=None, *, priority: int | None = None, non_blocking: bool = True):
         self.device = as_device(device)
@@ -104,8 +106,10 @@ class Stream:
         return capture(self, mode)
 
 
-class Event:
+class Event(GpuState):
     """A CUDA event for ordering streams and timing.  Raises :class:`DriverError`."""
+
+    _SEND_INSTEAD = "make a new cudaload.Event() in the receiving process"
 
     def __init__(self, device=None, *, timing: bool = True):
         self.device = as_device(device)
