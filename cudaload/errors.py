@@ -24,6 +24,8 @@ __all__ = [
     "NvrtcError",
     "CompileError",
     "LaunchArgumentError",
+    "NotPicklableError",
+    "DLPackError",
     "ForkedProcessError",
     "DriverNotFoundError",
     "DriverLoadError",
@@ -151,6 +153,16 @@ class CompileError(NvrtcError):
 
 class LaunchArgumentError(CudaLoadError, TypeError):
     """A kernel argument does not fit its parameter.  The message names both and the signature."""
+
+
+class NotPicklableError(CudaLoadError, TypeError):
+    """An object holding GPU state was pickled or copied; ``.hint`` says what to send instead.
+
+    A TypeError, as ``pickle`` raises for any object it cannot pickle."""
+
+
+class DLPackError(CudaLoadError, BufferError):
+    """This memory cannot be exported as asked (``BufferError``, as the DLPack protocol says)."""
 
 
 # The forms "CUDA cannot be used here" takes, each also the error of what went wrong, so that

@@ -40,6 +40,8 @@ SAMPLES = [
     errors.DriverUnavailableError("cuInit failed: CUDA_ERROR_NO_DEVICE (100): none", code=100,
                                   name="CUDA_ERROR_NO_DEVICE", function="cuInit", detail="none",
                                   hint="check `nvidia-smi`"),
+    errors.NotPicklableError("a Module cannot be pickled", hint="send its ObjectCode"),
+    errors.DLPackError("no host copy of 0 bytes", hint="export a buffer of one byte or more"),
 ]
 
 

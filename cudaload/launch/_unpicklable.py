@@ -10,15 +10,9 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 
 from __future__ import annotations
 
-from ..errors import CudaLoadError
+from ..errors import NotPicklableError
 
 __all__ = ["GpuState", "NotPicklableError"]
-
-
-class NotPicklableError(CudaLoadError, TypeError):
-    """An object holding GPU state was pickled or copied; ``.hint`` says what to send instead.
-
-    A TypeError, as ``pickle`` raises for any object it cannot pickle."""
 
 
 class GpuState:

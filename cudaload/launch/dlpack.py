@@ -34,7 +34,7 @@ import operator
 import sys
 
 from ..bindings._dlpack_ffi import ffi as _ffi
-from ..errors import CudaLoadError
+from ..errors import DLPackError
 from .device import Device
 
 __all__ = ["DLPackError", "CUDA", "request", "export", "host_export", "wait", "viewed"]
@@ -48,10 +48,6 @@ _VERSION = (_ffi.integer_const("DLPACK_MAJOR_VERSION"), _ffi.integer_const("DLPA
 _NAMES = {False: b"dltensor", True: b"dltensor_versioned"}
 _TYPES = {False: "DLManagedTensor", True: "DLManagedTensorVersioned"}
 _LEGACY_STREAMS = (None, -1, 1)  # no stream named, "do not synchronize", the legacy stream
-
-
-class DLPackError(CudaLoadError, BufferError):
-    """This memory cannot be exported as asked (``BufferError``, as the DLPack protocol says)."""
 
 
 class _Export:
