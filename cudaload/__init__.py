@@ -60,6 +60,7 @@ _LAZY = {
     "status": "availability",
     "Status": "availability",
     "Program": "compile.program",
+    "compile_all": "compile.parallel",
     "ObjectCode": "compile.objectcode",
     "Module": "launch.module",
     "Kernel": "launch.kernel",

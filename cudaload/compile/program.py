@@ -125,8 +125,8 @@ class Program:
     def _compile(self, arch, output: str, explicit: bool, build: bool = True,
                  shipped: bool = True, tc: toolchain.Toolchain | None = None):
         """(code, its disk key, whether it was kept) from the program's bundle (with
-        ``shipped``), the disk cache, or NVRTC; without ``build``, (None, key, (kind, target))
-        where NVRTC would compile."""
+        ``shipped``), the disk cache, or NVRTC; without ``build``, (None, key, (kind, target,
+        witness)) where NVRTC would compile."""
         if shipped and self.bundle is not None and arch is not None:
             inputs = self._inputs(None)
             found = self.bundle.find(self, arch, _virtual(arch, output),
@@ -151,7 +151,7 @@ class Program:
             if obj is not None:
                 break
             if not build:
-                return None, key, (kind, target)
+                return None, key, (kind, target, inputs.witness)
             with disk.lock(key) as publish:
                 obj = disk.lookup(key)  # another process may have compiled it meanwhile
                 if obj is None:
@@ -259,7 +259,18 @@ def forget_no_device() -> None:
     _no_device = False
 
 
+_assumed_driver: list = []  # in a compile worker: the calling process's answer (parallel.py)
+
+
+def assume_driver_version(version: int | None) -> None:
+    """From now on take ``version`` for the driver's, without loading libcuda: a compile worker
+    (parallel.py) keys PTX as the process that asked for it does, and never touches CUDA."""
+    _assumed_driver[:] = [version]
+
+
 def _driver_version() -> int | None:
+    if _assumed_driver:
+        return _assumed_driver[0]
     try:
         from ..bindings import driver
 
