@@ -12,7 +12,6 @@ Layer 2, compile: may import the foundation, bindings and compile.
 from __future__ import annotations
 
 import os
-import warnings
 
 __all__ = ["CacheWarning", "byte_count", "max_bytes", "memory_max_bytes", "MEMORY_DEFAULT_BYTES"]
 
@@ -42,6 +41,8 @@ def max_bytes() -> int | None:
         return None
     limit = byte_count(value)
     if limit is None:
+        import warnings
+
         warnings.warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; "
                       "ignored", CacheWarning, stacklevel=3)
         return None
@@ -59,6 +60,8 @@ def memory_max_bytes() -> int:
         return _memory_setting[1]
     limit = byte_count(text.strip()) if text.strip() else MEMORY_DEFAULT_BYTES
     if limit is None:
+        import warnings
+
         warnings.warn(f"cudaload: CUDALOAD_MEMORY_CACHE_MAX_BYTES={text!r} is not a number of "
                       f"bytes; the default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning,
                       stacklevel=4)

@@ -18,8 +18,8 @@ Layer 2, compile: may import the foundation, bindings and compile.
 
 from __future__ import annotations
 
-import threading
 import weakref
+import _thread
 from collections import OrderedDict
 
 from . import _limits
@@ -40,7 +40,7 @@ class MemoryCache:
         self._weak: dict = {}  # key -> (weak reference to the entry's ObjectCode, entry's size...)
         self._bytes = 0
         # Re-entrant: a garbage collection inside a locked section may run _gone in this thread.
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
 
     def __len__(self) -> int:
         return len(self._held)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
+import _thread
 from collections import OrderedDict
 
 from . import options as _options
@@ -39,7 +39,7 @@ class Prepared(tuple):
 
 _table: OrderedDict = OrderedDict()  # frozen arguments -> Prepared, least recently used first
 _chars = [0]
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _UNHASHABLE = object()
 
 

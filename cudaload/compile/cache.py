@@ -42,7 +42,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import warnings
 
 from . import _locking, _upkeep
 from .. import _log, _trust, _untrusted, _writes
@@ -288,6 +287,8 @@ class DiskCache:
     def _warn_once(self, text: str) -> None:
         if not self.broken:
             self.broken = True
+            import warnings  # here: a process whose cache works never imports it
+
             warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
 
     def _give_up(self, exc: OSError, doing: str) -> None:

@@ -16,7 +16,7 @@ import functools
 import json
 import os
 import sys
-import threading
+import _thread
 from collections import namedtuple
 
 from . import _locking, cache
@@ -65,7 +65,7 @@ def _key_of(version, build, headers) -> str:
         [list(version), build, [list(h) for h in headers]]).encode()).hexdigest()
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _live: Toolchain | None = None
 _remembered: Toolchain | None = None
 
@@ -362,6 +362,8 @@ def _find_headers_meanwhile():
     except ImportError:
         pass
     found: list = []
+    import threading
+
     thread = threading.Thread(target=lambda: found.append(_find_headers()), daemon=True,
                               name="cudaload-headers")
     thread.start()
