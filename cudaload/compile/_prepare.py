@@ -8,19 +8,19 @@ inside the options) are prepared afresh each time.  Only equal arguments share a
 equal arguments give equal results: define values are compared with their types (``4`` and
 ``4.0`` are equal in Python but become ``-DN=4`` and ``-DN=4.0``).
 
-Imports of cudaload: options.
+Imports of cudaload: _sha, options.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import _thread
 from collections import OrderedDict
 
 from . import options as _options
+from ._sha import sha256
 
 __all__ = ["Prepared", "prepare", "digest"]
 
@@ -148,7 +148,7 @@ def _text(value, what: str) -> str:
 
 def digest(*parts: str | bytes) -> bytes:
     """sha256 of ``parts``, each length-prefixed so that no two splits collide."""
-    hashed = hashlib.sha256()
+    hashed = sha256(size=sum(map(len, parts)))
     for part in parts:
         data = part.encode() if isinstance(part, str) else part
         hashed.update(len(data).to_bytes(8, "little"))

@@ -59,9 +59,9 @@ class Toolchain(_Fields):
 
 @functools.lru_cache(maxsize=16)  # asked for on every cache miss; cold after NVRTC, it cost 20+ us
 def _key_of(version, build, headers) -> str:
-    import hashlib
+    from ._sha import sha256
 
-    return hashlib.sha256(json.dumps(
+    return sha256(json.dumps(
         [list(version), build, [list(h) for h in headers]]).encode()).hexdigest()
 
 
