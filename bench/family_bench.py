@@ -78,7 +78,11 @@ def child_compile(how: str, tag: str, count: str, workers: str, pch: str) -> dic
                                     workers=int(workers) or None)
         each = []
     took = time.perf_counter() - t
+    import resource
+
+    used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     return {"seconds": round(took, 3), "kernels": len(objs), "code": _digest(objs),
+            "cpu_s": round(sum(u.ru_utime + u.ru_stime for u in used), 2),
             "first_ms": round(each[0], 1) if each else None,
             "median_ms": round(sorted(each)[len(each) // 2], 1) if each else None,
             "cached": sorted({str(o.cached) for o in objs}),
@@ -165,8 +169,10 @@ def run(args) -> dict:
     count = str(args.kernels)
     workers = str(args.workers or 0)
     header = family_header.header()
+    cores = _cores()
     out = {"benchmark": "family_bench", "python": sys.version.split()[0],
-           "cores": _cores(), "header_lines": header.count("\n"), "header_chars": len(header),
+           "cores": cores, "effective_cpus_before": effective_cpus(cores),
+           "header_lines": header.count("\n"), "header_chars": len(header),
            "kernels": args.kernels, "rows": {}}
     rows = out["rows"]
 
@@ -186,10 +192,28 @@ def run(args) -> dict:
                                          folder("pch-serial"), timeout)
         rows["pch_parallel_cold"] = _child(["compile", "parallel", tag, count, workers, "1"],
                                            folder("pch-parallel"), timeout)
+    out["effective_cpus_after"] = effective_cpus(cores)
     out["summary"] = summary(rows)
     out["nvrtc"] = _nvrtc_version()
     shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _spin(seconds: str) -> None:
+    """Burn CPU for ``seconds`` of wall time; print the CPU time it got."""
+    t, c = time.perf_counter(), time.process_time()
+    while time.perf_counter() - t < float(seconds):
+        sum(range(10000))
+    print(json.dumps({"cpu": time.process_time() - c}))
+
+
+def effective_cpus(n: int, seconds: float = 1.0) -> float:
+    """How many CPUs ``n`` busy processes get at once on this machine now (others share it)."""
+    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--one", "spin",
+                               str(seconds)], stdout=subprocess.PIPE, text=True)
+             for _ in range(n)]
+    got = [json.loads(p.communicate()[0].strip().splitlines()[-1])["cpu"] for p in procs]
+    return round(sum(got) / seconds, 2)
 
 
 def _cores() -> int:
@@ -220,6 +244,10 @@ def summary(rows: dict) -> dict:
         cores = (rows["parallel_cold"] or {}).get("workers") or 1
         s["speedup_target"] = 6.0 if cores >= 16 else 1.6 if cores >= 2 else None
         s["same_code"] = rows["serial_cold"].get("code") == rows["parallel_cold"].get("code")
+        # CPU time of the parallel run (workers included) over the serial run's: what starting
+        # the workers and each one's first compile cost
+        if rows["serial_cold"].get("cpu_s") and rows["parallel_cold"].get("cpu_s"):
+            s["cpu_ratio"] = round(rows["parallel_cold"]["cpu_s"] / rows["serial_cold"]["cpu_s"], 2)
     warm = rows.get("warm") or {}
     if "warm_ms" in warm:
         s["warm_ms"] = warm["warm_ms"]
@@ -240,7 +268,9 @@ def summary(rows: dict) -> dict:
 def table(result: dict) -> str:
     rows, s = result["rows"], result["summary"]
     lines = [f"family: {result['kernels']} kernels on a {result['header_lines']}-line header, "
-             f"{result['cores']} CPUs, NVRTC {result.get('nvrtc')}"]
+             f"{result['cores']} CPUs (busy processes got {result['effective_cpus_before']} and "
+             f"{result['effective_cpus_after']} of them before and after), NVRTC "
+             f"{result.get('nvrtc')}"]
 
     def row(label, value, target=""):
         lines.append(f"  {label:<44} {value:>12}  {target}")
@@ -259,6 +289,8 @@ def table(result: dict) -> str:
     if "speedup" in s:
         row("compile_all speedup", f"{s['speedup']:.2f}x",
             f"target >= {s['speedup_target']}x, same code: {s['same_code']}")
+    if "cpu_ratio" in s:
+        row("compile_all CPU time / serial CPU time", f"{s['cpu_ratio']:.2f}")
     warm = rows.get("warm", {})
     if "warm_ms" in warm:
         row(f"warm, fresh process, to {s['warm_reaches']}", f"{warm['warm_ms']:.1f} ms",
@@ -288,6 +320,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.one:
         what, rest = args.one[0], args.one[1:]
+        if what == "spin":
+            _spin(*rest)
+            return 0
         print(json.dumps(child_compile(*rest) if what == "compile" else child_warm(*rest)))
         return 0
     if args.quick:

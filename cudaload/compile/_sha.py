@@ -1,10 +1,11 @@
-"""sha256 for the cache's digests, without loading OpenSSL for a small kernel.
+"""sha256 for the cache's digests, without loading OpenSSL for a few small kernels.
 
 ``hashlib`` loads OpenSSL's library when first imported: 1-3 ms, a few percent of a small
 kernel's first compile in a fresh process, where everything hashed (the program, its key, its
 entry) is a few kilobytes.  The interpreter's own sha256 needs no library but is about 12 times
-slower (8 ms per MiB against 0.7), so it hashes only data below :data:`SMALL` bytes.  Both give
-the same digest.
+slower (8 ms per MiB against 0.7), so it hashes only the first :data:`BUDGET` bytes a process
+hashes (about what importing hashlib costs); after that, and for any larger piece, hashlib's.
+Both give the same digest.
 
 Imports of cudaload: nothing.
 
@@ -21,16 +22,23 @@ except ImportError:
     except ImportError:  # an interpreter built without its own hashes
         _builtin = None
 
-__all__ = ["SMALL", "sha256"]
+__all__ = ["BUDGET", "sha256"]
 
-SMALL = 1 << 16
+BUDGET = 256 << 10
+_left = [BUDGET if _builtin is not None else 0]  # bytes the builtin may still hash
+_openssl: list = []
 
 
 def sha256(data: bytes = b"", size: int | None = None):
     """A sha256 hash object fed ``data``, for about ``size`` bytes in all (default: those of
     ``data``)."""
-    if _builtin is not None and (len(data) if size is None else size) < SMALL:
+    size = len(data) if size is None else size
+    if size < _left[0]:
+        _left[0] -= size
         return _builtin(data)
-    import hashlib
+    if not _openssl:
+        import hashlib
 
-    return hashlib.sha256(data)
+        _openssl.append(hashlib.sha256)
+        _left[0] = 0
+    return _openssl[0](data)
