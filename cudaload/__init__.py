@@ -60,6 +60,7 @@ _LAZY = {
     "status": "availability",
     "Status": "availability",
     "Program": "compile.program",
+    "compile_all": "compile.parallel",
     "ObjectCode": "compile.objectcode",
     "Module": "launch.module",
     "Kernel": "launch.kernel",
@@ -83,9 +84,9 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'cudaload' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    # __import__, not importlib.import_module: importing importlib costs a compile in a fresh
+    # process a millisecond or more
+    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
     globals()[name] = value
     return value
 

@@ -244,7 +244,20 @@ def _add_precompile_parser(sub) -> None:
                      help="write a bundle (replacing the file, unless --append)")
     pre.add_argument("--append", action="store_true",
                      help="keep the entries already in OUT.bundle (e.g. built by another NVRTC)")
+    pre.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                     help="compile on N processes (default: one per CPU; programs already in the "
+                          "kernel cache are only read)")
     pre.set_defaults(func=_cmd_precompile)
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"-j takes a number of processes, 1 or more, not {text!r}")
+    return value
 
 
 def _precompile_programs(args) -> list:
@@ -280,6 +293,7 @@ def _precompile_programs(args) -> list:
 def _cmd_precompile(args) -> int:
     from . import _writes
     from .compile.bundle import Bundle
+    from .compile.parallel import compile_many
     from .errors import CudaLoadError
 
     try:
@@ -306,17 +320,22 @@ def _cmd_precompile(args) -> int:
             return 1
     for program in programs:
         program.bundle = None  # compile afresh: the code must not come from an older bundle
-        for arch in args.arch:
-            try:
-                obj = program.compile(arch=arch, output="cubin" if args.out else "auto")
-            except (CudaLoadError, ValueError) as err:
-                print(f"cudaload precompile: {program.name} for {arch}: {err}", file=sys.stderr)
-                return 1
-            names = ", ".join(program.name_expressions)
-            print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {obj.arch} "
-                  f"({obj.cached or 'compiled'})")
-            if args.out:
-                bundle.add(program, obj)
+    items = [(program, arch) for program in programs for arch in args.arch]
+    try:
+        results, failures = compile_many(items, "cubin" if args.out else "auto", args.jobs)
+    except (CudaLoadError, ValueError) as err:
+        print(f"cudaload precompile: {err}", file=sys.stderr)
+        return 1
+    for i, program_name, err in failures:
+        print(f"cudaload precompile: {program_name} for {items[i][1]}: {err}", file=sys.stderr)
+    if failures:
+        return 1
+    for (program, _arch), obj in zip(items, results):
+        names = ", ".join(program.name_expressions)
+        print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {obj.arch} "
+              f"({obj.cached or 'compiled'})")
+        if args.out:
+            bundle.add(program, obj)
     if args.out:
         try:
             size = bundle.write(args.out)

@@ -113,7 +113,8 @@ def test_the_driver_keys_ptx_but_not_cubin(cache_dir, tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
 def test_disk_hit_loads_neither_nvrtc_nor_pathfinder(cache_dir):
     first = scenario_json("cache_compiles", "disk_hit")
-    assert first["cached"] is None and first["nvrtc_mapped"] and first["pathfinder"]
+    # (cuda.pathfinder is imported by a first compile only where no wheel holds NVRTC: _sites.py)
+    assert first["cached"] is None and first["nvrtc_mapped"]
     hit = scenario_json("cache_compiles", "disk_hit")
     assert hit["cached"] == "disk"
     assert not hit["nvrtc_mapped"], "a disk hit mapped libnvrtc"

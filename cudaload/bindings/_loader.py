@@ -12,7 +12,9 @@ libnvrtc
   1. ``CUDALOAD_LIBNVRTC``, a full path.
   2. The NVRTC the kernel cache remembers compiling with, when its file is unchanged (the caller
      passes it; see toolchain.py): a process compiling a new kernel need not search again.
-  3. ``cuda.pathfinder`` (pip wheels, conda, ``CUDA_HOME``/``CUDA_PATH``, the system), imported only
+  3. The wheel in site-packages that cuda.pathfinder would load, found as it finds it without
+     importing it (_sites.py), unless a libnvrtc is loaded in the process already.
+  4. ``cuda.pathfinder`` (pip wheels, conda, ``CUDA_HOME``/``CUDA_PATH``, the system), imported only
      here, only now: importing it costs tens of milliseconds.
 
 Each library is loaded once per process under a lock.  A failure is remembered and raised again on
@@ -33,6 +35,7 @@ import os
 import stat
 import sys
 
+from . import _sites
 from .. import _log
 from ..errors import (CudaLoadError, DriverLoadError, DriverNotFoundError, LibraryLoadError,
                       LibraryNotFoundError, MissingSymbolError, NotADriverError)
@@ -163,6 +166,9 @@ def _nvrtc_candidates(remembered: str | None):
         return
     if remembered and os.path.isfile(remembered):
         yield remembered, "remembered by the kernel cache (toolchain.json)"
+    wheel = _sites.nvrtc()
+    if wheel is not None:
+        yield wheel, "site-packages, where cuda.pathfinder looks first"
     try:
         from cuda import pathfinder
     except ImportError as exc:

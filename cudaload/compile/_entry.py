@@ -7,18 +7,18 @@ another key's file is a miss there.  Bundle entries are stored under no key (zer
 written before keys were recorded holds entries of format 1, which lack the field; both are read
 only when no key is asked for.
 
-Imports of cudaload: _untrusted, objectcode.
+Imports of cudaload: _sha, _untrusted, objectcode.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 
 from .. import _untrusted
+from ._sha import sha256
 from .objectcode import ObjectCode
 
 __all__ = ["FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "encode", "decode"]
@@ -42,7 +42,7 @@ def _key_bytes(key: str | None) -> bytes:
             return bytes.fromhex(key)  # the cache's keys are sha256 hex digests
         except ValueError:
             pass
-    return hashlib.sha256(key.encode()).digest()
+    return sha256(key.encode()).digest()
 
 
 def encode(obj: ObjectCode, key: str | None = None) -> bytes:
@@ -50,7 +50,7 @@ def encode(obj: ObjectCode, key: str | None = None) -> bytes:
     meta = json.dumps({"kind": obj.kind, "arch": obj.arch, "log": obj.log,
                        "lowered_names": obj.lowered_names}, sort_keys=True).encode()
     tag = _key_bytes(key)
-    digest = hashlib.sha256(tag + meta + obj.code).digest()
+    digest = sha256(tag + meta + obj.code).digest()
     return HEADER.pack(MAGIC, FORMAT, len(meta), len(obj.code), tag, digest) + meta + obj.code
 
 
@@ -75,7 +75,7 @@ def decode(data: bytes, key: str | None = None) -> ObjectCode | None:
     if len(data) != start + meta_len + code_len:
         return None
     body = memoryview(data)[start:]
-    hashed = hashlib.sha256(tag) if tag is not None else hashlib.sha256()
+    hashed = sha256(tag or b"", len(body))
     hashed.update(body)
     if hashed.digest() != digest:
         return None

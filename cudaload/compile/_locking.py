@@ -23,8 +23,8 @@ import errno
 import os
 import stat
 import sys
-import threading
 import time
+import _thread
 
 from .. import lifetime
 
@@ -137,10 +137,10 @@ if sys.platform == "win32":
         held.__enter__()
         return lambda: held.__exit__(None, None, None)
 else:
-    _guard = threading.Lock()
+    _guard = _thread.allocate_lock()
     # Keep this process's threads apart: POSIX byte locks do not.  Two keys whose bytes share a
     # slot here only wait for each other.
-    _threads = tuple(threading.Lock() for _ in range(64))
+    _threads = tuple(_thread.allocate_lock() for _ in range(64))
     _files: dict[str, int] = {}  # folder -> descriptor of its KEYS_FILE
     # Descriptor -> threads waiting for or holding a byte lock through it.  A descriptor whose
     # file was removed (``cudaload cache clear``) is closed only when this drops to zero: closing
@@ -225,8 +225,8 @@ else:
 
     def _forget_threads() -> None:  # in a forked child no thread holds or waits for anything
         global _guard, _threads
-        _guard = threading.Lock()
-        _threads = tuple(threading.Lock() for _ in _threads)
+        _guard = _thread.allocate_lock()
+        _threads = tuple(_thread.allocate_lock() for _ in _threads)
         for fd in _users:
             _users[fd] = 0
 

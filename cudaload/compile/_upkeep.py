@@ -8,7 +8,7 @@ while others compile costs them nothing but their entries.  ``CUDALOAD_CACHE_MAX
 the folder: after a write, least recently used entries (hits touch their modification time) are
 deleted, except any written or used in the last ``GRACE_S`` seconds.
 
-Imports of cudaload: _entry, _locking, _untrusted, _writes.
+Imports of cudaload: _entry, _locking, _log, _untrusted, _writes.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -16,14 +16,13 @@ Layer 2, compile: may import the foundation, bindings and compile.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import stat
 import time
 
 from . import _locking
-from .. import _untrusted, _writes
+from .. import _log, _untrusted, _writes
 from ._entry import MAX_ENTRY_BYTES, decode
 
 __all__ = ["GRACE_S", "STALE_TMP_S", "tally", "clear", "prune", "sweep_tmp"]
@@ -31,7 +30,6 @@ __all__ = ["GRACE_S", "STALE_TMP_S", "tally", "clear", "prune", "sweep_tmp"]
 GRACE_S = 10.0  # an entry this young may be one another process is about to read
 STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a crashed writer's
 
-log = logging.getLogger("cudaload.cache")
 # cudaload's own names in a format folder (v1, v2, ...)
 _FORMAT_FOLDER = re.compile(r"v[0-9]+")
 _OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock)|" + re.escape(_locking.KEYS_FILE))
@@ -111,8 +109,8 @@ def clear(disk) -> int:
                 os.rmdir(folder)
     with contextlib.suppress(OSError):
         os.unlink(os.path.join(disk.root, "toolchain.json"))
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug("cleared %s: %d entries", disk.root, count)
+    if _log.enabled("cache"):
+        _log.debug("cache", "cleared %s: %d entries", disk.root, count)
     return count
 
 
@@ -160,8 +158,8 @@ def prune(disk, max_bytes: int | None = None, *, keep: str | None = None,
 
 
 def _evicted(path: str, why: str) -> None:
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug("evicted %s (%s)", path, why)
+    if _log.enabled("cache"):
+        _log.debug("cache", "evicted %s (%s)", path, why)
 
 
 def _sound(path: str, regular: bool, check) -> bool:

@@ -1,4 +1,5 @@
-"""The kernel cache: a dict per process (:data:`MEMORY`) before a folder processes share.
+"""The kernel cache: a bounded one per process (:data:`MEMORY`, _memory.py) before a folder
+processes share.
 
 Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cache/cudaload``;
 ``CUDALOAD_CACHE=0`` turns the folder off (the per-process dict stays).  Layout::
@@ -33,20 +34,20 @@ The "cudaload.cache" logger reports disk hits, misses, stores, evictions and ref
 DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more).
 
 Layer 2, compile: may import the foundation, bindings and compile.  Imports of cudaload: _entry,
-_locking, _trust, _untrusted, _upkeep, _writes, objectcode.
+_limits, _locking, _log, _memory, _trust, _untrusted, _upkeep, _writes, objectcode.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import stat
-import warnings
 
 from . import _locking, _upkeep
-from .. import _trust, _untrusted, _writes
+from .. import _log, _trust, _untrusted, _writes
 from ._entry import FORMAT, HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
+from ._limits import CacheWarning, byte_count, max_bytes
+from ._memory import MemoryCache
 from ._upkeep import GRACE_S, STALE_TMP_S
 from .objectcode import ObjectCode
 
@@ -54,16 +55,9 @@ __all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP
            "NULL", "CacheWarning", "DiskCache", "NullCache", "default", "configured",
            "directory", "max_bytes", "byte_count", "encode", "decode"]
 
-log = logging.getLogger("cudaload.cache")
-_DEBUG = logging.DEBUG
-
-# (program digest, arch as asked, output as asked) -> (ObjectCode with .cached == "memory", the
-# witness of the files its compile read: includes.still_valid() says whether the hit holds).
-MEMORY: dict = {}
-
-
-class CacheWarning(UserWarning):
-    """The disk cache cannot be used; compiling goes on without it."""
+# (program digest, (arch, output) normalised) -> (ObjectCode with .cached == "memory", the witness
+# of the files its compile read, size), least recently used beyond a bound dropped (_memory.py).
+MEMORY = MemoryCache()
 
 
 def _discard(_obj) -> None:
@@ -122,24 +116,25 @@ class DiskCache:
             return None
         path = self.folder + os.sep + key + ".bin"
         if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
-            if log.isEnabledFor(_DEBUG):
-                log.debug("disk miss %s in %s", key, self.folder)
+            if _log.enabled("cache"):
+                _log.debug("cache", "disk miss %s in %s", key, self.folder)
             return None
         try:
             data = _untrusted.read_regular(path, MAX_ENTRY_BYTES, self.check())
         except (OSError, ValueError) as exc:
-            if log.isEnabledFor(_DEBUG):
-                log.debug("disk entry %s refused: %s", path, exc)
+            if _log.enabled("cache"):
+                _log.debug("cache", "disk entry %s refused: %s", path, exc)
             return None
         obj = decode(data, key)
         if obj is None:
-            if log.isEnabledFor(_DEBUG):
-                log.debug("disk entry %s refused: corrupt, or stored under another key", path)
+            if _log.enabled("cache"):
+                _log.debug("cache", "disk entry %s refused: corrupt, or stored under another key",
+                           path)
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # least-recently-used order is by modification time
-        if log.isEnabledFor(_DEBUG):
-            log.debug("disk hit %s in %s", key, self.folder)
+        if _log.enabled("cache"):
+            _log.debug("cache", "disk hit %s in %s", key, self.folder)
         return obj
 
     @contextlib.contextmanager
@@ -195,8 +190,9 @@ class DiskCache:
         if self.usable:
             with contextlib.suppress(OSError):
                 os.unlink(self.path(key))
-                if log.isEnabledFor(_DEBUG):
-                    log.debug("evicted %s from %s (refused by the driver)", key, self.folder)
+                if _log.enabled("cache"):
+                    _log.debug("cache", "evicted %s from %s (refused by the driver)", key,
+                               self.folder)
 
     def _write(self, key: str, obj: ObjectCode, ahead: _writes.Ahead | None = None) -> str | None:
         """Write ``obj`` as the entry of ``key``, through ``ahead``'s temporary file if given;
@@ -221,8 +217,8 @@ class DiskCache:
         except OSError as exc:
             self._give_up(exc, "writing an entry")
             return None
-        if log.isEnabledFor(_DEBUG):
-            log.debug("stored %s (%d bytes)", path, len(data))
+        if _log.enabled("cache"):
+            _log.debug("cache", "stored %s (%d bytes)", path, len(data))
         return path
 
     def _bound(self, entry: str) -> None:
@@ -291,6 +287,8 @@ class DiskCache:
     def _warn_once(self, text: str) -> None:
         if not self.broken:
             self.broken = True
+            import warnings  # here: a process whose cache works never imports it
+
             warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
 
     def _give_up(self, exc: OSError, doing: str) -> None:
@@ -375,26 +373,3 @@ def configured() -> DiskCache:
 def directory() -> str:
     """The cache folder this process uses (it may not exist yet)."""
     return configured().root
-
-
-def byte_count(text: str) -> int | None:
-    """``text`` as a number of bytes (0 or more), or None when it is not one."""
-    try:
-        value = int(text)
-    except ValueError:
-        return None
-    return value if value >= 0 else None
-
-
-def max_bytes() -> int | None:
-    """The size bound ``CUDALOAD_CACHE_MAX_BYTES`` sets, or None (none, or not a number: warned
-    about, and ignored)."""
-    value = os.environ.get("CUDALOAD_CACHE_MAX_BYTES", "").strip()
-    if not value:
-        return None
-    limit = byte_count(value)
-    if limit is None:
-        warnings.warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; "
-                      "ignored", CacheWarning, stacklevel=3)
-        return None
-    return limit

@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import errno
 import functools
-import hashlib
 import os
 import posixpath
 import re
 import stat
 
+from ._sha import sha256
 from .options import include_inputs
 
 __all__ = ["Inputs", "resolve", "scan", "from_package"]
@@ -48,26 +48,38 @@ __all__ = ["Inputs", "resolve", "scan", "from_package"]
 # A header this large is no header: reading it to hash it would take the process's memory.
 MAX_HEADER_BYTES = 256 << 20
 
-# A directive: "#" (or "%:") first on its line after blanks, or right after the end of a block
-# comment (one on the same line, or begun on an earlier line).  Two patterns that each start with
-# a literal: one alternation anchored at every line start cost five times as much.
-_DIRECTIVE = re.compile(r"\n[ \t]*(?:#|%:)([^\n]*)")
-_AFTER_COMMENT = re.compile(r"\*/[ \t]*(?:#|%:)([^\n]*)")
-_WORD = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(.*)", re.S)
-# Within a directive's line: comments go, string literals stay (a "/*" in one is no comment).
-_COMMENT_OR_STRING = re.compile(r'//.*|/\*(?:.*?\*/|.*)|"(?:[^"\\]|\\.)*"?', re.S)
-_OPERAND = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
-_HAS_INCLUDE = re.compile(r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))')
-# A header name given to any macro in a condition (CCCL's _CCCL_HAS_INCLUDE(<x>) wraps
-# __has_include): taken as a probe too, which at worst keys one more path.
-_CONDITION_NAME = re.compile(r'\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)')
+@functools.lru_cache(maxsize=None)
+def _patterns():
+    """The patterns of the scan, compiled on first use: a kernel with no directive never needs
+    them, and compiling them at import cost about 1 ms of a first compile."""
+    return {
+        # A directive: "#" (or "%:") first on its line after blanks, or right after the end of a
+        # block comment (one on the same line, or begun on an earlier line).  Two patterns that
+        # each start with a literal: one alternation anchored at every line start cost five times
+        # as much.
+        "directive": re.compile(r"\n[ \t]*(?:#|%:)([^\n]*)"),
+        "after_comment": re.compile(r"\*/[ \t]*(?:#|%:)([^\n]*)"),
+        "word": re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(.*)", re.S),
+        # Within a directive's line: comments go, string literals stay (a "/*" in one is no
+        # comment).
+        "comment_or_string": re.compile(r'//.*|/\*(?:.*?\*/|.*)|"(?:[^"\\]|\\.)*"?', re.S),
+        "operand": re.compile(r'"([^"\n]*)"|<([^>\n]*)>'),
+        "has_include": re.compile(
+            r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))'),
+        # A header name given to any macro in a condition (CCCL's _CCCL_HAS_INCLUDE(<x>) wraps
+        # __has_include): taken as a probe too, which at worst keys one more path.
+        "condition_name": re.compile(r'\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)'),
+    }
+
+
 _INCLUDES = ("include", "include_next", "import")
 
 
 def _uncomment(line: str) -> str:
     if "/" not in line:
         return line
-    return _COMMENT_OR_STRING.sub(lambda m: " " if m.group(0)[0] == "/" else m.group(0), line)
+    return _patterns()["comment_or_string"].sub(
+        lambda m: " " if m.group(0)[0] == "/" else m.group(0), line)
 
 
 @functools.lru_cache(maxsize=256)  # a header shared by many programs is scanned once
@@ -86,16 +98,17 @@ def scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
     found: list[tuple[str, bool, str]] = []
     computed = False
     text = "\n" + text
-    lines = [m.group(1) for m in _DIRECTIVE.finditer(text)]
+    pattern = _patterns()
+    lines = [m.group(1) for m in pattern["directive"].finditer(text)]
     if "*/" in text:
-        lines += [m.group(1) for m in _AFTER_COMMENT.finditer(text)]
+        lines += [m.group(1) for m in pattern["after_comment"].finditer(text)]
     for line in lines:
-        directive = _WORD.match(_uncomment(line))
+        directive = pattern["word"].match(_uncomment(line))
         if directive is None:
             continue
         word, rest = directive.group(1), directive.group(2)
         if word in _INCLUDES:
-            operand = _OPERAND.match(rest)
+            operand = pattern["operand"].match(rest)
             if operand is None:
                 computed = True
                 continue
@@ -104,7 +117,7 @@ def scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
             found.append((kind, quoted, operand.group(1) if quoted else operand.group(2)))
             continue
         if word in ("if", "elif", "define"):
-            for probe in _HAS_INCLUDE.finditer(rest):
+            for probe in pattern["has_include"].finditer(rest):
                 if probe.group(4) is not None:
                     # __has_include(_X) inside a macro's definition names its parameter; used
                     # anywhere else, the name is computed.
@@ -113,7 +126,7 @@ def scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
                 quoted = probe.group(2) is not None
                 found.append(("probe", quoted, probe.group(2) if quoted else probe.group(3)))
             if word != "define":
-                for probe in _CONDITION_NAME.finditer(rest):
+                for probe in pattern["condition_name"].finditer(rest):
                     quoted = probe.group(1) is not None
                     found.append(("probe", quoted, probe.group(1) if quoted else probe.group(2)))
     return tuple(found), computed
@@ -296,7 +309,7 @@ def _look(path: str, include: str) -> tuple[str, bytes | None, tuple]:
         if not stat.S_ISREG(opened.st_mode):  # swapped for something else since the stat
             return "error:EINVAL", None, _signature_of(opened)
         data = f.read(MAX_HEADER_BYTES + 1)
-    return hashlib.sha256(data).hexdigest(), data, _signature_of(opened)
+    return sha256(data).hexdigest(), data, _signature_of(opened)
 
 
 def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import struct
-import threading
+import _thread
 
 from . import _hooks
 
@@ -50,7 +50,7 @@ class ObjectCode:
         self.recompile = recompile
         # [Module or None, its lock], shared with the copies _as makes (the memory cache's among
         # them), so code compiled once is loaded once however many kernels are made from it.
-        self._module = module if module is not None else [None, threading.Lock()]
+        self._module = module if module is not None else [None, _thread.allocate_lock()]
 
     def __repr__(self) -> str:
         via = f", cached={self.cached!r}" if self.cached else ""

@@ -1,9 +1,10 @@
 """Program: CUDA C++ source compiled by NVRTC for one architecture, each result cached.
 
 ``compile()`` goes memory cache -> the program's bundle of shipped code, if any (bundle.py) ->
-disk cache -> NVRTC.  The memory key is what the Program hashed when it was made plus the
-``arch``/``output`` as asked, so a hit costs a dict lookup, plus a ``stat`` of each file the
-compile read, if any (includes.py).  The disk key (sha256) covers everything that changes the
+disk cache -> NVRTC.  The memory key is what the Program hashed when it was made (remembered for
+equal arguments, _prepare.py) plus the ``arch``/``output`` normalised (``90``, ``"90"``,
+``"sm_90"`` and ``(9, 0)`` are one entry), so a hit costs two dict lookups, plus a ``stat`` of
+each file the compile read, if any (includes.py).  The disk key (sha256) covers everything that changes the
 output: the program's inputs (source, name, in-memory headers, options, name expressions), every
 path NVRTC's include search looks at when ``compile()`` runs, with the contents of the files it
 reads, the target kind and arch, NVRTC's version and build, the CUDA header folders, the cache
@@ -16,10 +17,9 @@ Layer 2, compile: may import the foundation, bindings and compile.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 
-from . import _hooks, cache, includes, options as _options, toolchain
+from . import _hooks, _prepare, cache, includes, toolchain
 from .. import _log
 from ..errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
@@ -28,7 +28,6 @@ from .options import Arch, parse_arch
 __all__ = ["Program"]
 
 OUTPUTS = ("auto", "cubin", "ptx")
-_ARCH_OPTIONS = ("-arch", "--gpu-architecture", "--gpu-name")
 
 
 class Program:
@@ -44,32 +43,12 @@ class Program:
                  debug: bool = False, max_registers: int | None = None,
                  relocatable: bool = False, bundle=None):
         self.bundle = bundle  # a cudaload.Bundle of precompiled code, asked before NVRTC
-        self.source = _text(source, "source")
-        self.name = str(name)
-        if headers is not None and not hasattr(headers, "items"):
-            raise TypeError(f"headers must map names to source text, e.g. {{'util.h': '...'}}, "
-                            f"not {type(headers).__name__}")
-        self.headers = {str(k): _text(v, f"header {k}")
-                        for k, v in (headers or {}).items()}
-        if isinstance(include_paths, (str, bytes, os.PathLike)):
-            raise TypeError(f"include_paths must be a sequence of folders, e.g. "
-                            f"({os.fspath(include_paths)!r},), not one path")
-        self.include_paths = tuple(os.fspath(p) for p in include_paths)
-        self.options = _options.build(
-            options, std=std, defines=defines, include_paths=self.include_paths,
-            fast_math=fast_math, line_info=line_info, debug=debug, max_registers=max_registers,
-            relocatable=relocatable)
-        if any(o.split("=")[0] in _ARCH_OPTIONS or o.startswith("-arch") for o in self.options):
-            raise ValueError("give the architecture to compile(arch=...), not as an option")
-        self.name_expressions = _options.strings(name_expressions, "name_expressions",
-                                                 "('scale<float>',)")
-        # What NVRTC reads besides this text (files it includes, and whether they exist) is looked
-        # up at compile(), where NVRTC looks: the current folder and the files may change after
-        # the Program is made.  This digest covers the Program's own inputs.
-        self._parts = ("program", self.name, self.source,
-                       *[x for item in sorted(self.headers.items()) for x in item],
-                       "options", *self.options, "names", *self.name_expressions, "files")
-        self._digest = _hash(*self._parts)
+        # Checked, normalised and digested once per distinct arguments (_prepare.py).
+        (self.source, self.name, pairs, self.include_paths, self.options, self.name_expressions,
+         self._parts, self._digest, self._size) = _prepare.prepare(
+            source, name, options, headers, include_paths, name_expressions, std, defines,
+            fast_math, line_info, debug, max_registers, relocatable)
+        self.headers = dict(pairs) if pairs else {}
 
     @classmethod
     def from_file(cls, path, **kw) -> Program:
@@ -108,28 +87,21 @@ class Program:
         explicit = arch is not None
         if arch is None:
             arch = _device_arch()
-        try:
-            hit = cache.MEMORY.get((self._digest, arch, output))
-        except TypeError:  # unhashable: a list or a dict
-            raise TypeError(f"arch must be an int such as 90, a str such as 'sm_90' or a "
-                            f"(major, minor) tuple, not {type(arch).__name__}") from None
         # A hit holds while the files its compile read are as they were (nothing to check for
         # a program that reads none, the common case).
+        try:
+            request = _requests[(arch.__class__, arch, output)]
+        except (KeyError, TypeError):  # first asked, or not an arch: _request says which
+            request = _request(arch, output)
+        hit = cache.MEMORY.get((self._digest, request))
         if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
             return hit[0]
-        if output not in OUTPUTS:
-            raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
-        if self.bundle is not None and arch is not None:
-            inputs = self._inputs(None)
-            shipped = self.bundle.find(self, arch, _virtual(arch, output),
-                                       digest=self._inputs_digest(inputs))
-            if shipped is not None:
-                self._own(shipped, arch, output, None)  # no cache key: nothing to evict
-                cache.MEMORY[(self._digest, arch, output)] = (shipped._as("memory"),
-                                                             inputs.witness)
-                return shipped
-        tc = toolchain.current()
-        return self._compile(arch, output, explicit, tc, self._inputs(tc))
+        return self._compile(arch, output, explicit)[0]
+
+    def _remembered(self, arch, output: str) -> ObjectCode | None:
+        """What the memory cache holds for ``arch``/``output``, while it holds."""
+        hit = cache.MEMORY.get((self._digest, _request(arch, output)))
+        return hit[0] if hit is not None and (not hit[1] or includes.still_valid(hit[1])) else None
 
     def _inputs(self, tc: toolchain.Toolchain | None) -> includes.Inputs:
         """What NVRTC will read for this program now, with ``tc``'s header folders.  Without
@@ -148,10 +120,22 @@ class Program:
         code shipped for it matches wherever it is compiled."""
         if not inputs.material:
             return self._digest
-        return _hash(*self._parts, *[x for item in inputs.material for x in item])
+        return _prepare.digest(*self._parts, *[x for item in inputs.material for x in item])
 
-    def _compile(self, arch, output: str, explicit: bool, tc: toolchain.Toolchain,
-                 inputs: includes.Inputs) -> ObjectCode:
+    def _compile(self, arch, output: str, explicit: bool, build: bool = True,
+                 shipped: bool = True, tc: toolchain.Toolchain | None = None):
+        """(code, its disk key, whether it was kept) from the program's bundle (with
+        ``shipped``), the disk cache, or NVRTC; without ``build``, (None, key, (kind, target,
+        witness)) where NVRTC would compile."""
+        if shipped and self.bundle is not None and arch is not None:
+            inputs = self._inputs(None)
+            found = self.bundle.find(self, arch, _virtual(arch, output),
+                                     digest=self._inputs_digest(inputs))
+            if found is not None:
+                self._keep(found, arch, output, None, inputs.witness)  # no key: none to evict
+                return found, None, True
+        tc = tc or toolchain.current()
+        inputs = self._inputs(tc)
         if explicit:
             _check_plausible(arch, tc)
         # A file the program names by a macro cannot be found without preprocessing, so what it
@@ -166,6 +150,8 @@ class Program:
             obj = disk.lookup(key)
             if obj is not None:
                 break
+            if not build:
+                return None, key, (kind, target, inputs.witness)
             with disk.lock(key) as publish:
                 obj = disk.lookup(key)  # another process may have compiled it meanwhile
                 if obj is None:
@@ -183,14 +169,22 @@ class Program:
                     if keep:
                         publish(obj)
             break
+        self._keep(obj, arch, output, key, inputs.witness, keep)
+        return obj, key, keep
+
+    def _keep(self, obj: ObjectCode, arch, output: str, key: str | None, witness,
+              keep: bool = True) -> None:
+        """Make ``obj`` this program's code for ``arch``/``output`` (see :meth:`_own`) and, with
+        ``keep``, the memory cache's."""
         self._own(obj, arch, output, key)
         if keep:
-            cache.MEMORY[(self._digest, arch, output)] = (obj._as("memory"), inputs.witness)
-        return obj
+            cache.MEMORY.put((self._digest, _request(arch, output)), obj, witness,
+                             self._size + len(obj.code) + len(obj.log))
 
     def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch) -> str:
         driver = str(_driver_version() or 0) if kind == "ptx" else "-"
-        return _hash(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key, driver).hex()
+        return _prepare.digest(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key,
+                               driver).hex()
 
     def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch, key: str) -> ObjectCode:
         from ..bindings import nvrtc
@@ -212,11 +206,11 @@ class Program:
 
     def _recompile_after_refusal(self, arch, output: str, key: str | None,
                                  refused: ObjectCode) -> ObjectCode | None:
-        cache.MEMORY.pop((self._digest, arch, output), None)
+        cache.MEMORY.pop((self._digest, _request(arch, output)), None)
         tc = toolchain.live()
-        inputs = self._inputs(tc)
         if key is None:  # shipped in a bundle: compile it here instead
-            return self._compile(arch, output, False, tc, inputs)
+            return self._compile(arch, output, False, shipped=False, tc=tc)[0]
+        inputs = self._inputs(tc)
         disk = cache.default()
         disk.evict(key)
         before = parse_arch(refused.arch)
@@ -233,36 +227,13 @@ class Program:
         _log.debug("compile", "the driver refused %s %s for %s; recompiling as %s for %s",
                    self.name, refused.kind, refused.arch, kind, target.sm())
         obj = self._build(tc, kind, target, key)
-        self._own(obj, arch, output, key)
         # What this driver refused is replaced by what it can load, under the same key: only
         # while the key still stands for what was just compiled (files and NVRTC unchanged).
         asked = _choose(tc, arch, _virtual(arch, output), False)
         if inputs.certain and self._key(self._inputs_digest(inputs), tc, *asked) == key:
             disk.store(key, obj)
-        cache.MEMORY[(self._digest, arch, output)] = (obj._as("memory"), inputs.witness)
+        self._keep(obj, arch, output, key, inputs.witness)
         return obj
-
-
-def _text(value, what: str) -> str:
-    if isinstance(value, str):
-        return value
-    if not isinstance(value, (bytes, bytearray)):
-        raise TypeError(f"the {what} must be CUDA C++ source as str (or UTF-8 bytes), "
-                        f"not {type(value).__name__}")
-    try:
-        return bytes(value).decode()
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"the {what} is not UTF-8 text (byte 0x{value[exc.start]:02x} at offset "
-                         f"{exc.start}): pass CUDA C++ source as str, or as UTF-8 bytes") from None
-
-
-def _hash(*parts: str | bytes) -> bytes:
-    digest = hashlib.sha256()
-    for part in parts:
-        data = part.encode() if isinstance(part, str) else part
-        digest.update(len(data).to_bytes(8, "little"))  # length-prefixed: no two splits collide
-        digest.update(data)
-    return digest.digest()
 
 
 _no_device = False
@@ -288,13 +259,48 @@ def forget_no_device() -> None:
     _no_device = False
 
 
+_assumed_driver: list = []  # in a compile worker: the calling process's answer (parallel.py)
+
+
+def assume_driver_version(version: int | None) -> None:
+    """From now on take ``version`` for the driver's, without loading libcuda: a compile worker
+    (parallel.py) keys PTX as the process that asked for it does, and never touches CUDA."""
+    _assumed_driver[:] = [version]
+
+
 def _driver_version() -> int | None:
+    if _assumed_driver:
+        return _assumed_driver[0]
     try:
         from ..bindings import driver
 
         return driver.version() or None
     except CudaLoadError:
         return None
+
+
+_requests: dict = {}  # (type, arch, output) as asked -> "sm_90/auto": a few values
+
+
+def _request(arch, output: str) -> str:
+    """``arch``/``output`` as the memory cache keys them, e.g. "sm_90/auto" (a str: its hash is
+    computed once).  Raises TypeError for an unhashable arch, ValueError for an unknown arch or
+    output."""
+    asked = (arch.__class__, arch, output)  # 90 and 90.0 are equal keys, but 90.0 is no arch
+    try:
+        return _requests[asked]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable: a list or a dict
+        raise TypeError(f"arch must be an int such as 90, a str such as 'sm_90' or a "
+                        f"(major, minor) tuple, not {type(arch).__name__}") from None
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+    request = f"{'-' if arch is None else parse_arch(arch).sm()}/{_virtual(arch, output)}"
+    if len(_requests) > 256:  # only odd spellings ("SM_90 ", ...) could fill it
+        _requests.clear()
+    _requests[asked] = request
+    return request
 
 
 def _virtual(arch, output: str) -> str:

@@ -16,17 +16,17 @@ import functools
 import json
 import os
 import sys
-import threading
+import _thread
 from collections import namedtuple
 
 from . import _locking, cache
 from .. import _log, _trust, _untrusted, _writes
+from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
+    find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
 __all__ = ["Toolchain", "current", "live", "header_dirs"]
 
 RECORD = "toolchain.json"
-# A file whose stat changes when the folder's headers are replaced by another release.
-_HEADER_SETS = {"cudart": "cuda_runtime_api.h", "cccl": os.path.join("cuda", "std", "version")}
 _FINGERPRINT_SPAN = 1 << 20
 
 
@@ -59,13 +59,13 @@ class Toolchain(_Fields):
 
 @functools.lru_cache(maxsize=16)  # asked for on every cache miss; cold after NVRTC, it cost 20+ us
 def _key_of(version, build, headers) -> str:
-    import hashlib
+    from ._sha import sha256
 
-    return hashlib.sha256(json.dumps(
+    return sha256(json.dumps(
         [list(version), build, [list(h) for h in headers]]).encode()).hexdigest()
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _live: Toolchain | None = None
 _remembered: Toolchain | None = None
 
@@ -112,16 +112,6 @@ def _selector() -> str:
     return " ".join(["search from", sys.prefix, *steering, "user site", site.getusersitepackages()])
 
 
-def _stat_id(path: str) -> list | None:
-    """What says a file is the same one: with the inode and the change time, a file replaced
-    or rewritten with its size and modification time kept (cp -p, rsync -t) is not."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
-
-
 def _search_stamp() -> list | None:
     """The state of the folders wheels are installed into (installing one changes them): a
     remembered NVRTC found elsewhere is not used once a wheel may have come."""
@@ -131,13 +121,6 @@ def _search_stamp() -> list | None:
 
     folders = [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
     return [[folder, _stat_id(folder)] for folder in folders]
-
-
-def _header_identity(name: str, path: str) -> str | None:
-    """Part of every kernel's cache key: size and modification time only, so that an identical
-    copy of the headers (an image layer, another host sharing the cache) keys the same."""
-    folder, marker = _stat_id(path), _stat_id(os.path.join(path, _HEADER_SETS[name]))
-    return None if folder is None else json.dumps([folder[1], marker and marker[:2]])
 
 
 _RECORD_MAX_BYTES = 1 << 20  # a few hundred bytes per environment
@@ -286,92 +269,6 @@ def _known_headers(known: dict | None) -> tuple | None:
         return tuple((name, path, ident) for name, path, ident in entries)
     except (KeyError, TypeError, ValueError):
         return None
-
-
-# Where wheels put each header set inside site-packages (CUDA 13, then CUDA 12 and older), and
-# where a toolkit has it below its root (CUDA 13 moved CCCL into include/cccl).
-_WHEEL_DIRS = {"cudart": ("nvidia/cu13/include", "nvidia/cuda_runtime/include"),
-               "cccl": ("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include")}
-_TOOLKIT_DIRS = {"cudart": ("include",), "cccl": ("include/cccl", "include")}
-_TOOLKIT_ROOTS = ("CUDA_PATH", "CUDA_HOME", "CONDA_PREFIX")
-
-
-def _find_headers() -> dict:
-    """Every folder holding each header set, in search order: cuda.pathfinder's choice, then the
-    wheels of each site-packages, then the toolkits CUDA_PATH, CUDA_HOME and CONDA_PREFIX name."""
-    import site
-
-    try:
-        from cuda import pathfinder
-    except ImportError:
-        pathfinder = None
-    sites = [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
-    roots = [os.environ[name] for name in _TOOLKIT_ROOTS if os.environ.get(name)]
-    found = {}
-    for name in _HEADER_SETS:
-        try:
-            first = [pathfinder.find_nvidia_header_directory(name)] if pathfinder else []
-        except Exception:  # a header set pathfinder does not know is one we go without
-            first = []
-        found[name] = [*first, *(os.path.join(s, d) for s in sites for d in _WHEEL_DIRS[name]),
-                       *(os.path.join(r, d) for r in roots for d in _TOOLKIT_DIRS[name])]
-    return found
-
-
-def _choose_headers(found: dict, nvrtc_path: str, nvrtc_version) -> tuple:
-    """For each header set, the folder that belongs to this NVRTC: one of its CUDA major (of those,
-    cudart nearest its version, not newer where possible, and the newest CCCL), the toolkit or
-    wheel NVRTC itself comes from first among equals.  A set found only for another major is
-    used all the same, and the report lists the mismatch with its fix."""
-    from .. import releases
-
-    own_root = os.path.dirname(os.path.dirname(os.path.abspath(nvrtc_path)))
-    major, minor = nvrtc_version
-    chosen = []
-    for name, folders in found.items():
-        mine = [os.path.join(own_root, d) for d in _TOOLKIT_DIRS[name]]
-        best, best_rank, seen = None, None, set()
-        for order, folder in enumerate([*mine, *folders]):
-            real = os.path.realpath(folder) if folder else None
-            if real is None or real in seen or not os.path.isfile(
-                    os.path.join(real, _HEADER_SETS[name])):
-                continue
-            seen.add(real)
-            release = releases.header_release(name, real)
-            if release is None:
-                rank = (False, False, 0, ())
-            elif name == "cudart":
-                own = release[1][1]
-                rank = (release[0] == major, own <= minor, -abs(own - minor), ())
-            else:
-                rank = (release[0] == major, True, 0, release[1])
-            if best_rank is None or (rank, -order) > best_rank:
-                best, best_rank = real, (rank, -order)
-        ident = _header_identity(name, best) if best else None
-        chosen.append((name, best if ident else None, ident))
-    return tuple(chosen)
-
-
-def _find_headers_meanwhile():
-    """Start :func:`_find_headers` on a thread; return the function that waits for its answer.
-
-    Without headers in site-packages, pathfinder's search starts a subprocess (50-120 ms) that
-    waits in parallel with mapping libnvrtc (the loader releases the GIL).  cuda.pathfinder is
-    imported here first, so the two threads never import it at once.
-    """
-    try:
-        from cuda import pathfinder  # noqa: F401
-    except ImportError:
-        pass
-    found: list = []
-    thread = threading.Thread(target=lambda: found.append(_find_headers()), daemon=True,
-                              name="cudaload-headers")
-    thread.start()
-
-    def wait() -> dict:
-        thread.join()
-        return found[0] if found else {name: [] for name in _HEADER_SETS}
-    return wait
 
 
 def _remember(record: dict, tc: Toolchain, stat) -> None:

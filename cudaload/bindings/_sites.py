@@ -1,0 +1,86 @@
+"""NVRTC and the CUDA headers in NVIDIA's wheels, found where cuda.pathfinder looks first.
+
+cuda.pathfinder (1.x) finds NVRTC, and the cudart and CCCL header folders, in this order: what
+the process has loaded already, then the wheels in site-packages, then conda, the system,
+``CUDA_PATH``/``CUDA_HOME`` and more.  Importing it costs 20-65 ms, more than NVRTC takes to
+compile a small kernel, and a process whose cache folder does not know the toolchain yet (the
+first compile on a machine, or after a wheel was installed) paid it before its first compile.
+When the answer is in a wheel, this module gives the same answer the same way, without importing
+it: the folders are ``site.getsitepackages()`` with the user's site folder second in a virtual
+environment (first outside one), each of pathfinder's relative folders in its order, each file
+name in its order.  When anything else could come first (a libnvrtc already loaded, not Linux)
+or nothing is in a wheel, it answers None and the caller asks cuda.pathfinder.
+tests/test_sites.py checks that both give the same answers.
+
+Layer 1, bindings: may import the foundation and bindings.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["nvrtc", "header_folder", "site_folders"]
+
+# cuda.pathfinder's descriptors: where the CUDA 13 wheels, then the CUDA 12 ones, put each
+_NVRTC_FOLDERS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")
+_NVRTC_NAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
+_HEADERS = {"cudart": (("nvidia/cu13/include", "nvidia/cuda_runtime/include"), "cuda_runtime.h"),
+            "cccl": (("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include"),
+                     os.path.join("cuda", "std", "version"))}
+
+
+def site_folders() -> list[str]:
+    """The site-packages folders in the order cuda.pathfinder searches them."""
+    import site
+
+    folders = list(getattr(site, "getsitepackages", list)())
+    if site.ENABLE_USER_SITE:
+        user = site.getusersitepackages()
+        if user:
+            folders.insert(1 if sys.prefix != sys.base_prefix else 0, user)
+    return folders
+
+
+def _under(relative: str, folders: list[str]) -> list[str]:
+    parts = relative.split("/")
+    return [path for path in (os.path.join(base, *parts) for base in folders)
+            if os.path.isdir(path)]
+
+
+def nvrtc() -> str | None:
+    """The libnvrtc of a wheel that cuda.pathfinder would load, or None (see the module)."""
+    if not sys.platform.startswith("linux") or _nvrtc_loaded():
+        return None
+    folders = site_folders()
+    for relative in _NVRTC_FOLDERS:
+        for folder in _under(relative, folders):
+            for name in _NVRTC_NAMES:
+                path = os.path.join(folder, name)
+                if os.path.isfile(path):
+                    return path
+    return None
+
+
+def header_folder(name: str) -> str | None:
+    """The folder of header set ``name`` ("cudart", "cccl") in a wheel that cuda.pathfinder would
+    give, resolved, or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    relatives, marker = _HEADERS[name]
+    folders = site_folders()
+    for relative in relatives:
+        for folder in _under(relative, folders):
+            if os.path.isfile(os.path.join(folder, marker)):
+                return os.path.realpath(folder)
+    return None
+
+
+def _nvrtc_loaded() -> bool:
+    """Whether a libnvrtc is mapped in this process already (cuda.pathfinder returns that one)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return any(os.path.basename(line.rstrip("\n").split(None, 5)[-1]).startswith(
+                "libnvrtc.so") for line in maps if "libnvrtc.so" in line)
+    except OSError:
+        return True  # cannot tell: let cuda.pathfinder decide

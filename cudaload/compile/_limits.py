@@ -1,0 +1,70 @@
+"""The kernel cache's size bounds as the environment sets them, and the warning it gives.
+
+``CUDALOAD_CACHE_MAX_BYTES`` bounds the disk folder (no bound unless set);
+``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` bounds what the in-process cache holds (64 MiB unless set).
+A value that is not a number of bytes is ignored with one :class:`CacheWarning`.
+
+Imports of cudaload: nothing.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["CacheWarning", "byte_count", "max_bytes", "memory_max_bytes", "MEMORY_DEFAULT_BYTES"]
+
+# Enough for a few hundred typical kernels with their source (a family of 64 elementwise kernels
+# on a 3,000-line header, code and source together, holds about 12 MiB), little for a process.
+MEMORY_DEFAULT_BYTES = 64 << 20
+
+
+class CacheWarning(UserWarning):
+    """The disk cache cannot be used, or a cache setting is not understood; compiling goes on."""
+
+
+def byte_count(text: str) -> int | None:
+    """``text`` as a number of bytes (0 or more), or None when it is not one."""
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+def max_bytes() -> int | None:
+    """The size bound ``CUDALOAD_CACHE_MAX_BYTES`` sets, or None (none, or not a number: warned
+    about, and ignored)."""
+    value = os.environ.get("CUDALOAD_CACHE_MAX_BYTES", "").strip()
+    if not value:
+        return None
+    limit = byte_count(value)
+    if limit is None:
+        import warnings
+
+        warnings.warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; "
+                      "ignored", CacheWarning, stacklevel=3)
+        return None
+    return limit
+
+
+_memory_setting: list = [None, MEMORY_DEFAULT_BYTES]  # (the text last read, its bound)
+
+
+def memory_max_bytes() -> int:
+    """The bound ``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` sets, else :data:`MEMORY_DEFAULT_BYTES` (also
+    for a value that is not a number of bytes: warned about once per value)."""
+    text = os.environ.get("CUDALOAD_MEMORY_CACHE_MAX_BYTES", "")
+    if text == _memory_setting[0]:
+        return _memory_setting[1]
+    limit = byte_count(text.strip()) if text.strip() else MEMORY_DEFAULT_BYTES
+    if limit is None:
+        import warnings
+
+        warnings.warn(f"cudaload: CUDALOAD_MEMORY_CACHE_MAX_BYTES={text!r} is not a number of "
+                      f"bytes; the default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning,
+                      stacklevel=4)
+        limit = MEMORY_DEFAULT_BYTES
+    _memory_setting[:] = [text, limit]
+    return limit

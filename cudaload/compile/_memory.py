@@ -1,0 +1,129 @@
+"""The in-process kernel cache: compiled code by (program digest, request), bounded in bytes.
+
+Entries are held in least-recently-used order while their sizes add up to at most
+``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` (_limits.py); the oldest beyond that lose the cache's
+reference, nothing else.  Code still alive elsewhere (the ObjectCode a compile returned, a Module
+loaded from it, a Kernel of that Module) stays findable through a weak reference, and a lookup
+that finds it holds it again: code in use is never compiled, read or loaded a second time, and a
+kernel that a captured graph runs stays loaded through the graph (launch/_residency.py).
+
+An entry is ``(ObjectCode with .cached == "memory", witness, size)``; the witness is that of the
+files its compile read (includes.still_valid() says whether the hit holds).  The ObjectCode a
+compile returns keeps the entry's copy alive, so while either lives the entry is found.
+
+Imports of cudaload: _log, _limits.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import _thread
+from _weakref import ref as _weak_ref  # weakref.ref itself; the weakref module costs 0.5 ms
+from collections import OrderedDict
+
+from . import _limits
+from .. import _log
+
+__all__ = ["MemoryCache", "ENTRY_OVERHEAD"]
+
+# What an entry costs beyond its code, log and source: the ObjectCode, its dicts, the key.
+ENTRY_OVERHEAD = 1024
+
+
+class MemoryCache:
+    """The entries of this process; ``get``/``put``/``pop``/``clear``, ``nbytes`` held."""
+
+    def __init__(self, limit=_limits.memory_max_bytes):
+        self._limit = limit
+        self._held: OrderedDict = OrderedDict()  # key -> entry, least recently used first
+        self._weak: dict = {}  # key -> (weak reference to the entry's ObjectCode, entry's size...)
+        self._bytes = 0
+        # Re-entrant: a garbage collection inside a locked section may run _gone in this thread.
+        self._lock = _thread.RLock()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __contains__(self, key) -> bool:
+        return self.get(key) is not None
+
+    @property
+    def nbytes(self) -> int:
+        """The sizes of the entries held, added up."""
+        return self._bytes
+
+    def get(self, key):
+        """The entry stored under ``key`` while its code is held or alive, else None."""
+        entry = self._held.get(key)
+        if entry is not None:
+            try:
+                self._held.move_to_end(key)
+            except KeyError:  # evicted by another thread meanwhile: still a hit
+                pass
+            return entry
+        weak = self._weak.get(key)
+        if weak is None:
+            return None
+        obj = weak[0]()
+        if obj is None:
+            return None
+        entry = (obj, weak[1], weak[2])
+        with self._lock:
+            if key not in self._held:
+                self._hold(key, entry)
+        return entry
+
+    def put(self, key, obj, witness, size: int):
+        """Keep a copy of ``obj`` (cached "memory") under ``key``; return the entry.  ``obj`` keeps
+        the copy alive from now on."""
+        copy = obj._as("memory")
+        # The ObjectCode the caller got holds the cache's copy: a Module loaded from either keeps
+        # the entry findable once it is no longer held.
+        obj._memory_copy = copy
+        entry = (copy, witness, size + ENTRY_OVERHEAD)
+        with self._lock:
+            self._drop(key)
+            self._weak[key] = (_weak_ref(copy, lambda ref, key=key: self._gone(key, ref)),
+                               witness, entry[2])
+            self._hold(key, entry)
+        return entry
+
+    def pop(self, key, default=None):
+        """Forget ``key``; the entry that was held, or ``default``."""
+        with self._lock:
+            entry = self._held.get(key)
+            self._drop(key)
+            self._weak.pop(key, None)
+        return default if entry is None else entry
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._held.clear()
+            self._weak.clear()
+            self._bytes = 0
+
+    def _hold(self, key, entry) -> None:  # with the lock held
+        self._held[key] = entry
+        self._bytes += entry[2]
+        limit = self._limit()
+        while self._bytes > limit and self._held:
+            old_key, old = self._held.popitem(last=False)
+            self._bytes -= old[2]
+            if _log.enabled("cache"):
+                _log.debug("cache", "memory entry of %s %s dropped: least recently used, beyond "
+                           "%d bytes (found again while its code is alive)", old[0].kind,
+                           old[0].arch, limit)
+
+    def _drop(self, key) -> None:  # with the lock held
+        entry = self._held.pop(key, None)
+        if entry is not None:
+            self._bytes -= entry[2]
+
+    def _gone(self, key, ref) -> None:
+        """The copy under ``key`` was collected: forget its weak entry, unless replaced."""
+        with self._lock:
+            weak = self._weak.get(key)
+            if weak is not None and weak[0] is ref:
+                del self._weak[key]

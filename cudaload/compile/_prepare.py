@@ -1,0 +1,156 @@
+"""What a Program's constructor arguments become: checked, normalised and digested, remembered.
+
+Host packages that build kernel text per call (as MXNet's operators do) make the same Program
+again and again, so the work of making one (the checks, the option list, the sha256 of the source)
+is remembered by the arguments as given, in a bounded table: a Program made again with equal
+arguments costs a dictionary lookup.  Arguments that are not hashable (a bytearray source, a list
+inside the options) are prepared afresh each time.  Only equal arguments share a result, and
+equal arguments give equal results: define values are compared with their types (``4`` and
+``4.0`` are equal in Python but become ``-DN=4`` and ``-DN=4.0``).
+
+Imports of cudaload: _sha, options.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import os
+import _thread
+from collections import OrderedDict
+
+from . import options as _options
+from ._sha import sha256
+
+__all__ = ["Prepared", "prepare", "digest"]
+
+_ARCH_OPTIONS = ("-arch", "--gpu-architecture", "--gpu-name")
+# The remembered results hold their source text: bounded in count and in characters.
+MAX_ENTRIES = 1024
+MAX_CHARS = 16 << 20
+
+
+class Prepared(tuple):
+    """(source, name, headers as (name, text) pairs, include_paths, options, name_expressions,
+    the parts the digest covers, the digest, the characters of source and headers)."""
+
+    __slots__ = ()
+
+
+_table: OrderedDict = OrderedDict()  # frozen arguments -> Prepared, least recently used first
+_chars = [0]
+_lock = _thread.allocate_lock()
+_UNHASHABLE = object()
+
+
+def _frozen(value, kind: str = ""):
+    """``value`` in a hashable form that only equal arguments share, or _UNHASHABLE."""
+    if value is None or value.__class__ is tuple:
+        return value
+    if value.__class__ is list:
+        return tuple(value)
+    if value.__class__ is dict:  # with the types: 1 and True are equal keys, but "1" != "True"
+        if kind == "defines":
+            return tuple((k.__class__, k, v.__class__, v) for k, v in value.items())
+        return tuple((k.__class__, k, v) for k, v in value.items())
+    return _UNHASHABLE
+
+
+def prepare(source, name, options, headers, include_paths, name_expressions, std, defines,
+            fast_math, line_info, debug, max_registers, relocatable) -> Prepared:
+    """The prepared arguments of a Program.  Raises what :func:`_prepare` raises."""
+    # The defaults ((), None) are taken as they are: building the key must cost little.
+    memo = (source, name.__class__, name,
+            options if options.__class__ is tuple else _frozen(options),
+            headers if headers is None else _frozen(headers),
+            include_paths if include_paths.__class__ is tuple else _frozen(include_paths),
+            name_expressions if name_expressions.__class__ is tuple else _frozen(name_expressions),
+            std, defines if defines is None else _frozen(defines, "defines"),
+            fast_math, line_info, debug, max_registers, relocatable)
+    try:
+        found = _table.get(memo)
+    except TypeError:  # something unhashable inside
+        found = memo = None
+    if found is not None:
+        try:
+            _table.move_to_end(memo)
+        except KeyError:  # dropped by another thread meanwhile
+            pass
+        return found
+    made = _prepare(source, name, options, headers, include_paths, name_expressions, std,
+                    defines, (fast_math, line_info, debug, max_registers, relocatable))
+    if memo is not None and _UNHASHABLE not in memo[3:9]:
+        _remember(memo, made)
+    return made
+
+
+def _remember(memo, made: Prepared) -> None:
+    with _lock:
+        if memo in _table:
+            return
+        _table[memo] = made
+        _chars[0] += made[8]
+        while _table and (len(_table) > MAX_ENTRIES or _chars[0] > MAX_CHARS):
+            _key, old = _table.popitem(last=False)
+            _chars[0] -= old[8]
+
+
+def forget() -> None:
+    """Forget every remembered result."""
+    with _lock:
+        _table.clear()
+        _chars[0] = 0
+
+
+def _prepare(source, name, options, headers, include_paths, name_expressions, std, defines,
+             flags) -> Prepared:
+    """Raises ValueError/TypeError for malformed arguments (source or headers that are not UTF-8,
+    options without their value, an architecture given as an option)."""
+    fast_math, line_info, debug, max_registers, relocatable = flags
+    source = _text(source, "source")
+    name = str(name)
+    if headers is not None and not hasattr(headers, "items"):
+        raise TypeError(f"headers must map names to source text, e.g. {{'util.h': '...'}}, "
+                        f"not {type(headers).__name__}")
+    pairs = tuple((str(k), _text(v, f"header {k}")) for k, v in (headers or {}).items())
+    if isinstance(include_paths, (str, bytes, os.PathLike)):
+        raise TypeError(f"include_paths must be a sequence of folders, e.g. "
+                        f"({os.fspath(include_paths)!r},), not one path")
+    include_paths = tuple(os.fspath(p) for p in include_paths)
+    built = _options.build(options, std=std, defines=defines, include_paths=include_paths,
+                           fast_math=fast_math, line_info=line_info, debug=debug,
+                           max_registers=max_registers, relocatable=relocatable)
+    if any(o.split("=")[0] in _ARCH_OPTIONS or o.startswith("-arch") for o in built):
+        raise ValueError("give the architecture to compile(arch=...), not as an option")
+    names = _options.strings(name_expressions, "name_expressions", "('scale<float>',)")
+    # What NVRTC reads besides this text (files it includes, and whether they exist) is looked
+    # up at compile(), where NVRTC looks: the current folder and the files may change after the
+    # Program is made.  This digest covers the Program's own inputs.
+    parts = ("program", name, source, *[x for item in sorted(pairs) for x in item],
+             "options", *built, "names", *names, "files")
+    chars = len(source) + sum(len(k) + len(v) for k, v in pairs)
+    return Prepared((source, name, pairs, include_paths, built, names, parts, digest(*parts),
+                     chars))
+
+
+def _text(value, what: str) -> str:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, (bytes, bytearray)):
+        raise TypeError(f"the {what} must be CUDA C++ source as str (or UTF-8 bytes), "
+                        f"not {type(value).__name__}")
+    try:
+        return bytes(value).decode()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"the {what} is not UTF-8 text (byte 0x{value[exc.start]:02x} at offset "
+                         f"{exc.start}): pass CUDA C++ source as str, or as UTF-8 bytes") from None
+
+
+def digest(*parts: str | bytes) -> bytes:
+    """sha256 of ``parts``, each length-prefixed so that no two splits collide."""
+    hashed = sha256(size=sum(map(len, parts)))
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        hashed.update(len(data).to_bytes(8, "little"))
+        hashed.update(data)
+    return hashed.digest()

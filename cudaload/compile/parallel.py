@@ -1,0 +1,207 @@
+"""Many programs compiled at once on every core: :func:`compile_all`.
+
+NVRTC serialises compilations across the threads of a process beyond about 1.5x, so the work goes
+to processes.  They are started with the "spawn" method, fresh interpreters: a process that uses
+the GPU is never forked, and nothing a worker inherits was made for another process.  A worker
+never initialises CUDA: the architecture (``arch=None``: the current device's, else NVRTC's
+choice), the kind of code and, for PTX, the driver's version are settled here, in the calling
+process, and sent.
+
+In the calling process each program is looked up first, as ``compile()`` would (memory cache, its
+bundle, the disk cache): a program found there costs that lookup and no worker.  The rest go to the
+workers, one per distinct cache key, as the Program's text, name, options, headers and name
+expressions; each worker makes the Program again and compiles it through the disk cache, whose
+per-key locks make each key compiled once, by one process, also when other processes compile the
+same keys.  Workers send back the code, its log and lowered names; the calling process makes the
+ObjectCode and keeps it in its memory cache, in the order the programs were given.  Failures are
+collected and reported together once every program is done.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import program as _program
+from .. import _log
+from ..errors import CompileError, CudaLoadError, NvrtcError
+from .objectcode import ObjectCode
+
+__all__ = ["compile_all", "compile_many", "cores"]
+
+
+def cores() -> int:
+    """The number of CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def compile_all(programs, arch=None, output: str = "auto",
+                workers: int | None = None) -> list[ObjectCode]:
+    """Compile every Program in ``programs`` for ``arch`` (as :meth:`Program.compile` does) on
+    ``workers`` processes (None: one per CPU); the ObjectCode of each, in order.
+
+    Raises one CompileError naming every program NVRTC rejected, with each log, once all the
+    others are compiled (``.failures``: (index, program name, error) for each program that
+    failed); when no program was rejected but some failed otherwise, the first such error (an
+    unknown arch, NVRTC missing).  Raises TypeError for something that is no Program, ValueError
+    for a number of workers below 1.
+    """
+    programs = list(programs)
+    results, failures = compile_many([(p, arch) for p in programs], output, workers)
+    if failures:
+        raise _failure(failures, len(programs))
+    return results
+
+
+def compile_many(items, output: str = "auto", workers: int | None = None):
+    """``compile_all`` for (program, arch) pairs: (results, failures), with None in ``results``
+    and (index, program name, error) in ``failures`` for each that failed.  Raises TypeError,
+    ValueError for its arguments."""
+    items = list(items)
+    for i, (prog, _arch) in enumerate(items):
+        if not isinstance(prog, _program.Program):
+            raise TypeError(f"compile_all takes cudaload.Program objects; item {i} is "
+                            f"{type(prog).__name__}")
+    workers = cores() if workers is None else _count(workers)
+    results: list = [None] * len(items)
+    errors: dict = {}
+    pending: dict = {}  # key -> [(index, arch, explicit, (kind, target, witness)), ...]
+    for i, (prog, arch) in enumerate(items):
+        try:
+            explicit = arch is not None
+            if arch is None:
+                arch = _program._device_arch()
+            found = prog._remembered(arch, output)
+            if found is None:
+                found, key, plan = prog._compile(arch, output, explicit, build=False)
+            if found is not None:
+                results[i] = found
+            else:
+                pending.setdefault(key, []).append((i, arch, explicit, plan))
+        except (CudaLoadError, OSError, ValueError) as err:
+            errors[i] = err
+    n = min(workers, len(pending))
+    if _log.enabled("compile"):
+        _log.debug("compile", "compile_all: %d of %d programs found compiled, %d to compile on "
+                   "%s", len(items) - len(pending) - len(errors), len(items), len(pending),
+                   f"{n} processes" if n > 1 else "this process")
+    if n > 1:
+        _in_workers(items, output, pending, n, results, errors)
+    else:
+        for waiting in pending.values():
+            _here(items, output, waiting, results, errors)
+    return results, [(i, items[i][0].name, errors[i]) for i in sorted(errors)]
+
+
+def _count(workers) -> int:
+    if isinstance(workers, bool) or not isinstance(workers, int):
+        raise TypeError(f"workers must be a number of processes such as 4, or None for one per "
+                        f"CPU; not {type(workers).__name__}")
+    if workers < 1:
+        raise ValueError(f"workers must be 1 or more (or None for one per CPU), not {workers}")
+    return workers
+
+
+def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict) -> None:
+    """Compile each pending key on one of ``n`` spawned processes; fill ``results``/``errors``."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    kinds = {plan[0] for waiting in pending.values() for *_x, plan in waiting}
+    driver = _program._driver_version() if "ptx" in kinds else None  # part of a PTX key
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_program.assume_driver_version, initargs=(driver,))
+    try:
+        futures = {}
+        for key, waiting in pending.items():
+            i, _arch, _explicit, (kind, target, _witness) = waiting[0]
+            prog = items[i][0]
+            spec = (prog.source, prog.name, prog.options, prog.headers, prog.include_paths,
+                    prog.name_expressions)
+            futures[key] = pool.submit(_work, spec, target.sm(), kind)
+        # While the workers start (a fresh interpreter each: 0.1-0.3 s) and then work from the
+        # first program on, this process compiles from the last one on, each that no worker
+        # has taken yet; they meet in between.  The first n are the workers' in any case.
+        for key in reversed(list(futures)[n:]):
+            if not futures[key].cancel():
+                break
+            del futures[key]
+            _here(items, output, pending[key], results, errors)
+        for key, future in futures.items():
+            try:
+                made = future.result()
+            except (CudaLoadError, OSError, ValueError) as err:
+                made = err
+            except BrokenProcessPool as exc:
+                made = NvrtcError(
+                    f"a process compiling for compile_all ended before it finished ({exc})",
+                    hint="compile this program alone with Program.compile() to see why (NVRTC "
+                    "may have crashed on it)")
+            except Exception as exc:  # anything else a worker raised, as compile() would have
+                made = NvrtcError(f"compiling it raised {type(exc).__name__}: {exc}",
+                                  hint="compile this program alone with Program.compile() to "
+                                  "see the whole error")
+            _deliver(items, output, key, pending[key], made, results, errors)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _here(items, output: str, waiting: list, results: list, errors: dict) -> None:
+    """Compile in this process what ``waiting`` waits for (a key no worker took)."""
+    for i, arch, explicit, _plan in waiting:
+        prog = items[i][0]
+        try:  # a program met before is a memory hit by now
+            results[i] = prog._remembered(arch, output) or prog._compile(arch, output, explicit)[0]
+        except (CudaLoadError, OSError, ValueError) as err:
+            errors[i] = err
+
+
+def _deliver(items, output: str, key: str, waiting: list, made, results: list,
+             errors: dict) -> None:
+    """Give each program waiting for ``key`` the code a worker ``made`` (or its error)."""
+    if isinstance(made, BaseException):
+        for i, *_rest in waiting:
+            errors[i] = made
+        return
+    their_key, kept, code, kind, arch, log, names = made
+    first = None
+    for i, asked, _explicit, (_kind, _target, witness) in waiting:
+        obj = ObjectCode(code, kind, arch, log=log, lowered_names=names) if first is None \
+            else first._as(None)  # one load for all programs of this key
+        first = first or obj
+        # Kept in memory only as what this process asked for: the worker's key is the same
+        # unless its files or NVRTC changed meanwhile.
+        items[i][0]._keep(obj, asked, output, their_key, witness, kept and their_key == key)
+        results[i] = obj
+
+
+def _work(spec, arch: str, kind: str):
+    """In a worker: compile the program ``spec`` describes for ``arch`` as ``kind`` through the
+    disk cache; (key, kept, code, kind, arch, log, lowered names)."""
+    source, name, options, headers, include_paths, names = spec
+    prog = _program.Program(source, name=name, options=options, headers=headers,
+                            name_expressions=names, std=None)  # options hold -std= and each -I
+    prog.include_paths = include_paths
+    obj, key, kept = prog._compile(arch, kind, True)
+    return key, kept, obj.code, obj.kind, obj.arch, obj.log, obj.lowered_names
+
+
+def _failure(failures: list, total: int) -> CudaLoadError:
+    """The one error compile_all raises for ``failures``."""
+    rejected = [f for f in failures if isinstance(f[2], CompileError)]
+    if not rejected:
+        return failures[0][2]
+    names = ", ".join(name for _i, name, _err in failures)
+    parts = [f"{len(failures)} of {total} programs failed ({names}):"]
+    parts += [f"--- program {i}, {name} ---\n{err}" for i, name, err in failures]
+    err = CompileError("\n".join(parts),
+                       log="\n".join(f"--- program {i}, {name} ---\n{getattr(e, 'log', str(e))}"
+                                     for i, name, e in failures),
+                       name=names, hint="fix each program named above; the others compiled")
+    err._fields["failures"] = err.failures = tuple(failures)  # kept by pickling (errors.py)
+    return err

@@ -1,0 +1,71 @@
+"""compile_all and the bounded memory cache on a real GPU: from a process that uses the GPU, and
+code in use by a Module or a captured graph never dropped."""
+
+from __future__ import annotations
+
+import gc
+import time
+
+import pytest
+
+import cudaload
+from cudaload.compile import cache
+
+from tests.conftest import scenario_json
+
+np = pytest.importorskip("numpy")
+
+ADD = 'extern "C" __global__ void add{i}(float *x, int n) {{ int j = threadIdx.x; if (j < n) x[j] += {i}.0f; }} // {tag}'
+
+
+def test_compile_all_from_a_process_that_uses_the_gpu_loads_and_runs_each():
+    buf = cudaload.alloc(256 * 4)
+    buf.copy_from_host(np.zeros(256, np.float32))
+    tag = time.time_ns()
+    progs = [cudaload.Program(ADD.format(i=i, tag=tag)) for i in range(1, 9)]
+    objs = cudaload.compile_all(progs, workers=4)  # arch=None: this GPU's, settled here
+    major, minor = cudaload.Device(0).compute_capability
+    assert all(o.kind == "cubin" and o.arch == f"sm_{major}{minor}" for o in objs)
+    for i, obj in enumerate(objs, 1):
+        obj.load().get_kernel(f"add{i}")(1, 256, (buf, 256))
+    cudaload.Device(0).synchronize()
+    assert (np.frombuffer(buf.copy_to_host(), np.float32) == sum(range(1, 9))).all()
+    again = cudaload.compile_all(progs)
+    assert [o.cached for o in again] == ["memory"] * 8
+
+
+def test_compile_all_in_a_fresh_process_after_the_driver_is_initialised():
+    out = scenario_json("parallel_compiles", "compile_spec", "gggggg", f"gpu {time.time_ns()}",
+                        "none", "3")
+    major, minor = cudaload.Device(0).compute_capability
+    assert [r[1] for r in out["results"]] == [f"sm_{major}{minor}"] * 6
+    assert out["pools"] == [3]
+
+
+def test_a_dropped_entry_whose_module_is_alive_is_found_not_loaded_again(monkeypatch):
+    monkeypatch.setenv("CUDALOAD_MEMORY_CACHE_MAX_BYTES", "1")  # nothing is held
+    src = ADD.format(i=1, tag=f"held {time.time_ns()}")
+    module = cudaload.Program(src).compile().load()  # the ObjectCode lives on in the Module only
+    module.get_kernel("add1")
+    gc.collect()
+    again = cudaload.Program(src).compile()
+    assert again.cached == "memory"  # found through the live Module, not read from disk
+    assert again.load() is module  # and not loaded a second time
+
+
+def test_a_graph_replays_after_its_code_left_the_memory_cache(monkeypatch):
+    monkeypatch.setenv("CUDALOAD_MEMORY_CACHE_MAX_BYTES", "1")
+    buf = cudaload.alloc(256 * 4)
+    buf.copy_from_host(np.zeros(256, np.float32))
+    s = cudaload.Stream()
+    kernel = cudaload.Program(ADD.format(i=2, tag=f"graph {time.time_ns()}")).compile() \
+        .load().get_kernel("add2")
+    with s.capture() as graph:
+        kernel(1, 256, (buf, 256), stream=s)
+    del kernel
+    cache.MEMORY.clear()
+    gc.collect()  # the module is collected: the graph keeps its code loaded
+    graph.launch(s)
+    graph.launch(s)
+    s.synchronize()
+    assert (np.frombuffer(buf.copy_to_host(), np.float32) == 4.0).all()

@@ -1,0 +1,127 @@
+"""compile_all in a fresh process, for tests/test_parallel.py.
+
+    python -m tests.scenarios.parallel_compiles SCENARIO ARGS...
+
+The workers compile_all starts import this module again (the "spawn" start method imports the
+main module of the parent), so the handlers below count their compilations too: with
+``$TESTS_COMPILE_LOG`` each NVRTC compilation appends ``<pid> <key>`` (compile_log.py), with
+``$TESTS_DRIVER_LOG`` it appends ``<pid> <whether libcuda is mapped>``.  Each scenario prints what
+it found as JSON on its last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import tests.scenarios.compile_log  # noqa: F401  (counts compilations, in workers too)
+
+
+def _maps() -> str:
+    try:
+        with open("/proc/self/maps") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+if os.environ.get("TESTS_DRIVER_LOG"):
+    import logging
+
+    class _DriverMapped(logging.Handler):
+        def emit(self, record):
+            if getattr(record, "key", None):
+                mapped = os.environ.get("CUDALOAD_LIBCUDA", "libcuda") in _maps()
+                with open(os.environ["TESTS_DRIVER_LOG"], "a") as f:
+                    f.write(f"{os.getpid()} {int(mapped)}\n")
+
+    logging.getLogger("cudaload.compile").setLevel(logging.DEBUG)
+    logging.getLogger("cudaload.compile").addHandler(_DriverMapped(logging.DEBUG))
+
+KERNEL = 'extern "C" __global__ void k{i}(float *x) {{ x[threadIdx.x] = {i}.0f * x[0]; }} // {tag}'
+BAD = 'extern "C" __global__ void k{i}(float *x) {{ x[0] = undefined_{i}; }} // {tag}'
+
+
+def _programs(spec: str, tag: str):
+    """One Program per letter of ``spec``: "g" a good kernel, "b" one NVRTC rejects, "d" the
+    same as the previous one (a duplicate)."""
+    from cudaload import Program
+
+    out = []
+    for i, letter in enumerate(spec):
+        if letter == "d":
+            out.append(Program(out[-1].source))
+        else:
+            out.append(Program((KERNEL if letter == "g" else BAD).format(i=i, tag=tag)))
+    return out
+
+
+def _counting_pools() -> list:
+    """Count the process pools compile_all starts (each is a list item)."""
+    import concurrent.futures
+
+    started = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    class Counted(real):
+        def __init__(self, *a, **kw):
+            started.append(kw.get("max_workers"))
+            super().__init__(*a, **kw)
+
+    concurrent.futures.ProcessPoolExecutor = Counted
+    return started
+
+
+def compile_spec(spec: str, tag: str, arch: str = "90", workers: str = "") -> None:
+    """compile_all of the programs of ``spec``: for each, [where its code came from, its arch,
+    whether it holds its own kernel], the pools started, and this process's pid; or the error."""
+    import cudaload
+
+    pools = _counting_pools()
+    progs = _programs(spec, tag)
+    try:
+        got = cudaload.compile_all(progs, arch=None if arch == "none" else int(arch),
+                                   workers=int(workers) if workers else None)
+    except cudaload.CompileError as err:
+        again = [p.compile(arch=int(arch)).cached for p, c in zip(progs, spec) if c == "g"]
+        print(json.dumps({"error": str(err), "failures": [f[:2] for f in err.failures],
+                          "logs": err.log, "good_again": again, "pools": pools}))
+        return
+    print(json.dumps({"results": [[o.cached, o.arch, f"k{i}".encode() in o.code]
+                                  for i, o in enumerate(got)],
+                      "same": [got[i] is got[i - 1] or got[i]._module is got[i - 1]._module
+                               for i in range(1, len(got))],
+                      "pools": pools, "pid": os.getpid()}))
+
+
+def at_once(start: str, spec: str, tag: str) -> None:
+    """From the wall-clock time ``start``, compile_all the programs of ``spec``."""
+    while time.time() < float(start):
+        time.sleep(0.001)
+    compile_spec(spec, tag)
+
+
+def using_the_driver(spec: str, tag: str) -> None:
+    """In a process that initialised the driver (CUDALOAD_LIBCUDA, a fake one-device driver):
+    compile_all with arch=None, as compile_spec prints it, with the device's arch."""
+    import cudaload
+
+    assert cudaload.is_available(), cudaload.status()
+    print("device", cudaload.Device(0).compute_capability, file=sys.stderr)
+    compile_spec(spec, tag, arch="none")
+
+
+def cli(*words: str) -> None:
+    """The command line, with ``words``; exits with its status."""
+    from cudaload.cli import main
+
+    sys.exit(main(list(words)))
+
+
+SCENARIOS = {"compile_spec": compile_spec, "at_once": at_once,
+             "using_the_driver": using_the_driver, "cli": cli}
+
+if __name__ == "__main__":
+    SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,147 @@
+"""compile_all (compile/parallel.py): many programs on spawned processes, with the real NVRTC."""
+
+from __future__ import annotations
+
+import collections
+import random
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests import _fakelibs
+from tests.conftest import child_env, last_json, run_scenario, scenario_command, scenario_json
+
+
+def _tag() -> str:
+    return f"{time.time_ns()}-{random.random()}"  # programs no earlier run compiled
+
+
+def _log_lines(path) -> list[tuple[str, str]]:
+    return [tuple(line.split()) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_results_come_in_order_from_workers_each_key_once(tmp_path):
+    log = tmp_path / "compiles.log"
+    out = scenario_json("parallel_compiles", "compile_spec", "ggdgggg", _tag(), "90", "2",
+                        env={"TESTS_COMPILE_LOG": str(log)})
+    assert out["pools"] == [2]
+    assert [r[0] for r in out["results"]] == [None] * 7
+    assert all(r[1] == "sm_90" for r in out["results"])
+    # each program's code holds its own kernel (k2 is the duplicate of k1)
+    assert [r[2] for r in out["results"]] == [True, True, False, True, True, True, True]
+    assert out["same"][1] is True  # the duplicate shares the code of the program it repeats
+    compiled = _log_lines(log)
+    keys = [key for _pid, key in compiled]
+    assert len(keys) == 6 and len(set(keys)) == 6  # the duplicate was not compiled again
+    assert any(pid != str(out["pid"]) for pid, _key in compiled)  # workers compiled
+
+
+def test_every_failed_program_is_named_with_its_log_after_the_others_compiled():
+    out = scenario_json("parallel_compiles", "compile_spec", "gbggb", _tag(), "90", "2")
+    assert out["failures"] == [[1, "kernel.cu"], [4, "kernel.cu"]]
+    assert "2 of 5 programs failed" in out["error"]
+    assert "undefined_1" in out["logs"] and "undefined_4" in out["logs"]
+    assert "program 1" in out["error"] and "program 4" in out["error"]
+    assert out["good_again"] == ["memory"] * 3  # the good ones were compiled and kept
+
+
+def test_programs_already_cached_cost_a_lookup_and_no_worker(tmp_path):
+    tag = _tag()
+    first = scenario_json("parallel_compiles", "compile_spec", "gggg", tag, "90", "2")
+    assert [r[0] for r in first["results"]] == [None] * 4
+    log = tmp_path / "compiles.log"
+    again = scenario_json("parallel_compiles", "compile_spec", "gggg", tag, "90", "2",
+                          env={"TESTS_COMPILE_LOG": str(log)})
+    assert [r[0] for r in again["results"]] == ["disk"] * 4
+    assert again["pools"] == [] and _log_lines(log) == []
+    # one new program among cached ones: compiled here, still without a pool
+    more = scenario_json("parallel_compiles", "compile_spec", "ggggg", tag, "90", "2",
+                         env={"TESTS_COMPILE_LOG": str(log)})
+    assert [r[0] for r in more["results"]] == ["disk"] * 4 + [None]
+    assert more["pools"] == [] and [pid for pid, _k in _log_lines(log)] == [str(more["pid"])]
+
+
+def test_two_processes_compiling_the_same_keys_compile_each_once(tmp_path):
+    tag, log = _tag(), tmp_path / "compiles.log"
+    start = str(time.time() + 2.0)
+    env = child_env({"TESTS_COMPILE_LOG": str(log)})
+    procs = [subprocess.Popen(scenario_command("parallel_compiles", "at_once", start, "gggggg",
+                                               tag), env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    results = [last_json(subprocess.CompletedProcess([], 0, o, e))["results"] for o, e in outs]
+    counts = collections.Counter(key for _pid, key in _log_lines(log))
+    assert len(counts) == 6 and set(counts.values()) == {1}, counts
+    # each program was compiled by one of the two runs; the other read it from the disk
+    for i in range(6):
+        assert sorted(str(r[i][0]) for r in results) in (["None", "disk"], ["None", "None"]) \
+            or results[0][i][0] == results[1][i][0] == "disk"
+
+
+def test_workers_never_load_the_driver_of_a_process_that_uses_it(tmp_path):
+    driver = _fakelibs.build_shared_library(tmp_path, "libcuda.so.1", _fakelibs.ONE_DEVICE_DRIVER)
+    log, maps = tmp_path / "compiles.log", tmp_path / "maps.log"
+    out = scenario_json("parallel_compiles", "using_the_driver", "gggg", _tag(),
+                        env={"CUDALOAD_LIBCUDA": driver, "TESTS_COMPILE_LOG": str(log),
+                             "TESTS_DRIVER_LOG": str(maps)})
+    assert [r[1] for r in out["results"]] == ["sm_86"] * 4  # the fake device's arch
+    seen = [line.split() for line in maps.read_text().splitlines()]
+    workers = [mapped for pid, mapped in seen if pid != str(out["pid"])]
+    assert workers and set(workers) == {"0"}, seen  # compiled elsewhere, libcuda never mapped
+
+
+def test_one_worker_compiles_in_this_process(tmp_path):
+    log = tmp_path / "compiles.log"
+    out = scenario_json("parallel_compiles", "compile_spec", "ggg", _tag(), "90", "1",
+                        env={"TESTS_COMPILE_LOG": str(log)})
+    assert out["pools"] == [] and [r[0] for r in out["results"]] == [None] * 3
+    assert {pid for pid, _key in _log_lines(log)} == {str(out["pid"])}
+
+
+@pytest.mark.parametrize("kw, error, words", [
+    ({"programs": ["not a program"]}, TypeError, "item 0 is str"),
+    ({"workers": 0}, ValueError, "1 or more"),
+    ({"workers": 2.5}, TypeError, "number of processes"),
+])
+def test_bad_arguments_are_refused(kw, error, words):
+    import cudaload
+
+    kw = {"programs": [], **kw}
+    with pytest.raises(error, match=words):
+        cudaload.compile_all(kw.pop("programs"), **kw)
+
+
+def test_an_empty_list_compiles_nothing():
+    import cudaload
+
+    assert cudaload.compile_all([]) == []
+
+
+def test_the_first_error_of_another_kind_is_raised_as_it_is():
+    out = subprocess.run([sys.executable, "-c", "\n".join([
+        "import cudaload",
+        "progs = [cudaload.Program('__global__ void k() {}')]",
+        "try:",
+        "    cudaload.compile_all(progs, arch='sm_20')",
+        "except cudaload.NvrtcError as err:",
+        "    print(type(err).__name__, 'sm_20' in str(err))"])],
+        env=child_env(), capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["NvrtcError", "True"], out.stderr
+
+
+def test_precompile_jobs_compile_every_arch_on_workers(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text(KERNEL_TEXT + f"// {_tag()}\n")
+    log = tmp_path / "compiles.log"
+    proc = run_scenario("parallel_compiles", "cli", "precompile", src, "--arch", "sm_80",
+                        "--arch", "sm_90", "--arch", "sm_100", "-j", "2", check=False,
+                        env={"TESTS_COMPILE_LOG": str(log)}, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("(compiled)") == 3
+    assert len({key for _pid, key in _log_lines(log)}) == 3
+
+
+KERNEL_TEXT = 'extern "C" __global__ void pre(float *x) { x[threadIdx.x] *= 2.0f; }\n'
