@@ -326,8 +326,8 @@ def _cmd_precompile(args) -> int:
     except (CudaLoadError, ValueError) as err:
         print(f"cudaload precompile: {err}", file=sys.stderr)
         return 1
-    for i, program_name, err in failures:
-        print(f"cudaload precompile: {program_name} for {items[i][1]}: {err}", file=sys.stderr)
+    for i, program_name, error in failures:
+        print(f"cudaload precompile: {program_name} for {items[i][1]}: {error}", file=sys.stderr)
     if failures:
         return 1
     for (program, _arch), obj in zip(items, results):

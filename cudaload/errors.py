@@ -136,19 +136,21 @@ _NVRTC_ERROR_COMPILATION = 6
 
 
 class CompileError(NvrtcError):
-    """NVRTC rejected the source.  ``.log``, ``.source``, ``.options`` and ``.name`` say why."""
+    """NVRTC rejected the source.  ``.log``, ``.source``, ``.options`` and ``.name`` say why;
+    from ``compile_all``, ``.failures`` holds (index, name, error) of each program that failed."""
 
     _NEXT_STEP = "\nNext step: "  # after the log, the source excerpt and the options
     log: str
     source: str
     options: tuple[str, ...]
+    failures: tuple
 
     def __init__(self, message: str = "", *, log: str = "", source: str = "",
                  options: tuple[str, ...] | list[str] = (), name: str = "", code: int = _NVRTC_ERROR_COMPILATION,
-                 hint: str = "") -> None:
+                 hint: str = "", failures: tuple = ()) -> None:
         CudaLoadError.__init__(self, message, hint=hint, code=code, function="nvrtcCompileProgram",
                                log=log, source=source, options=tuple(options), name=name,
-                               message=log)
+                               message=log, failures=tuple(failures))
 
 
 class LaunchArgumentError(CudaLoadError, TypeError):

@@ -292,8 +292,16 @@ def _has_attribute(cls, member: str) -> bool:
         return True
     if isinstance(cls, type) and issubclass(cls, BaseException):
         return hasattr(cls(), member)
-    source = inspect.getsource(sys.modules[cls.__module__])
-    return re.search(rf"\bself\.{re.escape(member)}\s*=", source) is not None
+    tree = ast.parse(inspect.getsource(sys.modules[cls.__module__]))
+    for node in ast.walk(tree):  # self.member = ..., also as one target of a tuple assignment
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            for leaf in ast.walk(target):
+                if isinstance(leaf, ast.Attribute) and leaf.attr == member and \
+                        isinstance(leaf.value, ast.Name) and leaf.value.id == "self":
+                    return True
+    return False
 
 
 def check_signature(doc: Documented, public: set) -> list[str]:

@@ -53,7 +53,7 @@ def find(chosen: dict | None = None) -> dict:
     pathfinder = None
     if chosen is None:
         try:
-            from cuda import pathfinder
+            from cuda import pathfinder  # type: ignore[no-redef]
         except ImportError:
             pass
     sites = [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]

@@ -84,7 +84,8 @@ class MemoryCache:
         entry = (copy, witness, size + ENTRY_OVERHEAD)
         with self._lock:
             self._drop(key)
-            self._weak[key] = (_weak_ref(copy, lambda ref, key=key: self._gone(key, ref)),
+            gone = lambda ref, key=key: self._gone(key, ref)  # noqa: E731
+            self._weak[key] = (_weak_ref(copy, gone),  # type: ignore[misc]
                                witness, entry[2])
             self._hold(key, entry)
         return entry

@@ -70,7 +70,7 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
     try:
         found = _table.get(memo)
     except TypeError:  # something unhashable inside
-        found = memo = None
+        found = memo = None  # type: ignore[assignment]  # no memo for this call
     if found is not None:
         try:
             _table.move_to_end(memo)

@@ -14,31 +14,46 @@ Layer 2, compile: may import the foundation, bindings and compile.
 
 from __future__ import annotations
 
-try:
-    from _sha256 import sha256 as _builtin  # CPython 3.11 and older
-except ImportError:
-    try:
-        from _sha2 import sha256 as _builtin  # CPython 3.12 and newer
-    except ImportError:  # an interpreter built without its own hashes
-        _builtin = None
+TYPE_CHECKING = False  # typing itself is not imported: it costs more than hashing does
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 __all__ = ["BUDGET", "sha256"]
 
 BUDGET = 256 << 10
-_left = [BUDGET if _builtin is not None else 0]  # bytes the builtin may still hash
-_openssl: list = []
 
 
-def sha256(data: bytes = b"", size: int | None = None):
-    """A sha256 hash object fed ``data``, for about ``size`` bytes in all (default: those of
-    ``data``)."""
-    size = len(data) if size is None else size
-    if size < _left[0]:
-        _left[0] -= size
-        return _builtin(data)
-    if not _openssl:
-        import hashlib
+def _builtin_sha256() -> Callable[..., Any] | None:
+    # The interpreter's own module: _sha256 up to CPython 3.11, _sha2 from 3.12; None in an
+    # interpreter built without it.
+    for name in ("_sha256", "_sha2"):
+        try:
+            return __import__(name).sha256  # no importlib: its import costs more
+        except ImportError:
+            continue
+    return None
 
-        _openssl.append(hashlib.sha256)
-        _left[0] = 0
-    return _openssl[0](data)
+
+class _Hasher:
+    """Which sha256 to use: the interpreter's while the budget lasts, then hashlib's for good."""
+
+    def __init__(self) -> None:
+        self.builtin = _builtin_sha256()
+        self.left = BUDGET if self.builtin is not None else 0  # bytes the builtin may still hash
+        self.openssl: Callable[..., Any] | None = None
+
+    def __call__(self, data: bytes = b"", size: int | None = None) -> Any:
+        size = len(data) if size is None else size
+        if size < self.left:
+            self.left -= size
+            return self.builtin(data)  # type: ignore[misc]  # left > 0 only with a builtin
+        if self.openssl is None:
+            import hashlib
+
+            self.openssl, self.left = hashlib.sha256, 0
+        return self.openssl(data)
+
+
+# sha256(data=b"", size=None): a sha256 hash object fed ``data``, for about ``size`` bytes in
+# all (default: those of ``data``).
+sha256 = _Hasher()

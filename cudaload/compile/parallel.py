@@ -202,6 +202,6 @@ def _failure(failures: list, total: int) -> CudaLoadError:
     err = CompileError("\n".join(parts),
                        log="\n".join(f"--- program {i}, {name} ---\n{getattr(e, 'log', str(e))}"
                                      for i, name, e in failures),
-                       name=names, hint="fix each program named above; the others compiled")
-    err._fields["failures"] = err.failures = tuple(failures)  # kept by pickling (errors.py)
+                       name=names, hint="fix each program named above; the others compiled",
+                       failures=tuple(failures))
     return err
