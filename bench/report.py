@@ -101,6 +101,10 @@ class Targets:
             shown = measured if isinstance(measured, str) else fmt(measured, digits, unit)
         self.rows.append([what, target, shown, verdict])
 
+    def unmeasured(self, what: str, target: str, why: str, shown: str = "–"):
+        """A row whose target this run could not check, saying why (``shown``: a partial figure)."""
+        self.rows.append([what, target, shown, f"not measured ({why})"])
+
     @property
     def missed(self) -> list[str]:
         return [f"{r[0]} (target {r[1]}, measured {r[2]})" for r in self.rows if "MISSED" in r[3]]
@@ -369,6 +373,12 @@ def compile_section(res: dict, targets: Targets) -> list[str]:
     worst = max(hits.values()) if hits else None
     targets.check("memory-cache hit, slowest of the arch spellings (compile and cache)", "≤ 5 µs", worst,
                   None if worst is None else worst <= 5.0, " µs")
+    fresh = dig(data, "memory_hit_new_program", "us_per_call") or {}
+    for case in ("same text", "text built per call"):  # "Program() alone" is a part of both
+        v = _num(fresh.get(case))
+        if case in fresh:
+            targets.check(f"memory-cache hit with a new Program each call, {case} (compile and cache)",
+                          "≤ 2 µs", v, None if v is None else v <= 2.0, " µs")
     disk = dig(data, "disk_hit_fresh_process", "median_ms")
     targets.check("disk-cache hit in a fresh process (compile and cache)", "≤ 2 ms", disk,
                   None if disk is None else disk <= 2.0, " ms")
@@ -539,13 +549,52 @@ def _fw_cell(c, unit: str, digits: int, floor: float | None, fw: str, row: str,
     return text + (f"; {note}" if note else "")
 
 
-def frameworks_section(res: dict) -> list[str]:
+FIRST_COMPILE = (  # row, label, bound: cudaload's first compile in a fresh process / NVRTC direct
+    ("cold_compile_known_ms", "known toolchain (the cache folder's toolchain.json from an "
+     "earlier process)", 1.10),
+    ("cold_compile_ms", "empty cache folder (NVRTC and the headers found first)", 1.30))
+
+
+def first_compile(data: dict, targets: Targets) -> list[str]:
+    """cudaload's first compile in a fresh process over NVRTC called directly (cuda.bindings'
+    cold_compile_ms row of the same run), checked against its targets, as a table."""
+    rows_in = data.get("rows") or {}
+    ref_cell = dig(rows_in, "cold_compile_ms", "cuda.bindings") or {}
+    ref = _num(ref_cell.get("median"))
+    why_no_ref = None if ref else "cuda.bindings: " + str(
+        ref_cell.get("error") or ref_cell.get("na") or "no figure").split(" (")[0][:120]
+    rows = []
+    for row, label, bound in FIRST_COMPILE:
+        c = dig(rows_in, row, "cudaload")
+        v = _num(c.get("median")) if isinstance(c, dict) else None
+        ratio = v / ref if v is not None and ref else None
+        targets.check(f"first compile of saxpy in a fresh process, {label}, cudaload / NVRTC "
+                      "called directly (frameworks)", f"≤ {bound:.2f}×", ratio,
+                      None if ratio is None else ratio <= bound, "×")
+        if not isinstance(c, dict):
+            continue
+        verdict = ("met" if ratio <= bound else "**missed**") if ratio is not None else \
+            "not measured (" + (why_no_ref if v is not None else
+                                str(c.get("error") or c.get("na") or "no figure")[:120]) + ")"
+        rows.append([label, fmt(v, 1, " ms") if v is not None else "–",
+                     fmt(ref, 1, " ms") if ref else f"– ({why_no_ref})",
+                     f"{ratio:.2f}×" if ratio is not None else "–", f"≤ {bound:.2f}×", verdict])
+    if not rows:
+        return []
+    return ["First compile in a fresh process, against NVRTC called directly through "
+            "cuda.bindings in the same run (`cold_compile_ms` of cuda.bindings; medians):", ""] + \
+        table(["cudaload's cache folder", "cudaload", "NVRTC direct", "ratio", "target",
+               "verdict"], rows)
+
+
+def frameworks_section(res: dict, targets: Targets) -> list[str]:
     b = dig(res, "benchmarks", "frameworks") or {}
     data = b.get("data") or {}
     rows_in = data.get("rows") or {}
     floors = data.get("floors") or {}
     us = dig(res, "benchmarks", "launch", "data", "us_per_launch") or {}
     lines = ["## Against the alternatives", ""]
+    compile_lines = first_compile(data, targets)
     if not rows_in and not us:
         why = f" (`frameworks_bench.py` failed: `{str(b['error'])[-300:]}`)" if b.get("error") else ""
         return lines + ["Not measured in this run (`bench/frameworks_bench.py` and "
@@ -590,6 +639,7 @@ def frameworks_section(res: dict) -> list[str]:
         if data.get("skipped"):
             lines += [f"Skipped: {data['skipped']}.", ""]
     lines += table(["measurement"] + [name for _, name in FW_COLUMNS], table_rows)
+    lines += compile_lines
     versions = [f"{fw} {v.get('version')}" for fw, v in (data.get("frameworks") or {}).items()
                 if v.get("available") and v.get("version")]
     missing = [f"{fw} ({v.get('reason', '?')[-120:]})" for fw, v in
@@ -602,6 +652,151 @@ def frameworks_section(res: dict) -> list[str]:
     if failed:
         lines += ["Failures:", ""] + [f"- {f}" for f in failed] + [""]
     return lines
+
+
+def _family_target(cores) -> float | None:
+    """compile_all's speedup target for a host of ``cores`` CPUs (family_bench's rule)."""
+    if not isinstance(cores, int):
+        return None
+    return 6.0 if cores >= 16 else 1.6 if cores >= 2 else None
+
+
+def _family_time(r) -> str:
+    if not isinstance(r, dict):
+        return "not run"
+    if "error" in r:
+        return "failed: " + str(r["error"])[:80]
+    return fmt(_num(r.get("seconds")), 2, " s")
+
+
+def family_section(res: dict, targets: Targets, notes: list[str]) -> list[str]:
+    """The kernel family (family_bench.py): compile_all's speedup, the warm fresh process, GPU
+    memory and -pch, each against its target and its reference from the same run."""
+    b = dig(res, "benchmarks", "family") or {}
+    data = b.get("data") or {}
+    rows = data.get("rows") or {}
+    s = data.get("summary") or {}
+    n = data.get("kernels")
+    lines = ["## A kernel family: compile_all, warm start, -pch", ""]
+    what = f"kernel family, {fmt(n if isinstance(n, int) else 64, 0)} kernels"
+    if not rows:
+        for label, bound in (("compile_all speedup over serial cold compiles", "≥ 6× (16 cores)"),
+                             ("warm fresh process to every Kernel", "≤ 60 ms"),
+                             ("GPU memory over a bare context", "≤ 2 MiB")):
+            targets.check(f"{what}: {label} (family)", bound, None, None)
+        return lines + _bench_body(b)
+    gpu_ok = res.get("gpu") and dig(rows, "warm", "gpu")
+    serial, par, warm = rows.get("serial_cold"), rows.get("parallel_cold"), rows.get("warm") or {}
+    for name in ("serial_cold", "parallel_cold", "warm", "pch_serial_cold", "pch_parallel_cold"):
+        if isinstance(rows.get(name), dict) and "error" in rows[name]:
+            notes.append(f"family benchmark, {name} failed: `{str(rows[name]['error'])[-300:]}`")
+    table_rows = []
+
+    def verdict(ok) -> str:
+        return "met" if ok else "**missed**"
+
+    # compile_all against the serial run of the same run; the target follows the CPU count
+    cores = data.get("cores")
+    workers = par.get("workers") if isinstance(par, dict) else None
+    counts = [c for c in (cores, workers) if isinstance(c, int)]
+    used = min(counts) if counts else None
+    bound = _family_target(used)
+    speedup = _num(s.get("speedup"))
+    cpus = (f"; busy processes got {fmt(data.get('effective_cpus_before'), 2)} and "
+            f"{fmt(data.get('effective_cpus_after'), 2)} of {fmt(cores, 0)} CPUs before and after"
+            if data.get("effective_cpus_before") is not None else "")
+    same = s.get("same_code")
+    table_rows.append(["serial cold compiles (`compile()` of each in turn, empty cache folder)",
+                       _family_time(serial) + (f" (first {fmt(serial.get('first_ms'), 0, ' ms')}, "
+                                               f"median {fmt(serial.get('median_ms'), 0, ' ms')})"
+                                               if isinstance(serial, dict) and "seconds" in serial
+                                               else ""),
+                       "–", "the reference of the speedup", "–"])
+    bound_text = (f"speedup ≥ {bound:g}× ({fmt(used, 0)} CPUs)" if bound else
+                  "none with 1 CPU" if used == 1 else "speedup ≥ 6× on 16 CPUs, ≥ 1.6× on 2")
+    table_rows.append([f"`compile_all` cold, {fmt(workers, 0)} workers, pool start included",
+                       _family_time(par) + (f", speedup **{speedup:.2f}×**" if speedup else ""),
+                       bound_text,
+                       f"serial cold {_family_time(serial)}" + cpus
+                       + (f"; CPU time {fmt(s.get('cpu_ratio'), 2)}× the serial run's"
+                          if s.get("cpu_ratio") is not None else "")
+                       + ("" if same is None else "; same code bytes" if same else
+                          "; **different code bytes**"),
+                       verdict(speedup >= bound) if speedup and bound else
+                       "no target" if speedup else "not measured"])
+    label = f"{what}: compile_all speedup over serial cold compiles (family)"
+    if speedup is not None and bound:
+        targets.check(label, f"≥ {bound:g}× ({fmt(used, 0)} CPUs)", speedup, speedup >= bound, "×")
+    elif speedup is None:
+        targets.check(label, bound_text, None, None)
+    if same is False:
+        notes.append("family benchmark: compile_all's code differs from the serial compiles'")
+
+    # the warm fresh process: to Kernel needs a GPU; without one it stops at ObjectCode
+    warm_ms = _num(warm.get("warm_ms"))
+    ref = (f"`import cudaload` {fmt(_num(warm.get('import_ms')), 1, ' ms')} before it, not counted"
+           + (f"; context creation {fmt(_num(warm.get('context_ms')), 0, ' ms')} apart"
+              if warm.get("context_ms") is not None else "")
+           + (f"; of it, lookups {fmt(_num(warm.get('programs_and_lookups_ms')), 1, ' ms')}, "
+              f"loads {fmt(_num(warm.get('load_ms')), 1, ' ms')}" if warm.get("load_ms") is not None
+              else ""))
+    label = f"{what}: warm fresh process, every Program found on disk and loaded to a Kernel (family)"
+    if warm_ms is None:
+        shown = "failed: " + str(warm["error"])[:80] if "error" in warm else "not run"
+        table_rows.append(["warm fresh process to every Kernel", shown, "≤ 60 ms", "–", "not measured"])
+        targets.check(label, "≤ 60 ms", None, None)
+    elif gpu_ok:
+        table_rows.append(["warm fresh process to every `Kernel` (found on disk, loaded)",
+                           fmt(warm_ms, 1, " ms"), "≤ 60 ms", ref, verdict(warm_ms <= 60.0)])
+        targets.check(label, "≤ 60 ms", warm_ms, warm_ms <= 60.0, " ms", 1)
+    else:
+        table_rows.append(["warm fresh process, every Program found on disk (to `ObjectCode`: "
+                           "no loading without a GPU)", fmt(warm_ms, 1, " ms"), "≤ 60 ms to Kernel",
+                           ref, "not measured (no GPU)"])
+        targets.unmeasured(label, "≤ 60 ms", "no GPU", f"{fmt(warm_ms, 1, ' ms')} to ObjectCode")
+
+    # GPU memory over the bare context the same process made first
+    mib = _num(warm.get("gpu_mib"))
+    label = f"{what}: GPU memory over a bare context, all loaded and launched once (family)"
+    if mib is None:
+        table_rows.append(["GPU memory over a bare context, all loaded and launched once", "–",
+                           "≤ 2 MiB", "–", "not measured (no GPU)" if not gpu_ok else "not measured"])
+        if gpu_ok:
+            targets.check(label, "≤ 2 MiB", None, None)
+        else:
+            targets.unmeasured(label, "≤ 2 MiB", "no GPU")
+    else:
+        table_rows.append(["GPU memory over a bare context, all loaded and launched once",
+                           fmt(mib, 2, " MiB"), "≤ 2 MiB",
+                           f"bare context {fmt(_num(warm.get('context_mib')), 1, ' MiB')} "
+                           "(`cuMemGetInfo` used, same process)", verdict(mib <= 2.0)])
+        targets.check(label, "≤ 2 MiB", mib, mib <= 2.0, " MiB")
+
+    # -pch: reported, no target; the same code bytes is what matters
+    for name, base, key, label in (
+            ("pch_serial_cold", serial, "pch_serial_speedup", "serial cold compiles with `-pch`"),
+            ("pch_parallel_cold", par, "pch_parallel_speedup", "`compile_all` cold with `-pch`")):
+        r = rows.get(name)
+        if r is None:
+            table_rows.append([label, "not run (`--quick` or `--no-pch`)", "reported", "–", "–"])
+            continue
+        sp = _num(s.get(key))
+        extra = ""
+        if name == "pch_serial_cold" and s.get("pch_same_code") is not None:
+            extra = "; same code bytes" if s["pch_same_code"] else "; **different code bytes**"
+            if not s["pch_same_code"]:
+                notes.append("family benchmark: -pch changed the code bytes")
+        if name == "pch_parallel_cold" and s.get("pch_parallel_vs_serial") is not None:
+            extra = f"; {fmt(s['pch_parallel_vs_serial'], 2)}× faster than serial without it"
+        table_rows.append([label, _family_time(r) + (f", {sp:.2f}× faster" if sp else ""),
+                           "reported", f"without it {_family_time(base)}" + extra, "–"])
+    lines += [f"{fmt(n, 0)} kernels (`bench/family_bench.py`"
+              + (", `--quick`: 16 of the 64, no `-pch` runs" if b.get("command", "").endswith("--quick")
+                 else "") + f") on one {fmt(data.get('header_lines'), 0)}-line header "
+              f"(`bench/family_header.py`), NVRTC {data.get('nvrtc') or '?'}, each figure from a "
+              "fresh process with its own cache folder; the reference is the same run's.", ""]
+    lines += table(["figure", "measured", "target", "same-run reference", "verdict"], table_rows)
+    return lines + _bench_body(b)
 
 
 def _bench_body(b: dict) -> list[str]:
@@ -792,7 +987,8 @@ def main(argv=None) -> int:
     body += compile_section(res, targets)
     launch_lines, series = launch_section(res, targets)
     body += launch_lines
-    body += frameworks_section(res)
+    body += frameworks_section(res, targets)
+    body += family_section(res, targets, notes)
     made, why_not = plots(res, args.docs, series)
 
     lines = header(res) + headline(res)

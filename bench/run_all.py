@@ -6,8 +6,8 @@ The report is bench/report.py run on DIR/results.json (``--docs``: where it goes
 ``--no-report``: JSON only); ``python bench/report.py DIR/results.json`` makes it again later.
 
 On a GPU machine (no network needed) it runs the memory story (bench/memory_story/) and the
-import, compile, launch and
-frameworks benchmarks, each in its own processes, and writes DIR/results.json
+import, compile, launch,
+frameworks and kernel-family benchmarks, each in its own processes, and writes DIR/results.json
 (plus each benchmark's own JSON and DIR/run_all.log).  Without a GPU it runs the CPU-side parts
 (import, compile, cache, the ahead-of-time build and cudaload's compile of each workload) and
 records what it skipped and why.
@@ -33,6 +33,9 @@ OTHERS = (
     ("compile_bench.py", 420, ["--quick"]),
     ("launch_bench.py", 420, ["--quick"]),
     ("frameworks_bench.py", 300, ["--quick"]),
+    # 64 kernels on a 3,300-line header compiled four times (serial and compile_all, without and
+    # with -pch), then the warm process: minutes on a 2-core machine
+    ("family_bench.py", 900, ["--quick"]),
 )
 PACKAGES = ("cffi", "numpy", "cuda-core", "cuda-bindings", "cuda-python", "cupy-cuda12x",
             "cupy-cuda13x", "torch", "nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12",
