@@ -15,7 +15,7 @@ BUSY = r"""
 __constant__ float table[64];
 extern "C" __global__ void __launch_bounds__(256) busy(float *out, const int *idx, int n) {
     __shared__ float tile[256];
-    float local[32];
+    volatile float local[32];  // volatile: kept in local memory (a stack frame), not registers
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     for (int j = 0; j < 32; ++j) local[j] = table[(i + j) & 63] * j;
     tile[threadIdx.x] = local[idx[i % n] & 31];
