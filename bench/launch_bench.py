@@ -1,6 +1,7 @@
 """Kernel launch overhead: cudaload against raw C, cuda.core, cuda.bindings, CuPy and PyTorch.
 
     python bench/launch_bench.py [--out results.json] [--launches 20000] [--repeats 5]
+                                 [--fake] [--against PATH]
 
 Each measurement runs in its own process: N launches of an empty kernel on one stream, then a
 synchronize, the median of R repetitions, in microseconds per launch; every API is measured in
@@ -11,11 +12,21 @@ the pointer ("X_array_arg"; a string where that does not apply), and replays a C
 memory a process uses after compiling, loading and launching 10 kernels against a bare driver
 context (CUDA_MODULE_LOADING EAGER and LAZY).  A figure that is not installed, does not apply
 or fails is a string saying so; the others are still measured.
+
+"floor": per argument kind (int pointer, DeviceBuffer, CuPy array, PyTorch tensor, 8 and 16
+arguments), cudaload against the bare cffi cuLaunchKernelEx call with the configuration and
+parameter buffer its launches prepared (measured in the same process, interleaved), against
+cuda.core's launch and C, with the targets (1.15x, 1.10x).  --fake measures cudaload and the
+bare call onto tests/_fakelibs.py's recording driver, on any machine (CuPy and PyTorch stood in
+for by objects that look alike to cudaload): the difference is the Python overhead.  --against
+PATH measures the cudaload package under PATH as well, in the same run ("reference").
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
 import json
 import os
 import platform
@@ -113,38 +124,121 @@ def variants(name: str, launches: dict, sync, n: int, repeats: int) -> dict:
 # pointer ("_array_arg").  Where that object is what the 2-argument launch passes already
 # (CuPy, PyTorch, cuda.core's Buffer), the array figure is that same launch.
 
-def run_cudaload(n, repeats):
+# The argument kinds of the floor comparison: (name, key suffix of cudaload's figure, kernel,
+# key suffix of the bare call with that kernel's configuration and buffer, cuda.core's figure).
+KINDS = (("int pointer", "_int_pointer", "empty", "", "cuda.core_int_pointer"),
+         ("DeviceBuffer", "", "empty", "", "cuda.core"),
+         ("CuPy array", "_array_arg", "empty", "", "cuda.core_cupy_pointer"),
+         ("PyTorch tensor", "_torch_arg", "empty", "", "cuda.core_torch_pointer"),
+         ("8 arguments", "_8_args", "empty8", "_8_args", "cuda.core_8_args"),
+         ("16 arguments", "_16_args", "empty16", "_16_args", "cuda.core_16_args"))
+FLOOR_BARE, FLOOR_CUDA_CORE = 1.15, 1.10  # targets: cudaload over each, per argument kind
+# The parameter layouts the recording driver reports for EMPTY's kernels (--fake)
+LAYOUTS = {"empty": ((0, 8), (8, 4)), "empty8": ((0, 8),) + tuple((8 + 4 * i, 4) for i in range(7)),
+           "empty16": ((0, 8),) + tuple((8 + 4 * i, 4) for i in range(15))}
+
+
+def interleaved(launches: dict, sync, n: int, repeats: int, passes: int, before=None) -> dict:
+    """Seconds per launch of each ``{key: launch}``, measured in ``passes`` passes over all of
+    them in turn (so that a drift of the host touches each alike), the median pass; a launch
+    given as a string is kept as it is.  ``before(key)`` runs before each measurement."""
+    samples: dict = {key: [] for key in launches}
+    for _ in range(passes):
+        for key, launch in launches.items():
+            if isinstance(launch, str):
+                continue
+            if before:
+                before(key)
+            value = guarded(timed, launch, sync, n, repeats)
+            samples[key].append(value)
+    out = {}
+    for key, launch in launches.items():
+        numbers = [v for v in samples[key] if isinstance(v, float)]
+        out[key] = launch if isinstance(launch, str) else (
+            statistics.median(numbers) if numbers else samples[key][-1])
+    return out
+
+
+def _stand_ins(ptr: int):
+    """Objects a CuPy array and a PyTorch tensor on device 0 look like to cudaload (--fake)."""
+    class MemoryPointer:
+        __slots__ = ("ptr", "device_id")
+
+        def __init__(self):
+            self.ptr, self.device_id = ptr, 0
+
+    memory = MemoryPointer()
+    cupy_like = type("ndarray", (), {"__module__": "cupy._core.core", "__slots__": (),
+                                     "__cuda_array_interface__": property(lambda self: {}),
+                                     "data": property(lambda self: memory)})()
+    torch_like = type("Tensor", (), {"__module__": "torch", "__slots__": (),
+                                     "data_ptr": lambda self: ptr,
+                                     "get_device": lambda self: 0})()
+    return cupy_like, torch_like
+
+
+def run_cudaload(n, repeats, fake=False):
     import numpy as np
 
     import cudaload
 
     s = cudaload.Stream()
     buf = cudaload.alloc(64)
-    mod = cudaload.Program(EMPTY).compile().load()
-    k2, k8, k16 = (mod.get_kernel(name) for name in ("empty", "empty8", "empty16"))
-    a2 = (buf, 2)
-    a2i = (buf.ptr, 2)
+    if fake:
+        import ctypes
+
+        driver = ctypes.CDLL(os.environ["CUDALOAD_LIBCUDA"])
+
+        def before(key):  # the recording driver copies the parameters of the layout set last
+            pairs = LAYOUTS[key_kernel[key]]
+            driver.fake_set_layout(len(pairs), (ctypes.c_size_t * len(pairs))(*[o for o, _ in pairs]),
+                                   (ctypes.c_size_t * len(pairs))(*[z for _, z in pairs]))
+    else:
+        before = None
+    mod = cudaload.Program(EMPTY).compile(arch=90 if fake else None).load()
+    kernels = {}
+    key_kernel = {}
     a8 = (buf, *INTS)
     # cudaload packs by the kernel's parameter types: Python floats become float, as does float32
     a16 = (buf, *INTS, *FLOATS[:-1], np.float32(FLOATS[-1]))
-
-    def with_cupy_array():  # the launch, or why there is none
-        try:
+    args = {"_int_pointer": (buf.ptr, 2), "": (buf, 2), "_8_args": a8, "_16_args": a16}
+    if fake:
+        args["_array_arg"], args["_torch_arg"] = ((a, 2) for a in _stand_ins(buf.ptr))
+    else:
+        try:  # CuPy and PyTorch in this process too: each kind is measured against the same call
             import cupy
-        except ImportError:
-            return "cupy not installed"
-        ac = (cupy.zeros(16, dtype=cupy.float32), 2)
-        return lambda: k2(1, 1, ac, stream=s)
 
-    out = variants("cudaload", {
-        "": lambda: k2(1, 1, a2, stream=s),
-        "_int_pointer": lambda: k2(1, 1, a2i, stream=s),
-        "_8_args": lambda: k8(1, 1, a8, stream=s),
-        "_16_args": lambda: k16(1, 1, a16, stream=s)}, s.synchronize, n, repeats)
-    # CuPy only now, so that its runtime context and memory pool are not there for the others
-    out.update(variants("cudaload", {"_array_arg": guarded(with_cupy_array)}, s.synchronize, n,
-                        repeats))
+            args["_array_arg"] = (cupy.zeros(16, dtype=cupy.float32), 2)
+        except ImportError as exc:
+            args["_array_arg"] = f"not installed: {exc}"
+        try:
+            import torch
+
+            args["_torch_arg"] = (torch.zeros(16, device="cuda"), 2)
+        except (ImportError, RuntimeError) as exc:
+            args["_torch_arg"] = f"not installed: {exc}"
+    launches = {}
+    for _label, suffix, name, bare, _core in KINDS:
+        given = args[suffix]
+        key_kernel["cudaload" + suffix] = key_kernel["bare_cffi" + bare] = name
+        if isinstance(given, str):
+            launches["cudaload" + suffix] = given
+            continue
+        if name not in kernels:
+            kernels[name] = mod.get_kernel(name)
+        k = kernels[name]
+        if before:
+            before("cudaload" + suffix)
+        for _ in range(3):  # from the third launch on, a kernel's calls take the express path
+            k(1, 1, given, stream=s)
+        launches["cudaload" + suffix] = functools.partial(_call, k, given, s)
+        if "bare_cffi" + bare not in launches:
+            launches["bare_cffi" + bare] = _bare(k, s)
+    out = interleaved(launches, s.synchronize, n, repeats, 1 if fake else 2, before)
     out["cudaload_2_args"] = out["cudaload"]
+    if fake:
+        return out
+    k2, a2 = kernels["empty"], args[""]
     bd = guarded(breakdown, k2, a2, s, n, repeats)
     out["breakdown"] = bd if isinstance(bd, dict) else {"error": bd}
 
@@ -157,6 +251,20 @@ def run_cudaload(n, repeats):
 
     out.update(graph_figure("cudaload", graph, s.synchronize, n, repeats))
     return out
+
+
+def _call(k, args, s):
+    """A cudaload launch as a user writes it."""
+    k(1, 1, args, stream=s)
+
+
+def _bare(k, s):
+    """The bare cffi cuLaunchKernelEx call with the configuration and parameter buffer that the
+    launches of ``k`` prepared (on the stream ``s``, grid and block 1)."""
+    state = k._core._tls.state
+    cfg, _by_identity = state.configs[1, 1, 0, s, None, False]
+    launch, func, ptrs, null = state.launch, state.func, state.pointers, state.null
+    return lambda: launch(cfg, func, ptrs, null)
 
 
 def breakdown(k, args, s, n, repeats):
@@ -211,10 +319,28 @@ def run_cuda_core(n, repeats):
     # a Python int would go as a pointer-sized integer, a Python float as a double
     a8 = (buf, *map(np.int32, INTS))
     a16 = a8 + tuple(map(np.float32, FLOATS))
-    out = variants("cuda.core", {
-        "": lambda: launch(s, cfg, k2, buf, n32),
-        "_8_args": lambda: launch(s, cfg, k8, *a8),
-        "_16_args": lambda: launch(s, cfg, k16, *a16)}, s.sync, n, repeats)
+    ptr = int(buf.handle)
+    launches = {
+        "cuda.core": lambda: launch(s, cfg, k2, buf, n32),
+        "cuda.core_int_pointer": lambda: launch(s, cfg, k2, ptr, n32),
+        "cuda.core_8_args": lambda: launch(s, cfg, k8, *a8),
+        "cuda.core_16_args": lambda: launch(s, cfg, k16, *a16)}
+    # cuda.core takes no foreign array: its user passes the pointer, read at each launch
+    try:
+        import cupy
+
+        arr = cupy.zeros(16, dtype=cupy.float32)
+        launches["cuda.core_cupy_pointer"] = lambda: launch(s, cfg, k2, arr.data.ptr, n32)
+    except ImportError as exc:
+        launches["cuda.core_cupy_pointer"] = f"not installed: {exc}"
+    try:
+        import torch
+
+        tensor = torch.zeros(16, device="cuda")
+        launches["cuda.core_torch_pointer"] = lambda: launch(s, cfg, k2, tensor.data_ptr(), n32)
+    except (ImportError, RuntimeError) as exc:
+        launches["cuda.core_torch_pointer"] = f"not installed: {exc}"
+    out = interleaved(launches, s.sync, n, repeats, 2)
     out["cuda.core_array_arg"] = out["cuda.core"]  # no array type: the Buffer is the argument
 
     def graph():
@@ -412,7 +538,7 @@ def run_memory(kind):
 def child(args) -> dict:
     extra = args.one[1:]
     name = args.one[0]
-    fn = {"cudaload": lambda: run_cudaload(args.launches, args.repeats),
+    fn = {"cudaload": lambda: run_cudaload(args.launches, args.repeats, fake=extra == ["fake"]),
           "cuda.core": lambda: run_cuda_core(args.launches, args.repeats),
           "cuda.bindings": lambda: run_cuda_bindings(args.launches, args.repeats, extra[0]),
           "cupy": lambda: run_cupy(args.launches, args.repeats),
@@ -431,7 +557,12 @@ def keys_of(one) -> list[str]:
     if one[0] == "c":
         return [C_MODES[one[-1]]]
     if one[0] in FRAMEWORKS:
-        return [one[0] + suffix for suffix in (*VARIANTS, GRAPH_SUFFIX)]
+        keys = [one[0] + suffix for suffix in (*VARIANTS, GRAPH_SUFFIX)]
+        if one[0] == "cudaload":
+            keys += [f"cudaload{kind[1]}" for kind in KINDS] + [f"bare_cffi{kind[3]}" for kind in KINDS]
+        if one[0] == "cuda.core":
+            keys += [kind[4] for kind in KINDS]
+        return list(dict.fromkeys(keys))
     return [one[0]]
 
 
@@ -446,8 +577,12 @@ def flatten_one(result: dict):
 def spawn(args, *one, env=None) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--launches", str(args.launches),
            "--repeats", str(args.repeats), "--one", *one]
-    full_env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    full_env.update(env or {})
+    env = dict(env or {})
+    # The measured package: this checkout's, or the one --against names, before it
+    path = [env.pop("PYTHONPATH")] if "PYTHONPATH" in env else []
+    full_env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        path + [ROOT] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    full_env.update(env)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env,
                               timeout=CHILD_TIMEOUT_S)
@@ -459,6 +594,55 @@ def spawn(args, *one, env=None) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def recording_driver(directory: str) -> str:
+    """tests/_fakelibs.py's RECORDING_DRIVER, built with cc into ``directory`` (--fake): a libcuda
+    whose cuLaunchKernelEx records the launch instead of running it.  Read from the file rather
+    than imported, which would need pytest.  Raises OSError, subprocess.CalledProcessError."""
+    with open(os.path.join(ROOT, "tests", "_fakelibs.py")) as f:
+        tree = ast.parse(f.read())
+    source = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                  and getattr(node.targets[0], "id", "") == "RECORDING_DRIVER")
+    src, lib = os.path.join(directory, "recording.c"), os.path.join(directory, "libcuda.so.1")
+    with open(src, "w") as f:
+        f.write(source)
+    cc = shutil.which("cc") or shutil.which("gcc") or "cc"
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", lib, src], check=True, capture_output=True)
+    return lib
+
+
+def medians(rounds: dict) -> tuple[dict, dict]:
+    """(seconds per figure, the breakdown's) as the median of the rounds that measured them."""
+    seconds, breakdown = {}, {}
+    for key, values in rounds.items():
+        numbers = [v for v in values if isinstance(v, float)]
+        value = statistics.median(numbers) if numbers else values[-1]
+        if key.startswith("breakdown."):
+            breakdown[key.split(".", 1)[1]] = value
+        else:
+            seconds[key] = value
+    return seconds, breakdown
+
+
+def floor(us: dict) -> dict:
+    """Per argument kind: cudaload, the bare cffi call with the same configuration and buffer,
+    cuda.core and C (µs), cudaload's ratios to the first two and whether they meet the targets."""
+    out = {}
+    for label, suffix, _kernel, bare, core in KINDS:
+        row = {"cudaload_us": us.get("cudaload" + suffix), "bare_cffi_us": us.get("bare_cffi" + bare),
+               "cuda_core_us": us.get(core), "c_us": us.get("c" + bare)}
+        cl = row["cudaload_us"]
+        if isinstance(cl, float) and isinstance(row["bare_cffi_us"], float):
+            # what carries over from the recording driver to a GPU: the Python above the call
+            row["overhead_us"] = round(cl - row["bare_cffi_us"], 3)
+        for name, key, target in (("bare_cffi", "bare_cffi_us", FLOOR_BARE),
+                                  ("cuda_core", "cuda_core_us", FLOOR_CUDA_CORE)):
+            if isinstance(cl, float) and isinstance(row[key], float):
+                row[f"over_{name}"] = round(cl / row[key], 3)
+                row[f"meets_{name}_target"] = cl / row[key] <= target
+        out[label] = row
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the JSON here as well as to stdout")
@@ -468,6 +652,12 @@ def main(argv=None) -> int:
                         help="run every API this many times, interleaved; report the median round "
                              "(a shared host drifts by 20%% within a minute)")
     parser.add_argument("--quick", action="store_true", help="one round")
+    parser.add_argument("--fake", action="store_true",
+                        help="no GPU: cudaload and its bare cffi call onto a driver that records "
+                             "launches (tests/_fakelibs.py), which measures the Python overhead")
+    parser.add_argument("--against", metavar="PATH",
+                        help="also measure the cudaload package under PATH (another checkout), "
+                             "in the same run, as reference.* figures")
     parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -476,27 +666,38 @@ def main(argv=None) -> int:
     tmp = tempfile.mkdtemp(prefix="cudaload-bench-")
     cubin = os.path.join(tmp, "empty.cubin")
     result = {"launches": args.launches, "repeats": args.repeats, "python": platform.python_version(),
-              "rounds": 1 if args.quick else max(1, args.rounds)}
-    result.update(spawn(args, "prepare", cubin))
+              "rounds": 1 if args.quick else max(1, args.rounds), "fake_driver": args.fake}
+    env = {}
+    if args.fake:
+        env["CUDALOAD_LIBCUDA"] = recording_driver(tmp)
+        apis: tuple = (("cudaload", "fake"),)
+    else:
+        result.update(spawn(args, "prepare", cubin))
+        apis = (*(("c", cubin, mode) for mode in C_MODES), ("cuda.core",),
+                ("cuda.bindings", cubin), ("cupy",), ("torch",), ("cudaload",))
     rounds: dict[str, list] = {}
+    reference: dict[str, list] = {}
     for _ in range(1 if args.quick else max(1, args.rounds)):
-        for one in (*(("c", cubin, mode) for mode in C_MODES), ("cuda.core",),
-                    ("cuda.bindings", cubin), ("cupy",), ("torch",), ("cudaload",)):
-            for key, value in flatten_one(spawn(args, *one)):
+        for one in apis:
+            for key, value in flatten_one(spawn(args, *one, env=env)):
                 rounds.setdefault(key, []).append(value)
-    seconds, breakdown = {}, {}
-    for key, values in rounds.items():
-        numbers = [v for v in values if isinstance(v, float)]
-        value = statistics.median(numbers) if numbers else values[-1]
-        if key.startswith("breakdown."):
-            breakdown[key.split(".", 1)[1]] = value
-        else:
-            seconds[key] = value
-    seconds["c_array_arg"] = RAW_POINTERS_ONLY
+            if args.against and one[0] == "cudaload":
+                found = spawn(args, *one, env=dict(env, PYTHONPATH=os.path.abspath(args.against)))
+                for key, value in flatten_one(found):
+                    reference.setdefault(key, []).append(value)
+    seconds, breakdown = medians(rounds)
+    if not args.fake:
+        seconds["c_array_arg"] = RAW_POINTERS_ONLY
     us = {k: (round(v * 1e6, 3) if isinstance(v, float) else v) for k, v in seconds.items()}
     result["us_per_launch"] = us
     result["cudaload_breakdown_us"] = {k: round(v * 1e6, 3) if isinstance(v, float) else v
                                        for k, v in breakdown.items()}
+    result["floor"] = floor(us)
+    if args.against:
+        ref = {k: (round(v * 1e6, 3) if isinstance(v, float) else v)
+               for k, v in medians(reference)[0].items()}
+        result["reference"] = {"path": os.path.abspath(args.against), "us_per_launch": ref,
+                               "floor": floor(ref)}
     ratios = {}
     if isinstance(us.get("cudaload"), float) and isinstance(us.get("c"), float):
         ratios["cudaload_over_c"] = round(us["cudaload"] / us["c"], 3)
@@ -507,6 +708,19 @@ def main(argv=None) -> int:
         ratios["graph_cudaload_over_c"] = round(
             us["cudaload_graph_per_kernel"] / us["c_graph_per_kernel"], 3)
     result["ratios"] = ratios
+    if not args.fake:
+        result["gpu_memory"] = gpu_memory(args)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def gpu_memory(args) -> dict:
+    """Device memory of a bare context and after 10 kernels, per module loading mode."""
     memory = {}
     for mode in ("EAGER", "LAZY"):
         env = {"CUDA_MODULE_LOADING": mode}
@@ -515,14 +729,7 @@ def main(argv=None) -> int:
         memory[mode] = {"bare_context_mib": bare and round(bare / 2 ** 20, 1),
                         "ten_kernels_mib": used and round(used / 2 ** 20, 1),
                         "extra_mib": (bare and used) and round((used - bare) / 2 ** 20, 1)}
-    result["gpu_memory"] = memory
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return memory
 
 
 if __name__ == "__main__":

@@ -452,7 +452,26 @@ def launch_section(res: dict, targets: Targets) -> tuple[list[str], dict | None]
         v = _num(dig(data, "gpu_memory", mode, "extra_mib"))
         targets.check(f"GPU memory over a bare context, 10 kernels, {mode} (launch benchmark)",
                       "≤ 2 MiB", v, None if v is None else v <= 2.0, " MiB", 1)
+    rows = []
+    for kind, row in (data.get("floor") or {}).items():
+        for key, name, target in (("over_bare_cffi", "the bare cffi cuLaunchKernelEx call", 1.15),
+                                  ("over_cuda_core", "cuda.core", 1.10)):
+            r = _num(row.get(key))
+            targets.check(f"launch, {kind}, cudaload / {name} (launch)", f"≤ {target:.2f}×", r,
+                          None if r is None else r <= target, "×")
+        rows.append([kind] + [fmt(_num(row.get(k)), 2, " µs") if _num(row.get(k)) is not None
+                              else "–" for k in ("cudaload_us", "bare_cffi_us", "cuda_core_us",
+                                                 "c_us", "overhead_us")]
+                    + [f"{row[k]:.2f}×" if _num(row.get(k)) is not None else "–"
+                       for k in ("over_bare_cffi", "over_cuda_core")])
     lines = ["## Launch overhead", ""]
+    if rows:
+        lines += ["Per argument kind, cudaload against the bare cffi `cuLaunchKernelEx` call with "
+                  "the configuration and parameter buffer its launches prepared (same process, "
+                  "interleaved), cuda.core's `launch` (the pointer read from the CuPy array or "
+                  "tensor at each launch) and C; overhead is cudaload − the bare call:", ""]
+        lines += table(["kind", "cudaload", "bare cffi", "cuda.core", "C", "overhead",
+                        "× bare (≤ 1.15)", "× cuda.core (≤ 1.10)"], rows)
     floor = _num(us.get("c"))
     labels = dict(LAUNCH_APIS)
     if us:

@@ -99,7 +99,8 @@ int cuGraphDestroy(void *graph) { return 0; }
 int cuLibraryGetKernel(void **k, void *lib, const char *name) {
     strncpy(kernel_name, name, sizeof kernel_name - 1); *k = (void *)0x3000; return 0;
 }
-int cuKernelGetFunction(void **f, void *k) { *f = (void *)0x4000; return 0; }
+/* one function per context: 0x4000 in device 0's, 0x4100 in device 1's */
+int cuKernelGetFunction(void **f, void *k) { *f = (void *)(0x4000 + ((size_t)current & 0x100)); return 0; }
 static int set_attr = -1, set_value;
 int cuFuncSetAttribute(void *f, int attr, int value) { set_attr = attr; set_value = value; return 0; }
 int fake_func_set(int *value) { *value = set_value; return set_attr; }
@@ -107,8 +108,13 @@ int cuFuncGetParamInfo(void *f, size_t i, size_t *offset, size_t *size) {
     if ((int)i >= nparams) return 1;
     *offset = offsets[i]; *size = sizes[i]; return 0;
 }
+/* of the last launch: the context current, the function, the parameter pointer array */
+static void *launch_context, *launch_function, **launch_params;
+void *fake_launch_context(void) { return launch_context; }
+void *fake_launch_function(void) { return launch_function; }
+void *fake_launch_params(void) { return launch_params; }
 int cuLaunchKernelEx(const Config *c, void *f, void **params, void **extra) {
-    last = *c;
+    last = *c; launch_context = current; launch_function = f; launch_params = params;
     for (int i = 0; i < nparams; i++) memcpy(params_seen + offsets[i], params[i], sizes[i]);
     return ++launches, 0;
 }

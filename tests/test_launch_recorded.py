@@ -97,3 +97,21 @@ def test_the_launch_benchmark_breakdown_still_reads_the_launch_state(recording_d
     assert set(parts) >= {"config_lookup", "pack_and_convert", "cffi_cuLaunchKernelEx_alone",
                           "full_launch"}
     assert all(isinstance(v, float) and v > 0 for v in parts.values()), parts
+
+
+def test_the_launch_benchmark_measures_every_argument_kind_on_the_recording_driver(tmp_path):
+    # bench/launch_bench.py --fake: the Python overhead per argument kind, on any machine
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "fake.json"
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "launch_bench.py"), "--fake",
+                    "--quick", "--launches", "200", "--repeats", "1", "--out", str(out)],
+                   check=True, capture_output=True, text=True, timeout=300)
+    floor = json.loads(out.read_text())["floor"]
+    assert list(floor) == ["int pointer", "DeviceBuffer", "CuPy array", "PyTorch tensor",
+                           "8 arguments", "16 arguments"]
+    for kind, row in floor.items():
+        assert isinstance(row["cudaload_us"], float) and isinstance(row["bare_cffi_us"], float), row
+        assert row["over_bare_cffi"] > 0 and "overhead_us" in row, (kind, row)

@@ -1,4 +1,4 @@
-"""Sizes, counts and dimensions given by the caller: integers only.
+"""Sizes, counts and dimensions given by the caller: integers only, dimensions of one to three.
 
 Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import operator
 
-__all__ = ["integer", "byte_count"]
+__all__ = ["integer", "byte_count", "dims", "constant"]
 
 
 def integer(value, what: str) -> int:
@@ -32,3 +32,26 @@ def byte_count(value, what: str, owner: str) -> int:
     if count < 0:
         raise ValueError(f"{owner}: {what}={count} is negative; pass a byte count")
     return count
+
+
+def constant(dims) -> bool:
+    """Whether ``dims`` can never change: an int, or a tuple of ints (not of numpy arrays)."""
+    return type(dims) is int or (type(dims) is tuple and all(type(d) is int for d in dims))
+
+
+def dims(value, what: str) -> tuple[int, int, int]:
+    """A grid, block or cluster as three ints.  Raises TypeError, ValueError."""
+    try:
+        dims: tuple[int, ...] = (integer(value, what), 1, 1)
+    except TypeError:
+        try:
+            dims = tuple(integer(v, what) for v in value)
+        except TypeError:
+            raise TypeError(f"{what} must be an int or a tuple of up to three ints, "
+                            f"not {value!r} (round a computed size up: (n + 255) // 256)") from None
+        if not 1 <= len(dims) <= 3:
+            raise ValueError(f"{what} must have one to three dimensions, not {value!r}")
+        dims += (1,) * (3 - len(dims))
+    if min(dims) < 1:
+        raise ValueError(f"{what} dimensions must be at least 1, not {value!r}")
+    return dims[0], dims[1], dims[2]

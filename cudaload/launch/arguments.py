@@ -62,10 +62,17 @@ class Packer:
                 f"signature: {self.signature}")
         pack = self.plans.get(types)
         if pack is None:
-            converters = [self._converter(p, t) for p, t in zip(self.params, types)]
-            pack = self.plans[types] = _generate(self.struct.pack_into, self.buffer, types,
-                                                 converters, self._order, self.device)
+            pack = self.plans[types] = _generate(self.pieces(types))
         return pack
+
+    def pieces(self, types) -> tuple[list, list[int], dict]:
+        """The generated text of a plan for ``types`` (of the right count): per argument ``a<i>``
+        its value expression (None where it is packed as it is) and guard (None where there is
+        none), the argument indices in buffer order, and the names the text refers to (``T<i>``
+        for each argument's type).  Raises LaunchArgumentError."""
+        converters = [self._converter(p, t) for p, t in zip(self.params, types)]
+        return _pieces(self.struct.pack_into, self.buffer, types, converters, self._order,
+                       self.device)
 
     def fail(self, args, exc) -> LaunchArgumentError:
         """The precise error for ``args`` after packing them failed with ``exc``."""
@@ -222,28 +229,33 @@ class _Shown:
         self.tp = tp
 
 
-def _generate(pack_into, buffer, types, converters, order, device):
-    """Source-generated packer: one type test and one ``pack_into`` call, no loops or lists."""
-    n = len(types)
-    names = [f"a{i}" for i in range(n)]
+def _pieces(pack_into, buffer, types, converters, order, device):
+    """See :meth:`Packer.pieces`."""
     env = {"pack_into": pack_into, "buf": buffer, "D": device}
-    values, guards = [], []
-    for i in order:
-        conv = converters[i]
+    conversions = []
+    for i, (tp, conv) in enumerate(zip(types, converters)):
+        env[f"T{i}"] = tp
         if conv is None:
-            values.append(names[i])
+            conversions.append((None, None))
         elif isinstance(conv, _Inline):
-            values.append(conv.expr.format(a=names[i]))
-            guards.append(conv.guard.format(a=names[i]))
+            conversions.append((conv.expr.format(a=f"a{i}"), conv.guard.format(a=f"a{i}")))
         else:
             env[f"c{i}"] = conv
-            values.append(f"c{i}({names[i]})")
-    checks = " and ".join([f"type(a{i}) is T{i}" for i in range(n)] + guards) or "True"
-    env.update({f"T{i}": t for i, t in enumerate(types)})
-    unpack = f"{', '.join(names)}, = args" if n else "if args: return False"
+            conversions.append((f"c{i}(a{i})", None))
+    return conversions, order, env
+
+
+def _generate(pieces):
+    """Source-generated packer: one type test and one ``pack_into`` call, no loops or lists."""
+    conversions, order, env = pieces
+    n = len(conversions)
+    checks = [f"type(a{i}) is T{i}" for i in range(n)] + [g for _, g in conversions if g]
+    values = [conversions[i][0] or f"a{i}" for i in order]
+    unpack = f"{', '.join(f'a{i}' for i in range(n))}, = args" if n else "if args: return False"
     code = (f"def pack(args):\n"
             f"    try:\n        {unpack}\n    except ValueError:\n        return False\n"
-            f"    if {checks}:\n        pack_into(buf, 0, {', '.join(values)})\n"
+            f"    if {' and '.join(checks) or 'True'}:\n"
+            f"        pack_into(buf, 0, {', '.join(values)})\n"
             f"        return True\n    return False\n")
     exec(code, env)  # noqa: S102 - the text is built from integers and fixed names only
     return env["pack"]

@@ -1,11 +1,13 @@
 """Launching kernels: ``Kernel`` (from ``Module.get_kernel``); ``RawKernel`` is in rawkernel.py.
 
-The hot path of ``kernel(grid, block, args)`` is: this thread's launch state (a thread-local
-read), the cached ``CUlaunchConfig`` for (grid, block, shared_mem, stream) (a dict read), the packing
-plan generated for the argument types of the last call (one call: a type test and a
-``struct.pack_into`` into a preallocated buffer that a ``void*[]`` already points into), and
-``cuLaunchKernelEx``.  Context binding, checks of the grid against the device, enabling large shared
-memory and the choice of conversions happen once, on the slow path.
+In the thread that owns a kernel, ``kernel(grid, block, args)`` calls its express function
+(_express.py): the whole hot path in one generated function.  Elsewhere, and whenever something
+changed, it runs ``_Core.launch``: this thread's launch state (a thread-local read), the cached
+``CUlaunchConfig`` for (grid, block, shared_mem, stream) (a dict read), the packing plan generated
+for the argument types of the last call (one call: a type test and a ``struct.pack_into`` into a
+preallocated buffer that a ``void*[]`` already points into), and ``cuLaunchKernelEx``.  Context
+binding, checks of the grid against the device, enabling large shared memory and the choice of
+conversions happen once, on the slow path.
 
 Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
@@ -16,11 +18,11 @@ import functools
 import threading
 import weakref
 
-from . import arguments
+from . import _express, arguments
 from .attributes import KernelAttributes, Occupancy, occupancy as _occupancy
 from ..bindings import driver
 from . import signature as _signature
-from ._sizes import integer
+from ._sizes import constant as _constant, dims as _dims, integer
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ..errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
@@ -47,25 +49,28 @@ _keep: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 class _Launch:
     """One thread's state for one kernel on one device: function, buffer, configs, packing plan."""
 
-    __slots__ = ("device", "gen", "func", "packer", "pointers", "configs", "launch", "null",
-                 "pack", "smem", "grid", "block", "shmem", "stream", "config")
+    __slots__ = ("device", "func", "packer", "pointers", "configs", "launch", "null", "pack",
+                 "types", "smem", "last", "own", "repeat", "expresses", "__weakref__")
 
     def __init__(self, kernel: _Core, dev: Device):
         drv = activate(dev, owning=True)
         self.device = dev
-        self.gen = generation.value
         self.func = kernel._function(dev)
         self.packer = arguments.Packer(drv.ffi, kernel.name, kernel._params_for(dev, self.func),
                                        dev.ordinal)
         self.pointers = self.packer.pointers
         self.configs: dict = {}
         # The last plain launch shape, compared by identity (see _Core.launch).
-        self.grid = self.block = self.shmem = self.stream = self.config = None
+        self.last = _express.Last(generation.value)
+        self.own = False  # whether this thread owns the kernel's express function
+        self.repeat = None  # the plan of the last launch that could have installed one
+        self.expresses: dict = {}  # plan -> its express function
         # cuLaunchKernelEx takes four pointers, which cffi passes in about a third of the time of
         # cuLaunchKernel's eleven arguments; the CUlaunchConfig is built once per launch shape.
         self.launch = drv.cuLaunchKernelEx
         self.null = drv.ffi.NULL
         self.pack = _never
+        self.types: tuple[type, ...] | None = None
         self.smem = kernel._smem_enabled.setdefault(dev.ordinal, [_SMEM_DEFAULT])
 
 
@@ -89,25 +94,33 @@ class _Core:
         self._params: tuple | None = None
         self._from_source = False  # whether the C types came from reading the source
         self._smem_enabled: dict[int, list[int]] = {}
+        self._kernel = _express.nothing  # the Kernel calling this core, by weak reference
+        self._owner = None  # the ident of the thread that owns the express function
+        self._express = None  # the plan whose express function the Kernel calls, if any
+        self._watch = None  # a weak reference that reports the owner thread's end
         if signature is not None:
             _signature.signature_types(signature)  # a malformed signature fails here, not at launch
 
     # ---- the launch ----------------------------------------------------------------------------
 
-    def launch(self, grid, block, args, *, shared_mem=0, stream=None, cluster=None,
-               cooperative=False):
+    def launch(self, grid, block, args, _=_express.POSITIONAL, *, shared_mem=0, stream=None,
+               cluster=None, cooperative=False):
+        if _ is not _express.POSITIONAL:
+            raise TypeError(f"{self.name}: a kernel takes three positional arguments (grid, block, "
+                            "args); pass shared_mem, stream, cluster and cooperative by name")
         try:
             state = self._tls.state
         except AttributeError:  # first launch of this kernel in this thread
             state = None
-        if state is None or state.gen != generation.value:
+        if state is None or state.last.gen != generation.value:
             state = self._prepare()
+        last = state.last
         # Repeated launches pass the same int or tuple objects (literals, cached small ints), so
         # identity finds the last shape without building and hashing a key; equal-but-new objects
         # take the dict below.  Only immutable grids and blocks are remembered this way.
-        if grid is state.grid and block is state.block and stream is state.stream \
-                and shared_mem is state.shmem and cluster is None and not cooperative:
-            config = state.config
+        if grid is last.grid and block is last.block and stream is last.stream \
+                and shared_mem is last.shmem and cluster is None and not cooperative:
+            config = last.config
         else:
             try:
                 config, constant = state.configs[grid, block, shared_mem, stream, cluster,
@@ -116,8 +129,9 @@ class _Core:
                 config, constant = self._config(state, grid, block, shared_mem, stream, cluster,
                                                 cooperative)
             if constant:
-                state.grid, state.block, state.shmem, state.stream = grid, block, shared_mem, stream
-                state.config = config
+                last.grid, last.block, last.shmem, last.stream = grid, block, shared_mem, stream
+                last.config = config
+        last.packed = None  # the buffer holds these arguments, not an express function's
         try:
             if not state.pack(args):
                 self._repack(state, args)
@@ -128,20 +142,15 @@ class _Core:
         rc = state.launch(config, state.func, state.pointers, state.null)
         if rc:
             self._failed(rc, state, config)
+        if state.own and self._express is not state.pack:
+            _express.install(self, state)
 
     def _repack(self, state: _Launch, args) -> None:
-        pack = state.pack = state.packer.plan(tuple(map(type, args)))
+        types = tuple(map(type, args))
+        pack = state.pack = state.packer.plan(types)
+        state.types = types
         if not pack(args):  # right types, but a guard failed (e.g. an array on another device)
             raise state.packer.fail(args, None)
-
-    def _failed(self, rc: int, state: _Launch, config) -> None:
-        if rc in _REBIND:
-            from . import device
-
-            device._tls.bound = None  # another library changed this thread's context
-            activate(state.device)
-            rc = state.launch(config, state.func, state.pointers, state.null)
-        driver.check(rc, f"cuLaunchKernelEx({self.name})")
 
     # ---- slow path: resolution, layout, checks ----------------------------------------------
 
@@ -207,7 +216,8 @@ class _Core:
             state = states[dev.ordinal] = _Launch(self, dev)
         else:
             activate(dev, owning=True)
-            state.gen = generation.value
+            state.last.gen = generation.value
+        state.own = _express.claim(self)
         self._tls.state = state
         return state
 
@@ -304,28 +314,6 @@ def symbol_name(name, what: str) -> str:
     return name
 
 
-def _constant(dims) -> bool:
-    """Whether ``dims`` can never change: an int, or a tuple of ints (not of numpy arrays)."""
-    return type(dims) is int or (type(dims) is tuple and all(type(d) is int for d in dims))
-
-
-def _dims(value, what: str) -> tuple[int, int, int]:
-    try:
-        dims: tuple[int, ...] = (integer(value, what), 1, 1)
-    except TypeError:
-        try:
-            dims = tuple(integer(v, what) for v in value)
-        except TypeError:
-            raise TypeError(f"{what} must be an int or a tuple of up to three ints, "
-                            f"not {value!r} (round a computed size up: (n + 255) // 256)") from None
-        if not 1 <= len(dims) <= 3:
-            raise ValueError(f"{what} must have one to three dimensions, not {value!r}")
-        dims += (1,) * (3 - len(dims))
-    if min(dims) < 1:
-        raise ValueError(f"{what} dimensions must be at least 1, not {value!r}")
-    return dims[0], dims[1], dims[2]
-
-
 def _driver_layout(func):
     """[(offset, size)] of each parameter from the driver (CUDA 12.4+), else None."""
     drv = driver.init()
@@ -368,6 +356,7 @@ class Kernel(GpuState, functools.partial):
     def _wrap(cls, core: _Core):
         self = functools.partial.__new__(cls, core.launch)
         self._core = core
+        core._kernel = weakref.ref(self)
         return self
 
     def __repr__(self) -> str:

@@ -180,3 +180,21 @@ def test_launch_shape_changes_are_seen_whatever_object_carries_them():
         k(blocks, 1, (out,))
     counts = to_host(out, np.int32, 8).tolist()
     assert counts == [7, 5, 4, 1, 0, 0, 0, 0], counts
+
+
+def test_repeated_launches_see_every_changed_argument():
+    """From the third launch on a kernel's calls take the express path, which packs again only
+    what changed: buffers, scalars and values that alternate, or come back after other types."""
+    n = 256
+    x = np.arange(n, dtype=np.float32)
+    dx, d1, d2 = to_device(x), to_device(np.zeros(n, np.float32)), to_device(np.zeros(n, np.float32))
+    k = cudaload.RawKernel(SAXPY, "saxpy")
+    expected = {id(d1): np.zeros(n, np.float32), id(d2): np.zeros(n, np.float32)}
+    plan = [(d1, 1.0, n), (d1, 1.0, n), (d1, 1.0, n), (d2, 2.0, n), (d1, -0.5, n // 2),
+            (d2, np.float32(3.0), n), (d2, 2.0, n), (d1, 1.0, n)] * 3
+    for out, a, count in plan:
+        k((n + 63) // 64, 64, (dx, out, a, count))
+        expected[id(out)][:count] += np.float32(a) * x[:count]
+    for out in (d1, d2):
+        np.testing.assert_allclose(to_host(out, np.float32, n), expected[id(out)], rtol=1e-6)
+    assert k.func != k._core.launch  # the express path did run

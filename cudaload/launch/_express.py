@@ -1,0 +1,174 @@
+"""The express launch: a kernel's whole hot path, generated as one function that the ``Kernel``
+object calls directly, for one thread, one device and one tuple of argument types.
+
+The cffi call of ``cuLaunchKernelEx`` alone takes about 3,800 machine instructions (CPython 3.12);
+the ordinary path (``_Core.launch``) added 5,300 more with two arguments and 10,500 with sixteen,
+in Python calls, attribute reads and a packing call.  The express function checks that nothing
+changed since the last launch (the thread, the bound context, the launch shape by identity, the
+arguments), packs the arguments again only where they changed, and calls the driver; anything
+else goes to the ordinary path, which raises the precise errors and installs the function again.
+
+Only the thread that owns a kernel (the first to launch it, until it ends) gets one: the buffer
+is that thread's, and cuLaunchKernelEx reads it during the call, with the GIL released.  The
+function holds its kernel and launch state through weak references only, so a kernel whose
+Python objects are gone is freed at once, not by the cycle collector.
+
+Layer 3, launch: may import the foundation, bindings, compile and launch.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+
+from .arguments import PACK_ERRORS
+from .device import generation
+
+__all__ = ["Last", "POSITIONAL", "build", "claim", "install", "nothing"]
+
+
+_owners = threading.Lock()  # who owns a kernel's express function, and installing it
+_setstate = functools.partial.__setstate__  # type: ignore[attr-defined]  # how a Kernel's function is replaced
+
+
+class Last:
+    """One thread's launches of one kernel: the last constant launch shape and its configuration,
+    the context generation its state was checked at, and which express function's arguments the
+    parameter buffer holds.  Written by the ordinary path, read by the express function."""
+
+    __slots__ = ("gen", "grid", "block", "shmem", "stream", "config", "packed")
+
+    def __init__(self, gen: int):
+        self.gen = gen
+        self.grid = self.block = self.shmem = self.stream = self.config = self.packed = None
+
+
+# Stands for "no fourth positional argument".  Keyword-only parameters would make every call look
+# their defaults up in a dict (about 350 instructions); ordinary ones read a tuple, and a fourth
+# positional argument still reaches _Core.launch, which refuses it.
+POSITIONAL = object()
+_UNSET = object()  # what no argument was
+# The shape is compared by identity (repeated launches pass the same int, tuple and stream
+# objects), then, for an int made anew each time (a computed grid), by value.
+_HEAD = """\
+def launch(grid, block, args, _=POSITIONAL, shared_mem=0, stream=None, cluster=None,
+           cooperative=False):
+    {kept}
+    last = L
+    if _ is not POSITIONAL or get_ident() != OWNER or last.gen != generation.value \\
+            or stream is not last.stream or cluster is not None or cooperative \\
+            or grid is not last.grid and (type(grid) is not int or grid != last.grid) \\
+            or block is not last.block and (type(block) is not int or block != last.block) \\
+            or shared_mem is not last.shmem and (
+                type(shared_mem) is not int or shared_mem != last.shmem):
+        {miss}
+    try:
+"""
+_TAIL = """\
+    except PACK_ERRORS:
+        hit = False
+    if not hit:
+        {miss}
+    config = last.config
+    rc = cuLaunchKernelEx(config, FUNC, PTRS, NULL)
+    if rc:
+        core()._failed(rc, state(), config)
+"""
+_MISS = ("return core().launch(grid, block, args, _, shared_mem=shared_mem, stream=stream, "
+         "cluster=cluster, cooperative=cooperative)")
+
+
+def build(core, state, pieces):
+    """The express function of ``core`` (a kernel) for ``state`` (this thread's launch state on
+    one device) and the plan whose generated ``pieces`` (``Packer.pieces``) it inlines."""
+    conversions, order, env = pieces
+    n = len(conversions)
+    converted = [i for i in range(n) if conversions[i][0] is not None]
+    plain = [i for i in range(n) if conversions[i][0] is None]
+    kept = [f"A{i}" for i in plain] + [f"V{i}" for i in converted]
+    body = [f"{', '.join(f'a{i}' for i in range(n))}, = args" if n else
+            "if args: raise ValueError"]
+    # Converted arguments (buffers, arrays) are tested and converted every time.  Arguments
+    # packed as they are (ints, floats) are compared by identity: the same object has the same
+    # type and value, so a repeated one costs neither a type test nor packing.  What is kept is
+    # such values and converted ones (ints, bytes), never an array, whose memory it would keep.
+    # Under CUDA's unified addressing a pointer value names one allocation on one device, so an
+    # array whose pointer is the one packed last passed its device test then.
+    tested = " and ".join(f"type(a{i}) is T{i}" for i in converted)
+    if tested:
+        body += [f"hit = {tested}", "if hit:"]
+    else:
+        body += ["hit = True", "if True:"]
+    body += [f"    v{i} = {conversions[i][0]}" for i in converted]
+    same = [f"a{i} is A{i}" for i in plain] + [f"v{i} == V{i}" for i in converted]
+    again = [f"type(a{i}) is T{i}" for i in plain] + [
+        conversions[i][1] for i in converted if conversions[i][1]]
+    values = ", ".join(f"v{i}" if i in converted else f"a{i}" for i in order)
+    body += [f"    if not ({' and '.join(same + ['last.packed is TOKEN'])}):",
+             f"        if {' and '.join(again) or 'True'}:",
+             "            last.packed = None  # a failed packing leaves part of it written",
+             f"            pack_into(buf, 0, {values})"]
+    body += [f"            {name} = {name.lower()}" for name in kept]
+    body += ["            last.packed = TOKEN", "        else:", "            hit = False"]
+    code = (_HEAD.format(kept=f"global {', '.join(kept)}" if kept else "pass", miss=_MISS)
+            + "".join(f"        {line}\n" for line in body) + _TAIL.format(miss=_MISS))
+    env = dict(env, L=state.last, OWNER=threading.get_ident(), get_ident=threading.get_ident,
+               generation=generation, PACK_ERRORS=PACK_ERRORS, POSITIONAL=POSITIONAL,
+               cuLaunchKernelEx=state.launch, FUNC=state.func, PTRS=state.pointers, NULL=state.null,
+               core=weakref.ref(core), state=weakref.ref(state), TOKEN=object(),
+               **dict.fromkeys(kept, _UNSET))
+    exec(code, env)  # noqa: S102 - the text is built from integers and fixed names only
+    return env["launch"]
+
+
+def claim(core) -> bool:
+    """Whether this thread owns ``core``'s express function: the first thread to launch does,
+    until it ends (its thread-local data going reports that)."""
+    ident = threading.get_ident()
+    with _owners:
+        if core._owner is None:
+            core._owner = ident
+            core._tls.owned = token = _Token()
+            core._watch = weakref.ref(token, functools.partial(_released, weakref.ref(core)))
+        return core._owner == ident
+
+
+def install(core, state) -> None:
+    """Make the express function of this thread's plan the one a call of the Kernel runs, once
+    the plan served two launches running (argument types that alternate keep the ordinary path)."""
+    if state.repeat is not state.pack:
+        state.repeat = state.pack
+        return
+    express = state.expresses.get(state.pack)
+    if express is None:
+        express = state.expresses[state.pack] = build(core, state,
+                                                      state.packer.pieces(state.types))
+    with _owners:
+        kernel = core._kernel()
+        if kernel is not None and state.own and core._owner == threading.get_ident():
+            _setstate(kernel, (express, (), None, kernel.__dict__))
+            core._express = state.pack
+
+
+class _Token:
+    """Lives in the owner thread's thread-local data: its end tells that the thread ended."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _released(core_ref, _token) -> None:
+    """The owner thread of a kernel ended: calls go the ordinary way until another thread owns it."""
+    core = core_ref()
+    if core is None:
+        return
+    with _owners:
+        core._owner = core._express = core._watch = None
+        kernel = core._kernel()
+        if kernel is not None:
+            _setstate(kernel, (core.launch, (), None, kernel.__dict__))
+
+
+def nothing():
+    """What a weak reference to nothing returns."""
+    return None

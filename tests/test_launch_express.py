@@ -1,0 +1,68 @@
+"""The express launch (cudaload/launch/_express.py) without a GPU: after two launches a kernel's
+calls run one generated function; what reaches the recording driver, what is refused, and which
+thread and device it serves must be what the ordinary path gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
+from tests.conftest import scenario_json
+
+pytest.importorskip("numpy")
+
+
+def run(recording_driver, scenario: str) -> dict:
+    return scenario_json("express_launches", scenario, env={"CUDALOAD_LIBCUDA": recording_driver})
+
+
+def test_repeated_and_changed_arguments_reach_the_driver(recording_driver):
+    out = run(recording_driver, "express_path")
+    assert out["before"] and out["installed"]
+    assert out["same"] == [out["ptr"], 7, 0.5]
+    assert out["changed"] == [out["other_ptr"], 8, 0.0] and str(out["changed"][2]) == "-0.0"
+    assert out["express_calls"] == 1  # a new grid: the ordinary path; an equal computed one: not
+    assert out["numpy"] == [out["other_ptr"], 9, 2.0]
+    # the ordinary path packed other values meanwhile: the express function packs its own again
+    assert out["back"] == [out["other_ptr"], 8, 0.0] and out["calls"] == 2
+
+
+def test_what_does_not_fit_is_refused_as_precisely_as_on_the_ordinary_path(recording_driver):
+    out = run(recording_driver, "refusals")
+    assert out["installed"]
+    signature = "signature: k(float* x, int n, float a)"
+    assert out["count"][0] == "LaunchArgumentError" and "takes 3 arguments, 2 given" in out["count"][1]
+    assert "argument 2 (float a)" in out["bool_for_float"][1]  # a bool where a float was
+    assert "argument 1 (int n)" in out["float_for_int"][1] and "integer is needed" in \
+        out["float_for_int"][1]
+    assert "host memory" in out["host_array"][1]
+    assert "argument 1 (int n)" in out["overflow"][1] and "2147483647" in out["overflow"][1]
+    assert "was freed" in out["freed"][1]
+    for key in ("count", "bool_for_float", "float_for_int", "host_array", "overflow", "freed"):
+        assert out[key][0] == "LaunchArgumentError" and signature in out[key][1], key
+    # a packing that failed halfway is not taken for the last good arguments
+    assert out["good_again"] == out["after_overflow"][0] == [out["after_overflow"][1], 7, 0.5]
+    assert "three positional arguments" in out["fourth"]
+    assert out["launches"] == 4  # three before, one good one after: no refused launch ran
+
+
+def test_each_thread_launches_its_own_arguments_and_ownership_passes_on(recording_driver):
+    out = run(recording_driver, "threads")
+    assert out["owner"][:3] == [1, True, True]  # the first thread to launch owns the function
+    assert out["owner_gone"] == [True, True]  # its end gives the ordinary path back
+    assert out["main"][:2] == [2, True]  # the next thread to launch owns it
+    # another thread: the ordinary path, with its own parameter buffer, not the owner's
+    assert out["second"][:3] == [3, True, False] and out["second"][3] != out["main"][2]
+    assert out["main_again"] == 2
+
+
+def test_a_device_made_current_later_gets_the_launch(recording_driver):
+    out = run(recording_driver, "devices")
+    assert out["installed"]
+    assert (out["first"], out["second"], out["back"]) == \
+        ([0x1000, 0x4000], [0x1100, 0x4100], [0x1000, 0x4000])
+
+
+def test_a_kernel_with_an_express_function_is_freed_without_the_cycle_collector(recording_driver):
+    out = run(recording_driver, "freed_at_once")
+    assert out["installed"] and out["freed"]
