@@ -22,7 +22,7 @@ from . import _express, arguments
 from .attributes import KernelAttributes, Occupancy, occupancy as _occupancy
 from ..bindings import driver
 from . import signature as _signature
-from ._sizes import constant as _constant, dims as _dims, integer
+from ._sizes import byte_count, constant as _constant, dims as _dims
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ..errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
@@ -236,12 +236,7 @@ class _Core:
         if block3[0] * block3[1] * block3[2] > max_threads:
             raise ValueError(f"{self.name}: block {block3} has more than the device's "
                              f"{max_threads} threads per block")
-        try:
-            shared_mem = integer(shared_mem, "shared_mem")
-        except TypeError as exc:
-            raise TypeError(f"{self.name}: {exc} (a byte count)") from None
-        if shared_mem < 0:
-            raise ValueError(f"{self.name}: shared_mem={shared_mem} is negative; pass a byte count")
+        shared_mem = byte_count(shared_mem, "shared_mem", self.name)
         if shared_mem > state.smem[0]:
             self._enable_smem(state, shared_mem)
         drv = driver.api()
