@@ -289,3 +289,13 @@ def test_hostile_index_entries_make_the_bundle_unusable_not_compiles_fail(change
         Bundle.from_file(path).check()
     with pytest.warns(BundleWarning, match="cannot be used"):
         assert Bundle.from_file(path).find(prog, "sm_90") is None
+
+
+def test_a_bundle_that_cannot_be_opened_is_unusable_not_a_failed_compile(tmp_path):
+    # A path through a file (NotADirectoryError): the bundle cannot be opened, by root too.
+    (tmp_path / "file").write_text("x")
+    path = tmp_path / "file" / "k.bundle"
+    with pytest.raises(OSError):
+        Bundle.from_file(path).check()  # the command line names the reason
+    with pytest.warns(BundleWarning, match="cannot be used.*Not a directory"):
+        assert Bundle.from_file(path).find(Program(SRC), "sm_90") is None

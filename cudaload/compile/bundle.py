@@ -114,10 +114,13 @@ class Bundle:
             if data is None:
                 return {}
             index = _parse(data)
-        except ValueError as exc:
+        except (ValueError, OSError) as exc:
+            # As a broken cache entry is a miss, a bundle that cannot be read or opened costs
+            # compiles, not the compile call.
+            step = ("rebuild it with `cudaload precompile ... -o FILE` using this cudaload version"
+                    if isinstance(exc, ValueError) else "check that the file can be read")
             warnings.warn(f"cudaload: kernel bundle {self.origin} cannot be used ({exc}); its "
-                          "kernels will be compiled. Next step: rebuild it with `cudaload "
-                          "precompile ... -o FILE` using this cudaload version", BundleWarning,
+                          f"kernels will be compiled. Next step: {step}", BundleWarning,
                           stacklevel=5)
             return {}
         self._data = data
