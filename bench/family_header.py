@@ -302,22 +302,17 @@ def _shapes(out: list) -> None:
             _line(out, f"    n *= size[{d}];")
         _line(out, "    return n;")
         _line(out, "  }")
-        _line(out, "  __device__ __forceinline__ index_t offset(index_t linear) const {")
-        _line(out, "    index_t off = 0;")
-        for d in reversed(range(nd)):
-            _line(out, f"    off += (linear % size[{d}]) * stride[{d}];")
-            if d:
-                _line(out, f"    linear /= size[{d}];")
-        _line(out, "    return off;")
-        _line(out, "  }")
-        _line(out, "  __device__ __forceinline__ index_t broadcast_offset(index_t linear, const index_t *bstride) const {")
-        _line(out, "    index_t off = 0;")
-        for d in reversed(range(nd)):
-            _line(out, f"    off += (linear % size[{d}]) * bstride[{d}];")
-            if d:
-                _line(out, f"    linear /= size[{d}];")
-        _line(out, "    return off;")
-        _line(out, "  }")
+        for head, strides in (("offset(index_t linear)", "stride"),
+                              ("broadcast_offset(index_t linear, const index_t *bstride)",
+                               "bstride")):
+            _line(out, f"  __device__ __forceinline__ index_t {head} const {{")
+            _line(out, "    index_t off = 0;")
+            for d in reversed(range(nd)):
+                _line(out, f"    off += (linear % size[{d}]) * {strides}[{d}];")
+                if d:
+                    _line(out, f"    linear /= size[{d}];")
+            _line(out, "    return off;")
+            _line(out, "  }")
         _line(out, "};")
     _line(out)
 
