@@ -334,12 +334,5 @@ def _real_path(path: str) -> str:
     if os.path.isabs(path) or not sys.platform.startswith("linux"):
         return path
     prefix = path.split(".so")[0] + ".so"
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                mapped = line.split(None, 5)[-1].strip()
-                if os.path.basename(mapped).startswith(prefix):
-                    return mapped
-    except OSError:
-        pass
-    return path
+    return next((mapped for mapped in _sites.mapped() or () if
+                 os.path.basename(mapped).startswith(prefix)), path)

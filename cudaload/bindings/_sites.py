@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["nvrtc", "header_folder", "site_folders"]
+__all__ = ["nvrtc", "header_folder", "site_folders", "mapped"]
 
 # cuda.pathfinder's descriptors: where the CUDA 13 wheels, then the CUDA 12 ones, put each
 _NVRTC_FOLDERS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")
@@ -76,11 +76,20 @@ def header_folder(name: str) -> str | None:
     return None
 
 
-def _nvrtc_loaded() -> bool:
-    """Whether a libnvrtc is mapped in this process already (cuda.pathfinder returns that one)."""
+def mapped() -> list[str] | None:
+    """The paths of the files mapped into this process, in the order Linux lists them
+    (/proc/self/maps), or None where that cannot be read."""
     try:
         with open("/proc/self/maps") as maps:
-            return any(os.path.basename(line.rstrip("\n").split(None, 5)[-1]).startswith(
-                "libnvrtc.so") for line in maps if "libnvrtc.so" in line)
+            fields = [line.split(None, 5) for line in maps]
     except OSError:
+        return None
+    return [f[5].strip() for f in fields if len(f) == 6]
+
+
+def _nvrtc_loaded() -> bool:
+    """Whether a libnvrtc is mapped in this process already (cuda.pathfinder returns that one)."""
+    files = mapped()
+    if files is None:
         return True  # cannot tell: let cuda.pathfinder decide
+    return any(os.path.basename(path).startswith("libnvrtc.so") for path in files)
