@@ -134,3 +134,24 @@ def test_a_system_cccl_older_than_nvrtc_gives_way_to_the_wheel(tmp_path, where):
     second = compile_all(python, ["cuda/std/limits"], env)
     assert second["header_dirs"]["cccl"]["path"] == wheel
     assert second["failed"] == ""
+
+
+def test_the_build_fingerprint_sees_both_ends_of_the_library(tmp_path):
+    """Where an ELF library names its build (headers and the GNU build ID note at one end or the
+    other) a change gives another fingerprint; the size is part of it too."""
+    from cudaload.compile import toolchain
+
+    span = toolchain._FINGERPRINT_SPAN
+    base = bytes(range(256)) * (4 * span // 256)
+    lib = tmp_path / "libnvrtc.so"
+
+    def fingerprint(data: bytes) -> str:
+        lib.write_bytes(data)
+        return toolchain._fingerprint(str(lib))
+
+    first = fingerprint(base)
+    assert first.startswith(f"{len(base)}-")
+    assert fingerprint(base) == first
+    assert fingerprint(b"\x01" + base[1:]) != first
+    assert fingerprint(base[:-1] + b"\x01") != first
+    assert fingerprint(base + b"\x00") != first

@@ -116,8 +116,8 @@ def recompile_after_refusal() -> None:
 
 
 def new_kernel(n: str) -> None:
-    """Kernel ``k<n>`` compiled: where it came from, whether cuda.pathfinder was imported, and
-    how NVRTC was found."""
+    """Kernel ``k<n>`` compiled: where it came from, whether cuda.pathfinder and hashlib (which
+    loads OpenSSL) were imported, and how NVRTC was found."""
     import cudaload
     from cudaload.bindings import _loader
 
@@ -126,7 +126,7 @@ def new_kernel(n: str) -> None:
         arch=90)
     lib = _loader.loaded("nvrtc")
     print(json.dumps({"cached": obj.cached, "pathfinder": "cuda.pathfinder" in sys.modules,
-                      "path": lib.path, "how": lib.found_via,
+                      "hashlib": "hashlib" in sys.modules, "path": lib.path, "how": lib.found_via,
                       "report": cudaload.status().as_dict()["nvrtc"]["found_via"]}))
 
 
