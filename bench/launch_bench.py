@@ -15,8 +15,11 @@ or fails is a string saying so; the others are still measured.
 
 "floor": per argument kind (int pointer, DeviceBuffer, CuPy array, PyTorch tensor, 8 and 16
 arguments), cudaload against the bare cffi cuLaunchKernelEx call with the configuration and
-parameter buffer its launches prepared (measured in the same process, interleaved), against
-cuda.core's launch and C, with the targets (1.15x, 1.10x).  --fake measures cudaload and the
+parameter buffer its launches prepared, against cuda.core's launch and C, with the targets
+(1.15x, 1.10x).  The verdict's ratios are paired: in cudaload's process, where cuda.core runs
+too, each kind is timed in 15 rounds of one block of launches of cudaload, the bare call and
+cuda.core back to back, and each ratio is the median of the rounds' ratios ("over_*_paired";
+the ratio of the separately timed medians is kept as "over_*_separate").  --fake measures cudaload and the
 bare call onto tests/_fakelibs.py's recording driver, on any machine (CuPy and PyTorch stood in
 for by objects that look alike to cudaload): the difference is the Python overhead.  --against
 PATH measures the cudaload package under PATH as well, in the same run ("reference").
@@ -237,7 +240,15 @@ def run_cudaload(n, repeats, fake=False):
     out = interleaved(launches, s.synchronize, n, repeats, 1 if fake else 2, before)
     out["cudaload_2_args"] = out["cudaload"]
     if fake:
+        out.update(paired(launches, s.synchronize, {}, None, n, before))
         return out
+    try:  # cuda.core in this process too: each kind's rounds time it beside cudaload
+        core, core_stream, _graph = cuda_core_launches()
+        core_sync = core_stream.sync
+    except Exception as exc:  # noqa: BLE001 - not installed, or failing: the rest is measured
+        core, core_sync = {kind[4]: f"cuda.core: {type(exc).__name__}: {exc}"[:200]
+                           for kind in KINDS}, None
+    out.update(paired(launches, s.synchronize, core, core_sync, n, before))
     k2, a2 = kernels["empty"], args[""]
     bd = guarded(breakdown, k2, a2, s, n, repeats)
     out["breakdown"] = bd if isinstance(bd, dict) else {"error": bd}
@@ -250,6 +261,55 @@ def run_cudaload(n, repeats, fake=False):
         return lambda: captured.launch(s)
 
     out.update(graph_figure("cudaload", graph, s.synchronize, n, repeats))
+    return out
+
+
+PAIRED_ROUNDS = 15  # rounds per argument kind in paired()
+
+
+def paired(launches: dict, sync, core: dict, core_sync, n: int, before=None) -> dict:
+    """Per argument kind of KINDS: cudaload's time over the bare cffi call's and over cuda.core's,
+    the median over PAIRED_ROUNDS rounds of the ratios within each round, a round timing one block
+    of ``n`` launches (then a sync) of each, back to back, the order turning each round.  The
+    ratio of two medians of blocks timed seconds apart carries the host's drift: on the H200 host
+    one process measured the same bare call at 4.07 and 4.64 us a minute apart.  Keys
+    ``paired.<kind>.over_bare_cffi`` / ``.over_cuda_core``, and each one's median seconds."""
+    def block(launch, done):
+        start = time.perf_counter()
+        for _ in range(n):
+            launch()
+        done()
+        return (time.perf_counter() - start) / n
+
+    out = {}
+    for label, suffix, _name, bare, core_key in KINDS:
+        mine, floor_call = launches.get("cudaload" + suffix), launches.get("bare_cffi" + bare)
+        if not callable(mine) or not callable(floor_call):
+            continue
+        if before:
+            before("cudaload" + suffix)
+        entrants = [("cudaload", mine, sync), ("bare_cffi", floor_call, sync)]
+        if callable(core.get(core_key)):
+            entrants.append(("cuda_core", core[core_key], core_sync))
+        elif core_key in core:
+            out[f"paired.{label}.cuda_core_why_not"] = core[core_key]
+        times: dict = {who: [] for who, _launch, _done in entrants}
+        ratios: dict = {"over_bare_cffi": [], "over_cuda_core": []}
+        for who, launch, done in entrants:  # warm-up, not counted
+            block(launch, done)
+        for r in range(PAIRED_ROUNDS):
+            got = {}
+            for who, launch, done in entrants[r % len(entrants):] + entrants[:r % len(entrants)]:
+                got[who] = block(launch, done)
+                times[who].append(got[who])
+            ratios["over_bare_cffi"].append(got["cudaload"] / got["bare_cffi"])
+            if "cuda_core" in got:
+                ratios["over_cuda_core"].append(got["cudaload"] / got["cuda_core"])
+        for who, values in times.items():
+            out[f"paired.{label}.{who}_s"] = statistics.median(values)
+        for key, values in ratios.items():
+            if values:
+                out[f"paired.{label}.{key}"] = statistics.median(values)
     return out
 
 
@@ -297,7 +357,9 @@ def breakdown(k, args, s, n, repeats):
     return out
 
 
-def run_cuda_core(n, repeats):
+def cuda_core_launches():
+    """cuda.core's launch of each argument kind, keyed as KINDS' cuda.core figures, with its
+    stream; also (launch, config, kernel, buffer, int32) for the graph figure."""
     import numpy as np
 
     try:
@@ -340,6 +402,11 @@ def run_cuda_core(n, repeats):
         launches["cuda.core_torch_pointer"] = lambda: launch(s, cfg, k2, tensor.data_ptr(), n32)
     except (ImportError, RuntimeError) as exc:
         launches["cuda.core_torch_pointer"] = f"not installed: {exc}"
+    return launches, s, (launch, cfg, k2, buf, n32)
+
+
+def run_cuda_core(n, repeats):
+    launches, s, (launch, cfg, k2, buf, n32) = cuda_core_launches()
     out = interleaved(launches, s.sync, n, repeats, 2)
     out["cuda.core_array_arg"] = out["cuda.core"]  # no array type: the Buffer is the argument
 
@@ -610,22 +677,29 @@ def recording_driver(directory: str) -> str:
     return lib
 
 
-def medians(rounds: dict) -> tuple[dict, dict]:
-    """(seconds per figure, the breakdown's) as the median of the rounds that measured them."""
-    seconds, breakdown = {}, {}
+def medians(rounds: dict) -> tuple[dict, dict, dict]:
+    """(seconds per figure, the breakdown's, the paired figures) as the median of the rounds that
+    measured them."""
+    seconds, breakdown, pairs = {}, {}, {}
     for key, values in rounds.items():
         numbers = [v for v in values if isinstance(v, float)]
         value = statistics.median(numbers) if numbers else values[-1]
         if key.startswith("breakdown."):
             breakdown[key.split(".", 1)[1]] = value
+        elif key.startswith("paired."):
+            pairs[key.split(".", 1)[1]] = value
         else:
             seconds[key] = value
-    return seconds, breakdown
+    return seconds, breakdown, pairs
 
 
-def floor(us: dict) -> dict:
+def floor(us: dict, pairs: dict | None = None) -> dict:
     """Per argument kind: cudaload, the bare cffi call with the same configuration and buffer,
-    cuda.core and C (µs), cudaload's ratios to the first two and whether they meet the targets."""
+    cuda.core and C (µs, each the median of its separately timed figures), cudaload's ratios to
+    the first two and whether they meet the targets.  Where ``pairs`` (paired()'s figures) has a
+    ratio, it is the verdict's (``over_*``, "paired": true) and the ratio of the separate medians
+    is kept as ``over_*_separate``."""
+    pairs = pairs or {}
     out = {}
     for label, suffix, _kernel, bare, core in KINDS:
         row = {"cudaload_us": us.get("cudaload" + suffix), "bare_cffi_us": us.get("bare_cffi" + bare),
@@ -636,9 +710,23 @@ def floor(us: dict) -> dict:
             row["overhead_us"] = round(cl - row["bare_cffi_us"], 3)
         for name, key, target in (("bare_cffi", "bare_cffi_us", FLOOR_BARE),
                                   ("cuda_core", "cuda_core_us", FLOOR_CUDA_CORE)):
-            if isinstance(cl, float) and isinstance(row[key], float):
-                row[f"over_{name}"] = round(cl / row[key], 3)
-                row[f"meets_{name}_target"] = cl / row[key] <= target
+            separate = cl / row[key] if isinstance(cl, float) and isinstance(row[key], float) \
+                else None
+            ratio = pairs.get(f"{label}.over_{name}")
+            if isinstance(ratio, float):
+                row[f"over_{name}"], row[f"over_{name}_paired"] = round(ratio, 3), True
+                if separate is not None:
+                    row[f"over_{name}_separate"] = round(separate, 3)
+            elif separate is not None:
+                row[f"over_{name}"], row[f"over_{name}_paired"] = round(separate, 3), False
+            if f"over_{name}" in row:
+                row[f"meets_{name}_target"] = row[f"over_{name}"] <= target
+        for who in ("cudaload", "bare_cffi", "cuda_core"):
+            value = pairs.get(f"{label}.{who}_s")
+            if isinstance(value, float):
+                row[f"paired_{who}_us"] = round(value * 1e6, 3)
+        if f"{label}.cuda_core_why_not" in pairs:
+            row["paired_cuda_core_why_not"] = pairs[f"{label}.cuda_core_why_not"]
         out[label] = row
     return out
 
@@ -685,19 +773,20 @@ def main(argv=None) -> int:
                 found = spawn(args, *one, env=dict(env, PYTHONPATH=os.path.abspath(args.against)))
                 for key, value in flatten_one(found):
                     reference.setdefault(key, []).append(value)
-    seconds, breakdown = medians(rounds)
+    seconds, breakdown, pairs = medians(rounds)
     if not args.fake:
         seconds["c_array_arg"] = RAW_POINTERS_ONLY
     us = {k: (round(v * 1e6, 3) if isinstance(v, float) else v) for k, v in seconds.items()}
     result["us_per_launch"] = us
     result["cudaload_breakdown_us"] = {k: round(v * 1e6, 3) if isinstance(v, float) else v
                                        for k, v in breakdown.items()}
-    result["floor"] = floor(us)
+    result["floor"] = floor(us, pairs)
     if args.against:
+        ref_seconds, _ref_breakdown, ref_pairs = medians(reference)
         ref = {k: (round(v * 1e6, 3) if isinstance(v, float) else v)
-               for k, v in medians(reference)[0].items()}
+               for k, v in ref_seconds.items()}
         result["reference"] = {"path": os.path.abspath(args.against), "us_per_launch": ref,
-                               "floor": floor(ref)}
+                               "floor": floor(ref, ref_pairs)}
     ratios = {}
     if isinstance(us.get("cudaload"), float) and isinstance(us.get("c"), float):
         ratios["cudaload_over_c"] = round(us["cudaload"] / us["c"], 3)

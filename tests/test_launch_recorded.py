@@ -115,3 +115,7 @@ def test_the_launch_benchmark_measures_every_argument_kind_on_the_recording_driv
     for kind, row in floor.items():
         assert isinstance(row["cudaload_us"], float) and isinstance(row["bare_cffi_us"], float), row
         assert row["over_bare_cffi"] > 0 and "overhead_us" in row, (kind, row)
+        # the verdict is the paired rounds' ratio; the separate medians' is kept beside it
+        assert row["over_bare_cffi_paired"] is True, (kind, row)
+        assert row["over_bare_cffi_separate"] > 0, (kind, row)
+        assert row["paired_cudaload_us"] > 0 and row["paired_bare_cffi_us"] > 0, (kind, row)
