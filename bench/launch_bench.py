@@ -17,7 +17,7 @@ or fails is a string saying so; the others are still measured.
 arguments), cudaload against the bare cffi cuLaunchKernelEx call with the configuration and
 parameter buffer its launches prepared, against cuda.core's launch and C, with the targets
 (1.15x, 1.10x).  The verdict's ratios are paired: in cudaload's process, where cuda.core runs
-too, each kind is timed in 15 rounds of one block of launches of cudaload, the bare call and
+too, each kind is timed in 9 rounds of one block of launches of cudaload, the bare call and
 cuda.core back to back, and each ratio is the median of the rounds' ratios ("over_*_paired";
 the ratio of the separately timed medians is kept as "over_*_separate").  --fake measures cudaload and the
 bare call onto tests/_fakelibs.py's recording driver, on any machine (CuPy and PyTorch stood in
@@ -264,7 +264,7 @@ def run_cudaload(n, repeats, fake=False):
     return out
 
 
-PAIRED_ROUNDS = 15  # rounds per argument kind in paired()
+PAIRED_ROUNDS = 9  # rounds per argument kind in paired()
 
 
 def paired(launches: dict, sync, core: dict, core_sync, n: int, before=None) -> dict:
