@@ -16,13 +16,12 @@ NVRTC's search, as observed on NVRTC 12 and 13 and followed here:
 - ``#include_next``: the ``-I`` folders after the one the including file was found in;
 - only regular files count: a folder of that name is passed over.
 
-The scan reads directives after line splices are joined and comments removed (``#include /**/
-"a.h"`` and ``#include \\`` + newline + ``"a.h"`` are includes) and also takes ``__has_include``,
-whose answer depends on the same search.  It over-approximates where that is safe: includes in
-``#if 0``, in block comments or in raw strings are followed too, which can only make the key
-change more often.  What it cannot know
-for certain, an include named by a macro, makes the result :attr:`Inputs.certain` false: such a
-program is not kept on disk.
+The scan (_directives.py) reads directives after line splices are joined and comments removed
+(``#include /**/ "a.h"`` and ``#include \\`` + newline + ``"a.h"`` are includes) and also takes
+``__has_include``, whose answer depends on the same search.  It over-approximates where that is
+safe: includes in ``#if 0``, in block comments or in raw strings are followed too, which can only
+make the key change more often.  What it cannot know for certain, an include named by a macro,
+makes the result :attr:`Inputs.certain` false: such a program is not kept on disk.
 
 Files under the toolchain's own header folders belong to the toolchain's identity and are not
 hashed; their includes are followed only when a user include folder, searched before them, could
@@ -34,12 +33,11 @@ Layer 2, compile: may import the foundation, bindings and compile.
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import posixpath
-import re
 import stat
 
+from ._directives import scan
 from ._sha import sha256
 from .options import include_inputs
 
@@ -47,90 +45,6 @@ __all__ = ["Inputs", "resolve", "scan", "from_package"]
 
 # A header this large is no header: reading it to hash it would take the process's memory.
 MAX_HEADER_BYTES = 256 << 20
-
-@functools.lru_cache(maxsize=None)
-def _patterns():
-    """The patterns of the scan, compiled on first use: a kernel with no directive never needs
-    them, and compiling them at import cost about 1 ms of a first compile."""
-    return {
-        # A directive: "#" (or "%:") first on its line after blanks, or right after the end of a
-        # block comment (one on the same line, or begun on an earlier line).  Two patterns that
-        # each start with a literal: one alternation anchored at every line start cost five times
-        # as much.
-        "directive": re.compile(r"\n[ \t]*(?:#|%:)([^\n]*)"),
-        "after_comment": re.compile(r"\*/[ \t]*(?:#|%:)([^\n]*)"),
-        "word": re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(.*)", re.S),
-        # Within a directive's line: comments go, string literals stay (a "/*" in one is no
-        # comment).
-        "comment_or_string": re.compile(r'//.*|/\*(?:.*?\*/|.*)|"(?:[^"\\]|\\.)*"?', re.S),
-        "operand": re.compile(r'"([^"\n]*)"|<([^>\n]*)>'),
-        "has_include": re.compile(
-            r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))'),
-        # A header name given to any macro in a condition (CCCL's _CCCL_HAS_INCLUDE(<x>) wraps
-        # __has_include): taken as a probe too, which at worst keys one more path.
-        "condition_name": re.compile(r'\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)'),
-    }
-
-
-_INCLUDES = ("include", "include_next", "import")
-
-
-def _uncomment(line: str) -> str:
-    if "/" not in line:
-        return line
-    return _patterns()["comment_or_string"].sub(
-        lambda m: " " if m.group(0)[0] == "/" else m.group(0), line)
-
-
-@functools.lru_cache(maxsize=256)  # a header shared by many programs is scanned once
-def scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
-    """The includes and probes of ``text``: ([(kind, quoted, name)], computed), where kind is
-    "include", "include_next" or "probe" (``__has_include``), and computed says whether some
-    include or probe is named by a macro.
-
-    Only directive lines are read, after line splices are joined and their comments removed:
-    a directive inside a block comment or a raw string is taken as one, which can only key more.
-    """
-    if "\\" in text:
-        text = text.replace("\\\r\n", "").replace("\\\n", "")
-    if "#" not in text and "%:" not in text:
-        return (), False
-    found: list[tuple[str, bool, str]] = []
-    computed = False
-    text = "\n" + text
-    pattern = _patterns()
-    lines = [m.group(1) for m in pattern["directive"].finditer(text)]
-    if "*/" in text:
-        lines += [m.group(1) for m in pattern["after_comment"].finditer(text)]
-    for line in lines:
-        directive = pattern["word"].match(_uncomment(line))
-        if directive is None:
-            continue
-        word, rest = directive.group(1), directive.group(2)
-        if word in _INCLUDES:
-            operand = pattern["operand"].match(rest)
-            if operand is None:
-                computed = True
-                continue
-            kind = "include_next" if word == "include_next" else "include"
-            quoted = operand.group(1) is not None
-            found.append((kind, quoted, operand.group(1) if quoted else operand.group(2)))
-            continue
-        if word in ("if", "elif", "define"):
-            for probe in pattern["has_include"].finditer(rest):
-                if probe.group(4) is not None:
-                    # __has_include(_X) inside a macro's definition names its parameter; used
-                    # anywhere else, the name is computed.
-                    computed = computed or (word != "define" and bool(probe.group(4).strip()))
-                    continue
-                quoted = probe.group(2) is not None
-                found.append(("probe", quoted, probe.group(2) if quoted else probe.group(3)))
-            if word != "define":
-                for probe in pattern["condition_name"].finditer(rest):
-                    quoted = probe.group(1) is not None
-                    found.append(("probe", quoted, probe.group(1) if quoted else probe.group(2)))
-    return tuple(found), computed
-
 
 class Inputs:
     """What :func:`resolve` found.

@@ -1,0 +1,159 @@
+"""The includes and ``__has_include`` probes that a CUDA text's preprocessor directives name.
+
+A directive is a line whose first character after blanks is ``#`` (or the digraph ``%:``), or
+the rest of a line after the end of a block comment (``/* ... */ #include "a.h"``).  Its words are
+read after line splices are joined and its comments removed.  A directive inside a block comment
+or a raw string is taken as one, which can only key more (see includes.py).
+
+The common lines (``#include <x>``, ``#pragma``, ``#define N 4``) are read with ``str`` methods:
+compiling the regular expressions of the rarer cases costs 0.15-0.3 ms each in a fresh process,
+and they were most of the first ``compile()`` of a kernel found on disk (1.3 ms of 2).  Each is
+compiled the first time a line needs it.
+
+Imports of cudaload: nothing.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+__all__ = ["scan"]
+
+_INCLUDES = ("include", "include_next", "import")
+_BLANKS = " \t"
+_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+_SOURCES = {
+    # Within a directive's line: comments go, string literals stay (a "/*" in one is no comment).
+    "comment_or_string": (r'//.*|/\*(?:.*?\*/|.*)|"(?:[^"\\]|\\.)*"?', re.S),
+    "has_include": (
+        r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))', 0),
+    # A header name given to any macro in a condition (CCCL's _CCCL_HAS_INCLUDE(<x>) wraps
+    # __has_include): taken as a probe too, which at worst keys one more path.
+    "condition_name": (r'\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)', 0),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _pattern(name: str) -> re.Pattern:
+    return re.compile(*_SOURCES[name])
+
+
+def _mark_length(text: str, at: int) -> int:
+    """1 for ``#`` at ``at``, 2 for ``%:``, 0 for anything else."""
+    if text.startswith("#", at):
+        return 1
+    return 2 if text.startswith("%:", at) else 0
+
+
+def _directive_lines(text: str) -> list[str]:
+    """What follows the mark of each directive, in order: first those that begin a line, then
+    those that follow the end of a block comment.  Only the marks are visited, not every line:
+    a header of thousands of lines has a few hundred directives."""
+    end_of_text = len(text)
+
+    def line_end(at: int) -> int:
+        end = text.find("\n", at)
+        return end_of_text if end == -1 else end
+
+    starts = []
+    for mark in ("#", "%:"):
+        at = text.find(mark)
+        while at != -1:
+            if not text[text.rfind("\n", 0, at) + 1:at].strip(_BLANKS):  # first on its line
+                end = line_end(at)
+                starts.append((at, text[at + len(mark):end]))
+                at = text.find(mark, end)
+            else:
+                at = text.find(mark, at + 1)
+    starts.sort()  # one mark per line at most: the positions differ
+    lines = [line for _at, line in starts]
+    at = text.find("*/")
+    while at != -1:
+        after = at + 2
+        while after < end_of_text and text[after] in _BLANKS:
+            after += 1
+        size = _mark_length(text, after)
+        if size:
+            end = line_end(after)
+            lines.append(text[after + size:end])
+            at = text.find("*/", end)
+        else:
+            at = text.find("*/", at + 1)
+    return lines
+
+
+def _uncomment(line: str) -> str:
+    if "/*" not in line:
+        if "//" not in line:
+            return line  # only string literals could match, and they stay as they are
+        if '"' not in line:
+            return line[:line.find("//")] + " "  # no literal to hold the "//": a comment
+    return _pattern("comment_or_string").sub(
+        lambda m: " " if m.group(0)[0] == "/" else m.group(0), line)
+
+
+def _word(line: str) -> tuple[str, str] | None:
+    """(directive word, the rest after blanks) of a directive line, or None without a word."""
+    line = line.lstrip(_BLANKS)
+    if not line or line[0] not in _FIRST:
+        return None
+    end = 1
+    while end < len(line) and (line[end].isalnum() or line[end] == "_"):  # as a regex's \w
+        end += 1
+    return line[:end], line[end:].lstrip(_BLANKS)
+
+
+def _operand(rest: str) -> tuple[bool, str] | None:
+    """(quoted, name) of ``"name"`` or ``<name>`` opening ``rest``, or None."""
+    close = {'"': '"', "<": ">"}.get(rest[:1])
+    if close is None:
+        return None
+    end = rest.find(close, 1)
+    if end == -1 or "\n" in rest[1:end]:
+        return None
+    return close == '"', rest[1:end]
+
+
+@functools.lru_cache(maxsize=256)  # a header shared by many programs is scanned once
+def scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
+    """The includes and probes of ``text``: ([(kind, quoted, name)], computed), where kind is
+    "include", "include_next" or "probe" (``__has_include``), and computed says whether some
+    include or probe is named by a macro."""
+    if "\\" in text:
+        text = text.replace("\\\r\n", "").replace("\\\n", "")
+    if "#" not in text and "%:" not in text:
+        return (), False
+    found: list[tuple[str, bool, str]] = []
+    computed = False
+    for line in _directive_lines(text):
+        directive = _word(_uncomment(line))
+        if directive is None:
+            continue
+        word, rest = directive
+        if word in _INCLUDES:
+            operand = _operand(rest)
+            if operand is None:
+                computed = True
+                continue
+            found.append(("include_next" if word == "include_next" else "include", *operand))
+            continue
+        if word not in ("if", "elif", "define"):
+            continue
+        if "__has_include" in rest:
+            for probe in _pattern("has_include").finditer(rest):
+                if probe.group(4) is not None:
+                    # __has_include(_X) inside a macro's definition names its parameter; used
+                    # anywhere else, the name is computed.
+                    computed = computed or (word != "define" and bool(probe.group(4).strip()))
+                    continue
+                quoted = probe.group(2) is not None
+                found.append(("probe", quoted, probe.group(2) if quoted else probe.group(3)))
+        if word != "define" and "(" in rest and ('"' in rest or "<" in rest):
+            for probe in _pattern("condition_name").finditer(rest):
+                quoted = probe.group(1) is not None
+                found.append(("probe", quoted, probe.group(1) if quoted else probe.group(2)))
+    return tuple(found), computed
