@@ -145,3 +145,24 @@ def test_precompile_jobs_compile_every_arch_on_workers(tmp_path):
 
 
 KERNEL_TEXT = 'extern "C" __global__ void pre(float *x) { x[threadIdx.x] *= 2.0f; }\n'
+
+
+def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path):
+    """Each spawned worker imports the calling script first; one that calls compile_all at its top
+    level makes every worker die at start, which said only that NVRTC may have crashed."""
+    script = tmp_path / "unguarded.py"
+    tag = _tag()
+    script.write_text(
+        "import json, cudaload\n"
+        "progs = [cudaload.Program('extern \"C\" __global__ void k%d(int *p) { *p = %d; } // "
+        + tag + "' % (i, i)) for i in range(4)]\n"
+        "try:\n"
+        "    cudaload.compile_all(progs, arch=90, workers=2)\n"
+        "    print(json.dumps({'raised': None}))\n"
+        "except cudaload.CudaLoadError as err:\n"
+        "    print(json.dumps({'raised': type(err).__name__, 'text': str(err)}))\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env=child_env({"CUDALOAD_CACHE_DIR": str(tmp_path / "c")}))
+    out = last_json(proc)
+    assert out["raised"] is not None, proc.stderr[-2000:]
+    assert "unguarded.py" in out["text"] and 'if __name__ == "__main__":' in out["text"]

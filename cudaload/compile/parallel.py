@@ -140,8 +140,7 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
             except BrokenProcessPool as exc:
                 made = NvrtcError(
                     f"a process compiling for compile_all ended before it finished ({exc})",
-                    hint="compile this program alone with Program.compile() to see why (NVRTC "
-                    "may have crashed on it)")
+                    hint=_broken_pool_hint())
             except Exception as exc:  # anything else a worker raised, as compile() would have
                 made = NvrtcError(f"compiling it raised {type(exc).__name__}: {exc}",
                                   hint="compile this program alone with Program.compile() to "
@@ -149,6 +148,23 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
             _deliver(items, output, key, pending[key], made, results, errors)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _broken_pool_hint() -> str:
+    """What to do when a worker died.  A spawned worker first imports the script that started
+    this process (as ``__mp_main__``): one that calls compile_all outside an
+    ``if __name__ == "__main__":`` block calls it again there, and multiprocessing then ends that
+    worker before it compiles anything."""
+    import sys
+
+    crash = ("compile this program alone with Program.compile() to see why (NVRTC may have "
+             "crashed on it)")
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not script:
+        return crash
+    return (f"if {os.path.basename(script)} calls compile_all (or code that does) at its top "
+            "level, put that under 'if __name__ == \"__main__\":', since every worker process "
+            f"starts by importing it; otherwise {crash}")
 
 
 def _here(items, output: str, waiting: list, results: list, errors: dict) -> None:
