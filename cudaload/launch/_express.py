@@ -34,49 +34,73 @@ _setstate = functools.partial.__setstate__  # type: ignore[attr-defined]  # how 
 
 class Last:
     """One thread's launches of one kernel: the last constant launch shape and its configuration,
-    the context generation its state was checked at, and which express function's arguments the
-    parameter buffer holds.  Written by the ordinary path, read by the express function."""
+    the context generation its state was checked at, and the globals of the express functions
+    built for it (``envs``), which hold copies of these so that a launch reads plain globals.
+    Written by the ordinary path, through the methods below."""
 
-    __slots__ = ("gen", "grid", "block", "shmem", "stream", "config", "packed")
+    __slots__ = ("gen", "grid", "block", "shmem", "stream", "config", "envs")
 
     def __init__(self, gen: int):
         self.gen = gen
-        self.grid = self.block = self.shmem = self.stream = self.config = self.packed = None
+        self.grid = self.block = self.shmem = self.stream = self.config = None
+        self.envs: list[dict] = []
+
+    def set_shape(self, grid, block, shmem, stream, config) -> None:
+        self.grid, self.block, self.shmem, self.stream, self.config = \
+            grid, block, shmem, stream, config
+        for env in self.envs:
+            env.update(_shape(self))
+
+    def set_gen(self, gen: int) -> None:
+        self.gen = gen
+        for env in self.envs:
+            env["GEN"] = gen
+
+    def unpacked(self) -> None:
+        """The parameter buffer now holds the ordinary path's arguments: every express function
+        packs its own again."""
+        for env in self.envs:
+            env.update(env["FORGET"])
+
+
+def _shape(last: Last) -> dict:
+    """The express globals of ``last``'s shape; none that a call could match before the ordinary
+    path has made a configuration."""
+    if last.config is None:
+        return dict(G=_UNSET, B=_UNSET, M=_UNSET, S=_UNSET, CONFIG=None)
+    return dict(G=last.grid, B=last.block, M=last.shmem, S=last.stream, CONFIG=last.config)
 
 
 # Stands for "no fourth positional argument".  Keyword-only parameters would make every call look
 # their defaults up in a dict (about 350 instructions); ordinary ones read a tuple, and a fourth
 # positional argument still reaches _Core.launch, which refuses it.
 POSITIONAL = object()
-_UNSET = object()  # what no argument was
+_UNSET = object()  # what no argument was, and no shape is
 # The shape is compared by identity (repeated launches pass the same int, tuple and stream
-# objects), then, for an int made anew each time (a computed grid), by value.
+# objects), then, for an int made anew each time (a computed grid), by value.  Each is a global
+# of the function: one instruction fewer than an attribute of a state object, per check.
 _HEAD = """\
 def launch(grid, block, args, _=POSITIONAL, shared_mem=0, stream=None, cluster=None,
            cooperative=False):
     {kept}
-    last = L
-    if _ is not POSITIONAL or get_ident() != OWNER or last.gen != generation.value \\
-            or stream is not last.stream or cluster is not None or cooperative \\
-            or grid is not last.grid and (type(grid) is not int or grid != last.grid) \\
-            or block is not last.block and (type(block) is not int or block != last.block) \\
-            or shared_mem is not last.shmem and (
-                type(shared_mem) is not int or shared_mem != last.shmem):
-        {miss}
-    try:
+    if (grid is G or type(grid) is int and grid == G) \\
+            and (block is B or type(block) is int and block == B) and stream is S \\
+            and (shared_mem is M or type(shared_mem) is int and shared_mem == M) \\
+            and _ is POSITIONAL and cluster is None and not cooperative \\
+            and get_ident() == OWNER and GEN == generation.value:
+        try:
 """
 _TAIL = """\
-    except PACK_ERRORS:
-        hit = False
-    if not hit:
-        {miss}
-    config = last.config
-    rc = cuLaunchKernelEx(config, FUNC, PTRS, NULL)
-    if rc:
-        core()._failed(rc, state(), config)
+        except PACK_ERRORS:
+            hit = False
+        if hit:
+            rc = cuLaunchKernelEx(CONFIG, FUNC, PTRS, NULL)
+            if rc:
+                core()._failed(rc, state(), CONFIG)
+            return
+    return core().launch(grid, block, args, _, shared_mem=shared_mem, stream=stream,
+                         cluster=cluster, cooperative=cooperative)
 """
-_MISS = ("return core().launch(grid, block, args, _, shared_mem=shared_mem, stream=stream, "
-         "cluster=cluster, cooperative=cooperative)")
 
 
 def build(core, state, pieces):
@@ -96,29 +120,31 @@ def build(core, state, pieces):
     # Under CUDA's unified addressing a pointer value names one allocation on one device, so an
     # array whose pointer is the one packed last passed its device test then.
     tested = " and ".join(f"type(a{i}) is T{i}" for i in converted)
-    if tested:
-        body += [f"hit = {tested}", "if hit:"]
-    else:
-        body += ["hit = True", "if True:"]
-    body += [f"    v{i} = {conversions[i][0]}" for i in converted]
+    body += [f"hit = {tested or 'True'}"]
+    if kept:
+        body += ["if hit:"] + [f"    v{i} = {conversions[i][0]}" for i in converted]
     same = [f"a{i} is A{i}" for i in plain] + [f"v{i} == V{i}" for i in converted]
     again = [f"type(a{i}) is T{i}" for i in plain] + [
         conversions[i][1] for i in converted if conversions[i][1]]
     values = ", ".join(f"v{i}" if i in converted else f"a{i}" for i in order)
-    body += [f"    if not ({' and '.join(same + ['last.packed is TOKEN'])}):",
-             f"        if {' and '.join(again) or 'True'}:",
-             "            last.packed = None  # a failed packing leaves part of it written",
-             f"            pack_into(buf, 0, {values})"]
-    body += [f"            {name} = {name.lower()}" for name in kept]
-    body += ["            last.packed = TOKEN", "        else:", "            hit = False"]
-    code = (_HEAD.format(kept=f"global {', '.join(kept)}" if kept else "pass", miss=_MISS)
-            + "".join(f"        {line}\n" for line in body) + _TAIL.format(miss=_MISS))
-    env = dict(env, L=state.last, OWNER=threading.get_ident(), get_ident=threading.get_ident,
-               generation=generation, PACK_ERRORS=PACK_ERRORS, POSITIONAL=POSITIONAL,
-               cuLaunchKernelEx=state.launch, FUNC=state.func, PTRS=state.pointers, NULL=state.null,
-               core=weakref.ref(core), state=weakref.ref(state), TOKEN=object(),
-               **dict.fromkeys(kept, _UNSET))
+    if kept:
+        body += [f"    if not ({' and '.join(same)}):",
+                 f"        if {' and '.join(again) or 'True'}:",
+                 # A failed packing leaves part of the buffer written: nothing matches it then.
+                 f"            {kept[0]} = UNSET",
+                 f"            pack_into(buf, 0, {values})"]
+        body += [f"            {name} = {name.lower()}" for name in kept]
+        body += ["        else:", "            hit = False"]
+    code = (_HEAD.format(kept=f"global {', '.join(kept)}" if kept else "pass")
+            + "".join(f"            {line}\n" for line in body) + _TAIL)
+    env = dict(env, OWNER=threading.get_ident(), get_ident=threading.get_ident,
+               generation=generation, GEN=state.last.gen, PACK_ERRORS=PACK_ERRORS,
+               POSITIONAL=POSITIONAL, cuLaunchKernelEx=state.launch, FUNC=state.func,
+               PTRS=state.pointers, NULL=state.null, core=weakref.ref(core),
+               state=weakref.ref(state), UNSET=_UNSET, FORGET=dict.fromkeys(kept, _UNSET),
+               **dict.fromkeys(kept, _UNSET), **_shape(state.last))
     exec(code, env)  # noqa: S102 - the text is built from integers and fixed names only
+    state.last.envs.append(env)
     return env["launch"]
 
 

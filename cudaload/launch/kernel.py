@@ -129,9 +129,8 @@ class _Core:
                 config, constant = self._config(state, grid, block, shared_mem, stream, cluster,
                                                 cooperative)
             if constant:
-                last.grid, last.block, last.shmem, last.stream = grid, block, shared_mem, stream
-                last.config = config
-        last.packed = None  # the buffer holds these arguments, not an express function's
+                last.set_shape(grid, block, shared_mem, stream, config)
+        last.unpacked()  # the buffer holds these arguments, not an express function's
         try:
             if not state.pack(args):
                 self._repack(state, args)
@@ -216,7 +215,7 @@ class _Core:
             state = states[dev.ordinal] = _Launch(self, dev)
         else:
             activate(dev, owning=True)
-            state.last.gen = generation.value
+            state.last.set_gen(generation.value)
         state.own = _express.claim(self)
         self._tls.state = state
         return state
