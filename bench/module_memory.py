@@ -1,0 +1,76 @@
+"""GPU memory that loaded modules take, by what the modules hold: one JSON line per run.
+
+    python bench/module_memory.py {trivial,constexpr,family} COUNT
+
+In a fresh process (run it once per case): a bare context and three small buffers, then COUNT
+programs compiled with ``compile_all``, each loaded as its own module and its kernel launched
+once; ``cuMemGetInfo``'s used memory over the bare context after every 16 loads and after the
+launches (the driver reports it in steps of 2 MiB), with the CUBINs' total size and the kernels'
+local memory.  The cases: ``trivial``, one kernel and nothing else per module; ``constexpr``, the
+same with a class template's ``static constexpr`` members read in the kernel (NVRTC emits such
+members as device variables of every module, as the family header's type traits are);
+``family``, bench/family_bench.py's 64 kernels on its 3,320-line header.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+MIB = 1 << 20
+_TRIVIAL = ('extern "C" __global__ void k%d(float *a, float *b, long long n) '
+            '{ if (n == %d) a[0] = 1; }')
+_CONSTEXPR = ('template <class T> struct D { static constexpr int id = %d; static constexpr bool '
+              'f = true; static constexpr int g[4] = {1, 2, 3, 4}; };\n'
+              'extern "C" __global__ void k%d(float *a, float *b, long long n) '
+              '{ if (n == D<float>::id + D<int>::g[n & 3]) a[0] = 1; }')
+
+
+def programs(cudaload, which: str, count: int) -> list:
+    """(kernel name, Program) of each module of the case."""
+    if which == "family":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import family_header
+
+        header = family_header.header()
+        return [(name, cudaload.Program(src, name=f"{name}.cu", headers={"family.cuh": header}))
+                for name, src in family_header.kernels("module memory")[:count]]
+    text = {"trivial": _TRIVIAL, "constexpr": _CONSTEXPR}[which]
+    return [(f"k{i}", cudaload.Program(text % (i, i))) for i in range(count)]
+
+
+def main(argv) -> dict:
+    import cudaload
+
+    which, count = argv[0], int(argv[1])
+    dev = cudaload.Device(0)
+    bufs = [cudaload.alloc(2048) for _ in range(3)]
+    dev.synchronize()
+
+    def used_mib(base: int = 0) -> float:
+        free, total = dev.mem_info()
+        return round((total - free - base) / MIB, 2)
+    base = round(used_mib() * MIB)
+    progs = programs(cudaload, which, count)
+    objs = cudaload.compile_all([p for _n, p in progs], arch=dev.arch)
+    steps, kernels = [], []
+    for i, ((name, _p), obj) in enumerate(zip(progs, objs)):
+        kernels.append(obj.load().get_kernel(name))
+        if (i + 1) % 16 == 0:
+            dev.synchronize()
+            steps.append([i + 1, used_mib(base)])
+    for k in kernels:
+        try:  # unary kernels take (in, out, n), binary ones (a, b, out, n)
+            k(1, 256, (*bufs[:2], 256))
+        except cudaload.LaunchArgumentError:
+            k(1, 256, (*bufs, 256))
+    dev.synchronize()
+    return {"which": which, "count": count, "loading": os.environ.get("CUDA_MODULE_LOADING"),
+            "loaded_mib": steps, "launched_mib": used_mib(base),
+            "cubin_bytes": sum(len(o.code) for o in objs),
+            "local_bytes": sorted({k.attributes.local_size_bytes for k in kernels})}
+
+
+if __name__ == "__main__":  # compile_all's workers import this file: nothing runs at import
+    print(json.dumps(main(sys.argv[1:])))
