@@ -19,10 +19,11 @@ parameter buffer its launches prepared, against cuda.core's launch and C, with t
 (1.15x, 1.10x).  The verdict's ratios are paired: in cudaload's process, where cuda.core runs
 too, each kind is timed in 9 rounds of one block of launches of cudaload, the bare call and
 cuda.core back to back, and each ratio is the median of the rounds' ratios ("over_*_paired";
-the ratio of the separately timed medians is kept as "over_*_separate").  --fake measures cudaload and the
-bare call onto tests/_fakelibs.py's recording driver, on any machine (CuPy and PyTorch stood in
-for by objects that look alike to cudaload): the difference is the Python overhead.  --against
-PATH measures the cudaload package under PATH as well, in the same run ("reference").
+the ratio of the separately timed medians is kept as "over_*_separate").  --fake measures
+cudaload and the bare call onto tests/_fakelibs.py's recording driver, on any machine (CuPy and
+PyTorch stood in for by objects that look alike to cudaload): the difference is the Python
+overhead.  --against PATH measures the cudaload package under PATH as well, in the same run
+("reference").
 """
 
 from __future__ import annotations

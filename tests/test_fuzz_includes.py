@@ -106,5 +106,6 @@ def test_a_first_scan_of_common_directives_compiles_no_regular_expression():
                               '#define N 4\\n  #  include "local.h"\\nint x;\\n')
         print(json.dumps({"found": found, "compiled": compiled}))
     """)
-    assert got["found"] == [[["include", False, "cuda_fp16.h"], ["include", True, "local.h"]], False]
+    assert got["found"] == [[["include", False, "cuda_fp16.h"], ["include", True, "local.h"]],
+                            False]
     assert got["compiled"] == []

@@ -44,8 +44,8 @@ class Toolchain(_Fields):
     """NVRTC's identity and the CUDA header folders passed to it.
 
     ``build`` is the file size plus sha256 of its first and last 16 KiB (it tells builds of one
-    version apart); ``headers`` is ((name, path | None, stat identity as JSON | None), ...); ``found_via``
-    says how the loader found NVRTC and is not part of the key.
+    version apart); ``headers`` is ((name, path | None, stat identity as JSON | None), ...);
+    ``found_via`` says how the loader found NVRTC and is not part of the key.
     """
 
     __slots__ = ()
