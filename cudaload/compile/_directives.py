@@ -24,6 +24,7 @@ __all__ = ["scan"]
 
 _INCLUDES = ("include", "include_next", "import")
 _BLANKS = " \t"
+_CLOSING = {'"': '"', "<": ">"}  # what ends a header name that begins with the key
 _FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 _SOURCES = {
@@ -109,7 +110,7 @@ def _word(line: str) -> tuple[str, str] | None:
 
 def _operand(rest: str) -> tuple[bool, str] | None:
     """(quoted, name) of ``"name"`` or ``<name>`` opening ``rest``, or None."""
-    close = {'"': '"', "<": ">"}.get(rest[:1])
+    close = _CLOSING.get(rest[:1])
     if close is None:
         return None
     end = rest.find(close, 1)

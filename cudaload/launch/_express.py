@@ -48,8 +48,9 @@ class Last:
     def set_shape(self, grid, block, shmem, stream, config) -> None:
         self.grid, self.block, self.shmem, self.stream, self.config = \
             grid, block, shmem, stream, config
+        shape = _shape(self)
         for env in self.envs:
-            env.update(_shape(self))
+            env.update(shape)
 
     def set_gen(self, gen: int) -> None:
         self.gen = gen
