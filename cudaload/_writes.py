@@ -3,12 +3,7 @@
 A file is written to a temporary file beside it (named ``PREFIX``...) and renamed into place, so a
 reader sees the old file or the new one, never a part.
 
-Creating a file is most of what writing a cache entry costs: 0.1-0.2 ms on a warm ext4, but over
-1 ms right after an NVRTC compile has evicted the caches, or on a slow virtual disk (2-3% of a
-compile, measured by bench/compile_bench.py).  So a miss asks for its temporary file
-(:class:`Ahead`) when it takes the key's lock, and a thread of its own creates it while NVRTC
-compiles (cffi releases the GIL around NVRTC's calls); the write, the rename and the unlock follow
-NVRTC on the caller's thread, and nothing outlives the compile that asked for it.
+A cache miss's entry is written this way on a thread of its own (compile/_writer.py).
 
 Imports of cudaload: _untrusted (to describe what an output path names).
 
@@ -21,9 +16,8 @@ import contextlib
 import errno
 import os
 import stat
-import _thread
 
-__all__ = ["PREFIX", "Ahead", "commit", "write_atomic", "check_output", "write_output"]
+__all__ = ["PREFIX", "commit", "write_atomic", "check_output", "write_output"]
 
 PREFIX = ".tmp-"
 
@@ -128,50 +122,3 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-
-class Ahead:
-    """A temporary file in ``folder``, created on a thread of its own while the caller compiles."""
-
-    __slots__ = ("_done", "_made")
-
-    def __init__(self, folder: str):
-        self._made: tuple[int, str] | OSError | None = None
-        # _thread, not threading: Thread.start() waits until the new thread runs, which costs
-        # what running it here would.
-        done = _thread.allocate_lock()
-        self._done: _thread.LockType | None = done
-        done.acquire()
-        try:
-            _thread.start_new_thread(self._create, (folder, done))
-        except RuntimeError:  # no new threads (the interpreter is shutting down)
-            self._create(folder, done)
-
-    def _create(self, folder: str, done: _thread.LockType) -> None:
-        try:
-            self._made = _mkstemp(folder)
-        except OSError as exc:  # raised to whoever takes the file
-            self._made = exc
-        finally:
-            done.release()
-
-    def take(self) -> tuple[int, str] | None:
-        """(descriptor, path) of the file, now the caller's; None once taken.  Raises the
-        OSError that creating it raised."""
-        if self._done is not None:
-            with self._done:
-                pass
-            self._done = None
-        made, self._made = self._made, None
-        if isinstance(made, OSError):
-            raise made
-        return made
-
-    def discard(self) -> None:
-        """Remove the file unless it was taken."""
-        with contextlib.suppress(OSError):
-            made = self.take()
-            if made is not None:
-                os.close(made[0])
-                os.unlink(made[1])

@@ -392,6 +392,14 @@ def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
     assert waited > 0.5, waited
 
 
+def test_a_miss_returns_before_its_entry_is_written_and_the_key_stays_locked_until_it_is(
+        cache_dir):
+    out = scenario_json("cache_compiles", "handed_write")
+    assert out == {"first": None, "written_at_return": [], "second": "disk",
+                   "second_quick": True, "same_code": True, "lock_waited": True,
+                   "written_when_locked": [True]}, out
+
+
 @pytest.mark.parametrize("how", ["exit", "fork", "multiprocessing"])
 def test_entry_published_just_before_exit_is_written(cache_dir, how):
     from cudaload.compile import cache
@@ -437,7 +445,7 @@ def test_processes_taking_keys_in_opposite_orders_keep_the_disk_cache(cache_dir,
 
 
 @pytest.mark.parametrize("how", ["clear", "sweep"])
-def test_entry_written_when_its_temporary_file_goes_during_the_compile(cache_dir, how):
+def test_entry_written_when_the_cache_is_cleared_or_pruned_during_the_compile(cache_dir, how):
     out = run_scenario("cache_processes", "removed_under_compile", how)
     assert out.stdout.split() == ["True", "True", "[]"], out.stderr
 

@@ -77,6 +77,7 @@ def test_debug_log_reports_a_miss_a_store_a_hit_and_a_refused_entry(tmp_path, ca
         assert disk.lookup(KEY) is None
         with disk.lock(KEY) as publish:
             publish(_obj())
+        disk.writer.wait()  # the entry is written by a thread of its own
         assert disk.lookup(KEY) is not None
         with open(disk.path(KEY), "r+b") as f:
             f.seek(70)

@@ -19,9 +19,9 @@ independent of it.
 An entry (_entry.py) records the key it was stored under, and an integrity hash; one that fails
 any check, or was stored under another key, is a miss.  Entries are written to a temporary file in
 the same folder and renamed into place, so a reader sees a whole entry or none, while the key's
-lock is held: another process waiting for the key finds the entry once it gets the lock (the
-temporary file is created while NVRTC runs, see _writes.py).  No fsync: it cost 1-4 ms per
-entry (2-8% of a compile), and an entry torn by a power cut fails its integrity hash and is
+lock is held: another process waiting for the key finds the entry once it gets the lock (a
+thread of its own writes it after the compile returns, see _writer.py).  No fsync: it cost
+1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut fails its integrity hash and is
 compiled again, so durability buys nothing a miss does not.  A folder that cannot be created or
 written gives one warning and the process goes on without it.  ``CUDALOAD_CACHE_MAX_BYTES``
 bounds the folder (_upkeep.py).
@@ -34,7 +34,7 @@ The "cudaload.cache" logger reports disk hits, misses, stores, evictions and ref
 DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more).
 
 Layer 2, compile: may import the foundation, bindings and compile.  Imports of cudaload: _entry,
-_limits, _locking, _log, _memory, _trust, _untrusted, _upkeep, _writes, objectcode.
+_limits, _locking, _log, _memory, _trust, _untrusted, _upkeep, _writer, _writes, objectcode.
 """
 
 from __future__ import annotations
@@ -43,12 +43,13 @@ import contextlib
 import os
 import stat
 
-from . import _locking, _upkeep
+from . import _locking, _upkeep, _writer
 from .. import _log, _trust, _untrusted, _writes
 from ._entry import FORMAT, HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
 from ._limits import CacheWarning, byte_count, max_bytes
 from ._memory import MemoryCache
 from ._upkeep import GRACE_S, STALE_TMP_S
+from ._writer import Writer
 from .objectcode import ObjectCode
 
 __all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP_S", "MEMORY",
@@ -93,8 +94,10 @@ class DiskCache:
     ``CUDALOAD_CACHE_SHARED``), ``swept`` (of stale temporary files, once) and ``broken``
     (warned about, and off for the rest of the process)."""
 
-    def __init__(self, root):
+    def __init__(self, root, writer: Writer | None = None):
         self.root = os.path.abspath(os.fspath(root))
+        self.writer = writer or _writer.DEFAULT  # runs the writes of misses (_writer.py)
+        self._unwritten: dict[str, ObjectCode] = {}  # key -> entry published, not yet written
         self.folder = os.path.join(self.root, f"v{FORMAT}")
         self.trusted = self.shared = self.swept = self.broken = False
 
@@ -116,6 +119,12 @@ class DiskCache:
             return None
         path = self.folder + os.sep + key + ".bin"
         if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
+            unwritten = self._unwritten.get(key)  # published by this process, still being written
+            if unwritten is not None:
+                if _log.enabled("cache"):
+                    _log.debug("cache", "disk hit %s in %s (still being written)", key,
+                               self.folder)
+                return unwritten._as("disk")
             if _log.enabled("cache"):
                 _log.debug("cache", "disk miss %s in %s", key, self.folder)
             return None
@@ -139,8 +148,8 @@ class DiskCache:
 
     @contextlib.contextmanager
     def lock(self, key: str):
-        """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which
-        stores ``obj`` under ``key`` before the lock is released, so another process waiting
+        """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which has
+        ``obj`` stored under ``key`` before the lock is released, so another process waiting
         for the key finds it.  Nothing is locked or stored when the folder is unusable."""
         if not self.usable:
             yield _discard
@@ -153,20 +162,25 @@ class DiskCache:
             self._give_up(exc, "creating a lock file")
             yield _discard
             return
-        ahead = written = None
+        handed = False
 
-        def publish(obj: ObjectCode) -> None:
-            nonlocal written
-            written = self._write(key, obj, ahead)
+        def publish(obj: ObjectCode) -> None:  # the writer releases the key once it is stored
+            nonlocal handed
+            handed = True
+            self._unwritten[key] = obj
+            self.writer.submit(lambda: self._store_and_release(key, obj, release))
         try:  # from here on, whatever happens (KeyboardInterrupt included) the key is released
-            ahead = _writes.Ahead(self.folder)
             yield publish
         finally:
-            try:
-                if ahead is not None:
-                    ahead.discard()
-            finally:
+            if not handed:
                 release()
+
+    def _store_and_release(self, key: str, obj: ObjectCode, release) -> None:
+        try:
+            written = self._write(key, obj)
+        finally:
+            self._unwritten.pop(key, None)
+            release()
         if written is not None:
             self._bound(written)
 
@@ -194,25 +208,16 @@ class DiskCache:
                     _log.debug("cache", "evicted %s from %s (refused by the driver)", key,
                                self.folder)
 
-    def _write(self, key: str, obj: ObjectCode, ahead: _writes.Ahead | None = None) -> str | None:
-        """Write ``obj`` as the entry of ``key``, through ``ahead``'s temporary file if given;
-        the entry's path, or None when it was not written (the folder was cleared meanwhile, or
-        failed: warned once, and unused from now on)."""
+    def _write(self, key: str, obj: ObjectCode) -> str | None:
+        """Write ``obj`` as the entry of ``key``; the entry's path, or None when it was not
+        written (the folder was cleared meanwhile, or failed: warned once, and unused from now
+        on)."""
         path = self.path(key)
         data = encode(obj, key)
         mode = 0o640 if self.shared else None  # readable by the group of a shared cache
         try:
-            written = False
-            try:
-                made = ahead.take() if ahead is not None else None
-                if made is not None:
-                    _writes.commit(*made, path, data, mode=mode)
-                    written = True
-            except FileNotFoundError:
-                pass  # the temporary file went during the compile: a `cache clear`, or a sweep
-            if not written:
-                _writes.write_atomic(path, data, mode=mode)
-        except FileNotFoundError:  # cleared again meanwhile: as if cleared after the write
+            _writes.write_atomic(path, data, mode=mode)
+        except FileNotFoundError:  # cleared meanwhile: as if cleared after the write
             return None
         except OSError as exc:
             self._give_up(exc, "writing an entry")
@@ -225,8 +230,8 @@ class DiskCache:
         """Hold the folder to ``CUDALOAD_CACHE_MAX_BYTES`` after ``entry`` was written, sparing
         it."""
         limit = max_bytes()
-        if limit is not None:
-            self.prune(limit, keep=entry, verify=False)
+        if limit is not None:  # not self.prune: that waits for the writer, which runs this
+            _upkeep.prune(self, limit, keep=entry, verify=False)
 
     # ---- the folder -----------------------------------------------------------------------------
 
@@ -301,6 +306,7 @@ class DiskCache:
     def info(self) -> dict:
         """Location, whether compiles in this process use it, the number of entries and their
         bytes; ``problem`` says why a folder that is not to be trusted is not used."""
+        self.writer.wait()  # the entries of this process's misses are counted
         count, size = _upkeep.tally(self)
         try:
             found = self.problem()
@@ -314,6 +320,7 @@ class DiskCache:
     def clear(self) -> int:
         """Delete cudaload's own files (see _upkeep.py) and this process's memory cache; return
         the number of entries deleted.  Raises PermissionError for a folder not to be trusted."""
+        self.writer.wait()  # an entry of a miss before the clear is cleared too
         count = _upkeep.clear(self)
         MEMORY.clear()
         return count
@@ -322,6 +329,7 @@ class DiskCache:
               verify: bool = True) -> dict:
         """Delete the least recently used entries beyond ``max_bytes``, corrupt entries, stale
         temporary and idle lock files (see _upkeep.py); return what was removed."""
+        self.writer.wait()
         return _upkeep.prune(self, max_bytes, keep=keep, verify=verify)
 
 

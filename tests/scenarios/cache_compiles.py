@@ -170,7 +170,49 @@ def victim(source: str) -> None:
                                    if issubclass(w.category, cache.CacheWarning)]}))
 
 
-SCENARIOS = {"one": one, "key_changes": key_changes, "ptx_and_cubin": ptx_and_cubin, "disk_hit": disk_hit, "three": three,
+def handed_write() -> None:
+    """A miss whose entry's write is held back: whether the compile returned before the entry was
+    written; whether a second compile of it in this process meanwhile read it as a disk hit
+    without waiting; whether a thread taking the key's lock waited until the entry was written."""
+    import threading
+    import time
+
+    from cudaload import Program
+    from cudaload.compile import cache
+
+    gate, write = threading.Event(), cache._writes.write_atomic
+
+    def held_write(path, *args, **kw):
+        if path.endswith(".bin"):  # an entry's, not toolchain.json's
+            gate.wait(5)
+        write(path, *args, **kw)
+    cache._writes.write_atomic = held_write
+    source = SAXPY + "// handed\n"
+    t = time.perf_counter()
+    first = Program(source).compile(arch=90)
+    disk = cache.default()
+    written = [e for e in os.listdir(disk.folder) if e.endswith(".bin")]
+    cache.MEMORY.clear()
+    second, key, _kept = Program(source)._compile(90, "auto", True)
+    quick = time.perf_counter() - t < 4
+    found: list = []
+
+    def take_the_key():
+        with disk.lock(key):
+            found.append(os.path.exists(disk.path(key)))
+    thread = threading.Thread(target=take_the_key)
+    thread.start()
+    time.sleep(0.5)
+    waited = thread.is_alive()
+    gate.set()
+    thread.join(60)
+    print(json.dumps({"first": first.cached, "written_at_return": written,
+                      "second": second.cached, "second_quick": quick,
+                      "same_code": second.code == first.code,
+                      "lock_waited": waited, "written_when_locked": found}))
+
+
+SCENARIOS = {"one": one, "handed_write": handed_write, "key_changes": key_changes, "ptx_and_cubin": ptx_and_cubin, "disk_hit": disk_hit, "three": three,
              "included": included, "victim": victim}
 
 if __name__ == "__main__":

@@ -63,11 +63,17 @@ def publish_and_exit(key: str, how: str) -> None:
         from cudaload.compile import cache
         from cudaload.compile.objectcode import ObjectCode
 
+        write = cache._writes.write_atomic
+
+        def slow_write(*args, **kw):  # still writing when the process would end
+            time.sleep(0.3)
+            write(*args, **kw)
+        cache._writes.write_atomic = slow_write
         with cache.default().lock(key) as publish:
             publish(ObjectCode(b"\x7fELF" + b"x" * 60, "cubin", "sm_90"))
 
     if how == "exit":
-        publish()  # the interpreter exits at once: the entry is in place already
+        publish()  # the interpreter exits at once, its entry still being written
     elif how == "multiprocessing":  # workers end with os._exit after threading's shutdown
         import multiprocessing
 
@@ -129,10 +135,9 @@ def opposite_order(me: str, other: str) -> None:
 
 
 def removed_under_compile(how: str) -> None:
-    """While a key is held, its temporary file goes (``how``: "clear" clears the cache, else a
-    prune sweeps it as stale) from another process; the entry is then published.  Prints whether
-    the cache is usable, whether the entry holds what was published, and the temporary files
-    left."""
+    """While a key is held (its compile running), another process clears the cache (``how``:
+    "clear") or prunes it (else); the entry is then published.  Prints whether the cache is
+    usable, whether the entry holds what was published, and the temporary files left."""
     import subprocess
     import warnings
 
@@ -142,25 +147,15 @@ def removed_under_compile(how: str) -> None:
     from cudaload.compile.objectcode import ObjectCode
 
     warnings.simplefilter("error")
-    folder = cache.default().folder
-    with cache.default().lock("cd" * 32) as publish:
-        while True:  # the entry's temporary file, made while the compile runs
-            tmp = [e for e in os.listdir(folder) if e.startswith(_writes.PREFIX)]
-            if tmp:
-                break
-            time.sleep(0.001)
-        tmp = os.path.join(folder, tmp[0])
-        if how == "clear":
-            code = "from cudaload.compile import cache; cache.configured().clear()"
-        else:  # the compile took longer than STALE_TMP_S: another process sweeps the file
-            old = time.time() - cache.STALE_TMP_S - 60
-            os.utime(tmp, (old, old))
-            code = "from cudaload.compile import cache; cache.configured().prune()"
+    disk = cache.default()
+    with disk.lock("cd" * 32) as publish:
+        verb = "clear" if how == "clear" else "prune"
+        code = f"from cudaload.compile import cache; cache.configured().{verb}()"
         subprocess.run([sys.executable, "-c", code], check=True)
-        assert not os.path.exists(tmp)
         publish(ObjectCode(b"y" * 100, "cubin", "sm_90"))
-    print(cache.default().usable, cache.default().lookup("cd" * 32).code == b"y" * 100,
-          [e for e in os.listdir(folder) if e.startswith(_writes.PREFIX)])
+    disk.writer.wait()
+    print(disk.usable, disk.lookup("cd" * 32).code == b"y" * 100,
+          [e for e in os.listdir(disk.folder) if e.startswith(_writes.PREFIX)])
 
 
 def clear_descriptors() -> None:
