@@ -37,6 +37,39 @@ def test_held_bytes_stay_within_the_bound_and_the_least_recently_used_go_first()
     assert memory.get(1) is None  # dropped, and no longer alive anywhere
 
 
+def test_the_same_key_object_asked_again_keeps_the_order_least_recently_used_first():
+    # Program.compile asks with one key object per program: the most recent is not moved again
+    size = 100
+    memory, keys = _cache(3 * (size + _overhead())), [("digest", f"sm_90/{i}") for i in range(5)]
+    objs = [_code(96, i) for i in range(5)]  # kept alive: dropped entries are still found
+    for i in range(3):
+        memory.put(keys[i], objs[i], (), size - 4)
+    memory.get(keys[0])
+    memory.get(keys[0])  # the newest already
+    memory.get(keys[1])
+    memory.get(keys[0])
+    memory.put(keys[3], objs[3], (), size - 4)  # one too many: 2 is the least recently used
+    assert list(memory._held) == [keys[1], keys[0], keys[3]]
+    memory.pop(keys[3])  # the newest goes: the next get of 0 moves it again
+    memory.get(keys[1])
+    memory.put(keys[4], objs[4], (), size - 4)
+    memory.put(keys[2], objs[2], (), size - 4)
+    assert list(memory._held) == [keys[1], keys[4], keys[2]]
+    memory.clear()
+    memory.put(keys[0], objs[0], (), size - 4)
+    memory.put(keys[1], objs[1], (), size - 4)
+    memory.get(keys[0])
+    memory.put(keys[2], objs[2], (), size - 4)  # now the newest: 0 must move when asked again
+    memory.get(keys[0])
+    assert list(memory._held) == [keys[1], keys[2], keys[0]]
+
+
+def _overhead() -> int:
+    from cudaload.compile._memory import ENTRY_OVERHEAD
+
+    return ENTRY_OVERHEAD
+
+
 def test_code_alive_elsewhere_is_found_again_after_it_is_dropped():
     memory = _cache(3000)
     obj = _code(1500)
@@ -118,6 +151,13 @@ def test_compiling_beyond_the_bound_keeps_memory_flat_and_live_code_a_hit():
 def test_architecture_spellings_are_one_entry():
     out = scenario_json("memory_cache", "spellings")
     assert out == {"first": None, "asked": ["memory"] * 5, "one": True, "entries": 1}
+
+
+def test_one_program_asked_for_archs_in_turn_gets_each_archs_code():
+    out = scenario_json("memory_cache", "one_program_many_archs")
+    assert out == {"archs": ["sm_90", "sm_80", "sm_90", "sm_80", "sm_90"],
+                   "cached": [None, None, "memory", "memory", "memory"], "same_90": True,
+                   "same_80": True}, out
 
 
 def test_no_program_is_kept_once_its_code_is_dropped():

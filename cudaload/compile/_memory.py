@@ -39,6 +39,7 @@ class MemoryCache:
         self._held: OrderedDict = OrderedDict()  # key -> entry, least recently used first
         self._weak: dict = {}  # key -> (weak reference to the entry's ObjectCode, entry's size...)
         self._bytes = 0
+        self._newest = None  # the key last in _held (most recently used), when known
         # Re-entrant: a garbage collection inside a locked section may run _gone in this thread.
         self._lock = _thread.RLock()
 
@@ -55,12 +56,18 @@ class MemoryCache:
 
     def get(self, key):
         """The entry stored under ``key`` while its code is held or alive, else None."""
-        entry = self._held.get(key)
+        held = self._held
+        entry = held.get(key)
         if entry is not None:
-            try:
-                self._held.move_to_end(key)
-            except KeyError:  # evicted by another thread meanwhile: still a hit
-                pass
+            # A program compiled again gives the same key object (Program.compile keeps it):
+            # when it is the most recent already, the order stands as it is.  (Threads racing
+            # here can leave it one place off: which entry is dropped first, nothing else.)
+            if key is not self._newest:
+                try:
+                    held.move_to_end(key)
+                except KeyError:  # evicted by another thread meanwhile: still a hit
+                    return entry
+                self._newest = key
             return entry
         weak = self._weak.get(key)
         if weak is None:
@@ -104,9 +111,11 @@ class MemoryCache:
             self._held.clear()
             self._weak.clear()
             self._bytes = 0
+            self._newest = None
 
     def _hold(self, key, entry) -> None:  # with the lock held
         self._held[key] = entry
+        self._newest = key
         self._bytes += entry[2]
         limit = self._limit()
         while self._bytes > limit and self._held:
@@ -118,6 +127,7 @@ class MemoryCache:
                            old[0].arch, limit)
 
     def _drop(self, key) -> None:  # with the lock held
+        self._newest = None
         entry = self._held.pop(key, None)
         if entry is not None:
             self._bytes -= entry[2]

@@ -28,6 +28,7 @@ from .options import Arch, parse_arch
 __all__ = ["Program"]
 
 OUTPUTS = ("auto", "cubin", "ptx")
+_NOT_ASKED = object()
 
 
 class Program:
@@ -49,6 +50,7 @@ class Program:
             source, name, options, headers, include_paths, name_expressions, std, defines,
             fast_math, line_info, debug, max_registers, relocatable)
         self.headers = dict(pairs) if pairs else {}
+        self._asked: tuple = (_NOT_ASKED, None, None)  # (arch, output, memory key) asked last
 
     @classmethod
     def from_file(cls, path, **kw) -> Program:
@@ -87,13 +89,20 @@ class Program:
         explicit = arch is not None
         if arch is None:
             arch = _device_arch()
+        asked = self._asked
+        if arch is asked[0] and output is asked[1]:  # as last time: the same memory key
+            key = asked[2]
+        else:
+            try:
+                request = _requests[(arch.__class__, arch, output)]
+            except (KeyError, TypeError):  # first asked, or not an arch: _request says which
+                request = _request(arch, output)
+            # Only an arch _request took is remembered: hashable, so never changed in place.
+            key = (self._digest, request)
+            self._asked = (arch, output, key)
         # A hit holds while the files its compile read are as they were (nothing to check for
         # a program that reads none, the common case).
-        try:
-            request = _requests[(arch.__class__, arch, output)]
-        except (KeyError, TypeError):  # first asked, or not an arch: _request says which
-            request = _request(arch, output)
-        hit = cache.MEMORY.get((self._digest, request))
+        hit = cache.MEMORY.get(key)
         if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
             return hit[0]
         return self._compile(arch, output, explicit)[0]

@@ -66,6 +66,19 @@ def spellings() -> None:
                       "one": all(o is asked[0] for o in asked), "entries": len(cache.MEMORY)}))
 
 
+def one_program_many_archs() -> None:
+    """One Program compiled for 90, 80, "sm_90", 80 and 90 in turn (each asked as the one before
+    it was not): the arch of each result, where it came from, and whether the asks of one arch
+    got its code."""
+    from cudaload import Program
+
+    prog = Program('extern "C" __global__ void k(int *x) { x[0] = 2; }')
+    got = [prog.compile(arch=a) for a in (90, 80, "sm_90", 80, 90)]
+    print(json.dumps({"archs": [o.arch for o in got], "cached": [o.cached for o in got],
+                      "same_90": got[2] is got[4] and got[0].code == got[2].code,
+                      "same_80": got[1].code == got[3].code != got[0].code}))
+
+
 def programs_go(count: str) -> None:
     """Whether Programs (and their code) compiled and dropped stay alive once more than the
     bound has been compiled after them: the memory cache keeps no Program forever."""
@@ -83,7 +96,7 @@ def programs_go(count: str) -> None:
     print(json.dumps({"alive": [r() is not None for r in refs]}))
 
 
-SCENARIOS = {"beyond_the_bound": beyond_the_bound, "spellings": spellings,
+SCENARIOS = {"one_program_many_archs": one_program_many_archs, "beyond_the_bound": beyond_the_bound, "spellings": spellings,
              "programs_go": programs_go}
 
 if __name__ == "__main__":
