@@ -189,12 +189,16 @@ def main() -> int:
     parser.add_argument("--out", help="also write the JSON to this file")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     args = parser.parse_args()
+    import pycache
+
+    bytecode = pycache.ensure()  # as an installed wheel has it: the disk hit's fresh processes
     with tempfile.TemporaryDirectory(prefix="cudaload-bench-") as folder:
         os.environ["CUDALOAD_CACHE_DIR"] = folder
         os.environ.pop("CUDALOAD_CACHE", None)
         os.environ.pop("CUDALOAD_CACHE_MAX_BYTES", None)
         result = {
             "python": sys.version.split()[0],
+            "bytecode": bytecode,
             "cold_compile": cold_overhead(5 if args.quick else 101),
             "memory_hit": memory_hit(20_000 if args.quick else 200_000),
             "memory_hit_new_program": memory_hit_new_program(20_000 if args.quick else 100_000),

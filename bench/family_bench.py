@@ -327,7 +327,11 @@ def main(argv=None) -> int:
         return 0
     if args.quick:
         args.kernels, args.no_pch = min(args.kernels, 16), True
+    import pycache
+
+    bytecode = pycache.ensure()  # as an installed wheel has it
     result = run(args)
+    result["bytecode"] = bytecode
     print(table(result))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

@@ -672,7 +672,11 @@ def main(argv=None) -> int:
         print(json.dumps(child(args.one)))
         return 0
     sys.path.insert(0, BENCH)
+    import pycache
+
+    bytecode = pycache.ensure()  # as an installed wheel has it
     result = run(args)
+    result["bytecode"] = bytecode
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:

@@ -158,7 +158,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if min(args.runs, args.pairs) < 15:
         parser.error("--runs and --pairs must be at least 15")
+    import pycache
+
+    bytecode = pycache.ensure()  # as an installed wheel has it
     summary = {
+        "bytecode": bytecode,
         "benchmark": "import_bench",
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "python": subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],

@@ -602,9 +602,14 @@ def first_compile(data: dict, targets: Targets) -> list[str]:
                      f"{ratio:.2f}×" if ratio is not None else "–", f"≤ {bound:.2f}×", verdict])
     if not rows:
         return []
+    bytecode = ("cudaload's modules compiled to bytecode first, as an installed wheel has them "
+                "(bench/pycache.py)" if str(data.get("bytecode", "")).startswith("bytecode of")
+                else "cudaload's bytecode not compiled first: where Python writes none, each "
+                "process compiles cudaload's source again")
     return ["First compile in a fresh process, against NVRTC called directly through "
             "cuda.bindings in the same run (`cold_compile_ms` of cuda.bindings; medians; the "
-            "ratio is the median of each repetition's ratio where the run paired them):", ""] + \
+            f"ratio is the median of each repetition's ratio where the run paired them; "
+            f"{bytecode}):", ""] + \
         table(["cudaload's cache folder", "cudaload", "NVRTC direct", "ratio", "target",
                "verdict"], rows)
 
