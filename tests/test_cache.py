@@ -444,6 +444,22 @@ def test_processes_taking_keys_in_opposite_orders_keep_the_disk_cache(cache_dir,
     assert [out.split() for out, _err in outs] == [["True", "True", "[]"]] * 2, outs
 
 
+def test_an_entry_published_by_a_later_exit_hook_is_written(cache_dir):
+    from cudaload.compile import cache
+
+    run_scenario("cache_processes", "publish_at_late_exit", _key(7), _key(8))
+    assert cache.default().lookup(_key(7)) is not None
+    assert cache.default().lookup(_key(8)) is not None, "the late exit hook's entry was lost"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_a_forked_child_does_not_serve_its_parents_pending_entries(cache_dir):
+    # The child's copy of what the parent still had to write is not the child's to serve: once
+    # the child has cleared the cache, the key is a miss there
+    out = run_scenario("cache_processes", "forked_pending", _key(9))
+    assert out.stdout.split() == ["none"], (out.stdout, out.stderr)
+
+
 @pytest.mark.parametrize("how", ["clear", "sweep"])
 def test_entry_written_when_the_cache_is_cleared_or_pruned_during_the_compile(cache_dir, how):
     out = run_scenario("cache_processes", "removed_under_compile", how)

@@ -45,3 +45,105 @@ def test_inline_runs_each_job_on_the_callers_thread_before_submit_returns():
     writer, ran = Writer(inline=True), []
     writer.submit(lambda: ran.append(threading.get_ident()))
     assert ran == [threading.get_ident()]
+
+
+def _interrupting_at(line: int):
+    """A tracer that raises KeyboardInterrupt once, when Writer.submit reaches ``line``."""
+    import sys
+
+    from cudaload.compile import _writer
+
+    fired: list = []
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_filename != _writer.__file__ or frame.f_code.co_name != "submit":
+            return None
+
+        def local(f, ev, a):
+            if ev == "line" and f.f_lineno == line and not fired:
+                fired.append(line)
+                raise KeyboardInterrupt
+            return local
+        return local
+    return tracer, fired
+
+
+def _submit_lines() -> list[int]:
+    import inspect
+
+    lines, first = inspect.getsourcelines(Writer.submit)
+    return list(range(first + 1, first + len(lines)))
+
+
+def test_an_interrupt_anywhere_in_submit_leaves_no_job_without_a_thread():
+    # KeyboardInterrupt arrives between any two lines; afterwards wait() must not hang and later
+    # jobs must run (before the fix, an interrupt between marking the thread started and starting
+    # it left every later job queued for no thread, and wait() and the exit hook waiting forever)
+    import sys
+
+    for line in _submit_lines():
+        writer, ran = Writer(), []
+        tracer, fired = _interrupting_at(line)
+        sys.settrace(tracer)
+        try:
+            writer.submit(lambda: ran.append(0))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.settrace(None)
+        writer.submit(lambda: ran.append(1))
+        waiter = threading.Thread(target=writer.wait, daemon=True)
+        waiter.start()
+        waiter.join(10)
+        assert not waiter.is_alive(), f"wait() hangs after an interrupt at line {line}"
+        assert 1 in ran, (line, fired, ran)
+
+
+class _InterruptedWriter(Writer):
+    """As if KeyboardInterrupt arrived as the job was handed over, before it was queued."""
+
+    def submit(self, job) -> None:
+        raise KeyboardInterrupt
+
+
+def _fake():
+    from cudaload.compile.objectcode import ObjectCode
+
+    return ObjectCode(b"\x7fELF" + b"x" * 60, "cubin", "sm_90")
+
+
+def test_an_interrupt_while_handing_over_the_write_releases_the_key(tmp_path):
+    import pytest
+
+    from cudaload.compile import cache
+
+    disk, key = cache.DiskCache(tmp_path, writer=_InterruptedWriter()), "ab" * 32
+    with pytest.raises(KeyboardInterrupt):
+        with disk.lock(key) as publish:
+            publish(_fake())
+    taken = threading.Event()
+
+    def take():
+        with cache.DiskCache(tmp_path).lock(key):
+            taken.set()
+    threading.Thread(target=take, daemon=True).start()
+    assert taken.wait(10), "the key stayed locked"
+
+
+def test_an_evicted_or_stored_key_is_not_overwritten_by_a_write_still_pending(tmp_path):
+    # The driver-refusal path evicts the refused entry and stores what replaces it: a write of
+    # the refused one still queued must not land after that
+    from cudaload.compile import cache
+    from cudaload.compile.objectcode import ObjectCode
+
+    writer, gate = Writer(), threading.Event()
+    disk, key = cache.DiskCache(tmp_path, writer=writer), "cd" * 32
+    writer.submit(lambda: gate.wait(10))  # the writer is behind
+    with disk.lock(key) as publish:
+        publish(ObjectCode(b"\x7fELF refused", "cubin", "sm_90"))
+    threading.Timer(0.3, gate.set).start()
+    disk.evict(key)
+    assert disk.lookup(key) is None
+    disk.store(key, ObjectCode(b"\x7fELF good", "cubin", "sm_90"))
+    writer.wait()
+    assert disk.lookup(key).code == b"\x7fELF good"

@@ -9,10 +9,11 @@ process writes and renames the entry and only then releases the lock, so another
 thread waiting for that key finds the entry when it gets the lock.  cffi releases the GIL around
 NVRTC's calls, so the thread mostly runs while the next compile does.
 
-Jobs still pending when the interpreter exits are finished first (an exit hook, see lifetime.py).
-A process that multiprocessing started, and the child of a ``fork()``, write on the calling
-thread instead: a fork-started worker ends with ``os._exit``, which runs no exit hook, and a
-worker's entries are then on disk when it hands back its result.  A job that is lost all the
+Jobs still pending when the interpreter exits are finished first (an exit hook, see lifetime.py);
+a job given after that (by an exit hook that runs later) runs on the caller's thread.  A process
+that multiprocessing started, and the child of a ``fork()``, write on the calling thread
+instead: a fork-started worker ends with ``os._exit``, which runs no exit hook, and a worker's
+entries are then on disk when it hands back its result.  A job that is lost all the
 same (a process killed, or a child that imported cudaload after a bare ``fork()`` and ended with
 ``os._exit``) leaves a miss, never a part of an entry: the rename is the last step.
 
@@ -35,58 +36,59 @@ __all__ = ["Writer", "DEFAULT"]
 class Writer:
     """Runs jobs (functions of no argument) in the order given, on one daemon thread started at
     the first, or on the caller's thread with ``inline``.  :meth:`wait` returns once every job
-    given before it has run."""
+    given before it has run.  ``pending`` is for the submitters: what their jobs will write,
+    under keys of their choosing (reset with the jobs in a forked child)."""
 
     def __init__(self, inline: bool = False):
         self._reset(inline)
 
     def _reset(self, inline: bool) -> None:
         self.inline = inline
+        self.pending: dict = {}
         self._jobs: _queue.SimpleQueue = _queue.SimpleQueue()
-        self._guard = _thread.allocate_lock()
-        self._pending = 0
-        self._idle = _thread.allocate_lock()  # held while a job is pending
-        self._started = False
+        self._start = _thread.allocate_lock()  # taken, never given back, to start the thread
+        self._thread: int | None = None  # the serving thread's ident, once started
 
     def submit(self, job) -> None:
         """Run ``job()`` on the thread (now, with ``inline``)."""
-        if not self._started and _started_by_multiprocessing():
+        if self._thread is None and not self.inline and _started_by_multiprocessing():
             self.inline = True
         if self.inline:
             _run(job)
             return
-        with self._guard:
-            if not self._pending:
-                self._idle.acquire()
-            self._pending += 1
-            start, self._started = not self._started, True
+        # A job is queued only once its thread exists, and no lock is held across anything, so
+        # an interrupt (KeyboardInterrupt) at any point leaves no job waiting for no thread.
+        if self._thread is None:
+            if self._start.acquire(False):  # the first to get here starts it, once
+                try:
+                    # _thread, not threading: Thread.start() waits until the new thread runs.
+                    self._thread = _thread.start_new_thread(self._serve, ())
+                except RuntimeError:  # no new threads: the interpreter is shutting down
+                    pass
+            if self._thread is None:  # not started (being started, or impossible): write here
+                _run(job)
+                return
         self._jobs.put(job)
-        if start:
-            # _thread, not threading: Thread.start() waits until the new thread runs.
-            try:
-                _thread.start_new_thread(self._serve, ())
-            except RuntimeError:  # no new threads: the interpreter is shutting down
-                self.inline = True
-                self._serve(until_empty=True)
 
     def wait(self) -> None:
-        """Return once every job given so far has run."""
-        with self._idle:
+        """Return once every job given so far has run (at once on the writer's own thread)."""
+        if self._thread is None or self._thread == _thread.get_ident():
+            return
+        done = _thread.allocate_lock()
+        done.acquire()
+        self._jobs.put(done.release)  # run after every job before it: one thread, in order
+        with done:
             pass
 
-    def _serve(self, until_empty: bool = False) -> None:
+    def finish(self) -> None:
+        """Run what is pending, and from now on every job on the caller's thread: the
+        interpreter exits (a job given by a later exit hook would find the thread stopped)."""
+        self.inline = True
+        self.wait()
+
+    def _serve(self) -> None:
         while True:
-            try:
-                job = self._jobs.get(block=not until_empty)
-            except _queue.Empty:
-                return
-            try:
-                _run(job)
-            finally:
-                with self._guard:
-                    self._pending -= 1
-                    if not self._pending:
-                        self._idle.release()
+            _run(self._jobs.get())
 
 
 def _started_by_multiprocessing() -> bool:
@@ -106,7 +108,7 @@ def _run(job) -> None:
 
 
 # The process's writer.  A forked child has no thread of its parent's: it drops its copy of the
-# parent's pending jobs (the parent runs them) and writes on the calling thread.
+# parent's pending jobs and entries (the parent writes them) and writes on the calling thread.
 DEFAULT = Writer()
 lifetime.on_fork_in_child(lambda: DEFAULT._reset(inline=True))
-lifetime.at_exit(DEFAULT.wait)
+lifetime.at_exit(DEFAULT.finish)

@@ -21,10 +21,10 @@ any check, or was stored under another key, is a miss.  Entries are written to a
 the same folder and renamed into place, so a reader sees a whole entry or none, while the key's
 lock is held: another process waiting for the key finds the entry once it gets the lock (a
 thread of its own writes it after the compile returns, see _writer.py).  No fsync: it cost
-1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut fails its integrity hash and is
-compiled again, so durability buys nothing a miss does not.  A folder that cannot be created or
-written gives one warning and the process goes on without it.  ``CUDALOAD_CACHE_MAX_BYTES``
-bounds the folder (_upkeep.py).
+1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut fails its integrity hash
+and is compiled again, so durability buys nothing a miss does not.  A folder that cannot be
+created or written gives one warning and the process goes on without it.
+``CUDALOAD_CACHE_MAX_BYTES`` bounds the folder (_upkeep.py).
 
 Whoever can write the folder chooses the code a compile returns, so it is trusted as ssh and pip
 trust theirs (_trust.py); a folder that is not is unused, with one warning that names it and the
@@ -42,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import _thread
 
 from . import _locking, _upkeep, _writer
 from .. import _log, _trust, _untrusted, _writes
@@ -97,7 +98,6 @@ class DiskCache:
     def __init__(self, root, writer: Writer | None = None):
         self.root = os.path.abspath(os.fspath(root))
         self.writer = writer or _writer.DEFAULT  # runs the writes of misses (_writer.py)
-        self._unwritten: dict[str, ObjectCode] = {}  # key -> entry published, not yet written
         self.folder = os.path.join(self.root, f"v{FORMAT}")
         self.trusted = self.shared = self.swept = self.broken = False
 
@@ -119,7 +119,8 @@ class DiskCache:
             return None
         path = self.folder + os.sep + key + ".bin"
         if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
-            unwritten = self._unwritten.get(key)  # published by this process, still being written
+            # Published by this process, still being written (its writer's pending entries).
+            unwritten = self.writer.pending.get((self.folder, key))
             if unwritten is not None:
                 if _log.enabled("cache"):
                     _log.debug("cache", "disk hit %s in %s (still being written)", key,
@@ -163,23 +164,30 @@ class DiskCache:
             yield _discard
             return
         handed = False
+        # Released once, by whichever comes first: the writer once the entry is stored, or this
+        # block's end when no write was handed over (an interrupt during the handover included).
+        once = _thread.allocate_lock()
 
-        def publish(obj: ObjectCode) -> None:  # the writer releases the key once it is stored
+        def release_once() -> None:
+            if once.acquire(False):
+                release()
+
+        def publish(obj: ObjectCode) -> None:
             nonlocal handed
+            self.writer.pending[(self.folder, key)] = obj
+            self.writer.submit(lambda: self._store_and_release(key, obj, release_once))
             handed = True
-            self._unwritten[key] = obj
-            self.writer.submit(lambda: self._store_and_release(key, obj, release))
         try:  # from here on, whatever happens (KeyboardInterrupt included) the key is released
             yield publish
         finally:
             if not handed:
-                release()
+                release_once()
 
     def _store_and_release(self, key: str, obj: ObjectCode, release) -> None:
         try:
             written = self._write(key, obj)
         finally:
-            self._unwritten.pop(key, None)
+            self.writer.pending.pop((self.folder, key), None)
             release()
         if written is not None:
             self._bound(written)
@@ -188,6 +196,7 @@ class DiskCache:
         """Write ``obj`` under ``key``; on failure warn once and leave the folder unused."""
         if not self.usable:
             return
+        self.writer.wait()  # an entry of ``key`` still being written is not written after this
         try:
             self.ready()
         except FileNotFoundError:  # removed meanwhile: as if cleared
@@ -201,6 +210,7 @@ class DiskCache:
 
     def evict(self, key: str) -> None:
         """Forget ``key`` on disk (memory entries are the caller's to drop)."""
+        self.writer.wait()  # nor is one being written kept: it is gone once written
         if self.usable:
             with contextlib.suppress(OSError):
                 os.unlink(self.path(key))

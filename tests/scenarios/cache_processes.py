@@ -90,6 +90,52 @@ def publish_and_exit(key: str, how: str) -> None:
         os.waitpid(pid, 0)
 
 
+def publish_at_late_exit(first: str, late: str) -> None:
+    """Publish ``first``, then exit; an exit hook registered before cudaload was imported (so run
+    after cudaload's own) publishes ``late``."""
+    import atexit
+
+    def publish(key):
+        from cudaload.compile import cache
+        from cudaload.compile.objectcode import ObjectCode
+
+        with cache.default().lock(key) as publish:
+            publish(ObjectCode(b"\x7fELF" + b"x" * 60, "cubin", "sm_90"))
+
+    atexit.register(publish, late)  # atexit runs the last registered first: this one after
+    publish(first)  # cudaload's writer thread runs from here on
+
+
+def forked_pending(key: str) -> None:
+    """An entry published while the writer is held back, then a fork: the child waits for the
+    parent to write it, clears the cache and looks the key up.  Prints what the child found
+    ("none" or where the code came from)."""
+    import threading
+
+    from cudaload.compile import cache
+    from cudaload.compile.objectcode import ObjectCode
+
+    disk, gate = cache.default(), threading.Event()
+    disk.writer.submit(lambda: gate.wait(10))
+    with disk.lock(key) as publish:
+        publish(ObjectCode(b"\x7fELF" + b"x" * 60, "cubin", "sm_90"))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        deadline = time.time() + 20
+        while not os.path.exists(disk.path(key)) and time.time() < deadline:
+            time.sleep(0.01)
+        disk.clear()
+        found = disk.lookup(key)
+        os.write(write, (found.cached if found is not None else "none").encode())
+        os._exit(0)
+    os.close(write)
+    gate.set()
+    os.waitpid(pid, 0)
+    print(os.read(read, 100).decode())
+
+
 def opposite_order(me: str, other: str) -> None:
     """Process ``me`` ("0" or "1") of two takes two keys in the order opposite to the other's,
     one thread each, meeting through marker files in the current folder; prints whether the disk
@@ -209,7 +255,8 @@ SCENARIOS = {"remember": remember, "compile_variants": compile_variants, "hold_k
              "publish_and_exit": publish_and_exit, "opposite_order": opposite_order,
              "removed_under_compile": removed_under_compile,
              "clear_descriptors": clear_descriptors, "without_fork_hooks": without_fork_hooks,
-             "lock_and_publish": lock_and_publish}
+             "lock_and_publish": lock_and_publish, "publish_at_late_exit": publish_at_late_exit,
+             "forked_pending": forked_pending}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
