@@ -50,7 +50,6 @@ from ._entry import FORMAT, HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
 from ._limits import CacheWarning, byte_count, max_bytes
 from ._memory import MemoryCache
 from ._upkeep import GRACE_S, STALE_TMP_S
-from ._writer import Writer
 from .objectcode import ObjectCode
 
 __all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP_S", "MEMORY",
@@ -95,7 +94,7 @@ class DiskCache:
     ``CUDALOAD_CACHE_SHARED``), ``swept`` (of stale temporary files, once) and ``broken``
     (warned about, and off for the rest of the process)."""
 
-    def __init__(self, root, writer: Writer | None = None):
+    def __init__(self, root, writer: _writer.Writer | None = None):
         self.root = os.path.abspath(os.fspath(root))
         self.writer = writer or _writer.DEFAULT  # runs the writes of misses (_writer.py)
         self.folder = os.path.join(self.root, f"v{FORMAT}")
