@@ -214,11 +214,14 @@ def clear_descriptors() -> None:
         with cache.default().lock("%064x" % (i + 1)) as publish:
             publish(ObjectCode(b"z" * 10, "cubin", "sm_90"))
 
+    writer = cache.default().writer  # a write in flight holds its temporary file open
     compile_one(0)
+    writer.wait()
     before = len(os.listdir("/proc/self/fd"))
     for i in range(20):
         cache.configured().clear()
         compile_one(i + 1)
+    writer.wait()
     print(json.dumps([before, len(os.listdir("/proc/self/fd")),
                       cache.default().lookup("%064x" % 21) is not None]))
 
