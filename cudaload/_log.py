@@ -6,6 +6,10 @@ misses, evictions) and ``cudaload.compile`` (each NVRTC compilation with its cac
 recompilation after the driver refused an image), all children of ``cudaload``.  Nothing is
 logged above DEBUG, and the launch and memory-hit paths log nothing at all.
 
+A compile worker of ``compile_all`` keeps the records of the topics its caller has on
+(:func:`keep_for_parent`) and sends them with each result; the caller hands them to its own loggers
+(:func:`replay`), so its log shows what every worker did, under the worker's process id.
+
 ``logging`` is not imported here: importing it took about 20 ms on a 2-core machine (threading,
 traceback, string, ...), several times the whole ``status()`` of a machine without CUDA.  A
 process that has not imported it cannot have asked for DEBUG records, so until then there is
@@ -18,9 +22,11 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["enabled", "debug"]
+__all__ = ["TOPICS", "debug", "enabled", "enabled_topics", "keep_for_parent", "replay", "taken"]
 
+TOPICS = ("loader", "toolchain", "cache", "compile")
 _loggers: dict = {}
+_kept: list = []  # in a compile worker: the records of its job, not yet sent (keep_for_parent)
 
 
 def _logger(topic: str):
@@ -46,3 +52,54 @@ def debug(topic: str, message: str, *args, **fields) -> None:
     log = _logger(topic)
     if log is not None:
         log.debug(message, *args, extra=fields or None, stacklevel=2)
+
+
+def enabled_topics() -> tuple:
+    """The topics whose DEBUG records would go somewhere in this process."""
+    return tuple(topic for topic in TOPICS if enabled(topic))
+
+
+def keep_for_parent(topics) -> None:
+    """In a worker process: keep the DEBUG records of ``topics`` for :func:`taken` from now on."""
+    if not topics:
+        return
+    import logging
+
+    class Keep(logging.Handler):
+        def emit(self, record) -> None:
+            _kept.append(_plain(record))
+
+    for topic in topics:
+        logging.getLogger(f"cudaload.{topic}").setLevel(logging.DEBUG)
+    logging.getLogger("cudaload").addHandler(Keep(logging.DEBUG))
+
+
+def taken() -> list:
+    """The records kept since the last call, as picklable dicts."""
+    records = _kept[:]
+    del _kept[:len(records)]
+    return records
+
+
+def replay(records) -> None:
+    """Hand ``records`` (from :func:`taken` in a worker) to this process's loggers, as if logged
+    here; each keeps the worker's process id and time."""
+    if not records:
+        return
+    import logging
+
+    for fields in records:
+        record = logging.makeLogRecord(fields)
+        log = logging.getLogger(record.name)
+        if log.isEnabledFor(record.levelno):
+            log.handle(record)
+
+
+def _plain(record) -> dict:
+    """``record``'s attributes with its message formatted, each value that is not plain data (the
+    ``fields`` given to :func:`debug` are strings, numbers and dicts of them) as its repr."""
+    plain = (str, int, float, dict, tuple, list)
+    fields = {name: value if value is None or isinstance(value, plain) else repr(value)
+              for name, value in vars(record).items()}
+    fields.update(msg=record.getMessage(), args=None, exc_info=None)
+    return fields

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import os
 import random
 import subprocess
 import sys
@@ -11,7 +12,8 @@ import time
 import pytest
 
 from tests import _fakelibs
-from tests.conftest import child_env, last_json, run_scenario, scenario_command, scenario_json
+from tests.conftest import (ROOT, child_env, last_json, run_scenario, scenario_command,
+                            scenario_json)
 
 
 def _tag() -> str:
@@ -84,9 +86,14 @@ def test_two_processes_compiling_the_same_keys_compile_each_once(tmp_path):
 def test_workers_never_load_the_driver_of_a_process_that_uses_it(tmp_path):
     driver = _fakelibs.build_shared_library(tmp_path, "libcuda.so.1", _fakelibs.ONE_DEVICE_DRIVER)
     log, maps = tmp_path / "compiles.log", tmp_path / "maps.log"
-    out = scenario_json("parallel_compiles", "using_the_driver", "gggg", _tag(),
-                        env={"CUDALOAD_LIBCUDA": driver, "TESTS_COMPILE_LOG": str(log),
-                             "TESTS_DRIVER_LOG": str(maps)})
+    site = tmp_path / "site"  # every process started, the workers too, imports sitecustomize
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import tests.scenarios.driver_mapped\n")
+    env = {"CUDALOAD_LIBCUDA": driver, "TESTS_COMPILE_LOG": str(log), "TESTS_DRIVER_LOG": str(maps)}
+    env = child_env(env)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", ROOT)])
+    out = last_json(run_scenario("parallel_compiles", "using_the_driver", "gggg", _tag(),
+                                 environ=env))
     assert [r[1] for r in out["results"]] == ["sm_86"] * 4  # the fake device's arch
     seen = [line.split() for line in maps.read_text().splitlines()]
     workers = [mapped for pid, mapped in seen if pid != str(out["pid"])]
@@ -147,22 +154,58 @@ def test_precompile_jobs_compile_every_arch_on_workers(tmp_path):
 KERNEL_TEXT = 'extern "C" __global__ void pre(float *x) { x[threadIdx.x] *= 2.0f; }\n'
 
 
-def test_a_script_without_a_main_guard_is_told_to_add_one(tmp_path):
-    """Each spawned worker imports the calling script first; one that calls compile_all at its top
-    level makes every worker die at start, which said only that NVRTC may have crashed."""
+def test_workers_do_not_run_the_calling_script_again(tmp_path):
+    """A spawned worker imported the calling script first (as ``__mp_main__``): its top-level code
+    ran again in every worker (whatever it imports, a framework's seconds included), and one that
+    called compile_all outside a main guard made every worker die at start.  Workers need nothing
+    of the script: it runs once, and compile_all at its top level works."""
     script = tmp_path / "unguarded.py"
+    runs = tmp_path / "runs.txt"
     tag = _tag()
     script.write_text(
-        "import json, cudaload\n"
+        "import json, os, sys, cudaload\n"
+        f"with open({str(runs)!r}, 'a') as f:\n"
+        "    f.write(f'{os.getpid()}\\n')\n"
         "progs = [cudaload.Program('extern \"C\" __global__ void k%d(int *p) { *p = %d; } // "
         + tag + "' % (i, i)) for i in range(4)]\n"
-        "try:\n"
-        "    cudaload.compile_all(progs, arch=90, workers=2)\n"
-        "    print(json.dumps({'raised': None}))\n"
-        "except cudaload.CudaLoadError as err:\n"
-        "    print(json.dumps({'raised': type(err).__name__, 'text': str(err)}))\n")
+        "objs = cudaload.compile_all(progs, arch=90, workers=2)\n"
+        "print(json.dumps({'kinds': [o.kind for o in objs], 'file': __file__,\n"
+        "                  'spec': __spec__, 'main_file': sys.modules['__main__'].__file__}))\n")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                           timeout=300, env=child_env({"CUDALOAD_CACHE_DIR": str(tmp_path / "c")}))
     out = last_json(proc)
-    assert out["raised"] is not None, proc.stderr[-2000:]
-    assert "unguarded.py" in out["text"] and 'if __name__ == "__main__":' in out["text"]
+    assert out["kinds"] == ["cubin"] * 4, proc.stderr[-2000:]
+    assert len(runs.read_text().split()) == 1  # this process only, no worker
+    assert out["file"] == out["main_file"] == str(script) and out["spec"] is None
+
+
+def test_the_workers_log_records_reach_the_callers_loggers(tmp_path):
+    """A worker sends its DEBUG records back with its result: a caller that turned the cudaload
+    log on (here inside its main guard, which no worker runs) sees every compilation, each under
+    the process id of the worker that made it."""
+    script = tmp_path / "logs.py"
+    tag = _tag()
+    script.write_text(
+        "import json, logging, os, cudaload\n"
+        "class Keep(logging.Handler):\n"
+        "    seen = []\n"
+        "    def emit(self, record):\n"
+        "        self.seen.append([record.name, record.process, getattr(record, 'key', None),\n"
+        "                          record.getMessage()])\n"
+        "if __name__ == '__main__':\n"
+        "    logging.getLogger('cudaload').setLevel(logging.DEBUG)\n"
+        "    logging.getLogger('cudaload').addHandler(Keep())\n"
+        "    progs = [cudaload.Program('extern \"C\" __global__ void k%d(int *p) { *p = %d; } // "
+        + tag + "' % (i, i)) for i in range(4)]\n"
+        "    cudaload.compile_all(progs, arch=90, workers=2)\n"
+        "    print(json.dumps({'pid': os.getpid(), 'seen': Keep.seen}))\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env=child_env({"CUDALOAD_CACHE_DIR": str(tmp_path / "c")}))
+    out = last_json(proc)
+    compiled = [(pid, key) for name, pid, key, text in out["seen"]
+                if name == "cudaload.compile" and key and text.startswith("NVRTC compiled")]
+    assert len({key for _pid, key in compiled}) == 4, out["seen"]
+    assert any(pid != out["pid"] for pid, _key in compiled)  # made in workers, logged here
+    misses = [pid for name, pid, _key, text in out["seen"]
+              if name == "cudaload.cache" and "miss" in text]
+    assert any(pid != out["pid"] for pid in misses)  # every topic the caller turned on

@@ -10,7 +10,7 @@ from tests.conftest import ROOT, run_json
 
 FOLDER = os.path.join(ROOT, "tests", "scenarios")
 NAMES = sorted(f[:-3] for f in os.listdir(FOLDER) if f.endswith(".py") and f != "__init__.py")
-SCRIPTS = {"compile_log", "compile_value"}  # one scenario each, no table of them
+SCRIPTS = {"compile_log", "compile_value", "driver_mapped"}  # no table of scenarios
 
 
 def test_importing_every_scenario_module_runs_nothing():

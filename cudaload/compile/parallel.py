@@ -2,7 +2,8 @@
 
 NVRTC serialises compilations across the threads of a process beyond about 1.5x, so the work goes
 to processes.  They are started with the "spawn" method, fresh interpreters: a process that uses
-the GPU is never forked, and nothing a worker inherits was made for another process.  A worker
+the GPU is never forked, and nothing a worker inherits was made for another process.  Nor do they
+import the calling script, as spawned processes otherwise do (see ``_without_main``).  A worker
 never initialises CUDA: the architecture (``arch=None``: the current device's, else NVRTC's
 choice), the kind of code and, for PTX, the driver's version are settled here, in the calling
 process, and sent.
@@ -21,7 +22,9 @@ Layer 2, compile: may import the foundation, bindings and compile.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 
 from . import program as _program
 from .. import _log
@@ -115,15 +118,16 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
     kinds = {plan[0] for waiting in pending.values() for *_x, plan in waiting}
     driver = _program._driver_version() if "ptx" in kinds else None  # part of a PTX key
     pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_program.assume_driver_version, initargs=(driver,))
+                               initializer=_start_worker, initargs=(driver, _log.enabled_topics()))
     try:
         futures = {}
-        for key, waiting in pending.items():
-            i, _arch, _explicit, (kind, target, _witness) = waiting[0]
-            prog = items[i][0]
-            spec = (prog.source, prog.name, prog.options, prog.headers, prog.include_paths,
-                    prog.name_expressions)
-            futures[key] = pool.submit(_work, spec, target.sm(), kind)
+        with _without_main():  # the pool starts its processes as work is submitted
+            for key, waiting in pending.items():
+                i, _arch, _explicit, (kind, target, _witness) = waiting[0]
+                prog = items[i][0]
+                spec = (prog.source, prog.name, prog.options, prog.headers, prog.include_paths,
+                        prog.name_expressions)
+                futures[key] = pool.submit(_work, spec, target.sm(), kind)
         # While the workers start (a fresh interpreter each: 0.1-0.3 s) and then work from the
         # first program on, this process compiles from the last one on, each that no worker
         # has taken yet; they meet in between.  The first n are the workers' in any case.
@@ -136,6 +140,7 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
             try:
                 made = future.result()
             except (CudaLoadError, OSError, ValueError) as err:
+                _log.replay(getattr(err, "log_records", None))
                 made = err
             except BrokenProcessPool as exc:
                 made = NvrtcError(
@@ -150,21 +155,33 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _broken_pool_hint() -> str:
-    """What to do when a worker died.  A spawned worker first imports the script that started
-    this process (as ``__mp_main__``): one that calls compile_all outside an
-    ``if __name__ == "__main__":`` block calls it again there, and multiprocessing then ends that
-    worker before it compiles anything."""
-    import sys
+@contextlib.contextmanager
+def _without_main():
+    """Processes started meanwhile do not import the calling script.  A spawned process imports
+    ``__main__`` again (as ``__mp_main__``, by ``__spec__`` name or ``__file__`` path) before it
+    runs anything: the script's top-level code would run once more in every worker, with all it
+    imports (seconds for a framework), and a compile_all outside a main guard would start
+    processes from a process still starting, which multiprocessing ends.  A worker needs nothing
+    of the script: it gets plain data and runs this module's ``_work``.  multiprocessing reads
+    both attributes while it starts a process, so they are hidden for that time and put back."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {name: vars(main)[name] for name in ("__spec__", "__file__") if name in vars(main)}
+    main.__spec__ = None
+    vars(main).pop("__file__", None)
+    try:
+        yield
+    finally:
+        vars(main).pop("__spec__", None)
+        vars(main).update(saved)
 
-    crash = ("compile this program alone with Program.compile() to see why (NVRTC may have "
-             "crashed on it)")
-    script = getattr(sys.modules.get("__main__"), "__file__", None)
-    if not script:
-        return crash
-    return (f"if {os.path.basename(script)} calls compile_all (or code that does) at its top "
-            "level, put that under 'if __name__ == \"__main__\":', since every worker process "
-            f"starts by importing it; otherwise {crash}")
+
+def _broken_pool_hint() -> str:
+    """What to do when a worker died."""
+    return ("compile this program alone with Program.compile() to see why (NVRTC may have "
+            "crashed on it)")
 
 
 def _here(items, output: str, waiting: list, results: list, errors: dict) -> None:
@@ -184,7 +201,8 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
         for i, *_rest in waiting:
             errors[i] = made
         return
-    their_key, kept, code, kind, arch, log, names = made
+    their_key, kept, code, kind, arch, log, names, records = made
+    _log.replay(records)
     first = None
     for i, asked, _explicit, (_kind, _target, witness) in waiting:
         obj = ObjectCode(code, kind, arch, log=log, lowered_names=names) if first is None \
@@ -196,15 +214,27 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
         results[i] = obj
 
 
+def _start_worker(driver: int | None, topics: tuple) -> None:
+    """A worker's start: the caller's driver version (see :func:`_program.assume_driver_version`),
+    and its log's topics kept to be sent back with each result."""
+    _program.assume_driver_version(driver)
+    _log.keep_for_parent(topics)
+
+
 def _work(spec, arch: str, kind: str):
     """In a worker: compile the program ``spec`` describes for ``arch`` as ``kind`` through the
-    disk cache; (key, kept, code, kind, arch, log, lowered names)."""
+    disk cache; (key, kept, code, kind, arch, log, lowered names, log records).  An error raised
+    carries the log records as ``log_records``."""
     source, name, options, headers, include_paths, names = spec
-    prog = _program.Program(source, name=name, options=options, headers=headers,
-                            name_expressions=names, std=None)  # options hold -std= and each -I
-    prog.include_paths = include_paths
-    obj, key, kept = prog._compile(arch, kind, True)
-    return key, kept, obj.code, obj.kind, obj.arch, obj.log, obj.lowered_names
+    try:
+        prog = _program.Program(source, name=name, options=options, headers=headers,
+                                name_expressions=names, std=None)  # options hold -std=, each -I
+        prog.include_paths = include_paths
+        obj, key, kept = prog._compile(arch, kind, True)
+    except BaseException as exc:
+        exc.log_records = _log.taken()  # type: ignore[attr-defined]  # pickled with it
+        raise
+    return (key, kept, obj.code, obj.kind, obj.arch, obj.log, obj.lowered_names, _log.taken())
 
 
 def _failure(failures: list, total: int) -> CudaLoadError:

@@ -1,6 +1,8 @@
 """Importing this appends a line ``<pid> <key>`` to the file ``$TESTS_COMPILE_LOG`` for each NVRTC
 compilation this process makes, read from the ``cudaload.compile`` DEBUG log (nothing when the
-variable is unset).  Tests that count compilations across processes import it in each one."""
+variable is unset), with the process id of the record: compile_all's workers send their records
+to the process that started them.  Tests that count compilations across independent processes
+import it in each one."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ class AppendKeys(logging.Handler):
         key = getattr(record, "key", None)
         if key:
             with open(self.path, "a") as f:  # one short write per line: O_APPEND keeps lines whole
-                f.write(f"{os.getpid()} {key}\n")
+                f.write(f"{record.process} {key}\n")
 
 
 def install(path: str) -> None:

@@ -2,11 +2,9 @@
 
     python -m tests.scenarios.parallel_compiles SCENARIO ARGS...
 
-The workers compile_all starts import this module again (the "spawn" start method imports the
-main module of the parent), so the handlers below count their compilations too: with
-``$TESTS_COMPILE_LOG`` each NVRTC compilation appends ``<pid> <key>`` (compile_log.py), with
-``$TESTS_DRIVER_LOG`` it appends ``<pid> <whether libcuda is mapped>``.  Each scenario prints what
-it found as JSON on its last line.
+With ``$TESTS_COMPILE_LOG`` each NVRTC compilation, in this process or in a worker of
+compile_all (which sends its log records here), appends ``<pid> <key>`` (compile_log.py).  Each
+scenario prints what it found as JSON on its last line.
 """
 
 from __future__ import annotations
@@ -16,29 +14,8 @@ import os
 import sys
 import time
 
-import tests.scenarios.compile_log  # noqa: F401  (counts compilations, in workers too)
+import tests.scenarios.compile_log  # noqa: F401  (counts compilations)
 
-
-def _maps() -> str:
-    try:
-        with open("/proc/self/maps") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
-if os.environ.get("TESTS_DRIVER_LOG"):
-    import logging
-
-    class _DriverMapped(logging.Handler):
-        def emit(self, record):
-            if getattr(record, "key", None):
-                mapped = os.environ.get("CUDALOAD_LIBCUDA", "libcuda") in _maps()
-                with open(os.environ["TESTS_DRIVER_LOG"], "a") as f:
-                    f.write(f"{os.getpid()} {int(mapped)}\n")
-
-    logging.getLogger("cudaload.compile").setLevel(logging.DEBUG)
-    logging.getLogger("cudaload.compile").addHandler(_DriverMapped(logging.DEBUG))
 
 KERNEL = 'extern "C" __global__ void k{i}(float *x) {{ x[threadIdx.x] = {i}.0f * x[0]; }} // {tag}'
 BAD = 'extern "C" __global__ void k{i}(float *x) {{ x[0] = undefined_{i}; }} // {tag}'
