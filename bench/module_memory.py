@@ -1,6 +1,6 @@
 """GPU memory that loaded modules take, by what the modules hold: one JSON line per run.
 
-    python bench/module_memory.py {trivial,constexpr,family} COUNT
+    python bench/module_memory.py {trivial,constexpr,family,family-one} COUNT
 
 In a fresh process (run it once per case): a bare context and three small buffers, then COUNT
 programs compiled with ``compile_all``, each loaded as its own module and its kernel launched
@@ -9,7 +9,9 @@ launches (the driver reports it in steps of 2 MiB), with the CUBINs' total size 
 local memory.  The cases: ``trivial``, one kernel and nothing else per module; ``constexpr``, the
 same with a class template's ``static constexpr`` members read in the kernel (NVRTC emits such
 members as device variables of every module, as the family header's type traits are);
-``family``, bench/family_bench.py's 64 kernels on its 3,320-line header.
+``family``, bench/family_bench.py's 64 kernels on its 3,320-line header (COUNT above 64 repeats
+them with another first comment line, so each is a program of its own); ``family-one``, the first
+COUNT (at most 64) of those kernels in one program, so one module holds them all.
 """
 
 from __future__ import annotations
@@ -28,16 +30,24 @@ _CONSTEXPR = ('template <class T> struct D { static constexpr int id = %d; stati
 
 
 def programs(cudaload, which: str, count: int) -> list:
-    """(kernel name, Program) of each module of the case."""
-    if which == "family":
+    """(kernel names, Program) of each module of the case."""
+    if which.startswith("family"):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import family_header
 
-        header = family_header.header()
-        return [(name, cudaload.Program(src, name=f"{name}.cu", headers={"family.cuh": header}))
-                for name, src in family_header.kernels("module memory")[:count]]
+        headers = {"family.cuh": family_header.header()}
+        if which == "family-one":  # each kernel's text is a comment, the #include, the kernel
+            chosen = family_header.kernels("module memory")[:count]
+            text = '#include "family.cuh"\n' + "\n".join(src.split("\n", 2)[2]
+                                                           for _n, src in chosen)
+            return [(tuple(name for name, _src in chosen),
+                     cudaload.Program(text, name="family.cu", headers=headers))]
+        chosen = [kernel for copy in range(-(-count // 64))
+                  for kernel in family_header.kernels(f"module memory {copy}")][:count]
+        return [((name,), cudaload.Program(src, name=f"{name}.cu", headers=headers))
+                for name, src in chosen]
     text = {"trivial": _TRIVIAL, "constexpr": _CONSTEXPR}[which]
-    return [(f"k{i}", cudaload.Program(text % (i, i))) for i in range(count)]
+    return [((f"k{i}",), cudaload.Program(text % (i, i))) for i in range(count)]
 
 
 def main(argv) -> dict:
@@ -55,19 +65,22 @@ def main(argv) -> dict:
     progs = programs(cudaload, which, count)
     objs = cudaload.compile_all([p for _n, p in progs], arch=dev.arch)
     steps, kernels = [], []
-    for i, ((name, _p), obj) in enumerate(zip(progs, objs)):
-        kernels.append(obj.load().get_kernel(name))
+    for i, ((names, _p), obj) in enumerate(zip(progs, objs)):
+        module = obj.load()
+        kernels += [module.get_kernel(name) for name in names]
         if (i + 1) % 16 == 0:
             dev.synchronize()
             steps.append([i + 1, used_mib(base)])
+    loaded = used_mib(base)
     for k in kernels:
         try:  # unary kernels take (in, out, n), binary ones (a, b, out, n)
             k(1, 256, (*bufs[:2], 256))
         except cudaload.LaunchArgumentError:
             k(1, 256, (*bufs, 256))
     dev.synchronize()
-    return {"which": which, "count": count, "loading": os.environ.get("CUDA_MODULE_LOADING"),
-            "loaded_mib": steps, "launched_mib": used_mib(base),
+    return {"which": which, "count": count, "modules": len(objs),
+            "loading": os.environ.get("CUDA_MODULE_LOADING"), "loaded_mib": steps,
+            "all_loaded_mib": loaded, "launched_mib": used_mib(base),
             "cubin_bytes": sum(len(o.code) for o in objs),
             "local_bytes": sorted({k.attributes.local_size_bytes for k in kernels})}
 
