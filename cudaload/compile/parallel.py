@@ -163,7 +163,9 @@ def _without_main():
     imports (seconds for a framework), and a compile_all outside a main guard would start
     processes from a process still starting, which multiprocessing ends.  A worker needs nothing
     of the script: it gets plain data and runs this module's ``_work``.  multiprocessing reads
-    both attributes while it starts a process, so they are hidden for that time and put back."""
+    both attributes while it starts a process, so they are hidden for that time and put back.
+    They are the process's: a spawn-started process that another thread starts in that time (a
+    few milliseconds per worker) starts without the script too."""
     main = sys.modules.get("__main__")
     if main is None:
         yield
