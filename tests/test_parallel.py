@@ -154,11 +154,14 @@ def test_precompile_jobs_compile_every_arch_on_workers(tmp_path):
 KERNEL_TEXT = 'extern "C" __global__ void pre(float *x) { x[threadIdx.x] *= 2.0f; }\n'
 
 
-def test_workers_do_not_run_the_calling_script_again(tmp_path):
-    """A spawned worker imported the calling script first (as ``__mp_main__``): its top-level code
-    ran again in every worker (whatever it imports, a framework's seconds included), and one that
-    called compile_all outside a main guard made every worker die at start.  Workers need nothing
-    of the script: it runs once, and compile_all at its top level works."""
+@pytest.mark.parametrize("run_as", ["path", "module"])
+def test_workers_do_not_run_the_calling_script_again(tmp_path, run_as):
+    """A spawned worker imported the calling script first (as ``__mp_main__``, by its path, or by
+    its name when run with ``-m``): its top-level code ran again in every worker (whatever it
+    imports, a framework's seconds included), and one that called compile_all outside a main
+    guard made every worker die at start.  Workers need nothing of the script: it runs once,
+    compile_all at its top level works, and the script's ``__file__`` and ``__spec__`` are as
+    they were."""
     script = tmp_path / "unguarded.py"
     runs = tmp_path / "runs.txt"
     tag = _tag()
@@ -169,14 +172,19 @@ def test_workers_do_not_run_the_calling_script_again(tmp_path):
         "progs = [cudaload.Program('extern \"C\" __global__ void k%d(int *p) { *p = %d; } // "
         + tag + "' % (i, i)) for i in range(4)]\n"
         "objs = cudaload.compile_all(progs, arch=90, workers=2)\n"
-        "print(json.dumps({'kinds': [o.kind for o in objs], 'file': __file__,\n"
-        "                  'spec': __spec__, 'main_file': sys.modules['__main__'].__file__}))\n")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=300, env=child_env({"CUDALOAD_CACHE_DIR": str(tmp_path / "c")}))
+        "main = sys.modules['__main__']\n"
+        "print(json.dumps({'kinds': [o.kind for o in objs], 'file': main.__file__,\n"
+        "                  'spec': getattr(main.__spec__, 'name', None)}))\n")
+    env = child_env({"CUDALOAD_CACHE_DIR": str(tmp_path / "c")})
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    command = [str(script)] if run_as == "path" else ["-m", "unguarded"]
+    proc = subprocess.run([sys.executable, *command], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tmp_path)
     out = last_json(proc)
     assert out["kinds"] == ["cubin"] * 4, proc.stderr[-2000:]
     assert len(runs.read_text().split()) == 1  # this process only, no worker
-    assert out["file"] == out["main_file"] == str(script) and out["spec"] is None
+    assert out["file"] == str(script)
+    assert out["spec"] == (None if run_as == "path" else "unguarded")
 
 
 def test_the_workers_log_records_reach_the_callers_loggers(tmp_path):

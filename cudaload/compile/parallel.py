@@ -167,7 +167,7 @@ def _without_main():
     They are the process's: a spawn-started process that another thread starts in that time (a
     few milliseconds per worker) starts without the script too."""
     main = sys.modules.get("__main__")
-    if main is None:
+    if not hasattr(main, "__dict__"):  # none, or not a module (some embedders): nothing to hide
         yield
         return
     saved = {name: vars(main)[name] for name in ("__spec__", "__file__") if name in vars(main)}
