@@ -67,7 +67,10 @@ def keep_for_parent(topics) -> None:
 
     class Keep(logging.Handler):
         def emit(self, record) -> None:
-            _kept.append(_plain(record))
+            try:
+                _kept.append(_plain(record))
+            except Exception:  # as logging's own handlers do: reported, and the work goes on
+                self.handleError(record)
 
     for topic in topics:
         logging.getLogger(f"cudaload.{topic}").setLevel(logging.DEBUG)
@@ -96,10 +99,24 @@ def replay(records) -> None:
 
 
 def _plain(record) -> dict:
-    """``record``'s attributes with its message formatted, each value that is not plain data (the
-    ``fields`` given to :func:`debug` are strings, numbers and dicts of them) as its repr."""
-    plain = (str, int, float, dict, tuple, list)
-    fields = {name: value if value is None or isinstance(value, plain) else repr(value)
+    """``record``'s attributes with its message formatted, each value that does not pickle as
+    plain data (the ``fields`` given to :func:`debug` are strings, numbers and dicts of them) as
+    its repr."""
+    fields = {name: value if _pickles(value) else repr(value)
               for name, value in vars(record).items()}
     fields.update(msg=record.getMessage(), args=None, exc_info=None)
     return fields
+
+
+def _pickles(value) -> bool:
+    if value is None or isinstance(value, (str, int, float)):
+        return True
+    if not isinstance(value, (dict, tuple, list)):
+        return False
+    import pickle
+
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return False
+    return True

@@ -22,9 +22,11 @@ Layer 2, compile: may import the foundation, bindings and compile.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import sys
+import types
 
 from . import program as _program
 from .. import _log
@@ -138,9 +140,12 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
             _here(items, output, pending[key], results, errors)
         for key, future in futures.items():
             try:
-                made = future.result()
+                try:
+                    made = future.result()
+                except _Failed as failed:  # what the job logged, then its error as raised
+                    _log.replay(failed.records)
+                    raise failed.error from None
             except (CudaLoadError, OSError, ValueError) as err:
-                _log.replay(getattr(err, "log_records", None))
                 made = err
             except BrokenProcessPool as exc:
                 made = NvrtcError(
@@ -155,6 +160,9 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+_hiding = _thread.allocate_lock()  # one compile_all at a time hides and restores __main__
+
+
 @contextlib.contextmanager
 def _without_main():
     """Processes started meanwhile do not import the calling script.  A spawned process imports
@@ -163,21 +171,26 @@ def _without_main():
     imports (seconds for a framework), and a compile_all outside a main guard would start
     processes from a process still starting, which multiprocessing ends.  A worker needs nothing
     of the script: it gets plain data and runs this module's ``_work``.  multiprocessing reads
-    both attributes while it starts a process, so they are hidden for that time and put back.
-    They are the process's: a spawn-started process that another thread starts in that time (a
-    few milliseconds per worker) starts without the script too."""
+    both attributes while it starts a process, so they are hidden for that time and put back,
+    by one thread at a time (two that overlapped would put back what the other had hidden).
+
+    They are the process's: a process that another thread starts with "spawn" or "forkserver"
+    in that time (a few milliseconds per worker) does not import the script either, and fails if
+    what it runs was defined there."""
     main = sys.modules.get("__main__")
-    if not hasattr(main, "__dict__"):  # none, or not a module (some embedders): nothing to hide
+    if not isinstance(main, types.ModuleType):  # none, or another object (some embedders)
         yield
         return
-    saved = {name: vars(main)[name] for name in ("__spec__", "__file__") if name in vars(main)}
-    main.__spec__ = None
-    vars(main).pop("__file__", None)
-    try:
-        yield
-    finally:
-        vars(main).pop("__spec__", None)
-        vars(main).update(saved)
+    with _hiding:
+        names = vars(main)
+        saved = {name: names[name] for name in ("__spec__", "__file__") if name in names}
+        try:
+            names["__spec__"] = None  # read without a default: set, not removed
+            names.pop("__file__", None)
+            yield
+        finally:
+            names.pop("__spec__", None)
+            names.update(saved)
 
 
 def _broken_pool_hint() -> str:
@@ -223,19 +236,27 @@ def _start_worker(driver: int | None, topics: tuple) -> None:
     _log.keep_for_parent(topics)
 
 
+class _Failed(Exception):
+    """A worker's error, with the log records of its job: raised as it is, they would be lost
+    (cudaload's errors pickle their own fields only)."""
+
+    def __init__(self, error: Exception, records: list):
+        super().__init__(error, records)  # pickled as these arguments
+        self.error, self.records = error, records
+
+
 def _work(spec, arch: str, kind: str):
     """In a worker: compile the program ``spec`` describes for ``arch`` as ``kind`` through the
-    disk cache; (key, kept, code, kind, arch, log, lowered names, log records).  An error raised
-    carries the log records as ``log_records``."""
+    disk cache; (key, kept, code, kind, arch, log, lowered names, log records).  Raises
+    :class:`_Failed`."""
     source, name, options, headers, include_paths, names = spec
     try:
         prog = _program.Program(source, name=name, options=options, headers=headers,
                                 name_expressions=names, std=None)  # options hold -std=, each -I
         prog.include_paths = include_paths
         obj, key, kept = prog._compile(arch, kind, True)
-    except BaseException as exc:
-        exc.log_records = _log.taken()  # type: ignore[attr-defined]  # pickled with it
-        raise
+    except Exception as exc:
+        raise _Failed(exc, _log.taken()) from None
     return (key, kept, obj.code, obj.kind, obj.arch, obj.log, obj.lowered_names, _log.taken())
 
 
