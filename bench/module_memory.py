@@ -1,6 +1,6 @@
 """GPU memory that loaded modules take, by what the modules hold: one JSON line per run.
 
-    python bench/module_memory.py {trivial,constexpr,family,family-one} COUNT
+    python bench/module_memory.py {trivial,constexpr,family,family-one,family-lto} COUNT
 
 In a fresh process (run it once per case): a bare context and three small buffers, then COUNT
 programs compiled with ``compile_all``, each loaded as its own module and its kernel launched
@@ -11,7 +11,11 @@ same with a class template's ``static constexpr`` members read in the kernel (NV
 members as device variables of every module, as the family header's type traits are);
 ``family``, bench/family_bench.py's 64 kernels on its 3,320-line header (COUNT above 64 repeats
 them with another first comment line, so each is a program of its own); ``family-one``, the first
-COUNT (at most 64) of those kernels in one program, so one module holds them all.
+COUNT (at most 64) of those kernels in one program, so one module holds them all;
+``family-lto``, the family's programs compiled by NVRTC to LTO IR (``-dlto``) and linked one by one
+with nvJitLink's ``-lto -optimize-unused-variables``, which drops the device variables no code
+reads (cudaload does not do this itself: it is done here with cuda.bindings' NVRTC and nvJitLink,
+with cudaload's header folders).
 """
 
 from __future__ import annotations
@@ -62,8 +66,11 @@ def main(argv) -> dict:
         free, total = dev.mem_info()
         return round((total - free - base) / MIB, 2)
     base = round(used_mib() * MIB)
-    progs = programs(cudaload, which, count)
-    objs = cudaload.compile_all([p for _n, p in progs], arch=dev.arch)
+    progs = programs(cudaload, "family" if which == "family-lto" else which, count)
+    if which == "family-lto":
+        objs = [_lto_object(cudaload, p, dev.arch) for _n, p in progs]
+    else:
+        objs = cudaload.compile_all([p for _n, p in progs], arch=dev.arch)
     steps, kernels = [], []
     for i, ((names, _p), obj) in enumerate(zip(progs, objs)):
         module = obj.load()
@@ -83,6 +90,37 @@ def main(argv) -> dict:
             "all_loaded_mib": loaded, "launched_mib": used_mib(base),
             "cubin_bytes": sum(len(o.code) for o in objs),
             "local_bytes": sorted({k.attributes.local_size_bytes for k in kernels})}
+
+
+def _lto_object(cudaload, prog, arch: int):
+    """``prog`` compiled to LTO IR and linked alone into a CUBIN without unused device variables."""
+    from cuda.bindings import nvjitlink, nvrtc
+
+    from cudaload.compile import toolchain
+
+    def ok(result):
+        if int(result[0]):
+            raise RuntimeError(f"NVRTC: {result[0]}")
+        return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
+
+    names = [n.encode() for n in prog.headers]
+    texts = [t.encode() for t in prog.headers.values()]
+    handle = ok(nvrtc.nvrtcCreateProgram(prog.source.encode(), prog.name.encode(), len(names),
+                                         texts, names))
+    options = [o.encode() for o in (*prog.options, *toolchain.current().include_options,
+                                     "-dlto", f"-arch=sm_{arch}")]
+    ok(nvrtc.nvrtcCompileProgram(handle, len(options), options))
+    size = ok(nvrtc.nvrtcGetLTOIRSize(handle))
+    ir = b" " * size
+    ok(nvrtc.nvrtcGetLTOIR(handle, ir))
+    nvrtc.nvrtcDestroyProgram(handle)
+    link = nvjitlink.create(3, [f"-arch=sm_{arch}", "-lto", "-optimize-unused-variables"])
+    nvjitlink.add_data(link, nvjitlink.InputType.LTOIR, ir, len(ir), prog.name)
+    nvjitlink.complete(link)
+    cubin = bytearray(nvjitlink.get_linked_cubin_size(link))
+    nvjitlink.get_linked_cubin(link, cubin)
+    nvjitlink.destroy(link)
+    return cudaload.ObjectCode.from_bytes(bytes(cubin), "cubin")
 
 
 if __name__ == "__main__":  # compile_all's workers import this file: nothing runs at import
