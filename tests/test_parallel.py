@@ -189,27 +189,10 @@ def test_workers_do_not_run_the_calling_script_again(tmp_path, run_as):
 
 def test_the_workers_log_records_reach_the_callers_loggers(tmp_path):
     """A worker sends its DEBUG records back with its result: a caller that turned the cudaload
-    log on (here inside its main guard, which no worker runs) sees every compilation, each under
-    the process id of the worker that made it."""
-    script = tmp_path / "logs.py"
-    tag = _tag()
-    script.write_text(
-        "import json, logging, os, cudaload\n"
-        "class Keep(logging.Handler):\n"
-        "    seen = []\n"
-        "    def emit(self, record):\n"
-        "        self.seen.append([record.name, record.process, getattr(record, 'key', None),\n"
-        "                          record.getMessage()])\n"
-        "if __name__ == '__main__':\n"
-        "    logging.getLogger('cudaload').setLevel(logging.DEBUG)\n"
-        "    logging.getLogger('cudaload').addHandler(Keep())\n"
-        "    progs = [cudaload.Program('extern \"C\" __global__ void k%d(int *p) { *p = %d; } // "
-        + tag + "' % (i, i)) for i in range(4)]\n"
-        "    cudaload.compile_all(progs, arch=90, workers=2)\n"
-        "    print(json.dumps({'pid': os.getpid(), 'seen': Keep.seen}))\n")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=300, env=child_env({"CUDALOAD_CACHE_DIR": str(tmp_path / "c")}))
-    out = last_json(proc)
+    log on after start (which no worker runs) sees every compilation, each under the process id
+    of the worker that made it."""
+    out = scenario_json("parallel_compiles", "logged", "gggg", _tag(), "2",
+                        env={"CUDALOAD_CACHE_DIR": str(tmp_path / "c")})
     compiled = [(pid, key) for name, pid, key, text in out["seen"]
                 if name == "cudaload.compile" and key and text.startswith("NVRTC compiled")]
     assert len({key for _pid, key in compiled}) == 4, out["seen"]
@@ -223,31 +206,12 @@ def test_a_failed_jobs_log_records_reach_the_caller(tmp_path):
     """cudaload's errors pickle their own fields only: records attached to one were lost on the way
     back, so a job that failed (here NVRTC rejecting the program, on a worker: the first two
     programs are the workers' first jobs) sent none, its cache miss included."""
-    script = tmp_path / "failing.py"
-    tag = _tag()
-    script.write_text(
-        "import json, logging, os, cudaload\n"
-        "seen = []\n"
-        "class Keep(logging.Handler):\n"
-        "    def emit(self, record):\n"
-        "        seen.append([record.process, record.getMessage()])\n"
-        "logging.getLogger('cudaload').setLevel(logging.DEBUG)\n"
-        "logging.getLogger('cudaload').addHandler(Keep())\n"
-        "bad = 'extern \"C\" __global__ void b%d(int *p) { *p = undefined_%d; } // " + tag + "'\n"
-        "good = 'extern \"C\" __global__ void g%d(int *p) { *p = %d; } // " + tag + "'\n"
-        "progs = [cudaload.Program(bad % (i, i)) for i in range(2)]\n"
-        "progs += [cudaload.Program(good % (i, i)) for i in range(2)]\n"
-        "try:\n"
-        "    cudaload.compile_all(progs, arch=90, workers=2)\n"
-        "except cudaload.CompileError as err:\n"
-        "    print(json.dumps({'pid': os.getpid(), 'failed': [f[0] for f in err.failures],\n"
-        "                      'seen': seen}))\n")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=300, env=child_env({"CUDALOAD_CACHE_DIR": str(tmp_path / "c")}))
-    out = last_json(proc)
-    assert out["failed"] == [0, 1], proc.stderr[-2000:]
+    out = scenario_json("parallel_compiles", "logged", "bbgg", _tag(), "2",
+                        env={"CUDALOAD_CACHE_DIR": str(tmp_path / "c")})
+    assert out["failed"] == [0, 1]
     # Each key misses as often as any other: looked up here first, then where it is compiled.
-    misses = [(pid, text.split()[2]) for pid, text in out["seen"] if text.startswith("disk miss")]
+    misses = [(pid, text.split()[2]) for _name, pid, _key, text in out["seen"]
+              if text.startswith("disk miss")]
     counts = collections.Counter(key for _pid, key in misses)
     assert len(counts) == 4 and len(set(counts.values())) == 1, misses
     assert any(pid != out["pid"] for pid, _key in misses)
@@ -255,30 +219,9 @@ def test_a_failed_jobs_log_records_reach_the_caller(tmp_path):
 
 def test_two_threads_starting_pools_at_once_leave_the_script_as_it_was(tmp_path):
     """Each compile_all hides the script from the processes it starts and puts it back: two at once
-    (the second one starting while the first one's pool starts, its submits slowed here) put back
-    what the first one had hidden, and a script run with -m lost its ``__spec__`` for good."""
-    script = tmp_path / "threads.py"
-    tag = _tag()
-    script.write_text(
-        "import json, sys, threading, time, cudaload\n"
-        "from concurrent.futures import ProcessPoolExecutor\n"
-        "submit = ProcessPoolExecutor.submit\n"
-        "def slow(self, *a, **kw):\n"
-        "    time.sleep(0.2)\n"
-        "    return submit(self, *a, **kw)\n"
-        "ProcessPoolExecutor.submit = slow\n"
-        "text = 'extern \"C\" __global__ void k%d(int *p) { *p = %d; } // " + tag + "'\n"
-        "def run(first):\n"
-        "    cudaload.compile_all([cudaload.Program(text % (i, i))\n"
-        "                          for i in range(first, first + 2)], arch=90, workers=2)\n"
-        "threads = [threading.Thread(target=run, args=(i,)) for i in (0, 2)]\n"
-        "threads[0].start(); time.sleep(0.05); threads[1].start()\n"
-        "for t in threads: t.join()\n"
-        "main = sys.modules['__main__']\n"
-        "print(json.dumps({'spec': getattr(main.__spec__, 'name', None),\n"
-        "                  'file': getattr(main, '__file__', None)}))\n")
-    env = child_env({"CUDALOAD_CACHE_DIR": str(tmp_path / "c")})
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
-    proc = subprocess.run([sys.executable, "-m", "threads"], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=tmp_path)
-    assert last_json(proc) == {"spec": "threads", "file": str(script)}, proc.stderr[-2000:]
+    (the second one starting while the first one's pool starts) put back what the first one had
+    hidden, and a script run with -m lost its ``__spec__`` for good."""
+    out = scenario_json("parallel_compiles", "two_threads", _tag(),
+                        env={"CUDALOAD_CACHE_DIR": str(tmp_path / "c")})
+    assert out == {"spec": "tests.scenarios.parallel_compiles",
+                   "file": os.path.join(ROOT, "tests", "scenarios", "parallel_compiles.py")}

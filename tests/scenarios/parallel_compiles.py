@@ -90,6 +90,58 @@ def using_the_driver(spec: str, tag: str) -> None:
     compile_spec(spec, tag, arch="none")
 
 
+def logged(spec: str, tag: str, workers: str) -> None:
+    """compile_all of the programs of ``spec`` with the cudaload log turned on here, after start (so
+    in no worker): [logger name, process id, key, message] of each record this process's handler
+    got, the indexes of the programs that failed, and this process's pid."""
+    import logging
+
+    import cudaload
+
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append([record.name, record.process, getattr(record, "key", None),
+                         record.getMessage()])
+
+    logging.getLogger("cudaload").setLevel(logging.DEBUG)
+    logging.getLogger("cudaload").addHandler(Keep())
+    failed = []
+    try:
+        cudaload.compile_all(_programs(spec, tag), arch=90, workers=int(workers))
+    except cudaload.CompileError as err:
+        failed = [f[0] for f in err.failures]
+    print(json.dumps({"pid": os.getpid(), "failed": failed, "seen": seen}))
+
+
+def two_threads(tag: str) -> None:
+    """Two threads' compile_all at once, the second one starting while the first one's pool starts
+    (each submit slowed by 0.2 s): this module's ``__spec__`` name and ``__file__`` after both."""
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    import cudaload
+
+    submit = ProcessPoolExecutor.submit
+
+    def slow(self, *a, **kw):
+        time.sleep(0.2)
+        return submit(self, *a, **kw)
+
+    ProcessPoolExecutor.submit = slow  # type: ignore[method-assign]
+    threads = [threading.Thread(target=cudaload.compile_all, args=(_programs("gg", tag + str(i)),),
+                                kwargs={"arch": 90, "workers": 2}) for i in range(2)]
+    threads[0].start()
+    time.sleep(0.05)
+    threads[1].start()
+    for t in threads:
+        t.join()
+    main = sys.modules["__main__"]
+    print(json.dumps({"spec": getattr(main.__spec__, "name", None),
+                      "file": getattr(main, "__file__", None)}))
+
+
 def cli(*words: str) -> None:
     """The command line, with ``words``; exits with its status."""
     from cudaload.cli import main
@@ -98,7 +150,8 @@ def cli(*words: str) -> None:
 
 
 SCENARIOS = {"compile_spec": compile_spec, "at_once": at_once,
-             "using_the_driver": using_the_driver, "cli": cli}
+             "using_the_driver": using_the_driver, "logged": logged, "two_threads": two_threads,
+             "cli": cli}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
