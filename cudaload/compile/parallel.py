@@ -111,6 +111,11 @@ def _count(workers) -> int:
     return workers
 
 
+# The hint of the error a program gets when the worker compiling it died.
+_WORKER_DIED = ("compile this program alone with Program.compile() to see why (NVRTC may have "
+                "crashed on it)")
+
+
 def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict) -> None:
     """Compile each pending key on one of ``n`` spawned processes; fill ``results``/``errors``."""
     import multiprocessing
@@ -150,7 +155,7 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
             except BrokenProcessPool as exc:
                 made = NvrtcError(
                     f"a process compiling for compile_all ended before it finished ({exc})",
-                    hint=_broken_pool_hint())
+                    hint=_WORKER_DIED)
             except Exception as exc:  # anything else a worker raised, as compile() would have
                 made = NvrtcError(f"compiling it raised {type(exc).__name__}: {exc}",
                                   hint="compile this program alone with Program.compile() to "
@@ -191,12 +196,6 @@ def _without_main():
         finally:
             names.pop("__spec__", None)
             names.update(saved)
-
-
-def _broken_pool_hint() -> str:
-    """What to do when a worker died."""
-    return ("compile this program alone with Program.compile() to see why (NVRTC may have "
-            "crashed on it)")
 
 
 def _here(items, output: str, waiting: list, results: list, errors: dict) -> None:
