@@ -1,4 +1,4 @@
-"""Check headers/cuda.h and headers/nvrtc.h against the official NVIDIA headers.
+"""Check headers/cuda.h, headers/nvrtc.h and headers/nvJitLink.h against the official NVIDIA headers.
 
 The cdef headers in ``headers/`` are hand-curated transcriptions.  These tests
 compile small C programs against the real ``cuda.h`` / ``nvrtc.h`` found on the
@@ -31,6 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 HEADERS = ROOT / "headers"
 CUDA_H = HEADERS / "cuda.h"
 NVRTC_H = HEADERS / "nvrtc.h"
+NVJITLINK_H = HEADERS / "nvJitLink.h"
 
 # headers/cuda.h was transcribed from the CUDA 13.0 cuda.h.
 CUDA_SOURCE_VERSION = 13000
@@ -100,6 +101,12 @@ def _cuda_headers():
 def _nvrtc_headers():
     paths = [os.path.join(d, "nvrtc.h") for d in _nvidia_include_dirs()]
     paths += sorted(glob.glob("/usr/local/cuda*/include/nvrtc.h"))
+    return _unique(paths)
+
+
+def _nvjitlink_headers():
+    paths = [os.path.join(d, "nvJitLink.h") for d in _nvidia_include_dirs()]
+    paths += sorted(glob.glob("/usr/local/cuda*/include/nvJitLink.h"))
     return _unique(paths)
 
 
@@ -291,7 +298,8 @@ def _check_enums_and_layout(cc, real_header, our_header, tmp_path, stem,
 # tests that need nothing but cffi
 # --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", [CUDA_H, NVRTC_H], ids=["cuda.h", "nvrtc.h"])
+@pytest.mark.parametrize("path", [CUDA_H, NVRTC_H, NVJITLINK_H],
+                         ids=["cuda.h", "nvrtc.h", "nvJitLink.h"])
 def test_header_is_plain_cdef(path):
     text = _read(path)
     for i, line in enumerate(text.splitlines(), 1):
@@ -373,3 +381,20 @@ def test_nvrtc_prototypes_match_official_header(real_header, tmp_path):
     cc = _require_cc()
     include_dir, header_name = os.path.split(real_header)
     _check_prototypes(cc, include_dir, header_name, NVRTC_H, tmp_path, "nvrtc_protos")
+
+
+@pytest.mark.parametrize("real_header", _params(_nvjitlink_headers(), "nvJitLink.h"))
+def test_nvjitlink_enums_match_official_header(real_header, tmp_path):
+    cc = _require_cc()
+    # Like NVRTC, nvJitLink only appends result codes.
+    problems = _check_enums_and_layout(
+        cc, real_header, NVJITLINK_H, tmp_path, "nvjitlink_values",
+        strict_missing=False, complete=False)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("real_header", _params(_nvjitlink_headers(), "nvJitLink.h"))
+def test_nvjitlink_prototypes_match_official_header(real_header, tmp_path):
+    cc = _require_cc()
+    include_dir, header_name = os.path.split(real_header)
+    _check_prototypes(cc, include_dir, header_name, NVJITLINK_H, tmp_path, "nvjitlink_protos")

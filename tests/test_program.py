@@ -152,7 +152,7 @@ def test_a_new_kernel_in_a_new_process_loads_the_remembered_nvrtc_without_search
     assert "pathfinder" in first["how"]
     assert first["pathfinder"] is first["how"].startswith("cuda.pathfinder")
     assert second["pathfinder"] is False and second["how"].startswith("remembered")
-    # Telling this NVRTC build from others (toolchain._fingerprint) hashes a few KiB with the
+    # Telling this NVRTC build from others (toolchain.fingerprint) hashes a few KiB with the
     # interpreter's sha256: importing hashlib loads OpenSSL, milliseconds of a first compile.
     assert first["hashlib"] is False and second["hashlib"] is False
     assert second["path"] == first["path"]

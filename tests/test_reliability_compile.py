@@ -71,8 +71,10 @@ CASES = {
                               ["not one string"]),
     "arch as option": ({"source": KERNEL, "options": ("-arch=sm_90",)}, {}, "ValueError",
                        ["compile(arch=...)"]),
-    "LTO IR instead of code": ({"source": KERNEL, "options": ("-dlto",)}, {}, "NvrtcError",
-                               ["produced no CUBIN", "remove it"]),
+    "LTO with a device function not defined": (
+        {"source": '__device__ float f(float);\n' + KERNEL.replace("{", "{ (void)f(1.0f);", 1),
+         "options": ("-dlto",)}, {}, "CompileError",
+        ["nvJitLink could not link", "Unresolved extern function", "must be defined in it"]),
     # architectures NVRTC does not support
     "sm_35": ({"source": KERNEL}, {"arch": 35}, "NvrtcError", ["sm_35", "Next step"]),
     "sm_52 as cubin": ({"source": KERNEL}, {"arch": "sm_52", "output": "cubin"}, "NvrtcError",

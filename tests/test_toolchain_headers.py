@@ -147,7 +147,7 @@ def test_the_build_fingerprint_sees_both_ends_of_the_library(tmp_path):
 
     def fingerprint(data: bytes) -> str:
         lib.write_bytes(data)
-        return toolchain._fingerprint(str(lib))
+        return toolchain.fingerprint(str(lib))
 
     first = fingerprint(base)
     assert first.startswith(f"{len(base)}-")

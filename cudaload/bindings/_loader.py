@@ -1,4 +1,4 @@
-"""Finding and dlopening libcuda and libnvrtc: the one place that does it.
+"""Finding and dlopening libcuda, libnvrtc and libnvJitLink: the one place that does it.
 
 Search order, first success wins:
 
@@ -16,6 +16,10 @@ libnvrtc
      importing it (_sites.py), unless a libnvrtc is loaded in the process already.
   4. ``cuda.pathfinder`` (pip wheels, conda, ``CUDA_HOME``/``CUDA_PATH``, the system), imported only
      here, only now: importing it costs tens of milliseconds.
+
+libnvJitLink (only to link a program compiled with link-time optimization)
+  The same, with ``CUDALOAD_LIBNVJITLINK``; what is remembered is the file the cache key was made
+  with (see compile/_linker.py).
 
 Each library is loaded once per process under a lock.  A failure is remembered and raised again on
 each later use (until :func:`forget_failures`), listing every place tried; "not found"
@@ -48,7 +52,12 @@ _WSL_LIBCUDA = "/usr/lib/wsl/lib/libcuda.so.1"
 _REQUIRED = {
     "cuda": ("cuInit", "cuDriverGetVersion", "cuGetErrorName"),
     "nvrtc": ("nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram"),
+    "nvjitlink": ("nvJitLinkCreate", "nvJitLinkAddData", "nvJitLinkComplete"),
 }
+# Each toolkit library: the variable naming its file, cuda.pathfinder's name for it, and the file
+# name used in messages.
+_TOOLKIT = {"nvrtc": ("CUDALOAD_LIBNVRTC", "nvrtc", "libnvrtc"),
+            "nvjitlink": ("CUDALOAD_LIBNVJITLINK", "nvJitLink", "libnvJitLink")}
 
 # The next step for each way loading can fail: not found, found but refused by the system loader,
 # loaded but not the library (or far too old).
@@ -72,6 +81,14 @@ _HINTS = {
     ("nvrtc", MissingSymbolError): (
         "pip install -U 'nvidia-cuda-nvrtc>=12.4' (and unset CUDALOAD_LIBNVRTC if it names "
         "this file), or point CUDALOAD_LIBNVRTC at libnvrtc.so from CUDA 12.0 or newer"),
+    ("nvjitlink", LibraryNotFoundError): (
+        "pip install 'cudaload[nvrtc]' (it brings the nvidia-nvjitlink wheel), or set "
+        "CUDALOAD_LIBNVJITLINK to the full path of libnvJitLink.so; or compile without lto=True"),
+    ("nvjitlink", LibraryLoadError): (
+        "check the file with `ldd PATH`; reinstall nvidia-nvjitlink, or unset CUDALOAD_LIBNVJITLINK"),
+    ("nvjitlink", MissingSymbolError): (
+        "pip install -U 'nvidia-nvjitlink>=12.3' of NVRTC's CUDA release (and unset "
+        "CUDALOAD_LIBNVJITLINK if it names this file)"),
 }
 
 
@@ -115,8 +132,14 @@ def nvrtc(remembered: str | None = None) -> Library:
     return _get("nvrtc", remembered)
 
 
+def nvjitlink(remembered: str | None = None) -> Library:
+    """The nvJitLink library, loaded on first call, trying ``remembered`` before searching.
+    Raises the errors of this module."""
+    return _get("nvjitlink", remembered)
+
+
 def loaded(name: str) -> Library | CudaLoadError | None:
-    """What the first load of ``name`` ("cuda" or "nvrtc") gave, without attempting one."""
+    """What the first load of ``name`` ("cuda", "nvrtc", "nvjitlink") gave, without attempting one."""
     return _results.get(name)
 
 
@@ -157,46 +180,55 @@ def driver_candidates() -> list[tuple[str, str]]:
     return [("libcuda.so.1", "system loader"), (_WSL_LIBCUDA, "WSL folder")]
 
 
-def _nvrtc_candidates(remembered: str | None):
-    """The (file, how found) pairs tried for libnvrtc, in order; a generator, so that
-    cuda.pathfinder is imported only when the remembered file did not load."""
-    override = os.environ.get("CUDALOAD_LIBNVRTC")
+def toolkit_override(name: str) -> str | None:
+    """The file ``CUDALOAD_LIBNVRTC`` / ``CUDALOAD_LIBNVJITLINK`` names for library ``name``."""
+    return os.environ.get(_TOOLKIT[name][0]) or None
+
+
+def _toolkit_candidates(name: str, remembered: str | None):
+    """The (file, how found) pairs tried for toolkit library ``name`` ("nvrtc", "nvjitlink"), in
+    order; a generator, so that cuda.pathfinder is imported only when the remembered file did not
+    load."""
+    variable, pathfinder_name, label = _TOOLKIT[name]
+    override = toolkit_override(name)
     if override:
-        yield override, "CUDALOAD_LIBNVRTC"
+        yield override, variable
         return
     if remembered and os.path.isfile(remembered):
-        yield remembered, "remembered by the kernel cache (toolchain.json)"
-    wheel = _sites.nvrtc()
+        yield remembered, "remembered by the kernel cache"
+    wheel = _sites.library(name)
     if wheel is not None:
         yield wheel, "site-packages, where cuda.pathfinder looks first"
     try:
         from cuda import pathfinder
     except ImportError as exc:
         raise LibraryNotFoundError(
-            f"libnvrtc not found: cuda.pathfinder is not importable ({exc}); "
-            "pip install cuda-pathfinder, or set CUDALOAD_LIBNVRTC",
-            library="nvrtc", tried=("cuda.pathfinder: not importable",)) from None
+            f"{label} not found: cuda.pathfinder is not importable ({exc}); "
+            f"pip install cuda-pathfinder, or set {variable}",
+            library=name, tried=("cuda.pathfinder: not importable",)) from None
     try:
-        found = pathfinder.load_nvidia_dynamic_lib("nvrtc")
+        found = pathfinder.load_nvidia_dynamic_lib(pathfinder_name)
     except Exception as exc:  # pathfinder's errors carry its own list of places searched
         searched = str(exc).strip()
         raise LibraryNotFoundError(
-            f"libnvrtc not found by cuda.pathfinder: {searched}.",
-            hint=_HINTS["nvrtc", LibraryNotFoundError],
-            library="nvrtc", tried=(f"cuda.pathfinder: {searched}",)) from None
+            f"{label} not found by cuda.pathfinder: {searched}.",
+            hint=_HINTS[name, LibraryNotFoundError],
+            library=name, tried=(f"cuda.pathfinder: {searched}",)) from None
     yield found.abs_path, f"cuda.pathfinder ({found.found_via})"
 
 
 def _open_ffi(name: str):
     if name == "cuda":
         from ._cuda_ffi import ffi
-    else:
+    elif name == "nvrtc":
         from ._nvrtc_ffi import ffi
+    else:
+        from ._nvjitlink_ffi import ffi
     return ffi
 
 
 def _load(name: str, remembered: str | None = None) -> Library:
-    candidates = driver_candidates() if name == "cuda" else _nvrtc_candidates(remembered)
+    candidates = driver_candidates() if name == "cuda" else _toolkit_candidates(name, remembered)
     ffi = _open_ffi(name)
     tried: list[str] = []
     refused: list[str] = []
@@ -225,7 +257,7 @@ def _load(name: str, remembered: str | None = None) -> Library:
         _check_symbols(name, ffi, lib, path)
         return Library(name, ffi, lib, _real_path(path), how)
     attempts = refused + tried
-    label = "libcuda" if name == "cuda" else "libnvrtc"
+    label = "libcuda" if name == "cuda" else _TOOLKIT[name][2]
     listing = "; ".join(attempts)
     if refused:
         refusal = DriverLoadError if name == "cuda" else LibraryLoadError
@@ -317,7 +349,7 @@ def _check_symbols(name: str, ffi, lib, path: str) -> None:
         try:
             getattr(lib, symbol)
         except (AttributeError, ffi.error):  # ABI-mode cffi raises ffi.error for an absent symbol
-            label = "the CUDA driver" if name == "cuda" else "NVRTC"
+            label = {"cuda": "the CUDA driver", "nvrtc": "NVRTC", "nvjitlink": "nvJitLink"}[name]
             # Without a symbol every driver has, the file is no driver: CUDA is unavailable.
             raise _missing(name, path, symbol, f"it is not {label}, or far too old",
                            NotADriverError if name == "cuda" else MissingSymbolError) from None

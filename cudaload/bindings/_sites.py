@@ -1,6 +1,6 @@
-"""NVRTC and the CUDA headers in NVIDIA's wheels, found where cuda.pathfinder looks first.
+"""NVRTC, nvJitLink and the CUDA headers in NVIDIA's wheels, found where cuda.pathfinder looks first.
 
-cuda.pathfinder (1.x) finds NVRTC, and the cudart and CCCL header folders, in this order: what
+cuda.pathfinder (1.x) finds NVRTC and nvJitLink, and the cudart and CCCL header folders, in this order: what
 the process has loaded already, then the wheels in site-packages, then conda, the system,
 ``CUDA_PATH``/``CUDA_HOME`` and more.  Importing it costs 20-65 ms, more than NVRTC takes to
 compile a small kernel, and a process whose cache folder does not know the toolchain yet (the
@@ -9,7 +9,9 @@ When the answer is in a wheel, this module gives the same answer the same way, w
 it: the folders are ``site.getsitepackages()`` with the user's site folder second in a virtual
 environment (first outside one), each of pathfinder's relative folders in its order, each file
 name in its order.  When anything else could come first (a libnvrtc already loaded, not Linux)
-or nothing is in a wheel, it answers None and the caller asks cuda.pathfinder.
+or nothing is in a wheel, it answers None and the caller asks cuda.pathfinder.  (nvJitLink is
+loaded only to link a program's LTO IR; finding it this way lets its file be identified for the
+cache key without loading it.)
 tests/test_sites.py checks that both give the same answers.
 
 Layer 1, bindings: may import the foundation and bindings.
@@ -20,11 +22,14 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["nvrtc", "header_folder", "site_folders", "mapped"]
+__all__ = ["library", "header_folder", "site_folders", "mapped"]
 
 # cuda.pathfinder's descriptors: where the CUDA 13 wheels, then the CUDA 12 ones, put each
-_NVRTC_FOLDERS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")
-_NVRTC_NAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
+# library (folders, then file names, each in its order)
+_LIBRARIES = {"nvrtc": (("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"),
+                        ("libnvrtc.so.13", "libnvrtc.so.12")),
+              "nvjitlink": (("nvidia/cu13/lib", "nvidia/nvjitlink/lib"),
+                            ("libnvJitLink.so.13", "libnvJitLink.so.12"))}
 _HEADERS = {"cudart": (("nvidia/cu13/include", "nvidia/cuda_runtime/include"), "cuda_runtime.h"),
             "cccl": (("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include"),
                      os.path.join("cuda", "std", "version"))}
@@ -48,14 +53,16 @@ def _under(relative: str, folders: list[str]) -> list[str]:
             if os.path.isdir(path)]
 
 
-def nvrtc() -> str | None:
-    """The libnvrtc of a wheel that cuda.pathfinder would load, or None (see the module)."""
-    if not sys.platform.startswith("linux") or _nvrtc_loaded():
+def library(which: str) -> str | None:
+    """The file of library ``which`` ("nvrtc", "nvjitlink") in a wheel that cuda.pathfinder would
+    load, or None (see the module)."""
+    relatives, names = _LIBRARIES[which]
+    if not sys.platform.startswith("linux") or _loaded(names[0].split(".so")[0] + ".so"):
         return None
     folders = site_folders()
-    for relative in _NVRTC_FOLDERS:
+    for relative in relatives:
         for folder in _under(relative, folders):
-            for name in _NVRTC_NAMES:
+            for name in names:
                 path = os.path.join(folder, name)
                 if os.path.isfile(path):
                     return path
@@ -87,9 +94,10 @@ def mapped() -> list[str] | None:
     return [f[5].strip() for f in fields if len(f) == 6]
 
 
-def _nvrtc_loaded() -> bool:
-    """Whether a libnvrtc is mapped in this process already (cuda.pathfinder returns that one)."""
+def _loaded(stem: str) -> bool:
+    """Whether a library whose file name starts with ``stem`` ("libnvrtc.so") is mapped in this
+    process already (cuda.pathfinder returns that one)."""
     files = mapped()
     if files is None:
         return True  # cannot tell: let cuda.pathfinder decide
-    return any(os.path.basename(path).startswith("libnvrtc.so") for path in files)
+    return any(os.path.basename(path).startswith(stem) for path in files)

@@ -179,6 +179,12 @@ _HINTS = {
     "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": (
         "libcuda and the kernel module are of different driver releases: reboot after a driver "
         "upgrade, or reinstall the driver"),
+    # From cuModuleGetFunction, cuLibraryGetKernel, cuModuleGetGlobal: a name the module lacks.
+    "CUDA_ERROR_NOT_FOUND": (
+        "check the name: a C++ (not extern \"C\") kernel or variable is found by a name "
+        "expression (Program(..., name_expressions=[...])); and a program compiled with "
+        "lto=True keeps only the device variables its device code both reads and writes, so "
+        "compile without it to reach another from the host"),
     "CUDA_ERROR_DEVICE_UNAVAILABLE": (
         "the GPU is in exclusive-process or prohibited compute mode (`nvidia-smi -q -d COMPUTE`) "
         "and not free for this process"),

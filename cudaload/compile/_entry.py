@@ -47,8 +47,10 @@ def _key_bytes(key: str | None) -> bytes:
 
 def encode(obj: ObjectCode, key: str | None = None) -> bytes:
     """The bytes of the cache entry holding ``obj`` stored under ``key`` (None: a bundle's)."""
+    # "linked" only where true: the entries of other programs stay as earlier versions wrote them.
     meta = json.dumps({"kind": obj.kind, "arch": obj.arch, "log": obj.log,
-                       "lowered_names": obj.lowered_names}, sort_keys=True).encode()
+                       "lowered_names": obj.lowered_names, **({"linked": True} if obj.linked else {})},
+                      sort_keys=True).encode()
     tag = _key_bytes(key)
     digest = sha256(tag + meta + obj.code).digest()
     return HEADER.pack(MAGIC, FORMAT, len(meta), len(obj.code), tag, digest) + meta + obj.code
@@ -82,13 +84,14 @@ def decode(data: bytes, key: str | None = None) -> ObjectCode | None:
     try:
         meta = _untrusted.load_json(bytes(body[:meta_len]), _META_DEPTH)
         kind, arch, log, names = meta["kind"], meta["arch"], meta["log"], meta["lowered_names"]
+        linked = meta.get("linked", False)
     except (ValueError, KeyError, TypeError):
         return None
     # An entry whose hash matches but whose fields are not what this version writes (another
     # writer using the same format number) is a miss, not an ObjectCode the driver chokes on.
     if kind not in ("cubin", "ptx") or not isinstance(arch, (str, type(None))) \
-            or not isinstance(log, str) or not isinstance(names, dict) \
+            or not isinstance(log, str) or not isinstance(names, dict) or type(linked) is not bool \
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
         return None
     return ObjectCode(bytes(body[meta_len:]), kind, arch, log=log, lowered_names=dict(names),
-                      cached="disk")
+                      cached="disk", linked=linked is True)

@@ -32,7 +32,8 @@ MAX_CHARS = 16 << 20
 
 class Prepared(tuple):
     """(source, name, headers as (name, text) pairs, include_paths, options, name_expressions,
-    the parts the digest covers, the digest, the characters of source and headers)."""
+    the parts the digest covers, the digest, the characters of source and headers, whether the
+    program is linked by nvJitLink)."""
 
     __slots__ = ()
 
@@ -57,7 +58,7 @@ def _frozen(value, kind: str = ""):
 
 
 def prepare(source, name, options, headers, include_paths, name_expressions, std, defines,
-            fast_math, line_info, debug, max_registers, relocatable) -> Prepared:
+            fast_math, line_info, debug, max_registers, relocatable, lto) -> Prepared:
     """The prepared arguments of a Program.  Raises what :func:`_prepare` raises."""
     # The defaults ((), None) are taken as they are: building the key must cost little.
     memo = (source, name.__class__, name,
@@ -66,7 +67,7 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
             include_paths if include_paths.__class__ is tuple else _frozen(include_paths),
             name_expressions if name_expressions.__class__ is tuple else _frozen(name_expressions),
             std, defines if defines is None else _frozen(defines, "defines"),
-            fast_math, line_info, debug, max_registers, relocatable)
+            fast_math, line_info, debug, max_registers, relocatable, lto)
     try:
         found = _table.get(memo)
     except TypeError:  # something unhashable inside
@@ -78,7 +79,7 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
             pass
         return found
     made = _prepare(source, name, options, headers, include_paths, name_expressions, std,
-                    defines, (fast_math, line_info, debug, max_registers, relocatable))
+                    defines, (fast_math, line_info, debug, max_registers, relocatable, lto))
     if memo is not None and _UNHASHABLE not in memo[3:9]:
         _remember(memo, made)
     return made
@@ -106,7 +107,7 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
              flags) -> Prepared:
     """Raises ValueError/TypeError for malformed arguments (source or headers that are not UTF-8,
     options without their value, an architecture given as an option)."""
-    fast_math, line_info, debug, max_registers, relocatable = flags
+    fast_math, line_info, debug, max_registers, relocatable, lto = flags
     source = _text(source, "source")
     name = str(name)
     if headers is not None and not hasattr(headers, "items"):
@@ -119,7 +120,7 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
     include_paths = tuple(os.fspath(p) for p in include_paths)
     built = _options.build(options, std=std, defines=defines, include_paths=include_paths,
                            fast_math=fast_math, line_info=line_info, debug=debug,
-                           max_registers=max_registers, relocatable=relocatable)
+                           max_registers=max_registers, relocatable=relocatable, lto=lto)
     if any(o.split("=")[0] in _ARCH_OPTIONS or o.startswith("-arch") for o in built):
         raise ValueError("give the architecture to compile(arch=...), not as an option")
     names = _options.strings(name_expressions, "name_expressions", "('scale<float>',)")
@@ -130,7 +131,7 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
              "options", *built, "names", *names, "files")
     chars = len(source) + sum(len(k) + len(v) for k, v in pairs)
     return Prepared((source, name, pairs, include_paths, built, names, parts, digest(*parts),
-                     chars))
+                     chars, _options.links(built)))
 
 
 def _text(value, what: str) -> str:

@@ -22,14 +22,17 @@ _PTX_VERSION = re.compile(rb"^\s*\.version\s+\d", re.M)
 
 class ObjectCode:
     """Device code ready for the driver: ``.code`` (bytes), ``.kind``, ``.arch``, ``.log``,
-    ``.lowered_names`` (name expression -> mangled name) and ``.cached`` (None, "memory", "disk").
+    ``.lowered_names`` (name expression -> mangled name), ``.cached`` (None, "memory", "disk")
+    and ``.linked``: whether nvJitLink made it from LTO IR (``Program(..., lto=True)``), which
+    removes the device variables device code does not need and folds the reads of those it
+    never writes, so that the host cannot reach them (its module's ``get_global`` refuses).
 
     Plain data.  What made it may add two fields: ``.source``, the CUDA source, where the launch
     side reads parameter types a mangled name does not give; and ``.recompile``, a function that
     takes this code after the driver refused it and returns code the driver can load, or None.
     Whoever compiled it owns recompiling it.
 
-    It pickles as its data alone: code, kind, arch, log, lowered names and source, so that the
+    It pickles as its data alone: code, kind, arch, log, lowered names, linked and source, so that the
     receiving process rebuilds it without loading any CUDA library and launches its kernels with
     the same parameter types.  What belongs to this process stays here: the loaded module,
     ``.cached`` (how this process's caches found it: None in the receiver) and ``.recompile``,
@@ -39,8 +42,10 @@ class ObjectCode:
 
     def __init__(self, code: bytes, kind: str, arch: str | None = None, *, log: str = "",
                  lowered_names: dict | None = None, cached: str | None = None,
-                 source: str | None = None, recompile=None, module: list | None = None):
+                 source: str | None = None, recompile=None, module: list | None = None,
+                 linked: bool = False):
         self.code = code
+        self.linked = linked
         self.kind = kind
         self.arch = arch
         self.log = log
@@ -59,12 +64,12 @@ class ObjectCode:
     def __reduce__(self) -> tuple:
         return (_rebuild, ({"code": self.code, "kind": self.kind, "arch": self.arch,
                             "log": self.log, "lowered_names": dict(self.lowered_names),
-                            "source": self.source},))
+                            "source": self.source, "linked": self.linked},))
 
     def _as(self, cached: str | None) -> ObjectCode:
         return ObjectCode(self.code, self.kind, self.arch, log=self.log,
                           lowered_names=self.lowered_names, cached=cached, source=self.source,
-                          recompile=self.recompile, module=self._module)
+                          recompile=self.recompile, module=self._module, linked=self.linked)
 
     @classmethod
     def from_bytes(cls, data, kind: str) -> ObjectCode:
@@ -127,7 +132,8 @@ def _rebuild(fields: dict) -> ObjectCode:
     """An unpickled ObjectCode.  Fields this version does not know (from a newer cudaload) are
     ignored, so code pickled by it still loads here."""
     return ObjectCode(fields["code"], fields["kind"], fields.get("arch"), log=fields.get("log", ""),
-                      lowered_names=fields.get("lowered_names"), source=fields.get("source"))
+                      lowered_names=fields.get("lowered_names"), source=fields.get("source"),
+                      linked=fields.get("linked") is True)
 
 
 def _arch_of(data: bytes, kind: str) -> str | None:

@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["build", "strings", "include_inputs", "Arch", "parse_arch", "split_cli"]
+__all__ = ["build", "strings", "include_inputs", "Arch", "parse_arch", "split_cli", "LTO_OPTION",
+           "links"]
+
+# NVRTC's option for LTO IR, in both its spellings: a program compiled with it is linked by
+# nvJitLink (compile/_linker.py) into the code it asked for.
+LTO_OPTION = "-dlto"
+_LTO_SPELLINGS = frozenset({LTO_OPTION, "--dlink-time-opt"})
+
+
+def links(options) -> bool:
+    """Whether a program with NVRTC ``options`` is compiled to LTO IR and then linked."""
+    return not _LTO_SPELLINGS.isdisjoint(options)
 
 
 def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=(),
           fast_math: bool = False, line_info: bool = False, debug: bool = False,
-          max_registers: int | None = None, relocatable: bool = False) -> tuple[str, ...]:
+          max_registers: int | None = None, relocatable: bool = False,
+          lto: bool = False) -> tuple[str, ...]:
     """The NVRTC option list for these keywords followed by ``options``.
 
     Raises TypeError for a single string or an item of the wrong type, ValueError (naming the
@@ -40,6 +52,8 @@ def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=
         out.append(f"--maxrregcount={int(max_registers)}")
     if relocatable:
         out.append("-rdc=true")
+    if lto:
+        out.append(LTO_OPTION)
     return tuple(out) + user
 
 

@@ -219,7 +219,8 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
     _log.replay(records)
     first = None
     for i, asked, _explicit, (_kind, _target, witness) in waiting:
-        obj = ObjectCode(code, kind, arch, log=log, lowered_names=names) if first is None \
+        obj = ObjectCode(code, kind, arch, log=log, lowered_names=names,
+                         linked=items[i][0]._lto) if first is None \
             else first._as(None)  # one load for all programs of this key
         first = first or obj
         # Kept in memory only as what this process asked for: the worker's key is the same

@@ -8,7 +8,8 @@ each file the compile read, if any (includes.py).  The disk key (sha256) covers 
 output: the program's inputs (source, name, in-memory headers, options, name expressions), every
 path NVRTC's include search looks at when ``compile()`` runs, with the contents of the files it
 reads, the target kind and arch, NVRTC's version and build, the CUDA header folders, the cache
-format, and for PTX the driver version.  Each NVRTC compilation is logged at DEBUG to
+format, for PTX the driver version, and for a program linked by nvJitLink (``lto=True``) the
+linker's build.  Each NVRTC compilation is logged at DEBUG to
 ``cudaload.compile`` with its key (``record.key``), each recompilation after a refusal too.
 
 Layer 2, compile: may import the foundation, bindings and compile.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import functools
 import os
 
-from . import _hooks, _prepare, cache, includes, toolchain
+from . import _hooks, _linker, _prepare, cache, includes, toolchain
 from .. import _log
 from ..errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
@@ -42,13 +43,13 @@ class Program:
                  include_paths=(), name_expressions=(), std: str | None = "c++17",
                  defines=None, fast_math: bool = False, line_info: bool = False,
                  debug: bool = False, max_registers: int | None = None,
-                 relocatable: bool = False, bundle=None):
+                 relocatable: bool = False, lto: bool = False, bundle=None):
         self.bundle = bundle  # a cudaload.Bundle of precompiled code, asked before NVRTC
         # Checked, normalised and digested once per distinct arguments (_prepare.py).
         (self.source, self.name, pairs, self.include_paths, self.options, self.name_expressions,
-         self._parts, self._digest, self._size) = _prepare.prepare(
+         self._parts, self._digest, self._size, self._lto) = _prepare.prepare(
             source, name, options, headers, include_paths, name_expressions, std, defines,
-            fast_math, line_info, debug, max_registers, relocatable)
+            fast_math, line_info, debug, max_registers, relocatable, lto)
         self.headers = dict(pairs) if pairs else {}
         self._asked: tuple = (_NOT_ASKED, None, None)  # (arch, output, memory key) asked last
 
@@ -155,7 +156,8 @@ class Program:
         keep = True
         while True:
             kind, target = _choose(tc, arch, _virtual(arch, output), explicit)
-            key = self._key(digest, tc, kind, target)
+            key_linker = _linker.identity() if self._lto else None
+            key = self._key(digest, tc, kind, target, key_linker)
             obj = disk.lookup(key)
             if obj is not None:
                 break
@@ -170,6 +172,8 @@ class Program:
                         inputs = self._inputs(tc)
                         digest = self._inputs_digest(inputs)
                         continue
+                    if self._lto and _linker.load() != key_linker:
+                        continue  # the nvJitLink that loaded is not the one the key named
                     obj = self._build(tc, kind, target, key)
                     # A file that changed while NVRTC read it may have given a mix of old and new:
                     # such a result is returned but kept nowhere.  (A program that read no file
@@ -190,22 +194,27 @@ class Program:
             cache.MEMORY.put((self._digest, _request(arch, output)), obj, witness,
                              self._size + len(obj.code) + len(obj.log))
 
-    def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch) -> str:
+    def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch,
+             linker: str | None = None) -> str:
+        """The disk key; ``linker``: the nvJitLink build that links this program (``lto``)."""
         driver = str(_driver_version() or 0) if kind == "ptx" else "-"
         return _prepare.digest(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key,
-                               driver).hex()
+                               driver, *(() if linker is None else ("nvJitLink", linker))).hex()
 
     def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch, key: str) -> ObjectCode:
         from ..bindings import nvrtc
 
-        arch_option = f"--gpu-architecture={target.sm() if kind == 'cubin' else target.compute()}"
+        gpu = target.sm() if kind == "cubin" else target.compute()
         compiled = nvrtc.compile(self.source, self.name,
-                                 (*self.options, arch_option, *tc.include_options),
-                                 self.headers, self.name_expressions, kind=kind)
-        _log.debug("compile", "NVRTC compiled %s to %s for %s, key %s", self.name, kind,
-                   target.sm(), key, key=key)
-        return ObjectCode(compiled.code, kind, target.sm(), log=compiled.log,
-                          lowered_names=dict(compiled.lowered_names))
+                                 (*self.options, f"--gpu-architecture={gpu}", *tc.include_options),
+                                 self.headers, self.name_expressions,
+                                 kind="ltoir" if self._lto else kind)
+        code, log = (_linker.link(compiled, self.name, gpu, kind) if self._lto
+                     else (compiled.code, compiled.log))
+        _log.debug("compile", "NVRTC compiled %s to %s for %s%s, key %s", self.name, kind,
+                   target.sm(), ", linked by nvJitLink" if self._lto else "", key, key=key)
+        return ObjectCode(code, kind, target.sm(), log=log,
+                          lowered_names=dict(compiled.lowered_names), linked=self._lto)
 
     def _own(self, obj: ObjectCode, arch, output: str, key: str | None) -> None:
         """Give ``obj`` what the launch side reads of its program: the source, and the way to
@@ -239,7 +248,8 @@ class Program:
         # What this driver refused is replaced by what it can load, under the same key: only
         # while the key still stands for what was just compiled (files and NVRTC unchanged).
         asked = _choose(tc, arch, _virtual(arch, output), False)
-        if inputs.certain and self._key(self._inputs_digest(inputs), tc, *asked) == key:
+        linker = _linker.identity() if self._lto else None
+        if inputs.certain and self._key(self._inputs_digest(inputs), tc, *asked, linker) == key:
             disk.store(key, obj)
         self._keep(obj, arch, output, key, inputs.witness)
         return obj

@@ -24,7 +24,7 @@ from .. import _log, _trust, _untrusted, _writes
 from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
     find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
-__all__ = ["Toolchain", "current", "live", "header_dirs"]
+__all__ = ["Toolchain", "current", "live", "header_dirs", "fingerprint"]
 
 RECORD = "toolchain.json"
 # Where an ELF library says which build it is: the ELF and program headers and, in the first or
@@ -227,7 +227,7 @@ def _probe() -> Toolchain:
     if known and known.get("path") == path and known.get("stat") == stat:
         build = known["build"]
     else:
-        build = _fingerprint(path)
+        build = fingerprint(path)
     if finding is not None:
         headers = _choose_headers(finding(), path, nvrtc.version())
     # Taken from the record, NVRTC keeps the description of where it was first found.
@@ -249,7 +249,8 @@ def _log_choice(tc: Toolchain, how: str) -> None:
                    headers=dict((name, path) for name, path, _ident in tc.headers))
 
 
-def _fingerprint(path: str) -> str:
+def fingerprint(path: str) -> str:
+    """Which build the library file ``path`` is: its size and the sha256 of both ends."""
     from ._sha import sha256
 
     digest = sha256(size=2 * _FINGERPRINT_SPAN)

@@ -1,0 +1,63 @@
+"""nvJitLink in a compile with link-time optimisation (``lto=True``): which library links, its
+identity for the cache key, and the link of NVRTC's LTO IR.
+
+A linked program's code depends on the linker's build, so its key names that build; yet a
+process whose code is all on disk should not load libnvJitLink (117 MB to map, about 8 ms) to
+learn which build it is.  The file the loader would load is found as the loader finds it
+(``CUDALOAD_LIBNVJITLINK``, else the wheel in site-packages: bindings/_sites.py) and identified
+as NVRTC's is (its size and the sha256 of both ends: toolchain.fingerprint), once per process and
+file while ``os.stat`` says it is unchanged.  Only where neither names a file is it loaded to be
+found (cuda.pathfinder searches then); once loaded, the loaded file is the one identified.
+
+Imports of cudaload: bindings (_loader, _sites), _headers, toolchain.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import toolchain
+from ._headers import stat_id
+from ..bindings import _loader, _sites
+
+__all__ = ["identity", "load", "link"]
+
+_builds: dict = {}  # path -> (stat identity, fingerprint)
+
+
+def identity() -> str:
+    """The build of the nvJitLink that links now.  Raises the loader's errors (LibraryNotFound-
+    Error with the next step) where there is none."""
+    path = _path()
+    stat = stat_id(path)
+    known = _builds.get(path)
+    if known is None or known[0] != stat:
+        known = _builds[path] = (stat, toolchain.fingerprint(path))
+    return known[1]
+
+
+def load() -> str:
+    """Load nvJitLink, then :func:`identity` of the file that loaded."""
+    _loader.nvjitlink()
+    return identity()
+
+
+def link(compiled, name: str, arch: str, kind: str) -> tuple[bytes, str]:
+    """(code, log) of NVRTC's ``compiled`` LTO IR of program ``name`` linked for ``arch`` as
+    ``kind``: the log holds NVRTC's warnings, then nvJitLink's."""
+    from ..bindings import nvjitlink
+
+    code, notes = nvjitlink.link(compiled.code, name, arch, kind)
+    return code, "\n".join(part for part in (compiled.log, notes) if part)
+
+
+def _path() -> str:
+    loaded = _loader.loaded("nvjitlink")
+    if isinstance(loaded, _loader.Library):
+        return loaded.path
+    path = _loader.toolkit_override("nvjitlink") or _sites.library("nvjitlink")
+    if path is None or not os.path.isfile(path):
+        path = _loader.nvjitlink().path  # searched by cuda.pathfinder, or the loader's error
+    return path
