@@ -1,6 +1,7 @@
 """Kernel-family benchmark: 64 elementwise kernels on one 3,300-line header, compiled and loaded.
 
-    python bench/family_bench.py [--out FILE] [--workers N] [--kernels 64] [--no-pch] [--quick]
+    python bench/family_bench.py [--out FILE] [--workers N] [--kernels 64] [--no-pch] [--no-lto]
+                                 [--quick]
 
 The family (bench/family_header.py): a common header of type traits, math wrappers, operator
 functors, casts, vector loads, shapes and reductions over every dtype, written for this benchmark
@@ -21,6 +22,10 @@ a fresh process with its own cache folder; in one run:
                      minus that of the bare context made first (target <= 2 MiB)
   pch                the serial and parallel runs again with NVRTC's automatic precompiled header
                      (``options=("-pch",)``, NVRTC 12.8+), and whether the code is the same bytes
+  lto                the family as ``Program(..., lto=True)``: compile_all cold (lto_parallel_cold),
+                     then warm_ms and gpu_mib in a fresh process on that folder (lto_warm).  NVRTC
+                     emits the header's static constexpr members into every module; linking by
+                     nvJitLink removes them (the GPU memory target is met with this build)
 
 Prints a short table, and the JSON with --out.  Needs NVRTC; the GPU rows need a GPU.
 """
@@ -44,14 +49,14 @@ MIB = 2 ** 20
 
 # ---- in a child process ---------------------------------------------------------------------------
 
-def _programs(tag: str, count: int, options: tuple):
+def _programs(tag: str, count: int, options: tuple, lto: bool = False):
     sys.path.insert(0, BENCH)
     import cudaload
     import family_header
 
     header = family_header.header()
     return [(name, cudaload.Program(src, name=f"{name}.cu", headers={"family.cuh": header},
-                                    options=options))
+                                    options=options, lto=lto))
             for name, src in family_header.kernels(tag)[:count]]
 
 
@@ -59,13 +64,13 @@ def _digest(objs) -> str:
     return hashlib.sha256(b"".join(o.code for o in objs)).hexdigest()[:16]
 
 
-def child_compile(how: str, tag: str, count: str, workers: str, pch: str) -> dict:
+def child_compile(how: str, tag: str, count: str, workers: str, pch: str, lto: str = "0") -> dict:
     """Cold compiles of the family: ``how`` is "serial" or "parallel"."""
     import cudaload
     from cudaload.compile import parallel
 
     arch = _arch()
-    progs = _programs(tag, int(count), ("-pch",) if pch == "1" else ())
+    progs = _programs(tag, int(count), ("-pch",) if pch == "1" else (), lto == "1")
     t = time.perf_counter()
     if how == "serial":
         objs, each = [], []
@@ -89,7 +94,7 @@ def child_compile(how: str, tag: str, count: str, workers: str, pch: str) -> dic
             "workers": (int(workers) or parallel.cores()) if how == "parallel" else 1}
 
 
-def child_warm(tag: str, count: str) -> dict:
+def child_warm(tag: str, count: str, lto: str = "0") -> dict:
     """A fresh process on a filled cache folder: import, (context), lookups, loads, GPU memory."""
     t0 = time.perf_counter()
     import cudaload
@@ -104,11 +109,12 @@ def child_warm(tag: str, count: str) -> dict:
         context_used = total - free
         out["context_ms"] = round((time.perf_counter() - t) * 1e3, 2)
     t = time.perf_counter()
-    progs = _programs(tag, int(count), ())
+    progs = _programs(tag, int(count), (), lto == "1")
     objs = cudaload.compile_all([p for _n, p in progs], arch=_arch())
     out["programs_and_lookups_ms"] = round((time.perf_counter() - t) * 1e3, 2)
     out["cached"] = sorted({str(o.cached) for o in objs})
     out["code"] = _digest(objs)
+    out["code_kib"] = round(sum(len(o.code) for o in objs) / len(objs) / 1024, 1)
     if not gpu:
         out["warm_ms"] = out["programs_and_lookups_ms"]
         out["gpu"] = False
@@ -192,6 +198,10 @@ def run(args) -> dict:
                                          folder("pch-serial"), timeout)
         rows["pch_parallel_cold"] = _child(["compile", "parallel", tag, count, workers, "1"],
                                            folder("pch-parallel"), timeout)
+    if not args.no_lto:
+        rows["lto_parallel_cold"] = _child(["compile", "parallel", tag, count, workers, "0", "1"],
+                                           folder("lto"), timeout)
+        rows["lto_warm"] = _child(["warm", tag, count, "1"], folder("lto"), timeout)
     out["effective_cpus_after"] = effective_cpus(cores)
     out["summary"] = summary(rows)
     out["nvrtc"] = _nvrtc_version()
@@ -255,6 +265,13 @@ def summary(rows: dict) -> dict:
         s["warm_reaches"] = "Kernel" if warm.get("gpu") else "ObjectCode (no GPU)"
     if "gpu_mib" in warm:
         s["gpu_mib"], s["gpu_target_mib"] = warm["gpu_mib"], 2.0
+    lto, lto_warm = rows.get("lto_parallel_cold") or {}, rows.get("lto_warm") or {}
+    if lto.get("seconds") and par:
+        s["lto_parallel_s"] = lto["seconds"]
+        s["lto_parallel_over_plain"] = round(lto["seconds"] / par, 2)
+    for key in ("warm_ms", "gpu_mib", "code_kib"):
+        if key in lto_warm:
+            s[f"lto_{key}"] = lto_warm[key]
     pch_serial, pch_par = sec("pch_serial_cold"), sec("pch_parallel_cold")
     if pch_serial and serial:
         s["pch_serial_speedup"] = round(serial / pch_serial, 2)
@@ -299,6 +316,17 @@ def table(result: dict) -> str:
         row("warm, fresh process", warm["error"][:60])
     if "gpu_mib" in warm:
         row("GPU memory over a bare context", f"{warm['gpu_mib']:.2f} MiB", "target <= 2 MiB")
+    if "lto_parallel_s" in s:
+        row("lto=True: compile_all cold", f"{s['lto_parallel_s']:.2f} s",
+            f"({s['lto_parallel_over_plain']}x the plain compile_all)")
+    elif "error" in rows.get("lto_parallel_cold", {}):
+        row("lto=True: compile_all cold", rows["lto_parallel_cold"]["error"][:60])
+    if "lto_warm_ms" in s:
+        row("lto=True: warm, fresh process", f"{s['lto_warm_ms']:.1f} ms", "target <= 60 ms")
+    if "lto_gpu_mib" in s:
+        row("lto=True: GPU memory over a bare context", f"{s['lto_gpu_mib']:.2f} MiB",
+            f"target <= 2 MiB ({s.get('lto_code_kib')} KiB a module, plain "
+            f"{warm.get('code_kib')} KiB)")
     if "pch_serial_speedup" in s:
         row("-pch: serial speedup", f"{s['pch_serial_speedup']:.2f}x",
             f"same code: {s['pch_same_code']}")
@@ -314,6 +342,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, help="compile_all's processes (default: one per CPU)")
     ap.add_argument("--kernels", type=int, default=64, help="how many of the family (default 64)")
     ap.add_argument("--no-pch", action="store_true", help="skip the -pch runs")
+    ap.add_argument("--no-lto", action="store_true", help="skip the lto=True runs")
     ap.add_argument("--quick", action="store_true", help="16 kernels, no -pch runs")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per process")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)

@@ -704,7 +704,7 @@ def family_section(res: dict, targets: Targets, notes: list[str]) -> list[str]:
     rows = data.get("rows") or {}
     s = data.get("summary") or {}
     n = data.get("kernels")
-    lines = ["## A kernel family: compile_all, warm start, -pch", ""]
+    lines = ["## A kernel family: compile_all, warm start, -pch, lto", ""]
     what = f"kernel family, {fmt(n if isinstance(n, int) else 64, 0)} kernels"
     if not rows:
         for label, bound in (("compile_all speedup over serial cold compiles", "≥ 6× (16 cores)"),
@@ -714,7 +714,8 @@ def family_section(res: dict, targets: Targets, notes: list[str]) -> list[str]:
         return lines + _bench_body(b)
     gpu_ok = res.get("gpu") and dig(rows, "warm", "gpu")
     serial, par, warm = rows.get("serial_cold"), rows.get("parallel_cold"), rows.get("warm") or {}
-    for name in ("serial_cold", "parallel_cold", "warm", "pch_serial_cold", "pch_parallel_cold"):
+    for name in ("serial_cold", "parallel_cold", "warm", "pch_serial_cold", "pch_parallel_cold",
+                 "lto_parallel_cold", "lto_warm"):
         if isinstance(rows.get(name), dict) and "error" in rows[name]:
             notes.append(f"family benchmark, {name} failed: `{str(rows[name]['error'])[-300:]}`")
     table_rows = []
@@ -798,6 +799,28 @@ def family_section(res: dict, targets: Targets, notes: list[str]) -> list[str]:
                            f"bare context {fmt(_num(warm.get('context_mib')), 1, ' MiB')} "
                            "(`cuMemGetInfo` used, same process)", verdict(mib <= 2.0)])
         targets.check(label, "≤ 2 MiB", mib, mib <= 2.0, " MiB")
+
+    # lto=True: the same family linked by nvJitLink, which drops the header's device constants
+    lto, lto_warm = rows.get("lto_parallel_cold"), rows.get("lto_warm") or {}
+    if lto is None:
+        table_rows.append(["the family with `lto=True`", "not run (`--no-lto`)", "–", "–", "–"])
+    else:
+        table_rows.append(["`compile_all` cold with `lto=True` (NVRTC to LTO IR, nvJitLink)",
+                           _family_time(lto), "reported", f"without it {_family_time(par)}", "–"])
+        lto_ms, lto_mib = _num(lto_warm.get("warm_ms")), _num(lto_warm.get("gpu_mib"))
+        for shown, bound, value, limit, unit, digits in (
+                ("warm fresh process to every `Kernel`, `lto=True`", "≤ 60 ms", lto_ms, 60.0,
+                 " ms", 1),
+                ("GPU memory over a bare context, `lto=True`", "≤ 2 MiB", lto_mib, 2.0, " MiB", 2)):
+            ref = (f"{fmt(_num(lto_warm.get('code_kib')), 1, ' KiB')} a module against "
+                   f"{fmt(_num(warm.get('code_kib')), 1, ' KiB')} without `lto`")
+            if value is None or not gpu_ok:
+                why = str(lto_warm.get("error", "no GPU" if not gpu_ok else "not measured"))[:80]
+                table_rows.append([shown, "–", bound, ref, f"not measured ({why})"])
+                targets.unmeasured(f"{what}: {shown} (family)", bound, why)
+                continue
+            table_rows.append([shown, fmt(value, digits, unit), bound, ref, verdict(value <= limit)])
+            targets.check(f"{what}: {shown} (family)", bound, value, value <= limit, unit, digits)
 
     # -pch: reported, no target; the same code bytes is what matters
     for name, base, key, label in (
