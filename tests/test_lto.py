@@ -10,15 +10,19 @@ import shutil
 
 import pytest
 
-from tests.conftest import scenario_json
+from tests.conftest import run_json, scenario_json
 
 UNSET = ("CUDALOAD_LIBNVRTC", "CUDALOAD_LIBNVJITLINK")
 
 
 def _nvjitlink_file() -> str:
-    from cudaload.bindings import _sites
-
-    path = _sites.library("nvjitlink")
+    # In a fresh process: where this one has libnvJitLink loaded already (PyTorch, CuPy), the
+    # wheel is not looked for.
+    path = run_json("""
+        import json
+        from cudaload.bindings import _sites
+        print(json.dumps(_sites.library("nvjitlink")))
+    """, unset=UNSET)
     assert path, "the test environment has the nvidia-nvjitlink wheel (the nvrtc extra)"
     return path
 

@@ -25,6 +25,9 @@ from ..bindings import _loader, _sites
 __all__ = ["identity", "load", "link"]
 
 _builds: dict = {}  # path -> (stat identity, fingerprint)
+# CUDALOAD_LIBNVJITLINK as it was -> the file found for it: finding the wheel reads
+# /proc/self/maps, which a process holding a CUDA context makes long (0.5 ms), once per program
+_found: dict = {}
 
 
 def identity() -> str:
@@ -57,7 +60,11 @@ def _path() -> str:
     loaded = _loader.loaded("nvjitlink")
     if isinstance(loaded, _loader.Library):
         return loaded.path
-    path = _loader.toolkit_override("nvjitlink") or _sites.library("nvjitlink")
+    override = _loader.toolkit_override("nvjitlink")
+    path = _found.get(override)
     if path is None or not os.path.isfile(path):
-        path = _loader.nvjitlink().path  # searched by cuda.pathfinder, or the loader's error
+        path = override or _sites.library("nvjitlink")
+        if path is None or not os.path.isfile(path):
+            path = _loader.nvjitlink().path  # searched by cuda.pathfinder, or the loader's error
+        _found[override] = path
     return path
