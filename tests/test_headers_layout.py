@@ -365,36 +365,28 @@ def test_cuda_prototypes_match_official_header(real_header, tmp_path):
     _check_prototypes(cc, include_dir, header_name, CUDA_H, tmp_path, "cuda_protos")
 
 
-@pytest.mark.parametrize("real_header", _params(_nvrtc_headers(), "nvrtc.h"))
-def test_nvrtc_enums_match_official_header(real_header, tmp_path):
+# NVRTC's and nvJitLink's official headers against ours: (official header, ours) pairs.
+_TOOLKIT_HEADERS = ([(p, NVRTC_H) for p in _nvrtc_headers()]
+                    + [(p, NVJITLINK_H) for p in _nvjitlink_headers()])
+_TOOLKIT_PARAMS = ([pytest.param(real, ours, id=real) for real, ours in _TOOLKIT_HEADERS] or
+                   [pytest.param(None, None, marks=pytest.mark.skip(
+                       reason="no official nvrtc.h or nvJitLink.h found"))])
+
+
+@pytest.mark.parametrize("real_header, ours", _TOOLKIT_PARAMS)
+def test_toolkit_enums_match_official_header(real_header, ours, tmp_path):
     cc = _require_cc()
-    # NVRTC only appends result codes; codes newer than an installed older
-    # header are tolerated, anything else missing or renumbered is an error.
+    # NVRTC and nvJitLink only append result codes; codes newer than an installed
+    # older header are tolerated, anything else missing or renumbered is an error.
     problems = _check_enums_and_layout(
-        cc, real_header, NVRTC_H, tmp_path, "nvrtc_values",
+        cc, real_header, ours, tmp_path, ours.stem + "_values",
         strict_missing=False, complete=False)
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("real_header", _params(_nvrtc_headers(), "nvrtc.h"))
-def test_nvrtc_prototypes_match_official_header(real_header, tmp_path):
+@pytest.mark.parametrize("real_header, ours", _TOOLKIT_PARAMS)
+def test_toolkit_prototypes_match_official_header(real_header, ours, tmp_path):
     cc = _require_cc()
     include_dir, header_name = os.path.split(real_header)
-    _check_prototypes(cc, include_dir, header_name, NVRTC_H, tmp_path, "nvrtc_protos")
+    _check_prototypes(cc, include_dir, header_name, ours, tmp_path, ours.stem + "_protos")
 
-
-@pytest.mark.parametrize("real_header", _params(_nvjitlink_headers(), "nvJitLink.h"))
-def test_nvjitlink_enums_match_official_header(real_header, tmp_path):
-    cc = _require_cc()
-    # Like NVRTC, nvJitLink only appends result codes.
-    problems = _check_enums_and_layout(
-        cc, real_header, NVJITLINK_H, tmp_path, "nvjitlink_values",
-        strict_missing=False, complete=False)
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("real_header", _params(_nvjitlink_headers(), "nvJitLink.h"))
-def test_nvjitlink_prototypes_match_official_header(real_header, tmp_path):
-    cc = _require_cc()
-    include_dir, header_name = os.path.split(real_header)
-    _check_prototypes(cc, include_dir, header_name, NVJITLINK_H, tmp_path, "nvjitlink_protos")
