@@ -11,8 +11,8 @@
  * (__nvJitLinkCreate_13_5, ...); the library also exports every function under
  * its plain name, with the signature below, from CUDA 12.0 onwards (the form
  * the header declares with NVJITLINK_NO_INLINE), and those are what is
- * declared here, so one declaration serves every release.  nvJitLinkVersion
- * came with CUDA 12.3.  tests/test_headers_layout.py checks every enum
+ * declared here, so one declaration serves every release.
+ * tests/test_headers_layout.py checks every enum
  * constant and prototype against the installed official header.
  */
 
@@ -66,4 +66,3 @@ nvJitLinkResult nvJitLinkGetErrorLogSize(nvJitLinkHandle handle, size_t *size);
 nvJitLinkResult nvJitLinkGetErrorLog(nvJitLinkHandle handle, char *log);
 nvJitLinkResult nvJitLinkGetInfoLogSize(nvJitLinkHandle handle, size_t *size);
 nvJitLinkResult nvJitLinkGetInfoLog(nvJitLinkHandle handle, char *log);
-nvJitLinkResult nvJitLinkVersion(unsigned int *major, unsigned int *minor);

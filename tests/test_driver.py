@@ -62,3 +62,14 @@ def test_error_with_a_driver_uses_its_own_words(libcuda_535):
     assert result[0] == "CUDA_ERROR_OUT_OF_MEMORY"
     assert result[1] == "out of memory"
     assert "free device memory" in result[3] and result[2].endswith(result[3])
+
+
+def test_a_name_the_module_lacks_points_at_name_expressions(libcuda_535):
+    hint = run_json("""
+        import json
+        from cudaload.bindings import driver
+        from cudaload.bindings._cuda_ffi import ffi
+        code = ffi.integer_const("CUDA_ERROR_NOT_FOUND")
+        print(json.dumps(driver.error(code, "cuModuleGetFunction('k')").hint))
+    """, env={"CUDALOAD_LIBCUDA": libcuda_535})
+    assert "name_expressions" in hint and 'extern \\"C\\"' not in hint and 'extern "C"' in hint

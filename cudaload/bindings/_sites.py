@@ -1,7 +1,8 @@
-"""NVRTC, nvJitLink and the CUDA headers in NVIDIA's wheels, found where cuda.pathfinder looks first.
+"""NVRTC, nvJitLink and the CUDA headers in NVIDIA's wheels, found where cuda.pathfinder looks
+first.
 
-cuda.pathfinder (1.x) finds NVRTC and nvJitLink, and the cudart and CCCL header folders, in this order: what
-the process has loaded already, then the wheels in site-packages, then conda, the system,
+cuda.pathfinder (1.x) finds NVRTC and nvJitLink, and the cudart and CCCL header folders, in this
+order: what the process has loaded already, then the wheels in site-packages, then conda, the system,
 ``CUDA_PATH``/``CUDA_HOME`` and more.  Importing it costs 20-65 ms, more than NVRTC takes to
 compile a small kernel, and a process whose cache folder does not know the toolchain yet (the
 first compile on a machine, or after a wheel was installed) paid it before its first compile.

@@ -181,10 +181,8 @@ _HINTS = {
         "upgrade, or reinstall the driver"),
     # From cuModuleGetFunction, cuLibraryGetKernel, cuModuleGetGlobal: a name the module lacks.
     "CUDA_ERROR_NOT_FOUND": (
-        "check the name: a C++ (not extern \"C\") kernel or variable is found by a name "
-        "expression (Program(..., name_expressions=[...])); and a program compiled with "
-        "lto=True keeps only the device variables its device code both reads and writes, so "
-        "compile without it to reach another from the host"),
+        "check the name: a C++ (not extern \"C\") kernel or variable is found through a name "
+        "expression (Program(..., name_expressions=[...]))"),
     "CUDA_ERROR_DEVICE_UNAVAILABLE": (
         "the GPU is in exclusive-process or prohibited compute mode (`nvidia-smi -q -d COMPUTE`) "
         "and not free for this process"),

@@ -1,4 +1,4 @@
-"""Checked calls into nvJitLink: its version, and the link of one program's LTO IR into code.
+"""Checked calls into nvJitLink: the link of one program's LTO IR into code.
 
 NVRTC compiles a program with ``-dlto`` to LTO IR; linking it with ``-lto`` optimises the whole
 program at once, and ``-optimize-unused-variables`` removes the device variables no device code
@@ -13,24 +13,11 @@ from __future__ import annotations
 from . import _loader
 from ..errors import CompileError, NvrtcError
 
-__all__ = ["link", "version", "OPTIONS"]
+__all__ = ["link", "OPTIONS"]
 
 # Whole-program optimisation of a program linked alone: nothing outside it can refer to its
 # device variables, except the host through the module's globals (documented for lto=True).
 OPTIONS = ("-lto", "-optimize-unused-variables")
-
-
-def _lib():
-    library = _loader.nvjitlink()
-    return library.ffi, library.lib, library
-
-
-def version() -> tuple[int, int]:
-    """nvJitLink's (major, minor) version.  Raises MissingSymbolError before CUDA 12.3."""
-    ffi, _lib_, library = _lib()
-    major, minor = ffi.new("unsigned int *"), ffi.new("unsigned int *")
-    _check(library.function("nvJitLinkVersion", "CUDA 12.3")(major, minor), "nvJitLinkVersion")
-    return major[0], minor[0]
 
 
 def link(ltoir: bytes, name: str, arch: str, kind: str = "cubin") -> tuple[bytes, str]:
@@ -38,7 +25,8 @@ def link(ltoir: bytes, name: str, arch: str, kind: str = "cubin") -> tuple[bytes
     ("sm_90"; "compute_90" with ``kind`` "ptx").  Raises CompileError with nvJitLink's log when
     the link fails (an undefined device function, IR from a newer NVRTC), NvrtcError when the
     library refuses a call."""
-    ffi, lib, _library = _lib()
+    library = _loader.nvjitlink()
+    ffi, lib = library.ffi, library.lib
     options = [ffi.new("char[]", o.encode()) for o in
                (f"-arch={arch}", *OPTIONS, *(("-ptx",) if kind == "ptx" else ()))]
     handle = ffi.new("nvJitLinkHandle *")
