@@ -153,11 +153,15 @@ def test_architecture_spellings_are_one_entry():
     assert out == {"first": None, "asked": ["memory"] * 5, "one": True, "entries": 1}
 
 
-def test_one_program_asked_for_archs_in_turn_gets_each_archs_code():
-    out = scenario_json("memory_cache", "one_program_many_archs")
+@pytest.mark.parametrize("made_again", ["", "made again"])
+def test_one_program_asked_for_archs_in_turn_gets_each_archs_code(made_again, tmp_path):
+    # Programs made with equal arguments share the request asked last (Program.compile): each
+    # still gets its arch's code, and a Program of another source its own.
+    out = scenario_json("memory_cache", "one_program_many_archs", made_again,
+                        env={"CUDALOAD_CACHE_DIR": str(tmp_path)})
     assert out == {"archs": ["sm_90", "sm_80", "sm_90", "sm_80", "sm_90"],
                    "cached": [None, None, "memory", "memory", "memory"], "same_90": True,
-                   "same_80": True}, out
+                   "same_80": True, "others": [True] if made_again else []}, out
 
 
 def test_no_program_is_kept_once_its_code_is_dropped():

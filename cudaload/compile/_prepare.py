@@ -33,15 +33,18 @@ MAX_CHARS = 16 << 20
 class Prepared(tuple):
     """(source, name, headers as (name, text) pairs, include_paths, options, name_expressions,
     the parts the digest covers, the digest, the characters of source and headers, whether the
-    program is linked by nvJitLink)."""
+    program is linked by nvJitLink, and a cell that Program.compile keeps the request asked last
+    in, for every Program made with these arguments)."""
 
     __slots__ = ()
 
 
 _table: OrderedDict = OrderedDict()  # frozen arguments -> Prepared, least recently used first
 _chars = [0]
+_newest: list = [None]  # the result found last, which is the most recent in _table then
 _lock = _thread.allocate_lock()
 _UNHASHABLE = object()
+NOTHING_ASKED = (_UNHASHABLE, None, None)  # no arch is this object
 
 
 def _frozen(value, kind: str = ""):
@@ -73,10 +76,14 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
     except TypeError:  # something unhashable inside
         found = memo = None  # type: ignore[assignment]  # no memo for this call
     if found is not None:
-        try:
-            _table.move_to_end(memo)
-        except KeyError:  # dropped by another thread meanwhile
-            pass
+        # The same Program made again (the common case) is the most recent entry already.
+        # (Threads racing here can leave it one place off: which entry is dropped first.)
+        if found is not _newest[0]:
+            try:
+                _table.move_to_end(memo)
+            except KeyError:  # dropped by another thread meanwhile
+                pass
+            _newest[0] = found
         return found
     made = _prepare(source, name, options, headers, include_paths, name_expressions, std,
                     defines, (fast_math, line_info, debug, max_registers, relocatable, lto))
@@ -131,7 +138,7 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
              "options", *built, "names", *names, "files")
     chars = len(source) + sum(len(k) + len(v) for k, v in pairs)
     return Prepared((source, name, pairs, include_paths, built, names, parts, digest(*parts),
-                     chars, _options.links(built)))
+                     chars, _options.links(built), [NOTHING_ASKED]))
 
 
 def _text(value, what: str) -> str:

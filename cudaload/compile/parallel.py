@@ -28,7 +28,7 @@ import os
 import sys
 import types
 
-from . import program as _program
+from . import _targets, program as _program
 from .. import _log
 from ..errors import CompileError, CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
@@ -123,7 +123,7 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
     from concurrent.futures.process import BrokenProcessPool
 
     kinds = {plan[0] for waiting in pending.values() for *_x, plan in waiting}
-    driver = _program._driver_version() if "ptx" in kinds else None  # part of a PTX key
+    driver = _targets.driver_version() if "ptx" in kinds else None  # part of a PTX key
     pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_start_worker, initargs=(driver, _log.enabled_topics()))
     try:
@@ -132,8 +132,7 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
             for key, waiting in pending.items():
                 i, _arch, _explicit, (kind, target, _witness) = waiting[0]
                 prog = items[i][0]
-                spec = (prog.source, prog.name, prog.options, prog.headers, prog.include_paths,
-                        prog.name_expressions)
+                spec = (prog.source, prog.name, prog.options, prog.headers, prog.name_expressions)
                 futures[key] = pool.submit(_work, spec, target.sm(), kind)
         # While the workers start (a fresh interpreter each: 0.1-0.3 s) and then work from the
         # first program on, this process compiles from the last one on, each that no worker
@@ -230,9 +229,9 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
 
 
 def _start_worker(driver: int | None, topics: tuple) -> None:
-    """A worker's start: the caller's driver version (see :func:`_program.assume_driver_version`),
+    """A worker's start: the caller's driver version (see :func:`_targets.assume_driver_version`),
     and its log's topics kept to be sent back with each result."""
-    _program.assume_driver_version(driver)
+    _targets.assume_driver_version(driver)
     _log.keep_for_parent(topics)
 
 
@@ -249,11 +248,10 @@ def _work(spec, arch: str, kind: str):
     """In a worker: compile the program ``spec`` describes for ``arch`` as ``kind`` through the
     disk cache; (key, kept, code, kind, arch, log, lowered names, log records).  Raises
     :class:`_Failed`."""
-    source, name, options, headers, include_paths, names = spec
+    source, name, options, headers, names = spec
     try:
         prog = _program.Program(source, name=name, options=options, headers=headers,
                                 name_expressions=names, std=None)  # options hold -std=, each -I
-        prog.include_paths = include_paths
         obj, key, kept = prog._compile(arch, kind, True)
     except Exception as exc:
         raise _Failed(exc, _log.taken()) from None

@@ -20,16 +20,20 @@ from __future__ import annotations
 import functools
 import os
 
-from . import _hooks, _linker, _prepare, cache, includes, toolchain
+from . import _hooks, _linker, _prepare, _targets, cache, includes, toolchain
 from .. import _log
-from ..errors import CudaLoadError, NvrtcError
+from ..errors import CudaLoadError
 from .objectcode import ObjectCode
 from .options import Arch, parse_arch
 
 __all__ = ["Program"]
 
 OUTPUTS = ("auto", "cubin", "ptx")
-_NOT_ASKED = object()
+
+
+def _field(index: int, doc: str) -> property:
+    """Field ``index`` of a Program's prepared arguments (_prepare.Prepared), read-only."""
+    return property(lambda self: self._p[index], doc=doc)
 
 
 class Program:
@@ -39,19 +43,31 @@ class Program:
     options without their value); reading include files never raises.
     """
 
+    bundle = None  # a cudaload.Bundle of precompiled code, asked before NVRTC
+
     def __init__(self, source, *, name: str = "kernel.cu", options=(), headers=None,
                  include_paths=(), name_expressions=(), std: str | None = "c++17",
                  defines=None, fast_math: bool = False, line_info: bool = False,
                  debug: bool = False, max_registers: int | None = None,
                  relocatable: bool = False, lto: bool = False, bundle=None):
-        self.bundle = bundle  # a cudaload.Bundle of precompiled code, asked before NVRTC
-        # Checked, normalised and digested once per distinct arguments (_prepare.py).
-        (self.source, self.name, pairs, self.include_paths, self.options, self.name_expressions,
-         self._parts, self._digest, self._size, self._lto) = _prepare.prepare(
+        if bundle is not None:
+            self.bundle = bundle
+        # Checked, normalised and digested once per distinct arguments (_prepare.py), and kept
+        # whole: setting each of its fields as an attribute cost a new Program a quarter of its
+        # time (hosts that build kernel text per call make one per call).
+        self._p = p = _prepare.prepare(
             source, name, options, headers, include_paths, name_expressions, std, defines,
             fast_math, line_info, debug, max_registers, relocatable, lto)
-        self.headers = dict(pairs) if pairs else {}
-        self._asked: tuple = (_NOT_ASKED, None, None)  # (arch, output, memory key) asked last
+        self.headers = dict(p[2]) if p[2] else {}
+
+    source = _field(0, "the text (bytes are decoded as UTF-8)")
+    name = _field(1, "the file name NVRTC reports in its log")
+    include_paths = _field(3, "the folders searched for #include, as given")
+    options = _field(4, "the NVRTC options the keywords and options= make")
+    name_expressions = _field(5, "C++ names instantiated and looked up")
+    _parts, _digest, _size = _field(6, "what the digest covers"), _field(7, "the digest"), \
+        _field(8, "characters of source and headers")
+    _lto = _field(9, "whether nvJitLink links it (lto=True)")
 
     @classmethod
     def from_file(cls, path, **kw) -> Program:
@@ -90,8 +106,12 @@ class Program:
         explicit = arch is not None
         if arch is None:
             arch = _device_arch()
-        asked = self._asked
-        if arch is asked[0] and output is asked[1]:  # as last time: the same memory key
+        # (arch, output, memory key) asked last of any Program made with these arguments: a
+        # Program made again, asked as the last one was, looks its key up in the memory cache
+        # as the same object, which is then the newest there already.
+        last = self._p[10]
+        asked = last[0]
+        if arch is asked[0] and output is asked[1]:
             key = asked[2]
         else:
             try:
@@ -99,8 +119,8 @@ class Program:
             except (KeyError, TypeError):  # first asked, or not an arch: _request says which
                 request = _request(arch, output)
             # Only an arch _request took is remembered: hashable, so never changed in place.
-            key = (self._digest, request)
-            self._asked = (arch, output, key)
+            key = (self._p[7], request)
+            last[0] = (arch, output, key)
         # A hit holds while the files its compile read are as they were (nothing to check for
         # a program that reads none, the common case).
         hit = cache.MEMORY.get(key)
@@ -147,7 +167,7 @@ class Program:
         tc = tc or toolchain.current()
         inputs = self._inputs(tc)
         if explicit:
-            _check_plausible(arch, tc)
+            _targets.check_plausible(arch, tc)
         # A file the program names by a macro cannot be found without preprocessing, so what it
         # reads is not known for certain: such a program is not kept on disk (in this process's
         # memory it is, while the files it was seen to read stay as they were).
@@ -155,7 +175,7 @@ class Program:
         digest = self._inputs_digest(inputs)
         keep = True
         while True:
-            kind, target = _choose(tc, arch, _virtual(arch, output), explicit)
+            kind, target = _targets.choose(tc, arch, _virtual(arch, output), explicit)
             key_linker = _linker.identity() if self._lto else None
             key = self._key(digest, tc, kind, target, key_linker)
             obj = disk.lookup(key)
@@ -197,7 +217,7 @@ class Program:
     def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch,
              linker: str | None = None) -> str:
         """The disk key; ``linker``: the nvJitLink build that links this program (``lto``)."""
-        driver = str(_driver_version() or 0) if kind == "ptx" else "-"
+        driver = str(_targets.driver_version() or 0) if kind == "ptx" else "-"
         return _prepare.digest(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key,
                                driver, *(() if linker is None else ("nvJitLink", linker))).hex()
 
@@ -247,7 +267,7 @@ class Program:
         obj = self._build(tc, kind, target, key)
         # What this driver refused is replaced by what it can load, under the same key: only
         # while the key still stands for what was just compiled (files and NVRTC unchanged).
-        asked = _choose(tc, arch, _virtual(arch, output), False)
+        asked = _targets.choose(tc, arch, _virtual(arch, output), False)
         linker = _linker.identity() if self._lto else None
         if inputs.certain and self._key(self._inputs_digest(inputs), tc, *asked, linker) == key:
             disk.store(key, obj)
@@ -276,26 +296,6 @@ def forget_no_device() -> None:
     """Ask the driver again at the next ``compile(arch=None)`` (after ``status(refresh=True)``)."""
     global _no_device
     _no_device = False
-
-
-_assumed_driver: list = []  # in a compile worker: the calling process's answer (parallel.py)
-
-
-def assume_driver_version(version: int | None) -> None:
-    """From now on take ``version`` for the driver's, without loading libcuda: a compile worker
-    (parallel.py) keys PTX as the process that asked for it does, and never touches CUDA."""
-    _assumed_driver[:] = [version]
-
-
-def _driver_version() -> int | None:
-    if _assumed_driver:
-        return _assumed_driver[0]
-    try:
-        from ..bindings import driver
-
-        return driver.version() or None
-    except CudaLoadError:
-        return None
 
 
 _requests: dict = {}  # (type, arch, output) as asked -> "sm_90/auto": a few values
@@ -327,73 +327,3 @@ def _virtual(arch, output: str) -> str:
     if output == "auto" and isinstance(arch, str) and arch.strip().lower().startswith("compute_"):
         return "ptx"
     return output
-
-
-# Compute capability majors beyond the newest NVRTC knows by more than this are taken for typos
-# ("sm_900") when written out; a device's own, however new, is always tried (as PTX).
-_MAJORS_AHEAD = 3
-
-
-def _check_plausible(arch, tc: toolchain.Toolchain) -> None:
-    want, newest = parse_arch(arch), max(tc.archs)
-    if want.number // 10 > newest // 10 + _MAJORS_AHEAD:
-        guess = f" Did you mean sm_{want.number // 10}?" if want.number % 10 == 0 else ""
-        raise ValueError(f"arch {arch!r} is no GPU architecture: NVRTC knows up to sm_{newest}, "
-                         f"and compute capability {want.number // 10}.{want.number % 10} is far "
-                         f"beyond it.{guess}")
-
-
-def _choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
-            ) -> tuple[str, Arch]:
-    """(kind, target arch) for a request, from NVRTC's supported archs and the driver's version;
-    ``explicit``: whether ``arch`` was asked for (else it is the device's)."""
-    supported = sorted(tc.archs)
-    # With no arch and no device: CUBIN for NVRTC's newest; PTX for its oldest, which the driver
-    # compiles forward for every newer GPU (never back), so it is the portable choice.
-    default = supported[0] if output == "ptx" else supported[-1]
-    want = Arch((default, "")) if arch is None else parse_arch(arch)
-    known = want.number in supported
-    if output != "auto" or known:
-        if not known:
-            from ..releases import arch_support
-
-            raise NvrtcError(
-                f"NVRTC {_v(tc)} cannot compile for {want.sm()} ({_whose(explicit)}): it "
-                f"supports {_list(supported)}",
-                hint=f"pick one of those, or {arch_support(want.number, tc.version)}", name="arch")
-        return ("cubin" if output == "auto" else output), want
-    older = [a for a in supported if a < want.number]
-    if not older:
-        from ..releases import arch_support
-
-        raise NvrtcError(
-            f"{want.sm()} ({_whose(explicit)}) is older than anything NVRTC {_v(tc)} supports "
-            f"({_list(supported)})", hint=arch_support(want.number, tc.version), name="arch")
-    same_major = [a for a in older if a // 10 == want.number // 10]
-    if want.number < supported[-1] and same_major:  # a CUBIN of the same major runs on it
-        return "cubin", Arch((same_major[-1], ""))
-    driver_version = _driver_version()
-    if driver_version is None or driver_version >= tc.version_number():
-        return "ptx", Arch((older[-1], ""))
-    if same_major:
-        return "cubin", Arch((same_major[-1], ""))
-    from ..bindings.driver import format_version
-    from ..releases import arch_support
-
-    raise NvrtcError(
-        f"cannot make code for {want.sm()}: NVRTC {_v(tc)} does not know this GPU, and its PTX "
-        f"would need a driver for CUDA {_v(tc)} or newer, but the driver is for CUDA "
-        f"{format_version(driver_version)}",
-        hint=f"upgrade the NVIDIA driver, or {arch_support(want.number, tc.version)}", name="arch")
-
-
-def _whose(explicit: bool) -> str:
-    return "the arch asked for" if explicit else "this GPU's arch, as no arch was given"
-
-
-def _v(tc: toolchain.Toolchain) -> str:
-    return f"{tc.version[0]}.{tc.version[1]}"
-
-
-def _list(archs) -> str:
-    return ", ".join(f"sm_{a}" for a in archs)

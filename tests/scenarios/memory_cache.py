@@ -66,17 +66,24 @@ def spellings() -> None:
                       "one": all(o is asked[0] for o in asked), "entries": len(cache.MEMORY)}))
 
 
-def one_program_many_archs() -> None:
+def one_program_many_archs(made_again: str = "") -> None:
     """One Program compiled for 90, 80, "sm_90", 80 and 90 in turn (each asked as the one before
-    it was not): the arch of each result, where it came from, and whether the asks of one arch
-    got its code."""
+    it was not), or with ``made_again`` a Program made anew with the same arguments for each, and
+    between them one of another source asked for 90: the arch of each result, where it came
+    from, and whether the asks of one arch got its code."""
     from cudaload import Program
 
-    prog = Program('extern "C" __global__ void k(int *x) { x[0] = 2; }')
-    got = [prog.compile(arch=a) for a in (90, 80, "sm_90", 80, 90)]
+    src = 'extern "C" __global__ void k(int *x) { x[0] = 2; }'
+    prog = Program(src)
+    got, other = [], []
+    for a in (90, 80, "sm_90", 80, 90):
+        got.append((Program(src) if made_again else prog).compile(arch=a))
+        if made_again:
+            other.append(Program(src.replace("2", "3")).compile(arch=90))
     print(json.dumps({"archs": [o.arch for o in got], "cached": [o.cached for o in got],
                       "same_90": got[2] is got[4] and got[0].code == got[2].code,
-                      "same_80": got[1].code == got[3].code != got[0].code}))
+                      "same_80": got[1].code == got[3].code != got[0].code,
+                      "others": sorted({o.code != got[0].code for o in other})}))
 
 
 def programs_go(count: str) -> None:
