@@ -13,9 +13,10 @@ import circle exists):
 2. ``compile``: programs, options, the include search, the toolchain, the kernel cache, bundles,
    compiled code (``ObjectCode``);
 3. ``launch``: devices, memory, streams, graphs, modules, kernels and their arguments;
-4. entry points, in this folder: availability (the status report), cli and _compile_commands,
-   ``wheelcheck`` (``cudaload check-wheel`` and the pytest plugin), and this package, which
-   also hands the launch side's two services to the compile side (compile/_hooks.py).
+4. entry points, in this folder: availability (the status report) and _report (its text), cli
+   and _compile_commands, ``wheelcheck`` (``cudaload check-wheel`` and the pytest plugin), and
+   this package, which also hands the launch side's two services to the compile side
+   (compile/_hooks.py).
 
 Entry point: may import every layer.
 """

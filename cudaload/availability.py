@@ -60,7 +60,9 @@ class Status:
         return f"<Status available={self.available} problems={len(self._report['problems'])}>"
 
     def __str__(self):
-        return _format(self._report)
+        from ._report import text
+
+        return text(self._report)
 
 
 _cached: Status | None = None
@@ -101,6 +103,8 @@ def _empty_report(problems: list) -> dict:
         "nvrtc": {"found": False, "refused": False, "path": None, "found_via": None,
                   "version": None, "supported_archs": [], "builtins": None, "header_dirs": {},
                   "error": None},
+        "nvjitlink": {"found": False, "refused": False, "path": None, "found_via": None,
+                      "cuda_major": None, "error": None},
         "devices": [],
         "ptx_loadable": None,
         "module_loading_mode": None,
@@ -113,6 +117,7 @@ def _probe() -> dict:
     problems = report["problems"]
     driver_version = _probe_driver(report, problems)
     nvrtc_version = _probe_nvrtc(report["nvrtc"], problems)
+    _probe_nvjitlink(report["nvjitlink"], problems, nvrtc_version)
     if driver_version and nvrtc_version:
         report["ptx_loadable"] = _ptx_loadable(driver_version, nvrtc_version, problems)
     report["available"] = report["driver"]["cuinit"] == "CUDA_SUCCESS" and bool(report["devices"])
@@ -146,7 +151,7 @@ def _record(name: str, section: dict | None, problems: list, exc: Exception,
                            "--force-reinstall cudaload (it needs cffi and cuda-pathfinder)")
     else:
         error = f"{type(exc).__name__}: {exc}"
-        problem = _unexpected("the CUDA driver" if name == "cuda" else "NVRTC", exc)
+        problem = _unexpected({"cuda": "the CUDA driver", "nvrtc": "NVRTC"}.get(name, name), exc)
     if section is not None:
         section["error"] = error
         # a file was there, but the loader refused it or it is not the library
@@ -257,6 +262,42 @@ def _probe_nvrtc(section: dict, problems: list) -> tuple[int, int] | None:
     return tc.version
 
 
+def _probe_nvjitlink(section: dict, problems: list, nvrtc_version) -> None:
+    """Fill the nvJitLink part.  Only ``Program(lto=True)`` needs nvJitLink, so its absence is no
+    problem; a file that cannot be it is, and so is one of another CUDA major than NVRTC, which
+    cannot link NVRTC's LTO IR.  It is found as a link finds it, loaded only where no variable or
+    wheel names a file (compile/_linker.py)."""
+    from .compile import _linker
+    from .errors import LibraryNotFoundError
+
+    try:
+        path, how = _linker.found()
+    except LibraryNotFoundError as exc:
+        section["error"] = str(exc)
+        return
+    except Exception as exc:  # a library that refused to load, or a bug
+        _record("nvJitLink", section, problems, exc)
+        return
+    section.update(path=path, found_via=how)
+    problem = _loader.file_problem(path)
+    if problem:
+        section.update(refused=True, error=f"{path} {problem}")
+        problems.append(_problem(f"libnvJitLink at {path} ({how}) {problem}: Program(lto=True) "
+                                 "cannot link", _loader.hint("nvjitlink", LibraryLoadError)))
+        return
+    name = os.path.basename(os.path.realpath(path))
+    major = name.partition(".so.")[2].split(".")[0]  # libnvJitLink.so.13(.0.88)
+    section.update(found=True, cuda_major=int(major) if major.isdigit() else None)
+    if section["cuda_major"] and nvrtc_version and section["cuda_major"] != nvrtc_version[0]:
+        from . import releases
+
+        problems.append(_problem(
+            f"nvJitLink at {path} is of CUDA {major}, NVRTC of CUDA {nvrtc_version[0]}: it "
+            "cannot link NVRTC's LTO IR, so Program(lto=True) fails",
+            f"{releases.pip_install(releases.linker_requirement(nvrtc_version))}, and unset "
+            "CUDALOAD_LIBNVJITLINK if it names this file"))
+
+
 _HEADER_SETS = {"cudart": ("CUDA's runtime headers", "cuda_fp16.h, cuda_runtime.h, "
                                                  "cooperative_groups.h, cuComplex.h"),
                 "cccl": ("CCCL's headers", "cuda/std/..., cub/..., and cooperative_groups.h, "
@@ -338,59 +379,3 @@ def _ptx_loadable(driver_version: int, nvrtc_version: tuple[int, int], problems:
         "version",
         f"upgrade the NVIDIA driver to one for CUDA {major}.{minor} or newer{older}"))
     return False
-
-
-def _not_loaded(section: dict) -> str:
-    return "found but NOT USABLE (see problems)" if section.get("refused") else "not found"
-
-
-def _describe_dir(name: str, entry: dict) -> str:
-    if not entry["path"]:
-        return f"{name} none"
-    if name == "cudart":
-        return f"cudart of CUDA {entry['version'] or '?'} at {entry['path']}"
-    cuda = f"CUDA {entry['cuda_major'] or '?'}"
-    return f"{name} {entry['version'] or '?'} ({cuda}) at {entry['path']}"
-
-
-def _format(report: dict) -> str:
-    """The human report."""
-    from ._version import __version__
-
-    drv, nv = report["driver"], report["nvrtc"]
-    verdict = "available" if report["available"] else "NOT available"
-    lines = [f"cudaload {__version__}: CUDA is {verdict}", ""]
-    if drv["found"]:
-        lines.append(f"driver   found: CUDA {drv['version'] or '?'} at {drv['path']} "
-                     f"(found via {drv['found_via']})")
-        lines.append(f"         cuInit: {drv['cuinit'] or 'not attempted'}")
-        if report["module_loading_mode"]:
-            lines.append(f"         module loading: {report['module_loading_mode']}")
-    else:
-        lines.append(f"driver   {_not_loaded(drv)}")
-    for dev in report["devices"]:
-        cc = dev["compute_capability"]
-        lines.append(f"device {dev['index']} {dev['name']}, compute capability {cc[0]}.{cc[1]}, "
-                     f"{dev['total_memory'] / 2**30:.1f} GiB, {dev['multiprocessors']} SMs")
-    if drv["found"] and not report["devices"]:
-        lines.append("devices  none")
-    if nv["found"]:
-        lines.append(f"nvrtc    {nv['version'] or '?'} at {nv['path']} "
-                     f"(found via {nv['found_via']})")
-        archs = " ".join(f"sm_{a}" for a in nv["supported_archs"])
-        lines.append(f"         architectures: {archs or '?'}")
-        builtins = {True: "load", False: "DO NOT load", None: "not checked"}[nv["builtins"]]
-        lines.append(f"         builtins: {builtins}")
-        for index, (name, entry) in enumerate(nv["header_dirs"].items()):
-            lines.append(f"         {'headers: ' if index == 0 else ' ' * 9}"
-                         f"{_describe_dir(name, entry)}")
-    else:
-        lines.append(f"nvrtc    {_not_loaded(nv)}")
-    if report["ptx_loadable"] is not None:
-        lines.append("PTX from this NVRTC loads on this driver: "
-                     + ("yes" if report["ptx_loadable"] else "NO"))
-    if report["problems"]:
-        lines += ["", "problems:"]
-        for p in report["problems"]:
-            lines += [f"  - {p['what']}", f"    next step: {p['hint']}"]
-    return "\n".join(lines)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["header_release", "header_requirement", "nvrtc_requirement", "wheel_for_header",
-           "arch_support"]
+__all__ = ["header_release", "header_requirement", "nvrtc_requirement", "linker_requirement",
+           "wheel_for_header", "arch_support"]
 
 _WHEELS = {"nvrtc": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime",
-           "cccl": "nvidia-cuda-cccl"}
+           "cccl": "nvidia-cuda-cccl", "nvjitlink": "nvidia-nvjitlink"}
 
 # Where each header set says which release it is: cudart's CUDART_VERSION (13050 is CUDA 13.5) near
 # the top of the file; CUB's CUB_VERSION (MMMmmmpp: 300500 is CCCL 3.5.0).  A CCCL major is the
@@ -68,6 +68,13 @@ def header_requirement(name: str, nvrtc_version) -> str:
     # CCCL wheels of CUDA 13 are versioned by CCCL's own release (13.3.5.0.6 is CCCL 3.5.0), and
     # every one of them supports all of CUDA 13: the major is what must match.
     return _requirement(name, major, None if name == "cccl" and major >= 13 else minor)
+
+
+def linker_requirement(nvrtc_version) -> str:
+    """The requirement for an nvJitLink that links NVRTC ``nvrtc_version``'s LTO IR: of its CUDA
+    major, and as new as it or newer."""
+    major, minor = nvrtc_version
+    return f"{_wheel('nvjitlink', major)}>={major}.{minor},<{major + 1}"
 
 
 def _requirement(kind: str, major: int, minor: int | None) -> str:

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from tests._fakelibs import (no_symbols_library, one_device_driver, partial_driver,  # noqa: F401
+from tests._fakelibs import (NO_DRIVER_SYMBOLS, build_shared_library,
+                             no_symbols_library, one_device_driver, partial_driver,  # noqa: F401
                              text_file)  # (fixtures)
 from tests.conftest import run_json, scenario_json
 
@@ -21,8 +22,10 @@ def report(env=None, unset=(), broken: str = "") -> dict:
 
 
 def _assert_well_formed(rep: dict) -> None:
-    assert set(rep) >= {"available", "driver", "nvrtc", "devices", "ptx_loadable",
+    assert set(rep) >= {"available", "driver", "nvrtc", "nvjitlink", "devices", "ptx_loadable",
                         "module_loading_mode", "problems"}
+    assert set(rep["nvjitlink"]) == {"found", "refused", "path", "found_via", "cuda_major",
+                                     "error"}
     assert set(rep["driver"]) >= {"found", "path", "found_via", "version", "cuinit", "error"}
     assert set(rep["nvrtc"]) >= {"found", "path", "found_via", "version", "supported_archs",
                                  "builtins", "header_dirs", "error"}
@@ -68,6 +71,52 @@ def test_driver_535_without_gpu_and_nvrtc_13(libcuda_535):
                for w in whats)
     assert "found: CUDA 12.2" in text and "cuInit: CUDA_ERROR_NO_DEVICE" in text
     assert "PTX from this NVRTC loads on this driver: NO" in text
+
+
+def test_nvjitlink_is_reported_where_a_link_would_find_it():
+    # Only Program(lto=True) needs it: found, it is described; missing, it is said so, with the
+    # install that brings it, and is no problem of CUDA's.
+    result = report(NO_CUDA, unset=("CUDALOAD_LIBNVJITLINK",))
+    rep, text = result["report"], result["text"]
+    _assert_well_formed(rep)
+    section = rep["nvjitlink"]
+    if not section["found"]:  # CI installs cudaload[nvrtc], which brings it
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(f"no nvJitLink: {section['error']}")
+    assert os.path.basename(section["path"]).startswith("libnvJitLink.so")
+    assert section["found_via"].startswith("site-packages") and section["cuda_major"] == 13
+    assert f"nvjitlink of CUDA 13 at {section['path']}" in text
+    missing = report({**NO_CUDA, "CUDALOAD_LIBNVJITLINK": "/nonexistent/libnvJitLink.so.13"})
+    section = missing["report"]["nvjitlink"]
+    assert section["found"] is False and section["refused"] is False
+    assert "/nonexistent/libnvJitLink.so.13" in section["error"]
+    assert len(missing["report"]["problems"]) == len(rep["problems"])  # not a problem
+    assert ("nvjitlink not found: only Program(lto=True) needs it (pip install "
+            "'cudaload[nvrtc]')") in missing["text"]
+
+
+def test_an_nvjitlink_that_cannot_link_is_a_problem(text_file, tmp_path):
+    # A file that is no library, and one of another CUDA major than NVRTC (it cannot link
+    # NVRTC's LTO IR): each a problem with the step that mends it.
+    not_a_library = report({**NO_CUDA, "CUDALOAD_LIBNVJITLINK": text_file})["report"]
+    section = not_a_library["nvjitlink"]
+    assert section["found"] is False and section["refused"] is True
+    problem, = [p for p in not_a_library["problems"] if "libnvJitLink" in p["what"]]
+    assert text_file in problem["what"] and "no ELF header" in problem["what"]
+    assert "Program(lto=True) cannot link" in problem["what"]
+    assert "CUDALOAD_LIBNVJITLINK" in problem["hint"]
+    older = build_shared_library(str(tmp_path), "libnvJitLink.so.12", NO_DRIVER_SYMBOLS)
+    result = report({"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1",
+                     "CUDALOAD_LIBNVJITLINK": older}, unset=("CUDALOAD_LIBNVRTC",))
+    rep = result["report"]
+    if not rep["nvrtc"]["found"]:
+        pytest.skip("needs NVRTC, to compare its CUDA major")
+    major, minor = rep["nvrtc"]["version"].split(".")
+    assert rep["nvjitlink"]["found"] and rep["nvjitlink"]["cuda_major"] == 12
+    problem, = [p for p in rep["problems"] if "nvJitLink" in p["what"]]
+    assert problem["what"] == (f"nvJitLink at {older} is of CUDA 12, NVRTC of CUDA {major}: it "
+                               "cannot link NVRTC's LTO IR, so Program(lto=True) fails")
+    assert problem["hint"].startswith(f"pip install 'nvidia-nvjitlink>={major}.{minor},<"
+                                      f"{int(major) + 1}'")
 
 
 def test_a_driver_as_new_as_nvrtc_can_load_its_ptx():

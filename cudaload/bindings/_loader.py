@@ -180,6 +180,9 @@ def driver_candidates() -> list[tuple[str, str]]:
     return [("libcuda.so.1", "system loader"), (_WSL_LIBCUDA, "WSL folder")]
 
 
+FROM_WHEEL = "site-packages, where cuda.pathfinder looks first"  # how a wheel's library is found
+
+
 def toolkit_override(name: str) -> str | None:
     """The file ``CUDALOAD_LIBNVRTC`` / ``CUDALOAD_LIBNVJITLINK`` names for library ``name``."""
     return os.environ.get(_TOOLKIT[name][0]) or None
@@ -198,7 +201,7 @@ def _toolkit_candidates(name: str, remembered: str | None):
         yield remembered, "remembered by the kernel cache"
     wheel = _sites.library(name)
     if wheel is not None:
-        yield wheel, "site-packages, where cuda.pathfinder looks first"
+        yield wheel, FROM_WHEEL
     try:
         from cuda import pathfinder
     except ImportError as exc:
@@ -233,11 +236,7 @@ def _load(name: str, remembered: str | None = None) -> Library:
     tried: list[str] = []
     refused: list[str] = []
     for path, how in candidates:
-        kind = _not_a_file(path)
-        if kind:
-            refused.append(f"{path} ({how}): is {kind}, not a shared library")
-            continue
-        problem = _elf_problem(path)
+        problem = file_problem(path)
         if problem:
             refused.append(f"{path} ({how}): {problem}")
             continue
@@ -266,6 +265,19 @@ def _load(name: str, remembered: str | None = None) -> Library:
     absence = DriverNotFoundError if name == "cuda" else LibraryNotFoundError
     raise absence(f"{label} not found; tried {listing}.",
                   hint=_HINTS[name, LibraryNotFoundError], library=name, tried=attempts)
+
+
+def hint(name: str, error: type) -> str:
+    """The next step after ``error`` (LibraryNotFoundError, LibraryLoadError or
+    MissingSymbolError) for library ``name``."""
+    return _HINTS[name, error]
+
+
+def file_problem(path: str) -> str | None:
+    """Why the file ``path`` cannot be loaded as a library, told without loading it ("is a
+    directory, not a shared library"), or None when it may be."""
+    kind = _not_a_file(path)
+    return f"is {kind}, not a shared library" if kind else _elf_problem(path)
 
 
 def _not_a_file(path: str) -> str | None:

@@ -18,27 +18,37 @@ from __future__ import annotations
 
 import os
 
-from . import toolchain
-from ._headers import stat_id
 from ..bindings import _loader, _sites
 
-__all__ = ["identity", "load", "link"]
+__all__ = ["identity", "found", "load", "link"]
 
 _builds: dict = {}  # path -> (stat identity, fingerprint)
 # CUDALOAD_LIBNVJITLINK as it was -> the file found for it: finding the wheel reads
 # /proc/self/maps, which a process holding a CUDA context makes long (0.5 ms), once per program
-_found: dict = {}
+_found: dict = {}  # -> (file, how found)
 
 
 def identity() -> str:
     """The build of the nvJitLink that links now.  Raises the loader's errors (LibraryNotFound-
     Error with the next step) where there is none."""
-    path = _path()
+    from . import toolchain  # here: the status report finds nvJitLink without the cache's modules
+    from ._headers import stat_id
+
+    path = _find(recheck=False)[0]
     stat = stat_id(path)
+    if stat is None:  # gone since it was found (a wheel uninstalled): find it again
+        path = _find(recheck=True)[0]
+        stat = stat_id(path)
     known = _builds.get(path)
     if known is None or known[0] != stat:
         known = _builds[path] = (stat, toolchain.fingerprint(path))
     return known[1]
+
+
+def found() -> tuple[str, str]:
+    """(file, how it was found) of the nvJitLink that links now, loaded only where neither
+    ``CUDALOAD_LIBNVJITLINK`` nor a wheel names a file.  Raises the loader's errors."""
+    return _find(recheck=True)
 
 
 def load() -> str:
@@ -56,15 +66,18 @@ def link(compiled, name: str, arch: str, kind: str) -> tuple[bytes, str]:
     return code, "\n".join(part for part in (compiled.log, notes) if part)
 
 
-def _path() -> str:
+def _find(recheck: bool) -> tuple[str, str]:
     loaded = _loader.loaded("nvjitlink")
     if isinstance(loaded, _loader.Library):
-        return loaded.path
+        return loaded.path, loaded.found_via
     override = _loader.toolkit_override("nvjitlink")
-    path = _found.get(override)
-    if path is None or not os.path.isfile(path):
+    known = _found.get(override)
+    if known is None or (recheck and not os.path.isfile(known[0])):
         path = override or _sites.library("nvjitlink")
-        if path is None or not os.path.isfile(path):
-            path = _loader.nvjitlink().path  # searched by cuda.pathfinder, or the loader's error
-        _found[override] = path
-    return path
+        if path is not None and os.path.isfile(path):
+            known = (path, "CUDALOAD_LIBNVJITLINK" if override else _loader.FROM_WHEEL)
+        else:  # searched by cuda.pathfinder, or the loader's error
+            library = _loader.nvjitlink()
+            known = (library.path, library.found_via)
+        _found[override] = known
+    return known
