@@ -189,6 +189,18 @@ def test_32_bit_library(which, tmp_path):
 
 
 @pytest.mark.parametrize("which", WHICH)
+def test_a_library_whose_class_byte_is_neither_32_nor_64_bits(which, tmp_path):
+    # Such a header is damaged, not "a 64-bit library" in a 64-bit process.
+    data = bytearray((tmp_path / _native(tmp_path)).read_bytes())
+    data[4] = 7
+    path = tmp_path / "class7.so"
+    path.write_bytes(data)
+    result = probe(which, str(path))
+    assert_typed(result, "LibraryLoadError", "neither 32 nor 64 bits", "reinstall")
+    assert "-bit library" not in json.dumps(result)
+
+
+@pytest.mark.parametrize("which", WHICH)
 @pytest.mark.parametrize("machine, label", [(183, "aarch64"), (21, "ppc64"), (243, "RISC-V"),
                                             (0x1234, "machine 4660")])
 def test_library_of_another_machine(which, machine, label, tmp_path):

@@ -305,50 +305,47 @@ def _elf_problem(path: str) -> str | None:
     when the loader touches the missing pages, and it reports a foreign architecture as "No such
     file".  Only files named by a path are checked; the rest is left to the loader.
     """
-    import struct
-
     if not sys.platform.startswith("linux") or "/" not in path:
         return None
+    from .. import _elf  # here: only a library named by a path is read
+
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            header = f.read(64)
+            start = f.read(_elf.HEADER_BYTES)
             with open("/proc/self/exe", "rb") as exe:
-                ours = exe.read(20)
+                ours = exe.read(_elf.HEADER_BYTES)
             if size == 0:
                 return "is an empty file, not a shared library"
-            if not (header[:4] == b"\x7fELF" or b"\x7fELF".startswith(header)):
+            if not (start[:4] == _elf.MAGIC or _elf.MAGIC.startswith(start)):
                 return f"is not a shared library (no ELF header; {size} bytes)"
-            if len(header) < (64 if header[4:5] == b"\x02" else 52):
-                return (f"is truncated or damaged: {size} bytes, shorter than an ELF header; "
-                        "reinstall it")
-            if ours[:4] == b"\x7fELF" and header[4] != ours[4]:
-                return (f"is a {32 if header[4] == 1 else 64}-bit library, this process is "
-                        f"{32 if ours[4] == 1 else 64}-bit")
-            end = "<" if header[5] == 1 else ">"
-            machine = struct.unpack_from(end + "H", header, 18)[0]
-            if ours[:4] == b"\x7fELF" and machine != struct.unpack_from(end + "H", ours, 18)[0]:
-                theirs = _ELF_MACHINES.get(machine, f"machine {machine}")
-                mine = _ELF_MACHINES.get(struct.unpack_from(end + "H", ours, 18)[0], "another")
-                return f"is built for {theirs}, this process runs on {mine}"
-            if header[4] == 2:
-                phoff, shoff = struct.unpack_from(end + "QQ", header, 32)
-                phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", header, 54)
-                fmt = end + "IIQQQQ"  # p_type p_flags p_offset p_vaddr p_paddr p_filesz
-            else:
-                phoff, shoff = struct.unpack_from(end + "II", header, 28)
-                phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", header, 42)
-                fmt = end + "IIIIII"  # p_type p_offset p_vaddr p_paddr p_filesz p_memsz
-            needed = max(phoff + phentsize * phnum, shoff + shentsize * shnum if shoff else 0)
+            try:
+                head = _elf.header(start)
+            except _elf.ElfError as err:
+                if len(start) < _elf.HEADER_BYTES:  # the file ends within its header
+                    return (f"is truncated or damaged: {size} bytes, shorter than an ELF "
+                            "header; reinstall it")
+                return f"is damaged: {err}; reinstall it"
+            try:
+                mine = _elf.header(ours)
+            except _elf.ElfError:
+                mine = None  # this interpreter's own file says nothing: leave it to the loader
+            if mine is not None and head.bits != mine.bits:
+                return f"is a {head.bits}-bit library, this process is {mine.bits}-bit"
+            if mine is not None and head.machine != mine.machine:
+                theirs = _ELF_MACHINES.get(head.machine, f"machine {head.machine}")
+                return (f"is built for {theirs}, this process runs on "
+                        f"{_ELF_MACHINES.get(mine.machine, 'another')}")
+            needed = max(head.program_headers_end(), head.section_headers_end())
             if needed <= size:
-                f.seek(phoff)
-                table = f.read(phentsize * phnum)
-                for i in range(phnum):
-                    entry = struct.unpack_from(fmt, table, i * phentsize)
-                    offset, filesz = (entry[2], entry[5]) if header[4] == 2 else (entry[1], entry[4])
-                    if entry[0] == 1:  # PT_LOAD: the pages the loader maps from the file
+                f.seek(head.phoff)
+                table = f.read(head.program_headers_end() - head.phoff)
+                for kind, offset, _vaddr, filesz in _elf.segments(head, table):
+                    if kind == _elf.PT_LOAD:  # the pages the loader maps from the file
                         needed = max(needed, offset + filesz)
-    except (OSError, struct.error):
+    except _elf.ElfError as err:
+        return f"is damaged: {err}; reinstall it"
+    except OSError:
         return None  # unreadable here: the loader gives its own reason
     if needed > size:
         return (f"is truncated or damaged: its ELF headers describe {needed} bytes but the file "
