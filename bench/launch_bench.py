@@ -19,7 +19,10 @@ parameter buffer its launches prepared, against cuda.core's launch and C, with t
 (1.15x, 1.10x).  The verdict's ratios are paired: in cudaload's process, where cuda.core runs
 too, each kind is timed in 9 rounds of one block of launches of cudaload, the bare call and
 cuda.core back to back, and each ratio is the median of the rounds' ratios ("over_*_paired";
-the ratio of the separately timed medians is kept as "over_*_separate").  --fake measures
+the ratio of the separately timed medians is kept as "over_*_separate").  The same rounds time
+"python_floor": the same launch through a Kernel-like callable (a functools.partial subclass
+over a function of the Kernel's signature) that checks and packs nothing, the least any launch
+through a Python object costs ("python_floor_over_bare_cffi").  --fake measures
 cudaload and the bare call onto tests/_fakelibs.py's recording driver, on any machine (CuPy and
 PyTorch stood in for by objects that look alike to cudaload): the difference is the Python
 overhead.  --against PATH measures the cudaload package under PATH as well, in the same run
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import os
 import platform
@@ -221,6 +225,7 @@ def run_cudaload(n, repeats, fake=False):
         except (ImportError, RuntimeError) as exc:
             args["_torch_arg"] = f"not installed: {exc}"
     launches = {}
+    floors: dict = {}  # per kind suffix: the least a launch through a Python callable costs
     for _label, suffix, name, bare, _core in KINDS:
         given = args[suffix]
         key_kernel["cudaload" + suffix] = key_kernel["bare_cffi" + bare] = name
@@ -235,12 +240,13 @@ def run_cudaload(n, repeats, fake=False):
         for _ in range(3):  # from the third launch on, a kernel's calls take the express path
             k(1, 1, given, stream=s)
         launches["cudaload" + suffix] = _launcher(k, given, s)
+        floors[suffix] = _python_floor(k, given, s)
         if "bare_cffi" + bare not in launches:
             launches["bare_cffi" + bare] = _bare(k, s)
     out = interleaved(launches, s.synchronize, n, repeats, 1 if fake else 2, before)
     out["cudaload_2_args"] = out["cudaload"]
     if fake:
-        out.update(paired(launches, s.synchronize, {}, None, n, before))
+        out.update(paired(launches, s.synchronize, {}, None, n, before, floors))
         return out
     k2, a2 = kernels["empty"], args[""]
     bd = guarded(breakdown, k2, a2, s, n, repeats)
@@ -262,20 +268,23 @@ def run_cudaload(n, repeats, fake=False):
     except Exception as exc:  # noqa: BLE001 - not installed, or failing: the rest is measured
         core, core_sync = {kind[4]: f"cuda.core: {type(exc).__name__}: {exc}"[:200]
                            for kind in KINDS}, None
-    out.update(paired(launches, s.synchronize, core, core_sync, n, before))
+    out.update(paired(launches, s.synchronize, core, core_sync, n, before, floors))
     return out
 
 
 PAIRED_ROUNDS = 9  # rounds per argument kind in paired()
 
 
-def paired(launches: dict, sync, core: dict, core_sync, n: int, before=None) -> dict:
+def paired(launches: dict, sync, core: dict, core_sync, n: int, before=None,
+           floors: dict | None = None) -> dict:
     """Per argument kind of KINDS: cudaload's time over the bare cffi call's and over cuda.core's,
     the median over PAIRED_ROUNDS rounds of the ratios within each round, a round timing one block
     of ``n`` launches (then a sync) of each, back to back, the order turning each round.  The
     ratio of two medians of blocks timed seconds apart carries the host's drift: on the H200 host
     one process measured the same bare call at 4.07 and 4.64 us a minute apart.  Keys
-    ``paired.<kind>.over_bare_cffi`` / ``.over_cuda_core``, and each one's median seconds."""
+    ``paired.<kind>.over_bare_cffi`` / ``.over_cuda_core``, and each one's median seconds.
+    ``floors`` (per kind suffix, from _python_floor) joins the rounds as ``python_floor``, its
+    ratio to the bare call ``paired.<kind>.floor_over_bare_cffi``."""
     def block(launch, done):
         start = time.perf_counter()
         for _ in range(n):
@@ -291,12 +300,14 @@ def paired(launches: dict, sync, core: dict, core_sync, n: int, before=None) -> 
         if before:
             before("cudaload" + suffix)
         entrants = [("cudaload", mine, sync), ("bare_cffi", floor_call, sync)]
+        if floors and callable(floors.get(suffix)):
+            entrants.append(("python_floor", floors[suffix], sync))
         if callable(core.get(core_key)):
             entrants.append(("cuda_core", core[core_key], core_sync))
         elif core_key in core:
             out[f"paired.{label}.cuda_core_why_not"] = core[core_key]
         times: dict = {who: [] for who, _launch, _done in entrants}
-        ratios: dict = {"over_bare_cffi": [], "over_cuda_core": []}
+        ratios: dict = {"over_bare_cffi": [], "over_cuda_core": [], "floor_over_bare_cffi": []}
         for who, launch, done in entrants:  # warm-up, not counted
             block(launch, done)
         for r in range(PAIRED_ROUNDS):
@@ -307,6 +318,8 @@ def paired(launches: dict, sync, core: dict, core_sync, n: int, before=None) -> 
             ratios["over_bare_cffi"].append(got["cudaload"] / got["bare_cffi"])
             if "cuda_core" in got:
                 ratios["over_cuda_core"].append(got["cudaload"] / got["cuda_core"])
+            if "python_floor" in got:
+                ratios["floor_over_bare_cffi"].append(got["python_floor"] / got["bare_cffi"])
         for who, values in times.items():
             out[f"paired.{label}.{who}_s"] = statistics.median(values)
         for key, values in ratios.items():
@@ -321,6 +334,33 @@ def _launcher(k, args, s):
     (Through functools.partial and a function instead, the H200 host timed cudaload up to 0.04x
     higher against the bare call in one process.)"""
     return lambda: k(1, 1, args, stream=s)
+
+
+class _Callable(functools.partial):
+    """A subclass of functools.partial, as cudaload's Kernel is: the cheapest Python object a
+    call can go through to a Python function."""
+
+
+FLOOR_SOURCE = """\
+def launch(grid, block, args, _=None, shared_mem=0, stream=None, cluster=None, cooperative=False):
+    rc = cuLaunchKernelEx(CONFIG, FUNC, PTRS, NULL)
+    if rc:
+        raise RuntimeError(rc)
+"""
+
+
+def _python_floor(k, args, s):
+    """The least a launch through a Python callable object costs: ``k``'s prepared configuration
+    and parameter buffer launched by a function of the Kernel's signature, reading them as
+    globals as cudaload's launch does, called as cudaload's launch is, checking and packing
+    nothing.  cudaload's launch over this is what its checks cost."""
+    state = k._core._tls.state
+    cfg, _by_identity = state.configs[1, 1, 0, s, None, False]
+    env = {"cuLaunchKernelEx": state.launch, "CONFIG": cfg, "FUNC": state.func,
+           "PTRS": state.pointers, "NULL": state.null}
+    exec(FLOOR_SOURCE, env)  # noqa: S102 - fixed text
+    floor = _Callable(env["launch"])
+    return lambda: floor(1, 1, args, stream=s)
 
 
 def _bare(k, s):
@@ -726,7 +766,10 @@ def floor(us: dict, pairs: dict | None = None) -> dict:
                 row[f"over_{name}"], row[f"over_{name}_paired"] = round(separate, 3), False
             if f"over_{name}" in row:
                 row[f"meets_{name}_target"] = row[f"over_{name}"] <= target
-        for who in ("cudaload", "bare_cffi", "cuda_core"):
+        ratio = pairs.get(f"{label}.floor_over_bare_cffi")
+        if isinstance(ratio, float):
+            row["python_floor_over_bare_cffi"] = round(ratio, 3)
+        for who in ("cudaload", "bare_cffi", "cuda_core", "python_floor"):
             value = pairs.get(f"{label}.{who}_s")
             if isinstance(value, float):
                 row[f"paired_{who}_us"] = round(value * 1e6, 3)

@@ -463,15 +463,20 @@ def launch_section(res: dict, targets: Targets) -> tuple[list[str], dict | None]
                               else "–" for k in ("cudaload_us", "bare_cffi_us", "cuda_core_us",
                                                  "c_us", "overhead_us")]
                     + [f"{row[k]:.2f}×" if _num(row.get(k)) is not None else "–"
-                       for k in ("over_bare_cffi", "over_cuda_core")])
+                       for k in ("over_bare_cffi", "over_cuda_core",
+                                 "python_floor_over_bare_cffi")])
     lines = ["## Launch overhead", ""]
     if rows:
         lines += ["Per argument kind, cudaload against the bare cffi `cuLaunchKernelEx` call with "
                   "the configuration and parameter buffer its launches prepared (same process, "
                   "interleaved), cuda.core's `launch` (the pointer read from the CuPy array or "
-                  "tensor at each launch) and C; overhead is cudaload − the bare call:", ""]
+                  "tensor at each launch) and C; overhead is cudaload − the bare call. The "
+                  "ratios are paired (rounds back to back in one process). The Python floor is "
+                  "the same launch through a Kernel-like callable that checks and packs nothing, "
+                  "timed in the same rounds: the least a launch through a Python object costs, "
+                  "so that cudaload over it is the cost of its checks:", ""]
         lines += table(["kind", "cudaload", "bare cffi", "cuda.core", "C", "overhead",
-                        "× bare (≤ 1.15)", "× cuda.core (≤ 1.10)"], rows)
+                        "× bare (≤ 1.15)", "× cuda.core (≤ 1.10)", "Python floor × bare"], rows)
     floor = _num(us.get("c"))
     labels = dict(LAUNCH_APIS)
     if us:
