@@ -79,7 +79,7 @@ def segments(head: Header, table: bytes) -> list[tuple[int, int, int, int]]:
         raise ElfError(f"corrupt program headers: entries of {head.phentsize} bytes")
     if len(table) < head.phentsize * head.phnum:
         raise ElfError(f"truncated: its program headers end at byte {head.program_headers_end()}"
-                       f", the file has {head.phoff + len(table)}")
+                       f", {len(table)} bytes of them given")
     out = []
     for i in range(head.phnum):
         at = i * head.phentsize

@@ -66,8 +66,10 @@ def text(report: dict) -> str:
 
 
 def _linker_line(section: dict) -> str:
+    if section["refused"]:
+        return f"nvjitlink {_not_loaded(section)}: Program(lto=True) cannot link"
     if not section["found"]:
-        return (f"nvjitlink {_not_loaded(section)}: only Program(lto=True) needs it "
+        return ("nvjitlink not found: only Program(lto=True) needs it "
                 "(pip install 'cudaload[nvrtc]')")
     major = f"of CUDA {section['cuda_major']} " if section["cuda_major"] else ""
     return f"nvjitlink {major}at {section['path']} (found via {section['found_via']})"

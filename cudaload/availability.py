@@ -93,6 +93,9 @@ def _forget_failures() -> None:
     program = sys.modules.get("cudaload.compile.program")
     if program is not None:
         program.forget_no_device()
+    linker = sys.modules.get("cudaload.compile._linker")
+    if linker is not None:  # a wheel installed since is found
+        linker.forget_found()
 
 
 def _empty_report(problems: list) -> dict:
@@ -287,7 +290,8 @@ def _probe_nvjitlink(section: dict, problems: list, nvrtc_version) -> None:
         return
     name = os.path.basename(os.path.realpath(path))
     major = name.partition(".so.")[2].split(".")[0]  # libnvJitLink.so.13(.0.88)
-    section.update(found=True, cuda_major=int(major) if major.isdigit() else None)
+    section.update(found=True, cuda_major=int(major) if major.isascii() and major.isdigit()
+                   else None)
     if section["cuda_major"] and nvrtc_version and section["cuda_major"] != nvrtc_version[0]:
         from . import releases
 

@@ -104,6 +104,8 @@ def test_an_nvjitlink_that_cannot_link_is_a_problem(text_file, tmp_path):
     assert text_file in problem["what"] and "no ELF header" in problem["what"]
     assert "Program(lto=True) cannot link" in problem["what"]
     assert "CUDALOAD_LIBNVJITLINK" in problem["hint"]
+    assert ("nvjitlink found but NOT USABLE (see problems): Program(lto=True) cannot link"
+            in report({**NO_CUDA, "CUDALOAD_LIBNVJITLINK": text_file})["text"])
     older = build_shared_library(str(tmp_path), "libnvJitLink.so.12", NO_DRIVER_SYMBOLS)
     result = report({"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1",
                      "CUDALOAD_LIBNVJITLINK": older}, unset=("CUDALOAD_LIBNVRTC",))
@@ -117,6 +119,25 @@ def test_an_nvjitlink_that_cannot_link_is_a_problem(text_file, tmp_path):
                                "cannot link NVRTC's LTO IR, so Program(lto=True) fails")
     assert problem["hint"].startswith(f"pip install 'nvidia-nvjitlink>={major}.{minor},<"
                                       f"{int(major) + 1}'")
+
+
+def test_an_nvjitlink_named_with_another_digit_leaves_the_report_whole(tmp_path):
+    # "²" is a digit to str.isdigit() but not to int(): the report must keep its other sections.
+    odd = build_shared_library(str(tmp_path), "libnvJitLink.so.\u00b2", NO_DRIVER_SYMBOLS)
+    rep = report({"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", "CUDALOAD_LIBNVJITLINK": odd},
+                 unset=("CUDALOAD_LIBNVRTC",))["report"]
+    _assert_well_formed(rep)
+    assert rep["nvjitlink"]["found"] and rep["nvjitlink"]["cuda_major"] is None
+    assert not any("raised" in p["what"] for p in rep["problems"]), rep["problems"]
+
+
+def test_a_refresh_finds_an_nvjitlink_installed_since(tmp_path):
+    first = build_shared_library(str(tmp_path), "libnvJitLink.so.12", NO_DRIVER_SYMBOLS)
+    (tmp_path / "new").mkdir()
+    second = build_shared_library(str(tmp_path / "new"), "libnvJitLink.so.13", NO_DRIVER_SYMBOLS)
+    paths = scenario_json("availability_reports", "refresh_finds_nvjitlink_again", first, second,
+                          env=NO_CUDA, unset=("CUDALOAD_LIBNVJITLINK",))
+    assert paths == [first, first, second]
 
 
 def test_a_driver_as_new_as_nvrtc_can_load_its_ptx():

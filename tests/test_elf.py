@@ -8,6 +8,7 @@ import struct
 import pytest
 
 from cudaload import _elf
+from cudaload.wheelcheck import elf
 
 # (class, byte order): file header fields after e_ident, as struct formats, and a program header
 FORMATS = {(1, "<"): ("HHIIIIIHHHHHH", "IIIIIIII"), (1, ">"): ("HHIIIIIHHHHHH", "IIIIIIII"),
@@ -64,3 +65,11 @@ def test_damaged_headers_are_elf_errors():
     none = bytearray(data[:64])
     none[56:58] = struct.pack("<H", 0)  # e_phnum 0: an object file has no program headers
     assert _elf.segments(_elf.header(bytes(none)), b"") == []
+
+
+def test_program_headers_past_the_end_name_the_files_size():
+    data = bytearray(image(2, "<"))
+    data[32:40] = struct.pack("<Q", 10 ** 6)  # e_phoff far past the end
+    with pytest.raises(_elf.ElfError, match=f"end at byte {10 ** 6 + 3 * 56}, the file has "
+                                            f"{len(data)}$"):
+        elf.needed(bytes(data))

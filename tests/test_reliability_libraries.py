@@ -189,6 +189,19 @@ def test_32_bit_library(which, tmp_path):
 
 
 @pytest.mark.parametrize("which", WHICH)
+def test_a_library_of_the_other_byte_order(which, tmp_path):
+    # Its machine field then reads as another number: the byte order is what to report.
+    data = bytearray((tmp_path / _native(tmp_path)).read_bytes())
+    data[5] = 3 - data[5]
+    path = tmp_path / "swapped.so"
+    path.write_bytes(data)
+    ours = "little" if sys.byteorder == "little" else "big"
+    theirs = "big" if ours == "little" else "little"
+    assert_typed(probe(which, str(path)), "LibraryLoadError",
+                 f"is a {theirs}-endian library, this process is {ours}-endian")
+
+
+@pytest.mark.parametrize("which", WHICH)
 def test_a_library_whose_class_byte_is_neither_32_nor_64_bits(which, tmp_path):
     # Such a header is damaged, not "a 64-bit library" in a 64-bit process.
     data = bytearray((tmp_path / _native(tmp_path)).read_bytes())

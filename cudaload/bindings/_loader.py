@@ -294,6 +294,7 @@ def _not_a_file(path: str) -> str | None:
     return "a directory" if stat.S_ISDIR(mode) else "a special file (a pipe, socket or device)"
 
 
+_ENDIAN = {"<": "little", ">": "big"}
 _ELF_MACHINES = {3: "x86 (32-bit)", 40: "ARM (32-bit)", 62: "x86-64", 183: "aarch64 (ARM64)",
                  21: "ppc64", 22: "s390x", 243: "RISC-V"}
 
@@ -332,6 +333,9 @@ def _elf_problem(path: str) -> str | None:
                 mine = None  # this interpreter's own file says nothing: leave it to the loader
             if mine is not None and head.bits != mine.bits:
                 return f"is a {head.bits}-bit library, this process is {mine.bits}-bit"
+            if mine is not None and head.order != mine.order:
+                return (f"is a {_ENDIAN[head.order]}-endian library, this process is "
+                        f"{_ENDIAN[mine.order]}-endian")
             if mine is not None and head.machine != mine.machine:
                 theirs = _ELF_MACHINES.get(head.machine, f"machine {head.machine}")
                 return (f"is built for {theirs}, this process runs on "

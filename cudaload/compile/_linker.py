@@ -20,7 +20,7 @@ import os
 
 from ..bindings import _loader, _sites
 
-__all__ = ["identity", "found", "load", "link"]
+__all__ = ["identity", "found", "forget_found", "load", "link"]
 
 _builds: dict = {}  # path -> (stat identity, fingerprint)
 # CUDALOAD_LIBNVJITLINK as it was -> the file found for it: finding the wheel reads
@@ -49,6 +49,11 @@ def found() -> tuple[str, str]:
     """(file, how it was found) of the nvJitLink that links now, loaded only where neither
     ``CUDALOAD_LIBNVJITLINK`` nor a wheel names a file.  Raises the loader's errors."""
     return _find(recheck=True)
+
+
+def forget_found() -> None:
+    """Find the file again at the next use (``status(refresh=True)``: a wheel installed since)."""
+    _found.clear()
 
 
 def load() -> str:

@@ -29,6 +29,9 @@ def needed(data: bytes) -> list[str]:
     Raises ElfError when the headers or the dynamic section point outside the file or make no
     sense."""
     head = header(data)
+    if head.program_headers_end() > len(data):
+        raise ElfError(f"truncated: its program headers end at byte {head.program_headers_end()}"
+                       f", the file has {len(data)}")
     found = segments(head, data[head.phoff:head.program_headers_end()])
     dynamic = [s for s in found if s[0] == PT_DYNAMIC]
     if not dynamic:

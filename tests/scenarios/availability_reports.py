@@ -113,8 +113,25 @@ def refresh_retries(libcuda: str) -> None:
                       again["cuinit"]]))
 
 
+def refresh_finds_nvjitlink_again(first: str, second: str) -> None:
+    """The nvJitLink file reported while the wheel's place holds ``first``, then, after it holds
+    ``second`` (a wheel installed meanwhile), without and with refresh: [path, path, path]."""
+    from cudaload.bindings import _sites
+
+    import cudaload
+
+    original, chosen = _sites.library, [first]
+    _sites.library = lambda which: chosen[0] if which == "nvjitlink" else original(which)
+    before = cudaload.status().as_dict()["nvjitlink"]["path"]
+    chosen[0] = second
+    cached = cudaload.status().as_dict()["nvjitlink"]["path"]
+    again = cudaload.status(refresh=True).as_dict()["nvjitlink"]["path"]
+    print(json.dumps([before, cached, again]))
+
+
 SCENARIOS = {f.__name__: f for f in (report, ptx_loadable, probe_raises, driver_init_raises,
-                                     remembered_report, refresh_retries)}
+                                     remembered_report, refresh_retries,
+                                     refresh_finds_nvjitlink_again)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
