@@ -5,17 +5,31 @@ from __future__ import annotations
 
 import re
 
-_DIRECTIVE = re.compile(r"\n[ \t]*(?:#|%:)([^\n]*)")
-_AFTER_COMMENT = re.compile(r"\*/[ \t]*(?:#|%:)([^\n]*)")
-_WORD = re.compile(r"[ \t]*([A-Za-z_]\w*)[ \t]*(.*)", re.S)
+_DIRECTIVE = re.compile(r"\n[ \t\f\v\r]*(?:#|%:)([^\n]*)")
+_AFTER_COMMENT = re.compile(r"\*/[ \t\f\v\r]*(?:#|%:)([^\n]*)")
+_WORD = re.compile(r"[ \t\f\v\r]*([A-Za-z_]\w*)[ \t\f\v\r]*(.*)", re.S)
 _COMMENT_OR_STRING = re.compile(r'//.*|/\*(?:.*?\*/|.*)|"(?:[^"\\]|\\.)*"?', re.S)
 _OPERAND = re.compile(r'"([^"\n]*)"|<([^>\n]*)>')
 _HAS_INCLUDE = re.compile(
-    r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))')
-_CONDITION_NAME = re.compile(r'\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)')
+    r'__has_include(_next)?[ \t\f\v\r]*\([ \t\f\v\r]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))')
+_CONDITION_NAME = re.compile(r'\([ \t\f\v\r]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t\f\v\r]*\)')
+
+
+_TRIGRAPH = re.compile(r"\?\?([=/'()!<>-])")
+_TRIGRAPHS = dict(zip("=/'()!<>-", "#\\^[]|{}~"))
 
 
 def scan(text: str):
+    """Trigraphs both ways, as the scan does (it does not know the language standard)."""
+    found, computed = _scan(text)
+    replaced = _TRIGRAPH.sub(lambda m: _TRIGRAPHS[m.group(1)], text)
+    if replaced == text:
+        return found, computed
+    more, more_computed = _scan(replaced)
+    return tuple(dict.fromkeys(found + more)), computed or more_computed
+
+
+def _scan(text: str):
     if "\\" in text:
         text = text.replace("\\\r\n", "").replace("\\\n", "")
     if "#" not in text and "%:" not in text:

@@ -19,6 +19,7 @@ __all__ = ["Compiled", "compile", "version", "supported_archs", "describe", "che
 _COMPILATION = _nvrtc_ffi.integer_const("NVRTC_ERROR_COMPILATION")
 _INVALID_OPTION = _nvrtc_ffi.integer_const("NVRTC_ERROR_INVALID_OPTION")
 _BUILTIN_OPERATION_FAILURE = _nvrtc_ffi.integer_const("NVRTC_ERROR_BUILTIN_OPERATION_FAILURE")
+INVALID_OPTION = _INVALID_OPTION
 
 
 class Compiled:
@@ -90,8 +91,11 @@ def supported_archs() -> list[int]:
 
 
 def compile(source: str, name: str, options=(), headers=None, name_expressions=(),
-            kind: str = "cubin") -> Compiled:
-    """Compile ``source`` once.  Raises :class:`CompileError` with the log when NVRTC rejects it."""
+            kind: str = "cubin", own_options=()) -> Compiled:
+    """Compile ``source`` once.  Raises :class:`CompileError` with the log when NVRTC rejects it.
+
+    ``own_options`` go to NVRTC after ``options`` but are cudaload's, not the caller's: errors do
+    not show them."""
     ffi, lib = _lib()
     headers = dict(headers or {})
     keep = []  # cdata must outlive the NVRTC calls that read them
@@ -112,7 +116,7 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
     try:
         for expr in name_expressions:
             check(lib.nvrtcAddNameExpression(prog, cstr(expr)), "nvrtcAddNameExpression")
-        opts = [cstr(o) for o in options]
+        opts = [cstr(o) for o in (*options, *own_options)]
         rc = lib.nvrtcCompileProgram(prog, len(opts), ffi.new("char *[]", opts) if opts else ffi.NULL)
         log = _read(ffi, lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog").rstrip("\0")
         if rc in (_COMPILATION, _INVALID_OPTION):

@@ -23,7 +23,9 @@ import re
 __all__ = ["scan"]
 
 _INCLUDES = ("include", "include_next", "import")
-_BLANKS = " \t"
+# What may stand before a directive's "#" and between its words: EDG takes the form feed and the
+# vertical tab there as a blank, and a carriage return that ends no line (CR alone) as one too.
+_BLANKS = " \t\f\v\r"
 _CLOSING = {'"': '"', "<": ">"}  # what ends a header name that begins with the key
 _FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
@@ -31,11 +33,14 @@ _SOURCES = {
     # Within a directive's line: comments go, string literals stay (a "/*" in one is no comment).
     "comment_or_string": (r'//.*|/\*(?:.*?\*/|.*)|"(?:[^"\\]|\\.)*"?', re.S),
     "has_include": (
-        r'__has_include(_next)?[ \t]*\([ \t]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))', 0),
+        r'__has_include(_next)?[ \t\f\v\r]*\([ \t\f\v\r]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))', 0),
     # A header name given to any macro in a condition (CCCL's _CCCL_HAS_INCLUDE(<x>) wraps
     # __has_include): taken as a probe too, which at worst keys one more path.
-    "condition_name": (r'\([ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*\)', 0),
+    "condition_name": (r'\([ \t\f\v\r]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t\f\v\r]*\)', 0),
+    "trigraph": (r"\?\?([=/'()!<>-])", 0),
 }
+_TRIGRAPHS = {"=": "#", "/": "\\", "'": "^", "(": "[", ")": "]", "!": "|", "<": "{", ">": "}",
+              "-": "~"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -123,7 +128,23 @@ def _operand(rest: str) -> tuple[bool, str] | None:
 def scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
     """The includes and probes of ``text``: ([(kind, quoted, name)], computed), where kind is
     "include", "include_next" or "probe" (``__has_include``), and computed says whether some
-    include or probe is named by a macro."""
+    include or probe is named by a macro.
+
+    Trigraphs are replaced before anything else where the language standard has them (C++14 and
+    older) and not where it does not (C++17 on): ``??=include`` is an include in one, and a
+    ``// ...??/`` line splices the next line into its comment in one only.  The scan does not know
+    the standard, so a text with trigraphs is scanned both ways and the union is taken."""
+    found, computed = _scan(text)
+    if "??" not in text:
+        return found, computed
+    replaced = _pattern("trigraph").sub(lambda m: _TRIGRAPHS[m.group(1)], text)
+    if replaced == text:
+        return found, computed
+    more, more_computed = _scan(replaced)
+    return tuple(dict.fromkeys(found + more)), computed or more_computed
+
+
+def _scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
     if "\\" in text:
         text = text.replace("\\\r\n", "").replace("\\\n", "")
     if "#" not in text and "%:" not in text:

@@ -39,9 +39,9 @@ import stat
 
 from ._directives import scan
 from ._sha import sha256
-from .options import include_inputs
+from .options import include_inputs, searches_source_folder
 
-__all__ = ["Inputs", "resolve", "scan", "from_package"]
+__all__ = ["Inputs", "resolve", "scan", "from_package", "still_valid", "watching"]
 
 # A header this large is no header: reading it to hash it would take the process's memory.
 MAX_HEADER_BYTES = 256 << 20
@@ -80,6 +80,14 @@ def still_valid(witness) -> bool:
     return all(_signature(path) == sig for path, sig in paths)
 
 
+def watching(witness, paths):
+    """``witness`` that also checks ``paths`` (files read that the material lacks), as they are now."""
+    if not paths:
+        return witness
+    cwd, known = witness or (os.getcwd(), ())
+    return cwd, (*known, *((path, _signature(path)) for path in paths))
+
+
 def _signature(path: str):
     try:
         return _signature_of(os.stat(path))
@@ -114,20 +122,22 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
         # folders alone, which its identity covers (most kernels; a miss's cost stays small).
         return Inputs((), (), not found[1])
     cwd = os.getcwd()
-    user_dirs = [os.path.normpath(os.path.join(cwd, d)) for d in user_folders]
+    user_dirs = [_join(cwd, d) for d in user_folders]
     tc_dirs = [os.path.normpath(d) for d in toolchain_dirs]
     dirs = user_dirs + tc_dirs
     n_user = len(user_dirs)
     material: dict[str, tuple] = {}  # path -> (state, signature when it was looked at)
     certain = True
     seen: set = set()
-    # (scan() of a text, folder of the including file, index in dirs where it was found or -1)
-    pending: list[tuple[tuple[tuple[tuple[str, bool, str], ...], bool], str, int]] = [
-        (found, os.path.dirname(os.path.join(cwd, name)), -1)]
+    # (scan() of a text, folder of the including file or None where NVRTC does not look there,
+    # index in dirs where it was found or -1)
+    pending: list[tuple[tuple[tuple[tuple[str, bool, str], ...], bool], str | None, int]] = [
+        (found, os.path.dirname(_join(cwd, name)) if searches_source_folder(options) else None,
+         -1)]
     # Every in-memory header is scanned, reached or not: one a toolchain header includes is not
     # seen when toolchain headers are not followed.
     for header_name, text in headers.items():
-        pending.append((scan(text), os.path.dirname(os.path.join(cwd, header_name)), -1))
+        pending.append((scan(text), os.path.dirname(_join(cwd, header_name)), -1))
     pending.append(((tuple(("include", True, f) for f in pre_included), False), cwd, -1))
 
     while pending:
@@ -141,11 +151,11 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
                 candidates = [(None, -1)]
             else:
                 start = index + 1 if kind == "include_next" and index >= 0 else 0
-                candidates = [(here, -1)] if quoted and (kind != "include_next" or index < 0) \
-                    else []
+                candidates = [(here, -1)] if quoted and here is not None and (
+                    kind != "include_next" or index < 0) else []
                 candidates += [(dirs[i], i) for i in range(start, len(dirs))]
             for folder, where in candidates:
-                path = os.path.normpath(include if folder is None else os.path.join(folder, include))
+                path = _join(folder, include) if folder is not None else _join("", include)
                 toolchain = (0 <= where and where >= n_user) or (
                     where < 0 and _under(path, tc_dirs))
                 if toolchain:
@@ -175,7 +185,19 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     return Inputs(tuple((path, state) for path, (state, _sig) in looked), witness, certain)
 
 
+def _join(folder: str, name: str) -> str:
+    """``name`` in ``folder`` as the kernel finds it: "." and doubled separators go, but ".." stays,
+    since after a symbolic link it leads to the link target's parent, not the link's."""
+    path = os.path.join(folder, name)
+    if ".." not in path:
+        return os.path.normpath(path)
+    parts = [p for p in path.split(os.sep) if p not in ("", ".")]
+    return (os.sep if path.startswith(os.sep) else "") + os.sep.join(parts)
+
+
 def _under(path: str, folders) -> bool:
+    if ".." in path:  # where it leads depends on the links on its way
+        path = os.path.realpath(path)
     return any(path.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
 
 
@@ -222,7 +244,11 @@ def _look(path: str, include: str) -> tuple[str, bytes | None, tuple]:
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode):  # swapped for something else since the stat
             return "error:EINVAL", None, _signature_of(opened)
-        data = f.read(MAX_HEADER_BYTES + 1)
+        try:
+            data = f.read(MAX_HEADER_BYTES + 1)
+        except OSError as exc:  # EIO from /proc/self/mem, a failing disk: NVRTC will say more
+            return (f"error:{errno.errorcode.get(exc.errno or 0, exc.errno)}", None,
+                    _signature_of(opened))
     return sha256(data).hexdigest(), data, _signature_of(opened)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["build", "strings", "include_inputs", "Arch", "parse_arch", "split_cli", "LTO_OPTION",
-           "links"]
+__all__ = ["build", "strings", "include_inputs", "searches_source_folder", "Arch", "parse_arch",
+           "split_cli", "LTO_OPTION", "links"]
 
 # NVRTC's option for LTO IR, in both its spellings: a program compiled with it is linked by
 # nvJitLink (compile/_linker.py) into the code it asked for.
@@ -204,9 +204,20 @@ def include_inputs(options) -> tuple[list[str], list[str]]:
         for prefix, into in (("--include-path=", folders), ("-I", folders),
                              ("--pre-include=", first), ("-include=", first)):
             if option.startswith(prefix):
-                into.append(option[len(prefix):])
+                value = option[len(prefix):]
+                # NVRTC reads "-I=inc" as the folder "inc", as it reads "-include=x.h".
+                into.append(value[1:] if prefix == "-I" and value.startswith("=") else value)
                 break
     return folders, first
+
+
+_NO_SOURCE_INCLUDE = frozenset({"--no-source-include", "-no-source-include"})
+
+
+def searches_source_folder(options) -> bool:
+    """Whether NVRTC looks for the program's own ``#include "..."`` in the program's folder:
+    ``--no-source-include`` turns that off (a header's includes still look beside the header)."""
+    return _NO_SOURCE_INCLUDE.isdisjoint(options)
 
 
 # Options that take their value as the next word on a command line but must reach NVRTC as one.

@@ -20,9 +20,9 @@ from __future__ import annotations
 import functools
 import os
 
-from . import _hooks, _linker, _prepare, _targets, cache, includes, toolchain
+from . import _hooks, _linker, _prepare, _reads, _targets, cache, includes, toolchain
 from .. import _log
-from ..errors import CudaLoadError
+from ..errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
 from .options import Arch, parse_arch
 
@@ -174,6 +174,7 @@ class Program:
         disk = cache.default() if inputs.certain else cache.NULL
         digest = self._inputs_digest(inputs)
         keep = True
+        witness = inputs.witness
         while True:
             kind, target = _targets.choose(tc, arch, _virtual(arch, output), explicit)
             key_linker = _linker.identity() if self._lto else None
@@ -191,18 +192,23 @@ class Program:
                         tc = loaded
                         inputs = self._inputs(tc)
                         digest = self._inputs_digest(inputs)
+                        witness = inputs.witness
                         continue
                     if self._lto and _linker.load() != key_linker:
                         continue  # the nvJitLink that loaded is not the one the key named
-                    obj = self._build(tc, kind, target, key)
+                    obj, names = self._build(tc, kind, target, key)
                     # A file that changed while NVRTC read it may have given a mix of old and new:
                     # such a result is returned but kept nowhere.  (A program that read no file
                     # outside the toolchain has nothing to look at again.)
                     keep = not inputs.material or self._inputs(tc).material == inputs.material
-                    if keep:
+                    unkeyed = self._unkeyed(tc, inputs, names, key)
+                    if keep and unkeyed == []:
                         publish(obj)
+                    # The memory cache keeps it while the files NVRTC read stay as they are,
+                    # those the scan missed included.
+                    witness = includes.watching(witness, unkeyed or ())
             break
-        self._keep(obj, arch, output, key, inputs.witness, keep)
+        self._keep(obj, arch, output, key, witness, keep)
         return obj, key, keep
 
     def _keep(self, obj: ObjectCode, arch, output: str, key: str | None, witness,
@@ -221,20 +227,53 @@ class Program:
         return _prepare.digest(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key,
                                driver, *(() if linker is None else ("nvJitLink", linker))).hex()
 
-    def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch, key: str) -> ObjectCode:
+    def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch,
+               key: str) -> tuple[ObjectCode, tuple[str, ...] | None]:
+        """(the code, the header files NVRTC read as it named them or None where unknown)."""
         from ..bindings import nvrtc
 
         gpu = target.sm() if kind == "cubin" else target.compute()
-        compiled = nvrtc.compile(self.source, self.name,
-                                 (*self.options, f"--gpu-architecture={gpu}", *tc.include_options),
-                                 self.headers, self.name_expressions,
-                                 kind="ltoir" if self._lto else kind)
+        options = (*self.options, f"--gpu-architecture={gpu}", *tc.include_options)
+        # A trace the caller asked for is theirs: none of ours beside it (see _compile).
+        trace = None if _reads.unsupported() or _reads.asked_by(self.options) else _reads.request()
+        try:
+            compiled = nvrtc.compile(self.source, self.name, options, self.headers,
+                                     self.name_expressions, kind="ltoir" if self._lto else kind,
+                                     own_options=(trace.option,) if trace else ())
+        except NvrtcError as exc:
+            # An NVRTC older than the option refuses it: asked once, then the scan is trusted.
+            if trace is None or exc.code != nvrtc.INVALID_OPTION \
+                    or _reads.OPTION[:-1] not in getattr(exc, "log", ""):
+                raise
+            _reads.mark_unsupported()
+            compiled, trace = nvrtc.compile(self.source, self.name, options, self.headers,
+                                            self.name_expressions,
+                                            kind="ltoir" if self._lto else kind), None
         code, log = (_linker.link(compiled, self.name, gpu, kind) if self._lto
                      else (compiled.code, compiled.log))
         _log.debug("compile", "NVRTC compiled %s to %s for %s%s, key %s", self.name, kind,
                    target.sm(), ", linked by nvJitLink" if self._lto else "", key, key=key)
-        return ObjectCode(code, kind, target.sm(), log=log,
-                          lowered_names=dict(compiled.lowered_names), linked=self._lto)
+        return (ObjectCode(code, kind, target.sm(), log=log,
+                           lowered_names=dict(compiled.lowered_names), linked=self._lto),
+                trace.names() if trace is not None else None)
+
+    def _unkeyed(self, tc: toolchain.Toolchain, inputs: includes.Inputs,
+                 names: tuple[str, ...] | None, key: str) -> list[str] | None:
+        """The files NVRTC read (``names``, from _build) that the key does not cover: [] when
+        there are none or this NVRTC has no trace (the scan is trusted there), None when which
+        files were read is not known."""
+        if names is None:
+            if _reads.unsupported() and not _reads.asked_by(self.options):
+                return []
+            _log.debug("cache", "%s: which files NVRTC read is not known (no trace): not kept on "
+                       "disk, key %s", self.name, key, key=key)
+            return None
+        missing = _reads.uncovered(names, inputs.material, self.headers,
+                                   [o[2:] for o in tc.include_options], os.getcwd())
+        if missing:
+            _log.debug("cache", "%s: NVRTC read %s, which the include scan did not find: not "
+                       "kept on disk, key %s", self.name, ", ".join(missing), key, key=key)
+        return missing
 
     def _own(self, obj: ObjectCode, arch, output: str, key: str | None) -> None:
         """Give ``obj`` what the launch side reads of its program: the source, and the way to
@@ -264,14 +303,16 @@ class Program:
             kind, target = "ptx", Arch((max(older), ""))
         _log.debug("compile", "the driver refused %s %s for %s; recompiling as %s for %s",
                    self.name, refused.kind, refused.arch, kind, target.sm())
-        obj = self._build(tc, kind, target, key)
+        obj, names = self._build(tc, kind, target, key)
         # What this driver refused is replaced by what it can load, under the same key: only
         # while the key still stands for what was just compiled (files and NVRTC unchanged).
         asked = _targets.choose(tc, arch, _virtual(arch, output), False)
         linker = _linker.identity() if self._lto else None
-        if inputs.certain and self._key(self._inputs_digest(inputs), tc, *asked, linker) == key:
+        unkeyed = self._unkeyed(tc, inputs, names, key)
+        if inputs.certain and self._key(self._inputs_digest(inputs), tc, *asked, linker) == key \
+                and unkeyed == []:
             disk.store(key, obj)
-        self._keep(obj, arch, output, key, inputs.witness)
+        self._keep(obj, arch, output, key, includes.watching(inputs.witness, unkeyed or ()))
         return obj
 
 

@@ -1,0 +1,131 @@
+"""Include forms the scan once misread, and NVRTC's own account of what it read keeping the disk
+honest where the scan is wrong.
+
+Each case compiles in one process, again in a fresh one (the disk answers), then edits the header
+NVRTC reads and compiles in a third: the disk must never answer with the old value.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT, child_env
+from .test_cache_key import KERNEL, cache_dir, compile_value, val, write  # noqa: F401
+
+
+def _tree(tmp_path, files: dict) -> None:
+    for path, text in files.items():
+        full = tmp_path / path
+        os.makedirs(full.parent, exist_ok=True)
+        if text.startswith("->"):
+            os.symlink(text[2:], full)
+        else:
+            full.write_text(text)
+
+
+# (files, the one NVRTC reads and the test edits, Program arguments)
+FORMS = {
+    "form feed before the directive": (
+        {"v.h": val(111)}, "v.h", dict(source='\f#include "v.h"\n' + KERNEL)),
+    "vertical tab inside the directive": (
+        {"v.h": val(111)}, "v.h", dict(source='#\vinclude\v"v.h"\n' + KERNEL)),
+    "trigraph with c++14": (
+        {"t.h": val(111)}, "t.h", dict(source='??=include "t.h"\n' + KERNEL, std="c++14")),
+    "--no-source-include": (
+        {"h.h": val(333), "inc/h.h": val(111)}, "inc/h.h",
+        dict(source='#include "h.h"\n' + KERNEL, options=["-Iinc", "--no-source-include"])),
+    "'..' after a symlinked include folder": (
+        {"real/sub/y.h": '#include "../x.h"\n', "real/x.h": val(111), "inc/x.h": val(333),
+         "inc/link": "->../real/sub"}, "real/x.h",
+        dict(source='#include "link/y.h"\n' + KERNEL, include_paths=["inc"])),
+    "include_paths=['link/..']": (
+        {"real/sub/x.h": val(333), "real/x.h": val(111), "link": "->real/sub", "x.h": val(333)},
+        "real/x.h", dict(source="#include <x.h>\n" + KERNEL, include_paths=["link/.."])),
+    "-I=folder": (
+        {"inc/v.h": val(111)}, "inc/v.h", dict(source="#include <v.h>\n" + KERNEL,
+                                                options=["-I=inc"])),
+}
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_an_include_form_is_keyed_by_the_file_nvrtc_reads(cache_dir, tmp_path, form):
+    files, edited, spec = FORMS[form]
+    _tree(tmp_path, files)
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": "disk"}  # still cacheable
+    write(tmp_path / edited, val(222))
+    assert compile_value(tmp_path, **spec) == {"value": 222, "cached": None}
+
+
+def test_a_file_the_scan_misses_keeps_the_result_off_the_disk(cache_dir, tmp_path):
+    """The scan made blind: NVRTC's trace names v.h, which the key lacks."""
+    header = write(tmp_path / "v.h", val(111))
+    spec = dict(source='#include "v.h"\n' + KERNEL, patch=["blind_scan"])
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+    write(header, val(222))
+    assert compile_value(tmp_path, **spec) == {"value": 222, "cached": None}
+
+
+def test_a_trace_nvrtc_cannot_write_keeps_the_result_off_the_disk(cache_dir, tmp_path):
+    write(tmp_path / "v.h", val(111))
+    spec = dict(source='#include "v.h"\n' + KERNEL, patch=["no_room"])
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+
+
+def test_an_nvrtc_without_the_trace_compiles_and_the_scan_is_trusted(cache_dir, tmp_path):
+    header = write(tmp_path / "v.h", val(111))
+    spec = dict(source='#include "v.h"\n' + KERNEL, patch=["trace_refused"])
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": "disk"}
+    write(header, val(222))
+    assert compile_value(tmp_path, **spec) == {"value": 222, "cached": None}
+
+
+def test_a_trace_the_caller_asks_for_is_written_and_the_result_not_kept_on_disk(cache_dir,
+                                                                                 tmp_path):
+    write(tmp_path / "v.h", val(111))
+    trace = tmp_path / "mine"
+    spec = dict(source='#include "v.h"\n' + KERNEL, options=[f"--fdevice-time-trace={trace}"])
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+    assert '"v.h"' in (tmp_path / "mine.json").read_text()
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+
+
+CODE_WITH_AND_WITHOUT_TRACE = r"""
+import json, sys
+from cudaload.bindings import nvrtc
+from cudaload.compile import _reads, toolchain
+src = '#include <cuda_fp16.h>\n__global__ void k(__half *p) { *p = __hadd(*p, *p); }\n'
+options = ("--gpu-architecture=sm_90", *toolchain.current().include_options)
+plain = nvrtc.compile(src, "k.cu", options, kind="cubin")
+request = _reads.request()
+traced = nvrtc.compile(src, "k.cu", options, kind="cubin", own_options=(request.option,))
+names = request.names()
+print(json.dumps({"same": plain.code == traced.code, "log": traced.log,
+                  "fp16": [n for n in names if n.endswith("cuda_fp16.h")]}))
+"""
+
+
+def test_the_trace_changes_nothing_in_the_code_and_names_the_headers_read():
+    import json
+
+    proc = subprocess.run([sys.executable, "-c", CODE_WITH_AND_WITHOUT_TRACE], cwd=ROOT,
+                          env=child_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout.splitlines()[-1])
+    assert found["same"] is True and found["log"] == ""
+    assert len(found["fp16"]) == 1
+
+
+def test_an_include_that_fails_to_read_is_no_error_of_the_scan(cache_dir, tmp_path):
+    """/proc/self/mem opens but answers EIO to a read: NVRTC says what it makes of it."""
+    from cudaload.compile import includes
+
+    found = includes.resolve('#include "/proc/self/mem"\n', "k.cu", {}, (), [])
+    assert found.material == (("/proc/self/mem", "error:EIO"),)
