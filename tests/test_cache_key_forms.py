@@ -129,3 +129,32 @@ def test_an_include_that_fails_to_read_is_no_error_of_the_scan(cache_dir, tmp_pa
 
     found = includes.resolve('#include "/proc/self/mem"\n', "k.cu", {}, (), [])
     assert found.material == (("/proc/self/mem", "error:EIO"),)
+
+
+def _family_header() -> str:
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import family_header
+    finally:
+        sys.path.pop(0)
+    return family_header.header()
+
+
+REAL = {  # what real kernels include, each beside a header of the user's own folder
+    "CUB": "#include <cub/block/block_reduce.cuh>\n",
+    "cooperative groups": "#include <cooperative_groups.h>\n",
+    "cuda_fp16 and cuda/std": "#include <cuda_fp16.h>\n#include <cuda/std/limits>\n",
+    "a large operator header on disk": '#include "family.cuh"\n',
+}
+
+
+@pytest.mark.parametrize("which", REAL)
+def test_real_headers_stay_cacheable_on_disk(cache_dir, tmp_path, which):
+    """NVRTC's trace names every toolchain header these read; none of them keeps code off the
+    disk, also with a user include folder, which makes the scan follow the toolchain's headers."""
+    write(tmp_path / "inc" / "v.h", val(111))
+    if "family" in REAL[which]:
+        write(tmp_path / "inc" / "family.cuh", _family_header())
+    spec = dict(source=REAL[which] + '#include "v.h"\n' + KERNEL, include_paths=["inc"])
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": "disk"}
