@@ -27,13 +27,18 @@ def arch_name(text: str) -> str:
     return parse_arch(text).sm()
 
 
-def report(path: str, data: bytes, archs: list[str]) -> dict:
-    """The bundle ``data`` (file ``path`` of the wheel) against the architectures ``archs``.
+def report(path: str, data: bytes | None, archs: list[str], problem: str | None = None) -> dict:
+    """The bundle ``data`` (file ``path`` of the wheel) against the architectures ``archs``;
+    ``data`` None when it was not read, ``problem`` saying why.
 
     ``{"path", "error", "failures", "programs": [{"name", "name_expressions", "code": {arch:
     the arch of the code used, or None}}]}``; ``error`` says why the bundle cannot be read."""
-    bundle = Bundle(data, origin=path)
     out: dict[str, Any] = {"path": path, "error": None, "failures": [], "programs": []}
+    if data is None:
+        out["error"] = f"{path}: {problem}"
+        out["failures"].append(out["error"])
+        return out
+    bundle = Bundle(data, origin=path)
     try:
         bundle.check()
     except ValueError as err:

@@ -71,7 +71,8 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
               "bundles": None, "imports": None}
     archs = list(dict.fromkeys(archs))
     if archs:
-        report["bundles"] = [bundle_report.report(b["path"], b["data"], archs) for b in shipped]
+        report["bundles"] = [bundle_report.report(b["path"], b["data"], archs, b["error"])
+                             for b in shipped]
         failures += [line for b in report["bundles"] for line in b["failures"]]
     if imports:
         from .install import check_imports

@@ -8,6 +8,9 @@ place in the file.  ELF32 and ELF64 of either byte order.  A file with no ``PT_D
 object file, a static executable, a CUBIN) needs nothing.  The file and program headers are
 read by cudaload/_elf.py.
 
+Only those pieces are read, by offset (wheelcheck/blob.py), and the names in the order they lie
+in the file: a library of gigabytes costs a few kilobytes of memory.
+
 Entry point: may import every layer.
 """
 
@@ -15,54 +18,70 @@ from __future__ import annotations
 
 import struct
 
-from .._elf import MAGIC, PT_DYNAMIC, PT_LOAD, ElfError, header, segments
+from .._elf import HEADER_BYTES, MAGIC, PT_DYNAMIC, PT_LOAD, ElfError, header, segments
+from .blob import MAX_NAME, Blob
 
 __all__ = ["MAGIC", "ElfError", "needed"]
 
 _DT_NULL, _DT_NEEDED, _DT_STRTAB, _DT_STRSZ = 0, 1, 5, 10
 _DYNAMIC_ENTRY = {32: "iI", 64: "qQ"}  # (d_tag, d_val) per class
+# Bounds far beyond any real library (a few dozen program headers and dynamic entries), so that
+# a hostile header cannot make the reader hold or walk gigabytes.
+_MAX_PROGRAM_HEADERS_BYTES = 1 << 20
+_MAX_DYNAMIC_ENTRIES = 1 << 14
+_CHUNK = 1 << 16
 
 
-def needed(data: bytes) -> list[str]:
-    """The ``DT_NEEDED`` names of the ELF image ``data``, in file order.
+def needed(data: bytes | Blob) -> list[str]:
+    """The ``DT_NEEDED`` names of the ELF image ``data`` (its bytes, or a :class:`Blob`), in
+    file order.
 
     Raises ElfError when the headers or the dynamic section point outside the file or make no
     sense."""
-    head = header(data)
-    if head.program_headers_end() > len(data):
-        raise ElfError(f"truncated: its program headers end at byte {head.program_headers_end()}"
-                       f", the file has {len(data)}")
-    found = segments(head, data[head.phoff:head.program_headers_end()])
+    blob = Blob.of(data)
+    head = header(blob.read(0, HEADER_BYTES))
+    end = head.program_headers_end()
+    if end > blob.size:
+        raise ElfError(f"truncated: its program headers end at byte {end}, the file has "
+                       f"{blob.size}")
+    if end - head.phoff > _MAX_PROGRAM_HEADERS_BYTES:
+        raise ElfError(f"corrupt program headers: {end - head.phoff} bytes of them")
+    found = segments(head, blob.read(head.phoff, end - head.phoff))
     dynamic = [s for s in found if s[0] == PT_DYNAMIC]
     if not dynamic:
         return []
-    entries = _dynamic(data, dynamic[0], head.order + _DYNAMIC_ENTRY[head.bits])
+    entries = _dynamic(blob, dynamic[0], struct.Struct(head.order + _DYNAMIC_ENTRY[head.bits]))
     wanted = [value for tag, value in entries if tag == _DT_NEEDED]
     if not wanted:
         return []
     tables = [value for tag, value in entries if tag == _DT_STRTAB]
     if not tables:
         raise ElfError("corrupt dynamic section: DT_NEEDED entries but no DT_STRTAB")
-    start = _file_offset(tables[0], found, len(data))
+    start = _file_offset(tables[0], found, blob.size)
     sizes = [value for tag, value in entries if tag == _DT_STRSZ]
-    end = min(len(data), start + sizes[0]) if sizes else len(data)
-    return [_string(data, start, end, offset) for offset in wanted]
+    table_end = min(blob.size, start + sizes[0]) if sizes else blob.size
+    # In file order, then as listed: each read then moves forward through the file.
+    names = {offset: _string(blob, start, table_end, offset) for offset in sorted(set(wanted))}
+    return [names[offset] for offset in wanted]
 
 
-def _dynamic(data: bytes, segment: tuple, fmt: str) -> list[tuple[int, int]]:
-    """The (d_tag, d_val) pairs (struct format ``fmt``) of the dynamic segment, up to DT_NULL.
+def _dynamic(blob: Blob, segment: tuple, entry: struct.Struct) -> list[tuple[int, int]]:
+    """The (d_tag, d_val) pairs (layout ``entry``) of the dynamic segment, up to DT_NULL.
     Raises ElfError."""
     _type, offset, _vaddr, size = segment
-    if offset + size > len(data):
+    if offset + size > blob.size:
         raise ElfError(f"corrupt dynamic section: it ends at byte {offset + size}, the file has "
-                       f"{len(data)}")
-    step = struct.calcsize(fmt)
-    out = []
-    for at in range(offset, offset + size - step + 1, step):
-        tag, value = struct.unpack_from(fmt, data, at)
-        if tag == _DT_NULL:
-            break
-        out.append((tag, value))
+                       f"{blob.size}")
+    end = offset + size - size % entry.size
+    out: list[tuple[int, int]] = []
+    for at in range(offset, end, _CHUNK * entry.size):
+        for tag, value in entry.iter_unpack(blob.read(at, min(_CHUNK * entry.size, end - at))):
+            if tag == _DT_NULL:
+                return out
+            if len(out) == _MAX_DYNAMIC_ENTRIES:
+                raise ElfError(f"corrupt dynamic section: more than {_MAX_DYNAMIC_ENTRIES} "
+                               "entries")
+            out.append((tag, value))
     return out
 
 
@@ -75,11 +94,10 @@ def _file_offset(address: int, segments: list, size: int) -> int:
                    "loaded part of the file")
 
 
-def _string(data: bytes, start: int, end: int, offset: int) -> str:
-    """The NUL-terminated name at ``offset`` into the string table data[start:end]."""
-    at = start + offset
-    stop = data.find(b"\0", at, end)
-    if offset >= end - start or stop < 0:
+def _string(blob: Blob, start: int, end: int, offset: int) -> str:
+    """The NUL-terminated name at ``offset`` into the string table from ``start`` to ``end``."""
+    name = blob.string(start + offset, end) if offset < end - start else None
+    if name is None:
         raise ElfError(f"corrupt dynamic section: a DT_NEEDED name (at {offset:#x}) runs past "
-                       "its string table")
-    return data[at:stop].decode("utf-8", "backslashreplace")
+                       f"its string table or {MAX_NAME} bytes")
+    return name.decode("utf-8", "backslashreplace")

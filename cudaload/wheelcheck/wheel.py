@@ -20,6 +20,7 @@ from typing import Any
 from .. import _untrusted
 from ..compile.bundle import MAGIC as BUNDLE_MAGIC
 from . import elf, pe
+from .blob import Blob
 from .libraries import cuda_library
 
 __all__ = ["WheelError", "open_wheel", "scan"]
@@ -66,29 +67,88 @@ def scan(path: str) -> tuple[list[dict], list[dict]]:
 
     Each compiled file: ``{"path", "format", "needed", "cuda", "error"}`` (``needed``: the
     libraries it asks for; ``cuda``: those of them that are CUDA's; ``error``: why it could not
-    be read, or None).  Each bundle: ``{"path", "data"}``.  Raises WheelError for an archive
-    whose members cannot be read."""
+    be read or was not, or None).  Each bundle: ``{"path", "data", "error"}`` (``data`` None when
+    ``error`` says why it was not read).  Raises WheelError for an archive whose members cannot
+    be read."""
     files, bundles = [], []
     with open_wheel(path) as archive:
         for info in archive.infolist():
             if info.is_dir():
                 continue
             try:
-                with archive.open(info) as member:
-                    head = member.read(8)
-                    kind = _kind(head)
-                    data = head + member.read() if kind else b""
+                entry = _examine(archive, info)
             except _READ_ERRORS as err:
                 raise WheelError(f"{path}: {info.filename} cannot be read from the archive: "
                                  f"{err}") from None
-            if kind == "PE?":  # an MZ header: a PE file, or data that starts with those bytes
-                kind = "PE" if pe.is_pe(data) else None
-            if kind == "bundle":
-                bundles.append({"path": info.filename, "data": data})
-            elif kind is not None or info.filename.endswith(_LIBRARY_SUFFIXES) \
-                    or ".so." in os.path.basename(info.filename):
-                files.append(_describe(info.filename, kind, data, info.file_size))
+            if entry is None:
+                continue
+            if entry["format"] == "bundle":
+                bundles.append({"path": info.filename, "data": entry.pop("data"),
+                                "error": entry["error"]})
+            else:
+                files.append(entry)
     return files, bundles
+
+
+# Beyond these sizes a member is not read, and says so.  A compiled file is read by offset and
+# costs little memory, but every byte is decompressed to check the archive's CRC: 2 GiB is more
+# than any shared library (x86-64's default code model reaches 2 GiB) and takes seconds.  A
+# bundle is read whole, as Bundle.from_resource reads it at run time.
+MAX_BYTES = {"compiled": 2 << 30, "bundle": 1 << 30}
+_CHUNK = 1 << 20
+
+
+def _examine(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict | None:
+    """What the member ``info`` is, for the report: a compiled file or one named like it, a
+    bundle (with ``data``), or None.  Raises what zipfile and zlib raise for a damaged one."""
+    name, size = info.filename, info.file_size
+    named = name.endswith(_LIBRARY_SUFFIXES) or ".so." in os.path.basename(name)
+    with archive.open(info) as member:
+        blob = Blob(member, size)
+        kind = _kind(blob.read(0, 8))
+        if kind == "PE?":  # an MZ header: a PE file, or data that starts with those bytes
+            kind = "PE" if pe.is_pe(blob) else None
+        if kind is None and not named:
+            return None
+        entry: dict[str, Any] = {"path": name, "format": kind, "needed": [], "cuda": [],
+                                 "error": None}
+        limit = MAX_BYTES["bundle" if kind == "bundle" else "compiled"]
+        if kind is None:
+            entry["error"] = (f"named like a compiled library but neither ELF nor PE ({size} "
+                              "bytes)")
+        elif size > limit:
+            what = "bundle" if kind == "bundle" else "compiled file"
+            entry["error"] = (f"not checked: {size} bytes, more than the {limit >> 30} GiB "
+                              f"check-wheel reads of a {what}. Next step: rebuild the wheel; no "
+                              f"real {what} is this large, so this archive is damaged or made "
+                              "to exhaust its readers")
+        elif kind == "bundle":
+            entry["data"] = blob.read(0, size)
+        else:
+            _check_crc(archive, info)
+            _read_libraries(entry, blob)
+    if kind == "bundle":
+        entry.setdefault("data", None)
+    return entry
+
+
+def _check_crc(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+    """Decompress the member to its end, a chunk at a time, so that zipfile checks its CRC.  On
+    a handle of its own: a seek may stop zipfile checking it (Python 3.12, stored members)."""
+    with archive.open(info) as member:
+        while member.read(_CHUNK):
+            pass
+
+
+def _read_libraries(entry: dict, blob: Blob) -> None:
+    try:
+        if entry["format"] == "ELF":
+            entry["needed"] = elf.needed(blob)
+        elif entry["format"] == "PE":
+            entry["needed"] = pe.imports(blob)
+    except (elf.ElfError, pe.PeError) as err:
+        entry["error"] = f"{entry['format']} file cannot be read: {err}"
+    entry["cuda"] = [n for n in entry["needed"] if cuda_library(n)]
 
 
 def _kind(head: bytes) -> str | None:
@@ -101,20 +161,3 @@ def _kind(head: bytes) -> str | None:
     if head == BUNDLE_MAGIC:
         return "bundle"
     return None
-
-
-def _describe(name: str, kind: str | None, data: bytes, size: int) -> dict:
-    entry: dict[str, Any] = {"path": name, "format": kind, "needed": [], "cuda": [],
-                             "error": None}
-    try:
-        if kind == "ELF":
-            entry["needed"] = elf.needed(data)
-        elif kind == "PE":
-            entry["needed"] = pe.imports(data)
-        elif kind is None:
-            entry["error"] = (f"named like a compiled library but neither ELF nor PE ({size} "
-                              "bytes)")
-    except (elf.ElfError, pe.PeError) as err:
-        entry["error"] = f"{kind} file cannot be read: {err}"
-    entry["cuda"] = [n for n in entry["needed"] if cuda_library(n)]
-    return entry
