@@ -158,3 +158,26 @@ def test_real_headers_stay_cacheable_on_disk(cache_dir, tmp_path, which):
     spec = dict(source=REAL[which] + '#include "v.h"\n' + KERNEL, include_paths=["inc"])
     assert compile_value(tmp_path, **spec) == {"value": 111, "cached": None}
     assert compile_value(tmp_path, **spec) == {"value": 111, "cached": "disk"}
+
+
+@pytest.mark.parametrize("source, sure", [
+    ('extern "C" __global__ void k() {}\n', True),
+    ("#include <cuda_fp16.h>\n#include <cuda/std/limits>\n", True),
+    ("#include <cuda_fp16.h>\n// include \"v.h\" once it exists\n", False),
+    ('\f#include <cuda_fp16.h>\n#\vinclude "v.h"\n', False),
+    ("??=include <a.h>\n", False),
+    ("#\\u0069nclude <a.h>\n", False),
+    ("#inc\\ \nlude <a.h>\n", False),
+    ("#inc\\\nlude <a.h>\n", True),  # a splice the scan joins: the include it took
+    ("#import <a.h>\n", False),
+    ("#if __has_include(<a.h>)\n#endif\n", False),
+    ("#include <include/a.h>\n", False),
+])
+def test_a_trace_is_skipped_only_where_nothing_outside_the_toolchain_can_be_read(source, sure):
+    from cudaload.compile import includes
+
+    assert includes.resolve(source, "k.cu", {}, (), []).sure is sure
+    # Any user folder, pre-included file or in-memory header makes a trace needed.
+    assert includes.resolve(source, "k.cu", {"m.h": ""}, (), []).sure is False
+    assert includes.resolve(source, "k.cu", {}, ("-Iinc",), []).sure is False
+    assert includes.resolve(source, "k.cu", {}, ("--pre-include=p.h",), []).sure is False

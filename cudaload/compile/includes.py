@@ -35,6 +35,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import re
 import stat
 
 from ._directives import scan
@@ -54,12 +55,15 @@ class Inputs:
     ``witness``: what a later call checks, cheaply, to know the material still holds: the current
     folder and each path's ``stat``; empty when nothing outside the toolchain was looked at.
     ``certain``: False when an include named by a macro was found anywhere.
+    ``sure``: True only where NVRTC can read no file outside the toolchain whatever the scan
+    missed (see :func:`_surely_only_toolchain`): no trace of what it read is needed then.
     """
 
-    __slots__ = ("material", "witness", "certain")
+    __slots__ = ("material", "witness", "certain", "sure")
 
-    def __init__(self, material, witness, certain):
+    def __init__(self, material, witness, certain, sure=False):
         self.material, self.witness, self.certain = material, witness, certain
+        self.sure = sure
 
     def still_valid(self) -> bool:
         return still_valid(self.witness)
@@ -120,7 +124,7 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
             quoted or os.path.isabs(name) for _kind, quoted, name in found[0]):
         # Only <...> includes and no user folder: every one is looked up in the toolchain's
         # folders alone, which its identity covers (most kernels; a miss's cost stays small).
-        return Inputs((), (), not found[1])
+        return Inputs((), (), not found[1], _surely_only_toolchain(source, found[0]))
     cwd = os.getcwd()
     user_dirs = [_join(cwd, d) for d in user_folders]
     tc_dirs = [os.path.normpath(d) for d in toolchain_dirs]
@@ -183,6 +187,22 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     witness = (cwd, tuple((path, signature) for path, (_state, signature) in looked)) \
         if looked else ()
     return Inputs(tuple((path, state) for path, (state, _sig) in looked), witness, certain)
+
+
+def _surely_only_toolchain(source: str, found) -> bool:
+    """Whether ``source``, whose scan ``found`` only ``<...>`` includes (and there are no user
+    folders, pre-included files or in-memory headers), can make NVRTC read nothing else: each
+    word "include" in it is one the scan took, and nothing could spell a directive that the
+    word does not show (a trigraph, a universal character name, a backslash and blanks before a
+    line break, which some preprocessors take as a line splice)."""
+    if "??" in source or "\\u" in source or "\\U" in source or "import" in source:
+        return False
+    if "\\" in source:
+        if re.search(r"\\[ \t\f\v]+\r?\n", source):  # compiled only for such a text
+            return False
+        source = source.replace("\\\r\n", "").replace("\\\n", "")
+    return source.count("include") == sum(kind != "probe" for kind, _q, _n in found) \
+        and "__has_include" not in source
 
 
 def _join(folder: str, name: str) -> str:

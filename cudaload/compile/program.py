@@ -196,7 +196,7 @@ class Program:
                         continue
                     if self._lto and _linker.load() != key_linker:
                         continue  # the nvJitLink that loaded is not the one the key named
-                    obj, names = self._build(tc, kind, target, key)
+                    obj, names = self._build(tc, kind, target, key, inputs)
                     # A file that changed while NVRTC read it may have given a mix of old and new:
                     # such a result is returned but kept nowhere.  (A program that read no file
                     # outside the toolchain has nothing to look at again.)
@@ -227,15 +227,18 @@ class Program:
         return _prepare.digest(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key,
                                driver, *(() if linker is None else ("nvJitLink", linker))).hex()
 
-    def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch,
-               key: str) -> tuple[ObjectCode, tuple[str, ...] | None]:
-        """(the code, the header files NVRTC read as it named them or None where unknown)."""
+    def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch, key: str,
+               inputs: includes.Inputs) -> tuple[ObjectCode, tuple[str, ...] | None]:
+        """(the code, the header files NVRTC read as it named them, or None where that is not
+        known); no file where ``inputs`` are sure that none outside the toolchain can be read
+        (NVRTC's trace costs 2-3 ms of each compilation: not asked for then)."""
         from ..bindings import nvrtc
 
         gpu = target.sm() if kind == "cubin" else target.compute()
         options = (*self.options, f"--gpu-architecture={gpu}", *tc.include_options)
-        # A trace the caller asked for is theirs: none of ours beside it (see _compile).
-        trace = None if _reads.unsupported() or _reads.asked_by(self.options) else _reads.request()
+        # A trace the caller asked for is theirs: none of ours beside it (see _unkeyed).
+        trace = None if inputs.sure or _reads.unsupported() or _reads.asked_by(self.options) \
+            else _reads.request()
         try:
             compiled = nvrtc.compile(self.source, self.name, options, self.headers,
                                      self.name_expressions, kind="ltoir" if self._lto else kind,
@@ -255,7 +258,7 @@ class Program:
                    target.sm(), ", linked by nvJitLink" if self._lto else "", key, key=key)
         return (ObjectCode(code, kind, target.sm(), log=log,
                            lowered_names=dict(compiled.lowered_names), linked=self._lto),
-                trace.names() if trace is not None else None)
+                trace.names() if trace is not None else () if inputs.sure else None)
 
     def _unkeyed(self, tc: toolchain.Toolchain, inputs: includes.Inputs,
                  names: tuple[str, ...] | None, key: str) -> list[str] | None:
@@ -303,7 +306,7 @@ class Program:
             kind, target = "ptx", Arch((max(older), ""))
         _log.debug("compile", "the driver refused %s %s for %s; recompiling as %s for %s",
                    self.name, refused.kind, refused.arch, kind, target.sm())
-        obj, names = self._build(tc, kind, target, key)
+        obj, names = self._build(tc, kind, target, key, inputs)
         # What this driver refused is replaced by what it can load, under the same key: only
         # while the key still stands for what was just compiled (files and NVRTC unchanged).
         asked = _targets.choose(tc, arch, _virtual(arch, output), False)

@@ -1,0 +1,108 @@
+"""Paired A/B of a fresh process's first compile: this tree against another revision.
+
+    python bench/fresh_compile_ab.py --base REV [--repeats 15] [--out FILE]
+
+For each program (no include; CUDA's ``cuda_fp16.h``; a header of the user's folder) and each
+repetition, both trees run back to back in fresh processes, in alternating order: a cold compile
+(an empty cache folder that holds the toolchain.json an earlier process wrote: NVRTC and the
+header folders already known) and then a disk hit (the folder the cold compile filled).  Each child
+times ``import cudaload`` and ``Program(...).compile(arch=90)`` itself.  Prints one JSON document:
+medians per tree and the median of the paired ratios (this tree / base).  Needs NVRTC, not a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PROGRAMS = {
+    "saxpy": 'extern "C" __global__ void k(float a, float *x, int n)'
+             ' { int i = threadIdx.x; if (i < n) x[i] *= a; }\n',
+    "cuda_fp16": '#include <cuda_fp16.h>\nextern "C" __global__ void k(__half *x)'
+                 ' { x[threadIdx.x] = __hadd(x[threadIdx.x], x[threadIdx.x]); }\n',
+    "user_header": '#include "v.h"\nextern "C" __global__ void k(int *p) { *p = VAL; }\n',
+}
+
+CHILD = r"""
+import json, os, sys, time
+os.chdir(sys.argv[2])
+start = time.perf_counter()
+import cudaload
+program = cudaload.Program(sys.argv[1])
+obj = program.compile(arch=90)
+print(json.dumps({"ms": (time.perf_counter() - start) * 1e3, "cached": obj.cached}))
+"""
+
+
+def _run(tree: str, source: str, cache: str, here: str) -> dict:
+    env = {**os.environ, "CUDALOAD_CACHE_DIR": cache, "PYTHONPATH": tree}
+    proc = subprocess.run([sys.executable, "-c", CHILD, source, here], env=env, cwd=here,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode:
+        raise SystemExit(f"{tree}: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", required=True, help="the revision to compare with (e.g. HEAD~3)")
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="cudaload-ab-")
+    base = os.path.join(work, "base")
+    subprocess.run(["git", "-C", ROOT, "worktree", "add", "-q", "--detach", base, args.base],
+                   check=True)
+    here = os.path.join(work, "src")
+    os.mkdir(here)
+    with open(os.path.join(here, "v.h"), "w") as f:
+        f.write("#define VAL 7\n")
+    trees = {"this": ROOT, "base": base}
+    rows: dict = {}
+    try:
+        for name, source in PROGRAMS.items():
+            times: dict = {tree: {"cold": [], "disk": []} for tree in trees}
+            for rep in range(args.repeats + 1):  # the first round warms the page cache
+                order = list(trees) if rep % 2 else list(trees)[::-1]
+                for tree in order:
+                    known = os.path.join(work, f"known-{tree}")
+                    if not os.path.isdir(known):  # toolchain.json written once per tree
+                        _run(trees[tree], PROGRAMS["saxpy"] + "// warm\n", known, here)
+                    cache = os.path.join(work, f"c-{tree}-{name}-{rep}")
+                    os.mkdir(cache)
+                    shutil.copy(os.path.join(known, "toolchain.json"), cache)
+                    cold = _run(trees[tree], source, cache, here)
+                    disk = _run(trees[tree], source, cache, here)
+                    assert cold["cached"] is None and disk["cached"] == "disk", (cold, disk)
+                    if rep:
+                        times[tree]["cold"].append(cold["ms"])
+                        times[tree]["disk"].append(disk["ms"])
+            rows[name] = {
+                kind: {"this_ms": statistics.median(times["this"][kind]),
+                       "base_ms": statistics.median(times["base"][kind]),
+                       "ratio_paired": statistics.median(
+                           a / b for a, b in zip(times["this"][kind], times["base"][kind]))}
+                for kind in ("cold", "disk")}
+    finally:
+        subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", base], check=False)
+        shutil.rmtree(work, ignore_errors=True)
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    out = json.dumps({"this": head, "base": args.base, "repeats": args.repeats, "rows": rows},
+                     indent=2)
+    print(out)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(out + "\n")
+
+
+if __name__ == "__main__":
+    main()
