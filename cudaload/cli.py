@@ -25,8 +25,28 @@ extern "C" __global__ void saxpy(float a, const float *x, float *y, unsigned int
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (0 when the command succeeded)."""
+    """Run the command line; returns the exit status (0 when the command succeeded).
+
+    Its standard output is an :class:`_Output`: a failed write never stops a command half way."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    name = "cudaload" + (f" {argv[0]}" if argv and not argv[0].startswith("-") else "")
+    if sys.stdout is None:  # pythonw: nowhere to write, nothing to guard
+        return _run(argv)
+    output = _Output(sys.stdout)
+    sys.stdout = output  # type: ignore[assignment]
+    try:
+        try:
+            status = _run(argv)
+        except SystemExit as done:  # argparse: --help, --version, a usage error
+            if not isinstance(done.code, (int, type(None))):
+                raise
+            status = done.code or 0
+        return output.finish(status, name)
+    finally:
+        sys.stdout = output.stream
+
+
+def _run(argv: list[str]) -> int:
     if argv[:1] == ["compile"] and not {"-h", "--help"} & set(argv[1:]):
         return _cmd_compile(argv[1:])  # nvcc's way: options before or after FILE, any NVRTC one
     parser = _parser()
@@ -37,6 +57,64 @@ def main(argv=None) -> int:
     if args.command is None or args.report_json:
         args = parser.parse_args(["doctor", *(["--json"] if args.report_json else [])])
     return args.func(args) or 0
+
+
+class _Output:
+    """Standard output while a command runs: one rule for every command.
+
+    A reader that stopped early (``cudaload cache info | head -1``) is no error: the rest of the
+    output is dropped and the command ends with the status it would have had.  Any other failed
+    write (``> /dev/full``) drops the rest too, and the command ends with one line on stderr and
+    a nonzero status.  Either way its work is done: a bundle or cache entry is never left half
+    made because a ``print`` failed."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.lost: OSError | None = None
+
+    def write(self, text: str) -> int:
+        if self.lost is None:
+            try:
+                return self.stream.write(text)
+            except OSError as err:
+                self._lose(err)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.lost is None:
+            try:
+                self.stream.flush()
+            except OSError as err:
+                self._lose(err)
+
+    def __getattr__(self, name: str):  # encoding, fileno, isatty, ...
+        return getattr(self.stream, name)
+
+    def _lose(self, err: OSError) -> None:
+        import contextlib
+        import os
+
+        self.lost = err
+        # What the stream still holds would fail again in Python's flush at exit, with a
+        # complaint of its own: its descriptor goes to the null device.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+
+    def finish(self, status: int, name: str) -> int:
+        """The exit status of the command ``name`` that returned ``status``, once its output
+        is flushed: nonzero, with a line on stderr, when that output could not be written."""
+        self.flush()
+        if self.lost is None or isinstance(self.lost, BrokenPipeError):
+            return status
+        try:
+            print(f"{name}: cannot write its output: {self.lost.strerror or self.lost}. Next "
+                  "step: send the output to a file or program that can take it", file=sys.stderr,
+                  flush=True)
+        except OSError:
+            pass  # stderr too: nowhere left to say it
+        return status or 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,21 +152,8 @@ def _cmd_doctor(args) -> int:
         text = json.dumps(report.as_dict(), indent=2)
     else:
         text = str(report)
-    _print_to_pipe(text)
+    print(text)
     return 0 if report.available else 1
-
-
-def _print_to_pipe(text: str) -> None:
-    """Print ``text``; a reader that stopped early (``cudaload doctor | head``) is no error."""
-    import os
-
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        # Python's own flush at exit would fail again and print a traceback-like complaint.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
 
 
 def _cmd_demo(args) -> int:
