@@ -77,6 +77,8 @@ def _compile_words(words) -> tuple[dict, list, list]:
             value = next(words, None)
             if value is None:
                 raise ValueError(f"{name} needs a value")
+        if takes and not value:  # `-o=` would name no file, `--arch=` no GPU
+            raise ValueError(f"{name} needs a value, not an empty one")
         if key in _REPEATABLE:
             own[key].append(value)
         else:
@@ -240,7 +242,7 @@ def _add_precompile_parser(sub) -> None:
                      help="for FILE.cu and --resource programs, e.g. 'add<float>'; repeatable")
     pre.add_argument("--option", action="append", default=[],
                      help="an NVRTC option for FILE.cu and --resource programs; repeatable")
-    pre.add_argument("-o", "--output-file", dest="out", metavar="OUT.bundle",
+    pre.add_argument("-o", "--output-file", dest="out", metavar="OUT.bundle", type=_file_name,
                      help="write a bundle (replacing the file, unless --append)")
     pre.add_argument("--append", action="store_true",
                      help="keep the entries already in OUT.bundle (e.g. built by another NVRTC)")
@@ -248,6 +250,12 @@ def _add_precompile_parser(sub) -> None:
                      help="compile on N processes (default: one per CPU; programs already in the "
                           "kernel cache are only read)")
     pre.set_defaults(func=_cmd_precompile)
+
+
+def _file_name(text: str) -> str:
+    if not text:  # `-o ""` would name no file, and the bundle would go nowhere
+        raise argparse.ArgumentTypeError("an empty name is no file")
+    return text
 
 
 def _jobs(text: str) -> int:
@@ -291,6 +299,8 @@ def _precompile_programs(args) -> list:
 
 
 def _cmd_precompile(args) -> int:
+    import os
+
     from . import _writes
     from .compile.bundle import Bundle
     from .compile.parallel import compile_many
@@ -337,10 +347,12 @@ def _cmd_precompile(args) -> int:
         if args.out:
             bundle.add(program, obj)
     if args.out:
+        data = bundle.to_bytes()
         try:
-            size = bundle.write(args.out)
+            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+            _writes.write_output(args.out, data)  # as compile -o: a symbolic link is replaced
         except OSError as err:
             print(f"cudaload precompile: cannot write {args.out}: {err}", file=sys.stderr)
             return 1
-        print(f"wrote {len(bundle)} entries ({size} bytes) to {args.out}")
+        print(f"wrote {len(bundle)} entries ({len(data)} bytes) to {args.out}")
     return 0

@@ -81,34 +81,37 @@ def write_atomic(path: str, data: bytes, durable: bool = False, mode: int | None
 
 
 def check_output(path: str) -> str:
-    """The file a write to the output ``path`` named by a user replaces (symbolic links
-    followed).  Raises OSError when that is anything but a regular file or absent: renaming over a
-    device or pipe (``-o /dev/null``) would replace it, for every user of the system."""
-    target = os.path.realpath(path)
+    """The name a write to the output ``path`` named by a user replaces: ``path`` itself.  A
+    symbolic link there is replaced, never written through, so the file it points to (perhaps
+    another user's, from a link planted in a shared folder) is left as it is.  Raises OSError
+    when ``path`` is anything else but a regular file or absent: renaming over a device or pipe
+    (``-o /dev/null``) would replace it, for every user of the system."""
     try:
-        st = os.stat(target)
+        st = os.lstat(path)
     except FileNotFoundError:
-        return target
+        return path
+    if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+        return path
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    if not stat.S_ISREG(st.st_mode):
-        from ._untrusted import kind
+    from ._untrusted import kind
 
-        raise OSError(errno.EEXIST, f"it is {kind(st.st_mode)}, and only a regular file is "
-                                    "replaced", path)
-    return target
+    raise OSError(errno.EEXIST, f"it is {kind(st.st_mode)}, and only a regular file is replaced",
+                  path)
 
 
 def write_output(path: str, data: bytes) -> None:
-    """Write ``data`` to the output ``path`` a user named, atomically: a regular file gets the
-    mode a new file gets (or keeps its own).  Raises OSError, as :func:`check_output` does."""
+    """Write ``data`` to the output ``path`` a user named, atomically, as :func:`check_output`
+    says: a regular file keeps its mode; a new file, or one replacing a symbolic link, gets the
+    mode a new file gets.  Raises OSError."""
     target = check_output(path)
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        st = os.lstat(target)
+        mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
     except FileNotFoundError:
-        mode = 0o666 & ~_umask()
+        mode = None
     fd, tmp = _create(os.path.dirname(target) or ".")  # no folder made
-    commit(fd, tmp, target, data, mode=mode)
+    commit(fd, tmp, target, data, mode=0o666 & ~_umask() if mode is None else mode)
 
 
 def _umask() -> int:
