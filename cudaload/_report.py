@@ -52,6 +52,8 @@ def text(report: dict) -> str:
         for index, (name, entry) in enumerate(nv["header_dirs"].items()):
             lines.append(f"         {'headers: ' if index == 0 else ' ' * 9}"
                          f"{_describe_dir(name, entry)}")
+        if nv["header_dirs"]:
+            lines.append(_HEADERS_EDITED)
     else:
         lines.append(f"nvrtc    {_not_loaded(nv)}")
     lines.append(_linker_line(report["nvjitlink"]))
@@ -63,6 +65,12 @@ def text(report: dict) -> str:
         for p in report["problems"]:
             lines += [f"  - {p['what']}", f"    next step: {p['hint']}"]
     return "\n".join(lines)
+
+
+# Said where the folders are shown: the key knows each header folder by its modification time and
+# one file's (an upgrade of its wheel changes both), not by the contents of each of its files.
+_HEADERS_EDITED = ("         (a header edited in place in these folders is not seen by the kernel "
+                   "cache: run `cudaload cache clear` after such an edit)")
 
 
 def _linker_line(section: dict) -> str:

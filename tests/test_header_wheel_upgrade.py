@@ -59,3 +59,15 @@ def test_upgrading_a_header_wheel_changes_its_identity(environment, name):
     _pip(python, OLDER[name])  # and back down: changed again, never the first one's twin
     assert _identities(site)[name] not in (after[name], None)
 
+
+
+def test_the_report_says_an_edited_header_is_not_seen_and_what_to_run():
+    from .conftest import ROOT, child_env
+
+    proc = subprocess.run([sys.executable, "-m", "cudaload", "doctor"], cwd=ROOT, env=child_env(),
+                          capture_output=True, text=True, timeout=120)
+    lines = proc.stdout.splitlines()
+    headers = [i for i, line in enumerate(lines) if line.strip().startswith("headers:")]
+    assert headers, proc.stdout
+    after = "\n".join(lines[headers[0]:headers[0] + 4])
+    assert "edited in place" in after and "cudaload cache clear" in after
