@@ -181,3 +181,12 @@ def test_a_trace_is_skipped_only_where_nothing_outside_the_toolchain_can_be_read
     assert includes.resolve(source, "k.cu", {"m.h": ""}, (), []).sure is False
     assert includes.resolve(source, "k.cu", {}, ("-Iinc",), []).sure is False
     assert includes.resolve(source, "k.cu", {}, ("--pre-include=p.h",), []).sure is False
+
+
+def test_a_source_file_that_is_not_utf8_is_a_value_error_naming_it(tmp_path):
+    from cudaload import Program
+
+    path = tmp_path / "latin1.cu"
+    path.write_bytes(b"// caf\xe9\n__global__ void k() {}\n")
+    with pytest.raises(ValueError, match=r"latin1\.cu is not UTF-8 text \(byte 0xe9 at offset 6\)"):
+        Program.from_file(path)

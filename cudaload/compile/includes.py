@@ -42,7 +42,7 @@ from ._directives import scan
 from ._sha import sha256
 from .options import include_inputs, searches_source_folder
 
-__all__ = ["Inputs", "resolve", "scan", "from_package", "still_valid", "watching"]
+__all__ = ["Inputs", "resolve", "scan", "from_package", "not_utf8", "still_valid", "watching"]
 
 # A header this large is no header: reading it to hash it would take the process's memory.
 MAX_HEADER_BYTES = 256 << 20
@@ -272,6 +272,12 @@ def _look(path: str, include: str) -> tuple[str, bytes | None, tuple]:
     return sha256(data).hexdigest(), data, _signature_of(opened)
 
 
+def not_utf8(where: str, exc: UnicodeDecodeError) -> ValueError:
+    """The error for CUDA source in ``where`` that is not UTF-8 text."""
+    return ValueError(f"{where} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                      f"{exc.start}); save it as UTF-8")
+
+
 def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
     """The text of ``resource`` in ``package`` and, as in-memory headers, the sibling files it includes.
 
@@ -288,9 +294,7 @@ def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
         try:
             return node.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(f"{package}:{relative} is not UTF-8 text (byte "
-                             f"0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as "
-                             "UTF-8") from None
+            raise not_utf8(f"{package}:{relative}", exc) from None
 
     text = read(resource)
     if text is None:

@@ -73,11 +73,15 @@ class Program:
     def from_file(cls, path, **kw) -> Program:
         """The program in the file ``path``; its folder is searched for ``#include "..."``.
 
-        Raises OSError when the file cannot be read.
+        Raises OSError when the file cannot be read, ValueError (naming the file) when it is not
+        UTF-8 text.
         """
         path = os.fspath(path)
         with open(path, encoding="utf-8") as f:
-            source = f.read()
+            try:
+                source = f.read()
+            except UnicodeDecodeError as exc:
+                raise includes.not_utf8(path, exc) from None
         kw.setdefault("name", os.path.basename(path))
         kw["include_paths"] = (os.path.dirname(os.path.abspath(path)), *kw.get("include_paths", ()))
         return cls(source, **kw)
