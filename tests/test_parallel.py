@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -225,3 +227,121 @@ def test_two_threads_starting_pools_at_once_leave_the_script_as_it_was(tmp_path)
                         env={"CUDALOAD_CACHE_DIR": str(tmp_path / "c")})
     assert out == {"spec": "tests.scenarios.parallel_compiles",
                    "file": os.path.join(ROOT, "tests", "scenarios", "parallel_compiles.py")}
+
+
+def _watched_env(tmp_path, log) -> dict:
+    """The environment of a scenario whose processes, compile_all's workers included, import
+    tests/scenarios/dying_workers.py: each writes itself down in ``log``, and a worker dies on a
+    program that asks it to."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import tests.scenarios.dying_workers\n")
+    env = child_env({"TESTS_WORKERS_LOG": str(log), "CUDALOAD_CACHE_DIR": str(tmp_path / "c")})
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
+    return env
+
+
+def _ended(proc: subprocess.Popen, log) -> tuple[str, str]:
+    """Its output once it has exited by itself; a process that hangs at exit fails the test, and
+    is killed with the processes it started (they hold its output open)."""
+    try:
+        return proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        for pid in [proc.pid, *_children(log, proc.pid)]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+        pytest.fail("the process did not exit by itself")
+
+
+def _children(log, pid: int) -> list[int]:
+    """The processes ``pid`` started, as ``log`` (dying_workers.py) has them."""
+    return [int(line.split()[0]) for line in log.read_text().splitlines()
+            if line.split()[1:] == [str(pid), "started"]]
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
+def _none_survive(log, pid: int) -> list[int]:
+    """The processes ``pid`` started that still run 5 s after it ended (none, to pass)."""
+    children = _children(log, pid)
+    assert children  # the workers, and multiprocessing's resource tracker
+    deadline = time.monotonic() + 5
+    while any(map(_running, children)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [c for c in children if _running(c)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("how, words", [("segv", "killed by SIGSEGV (11)"),
+                                        ("abort", "killed by SIGABRT (6)"),
+                                        ("exit", "exited with status 3"),
+                                        ("hang", "killed by SIGKILL (9)")])
+def test_a_worker_that_dies_fails_its_program_by_name_and_the_rest_compile(tmp_path, how, words):
+    """A worker dying on a program (NVRTC crashing with SIGSEGV, aborting as it does on some
+    options, ``os._exit``, or killed from outside) made every unfinished program fail with an
+    error naming none of them; on Python 3.11 the pool's manager thread then failed on a job
+    taken back with cancel(), the other worker was never ended and the interpreter hung at exit.
+    Now the program it was compiling fails with an NvrtcError naming it and how the process
+    ended, the other programs compile, and the process exits leaving no process behind."""
+    log = tmp_path / "workers.log"
+    proc = subprocess.Popen(scenario_command("parallel_compiles", "dying", how, _tag()),
+                            env=_watched_env(tmp_path, log), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    if how == "hang":  # killed from outside while it compiles
+        deadline = time.monotonic() + 60
+        while "compiles hang" not in (log.read_text() if log.exists() else ""):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+        hung = [line.split()[0] for line in log.read_text().splitlines()
+                if line.endswith("compiles hang")]
+        os.kill(int(hung[0]), signal.SIGKILL)
+    out, err = _ended(proc, log)
+    assert proc.returncode == 0, err[-3000:]
+    assert "InvalidStateError" not in err and "Traceback" not in err, err[-3000:]
+    result = last_json(subprocess.CompletedProcess([], 0, out, err))
+    kind, message, program, exitcode, pickles = result["error"]
+    assert kind == "NvrtcError" and program == "dies.cu" and pickles
+    assert "program 2 (dies.cu)" in message and words in message, message
+    assert message.endswith("(NVRTC may have crashed on it)")  # the next step
+    assert exitcode == {"segv": -11, "abort": -6, "exit": 3, "hang": -9}[how]
+    assert result["again"] == ["memory"] * 7  # the others were compiled, and kept
+    assert _none_survive(log, result["pid"]) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_stops_compile_all_at_once_and_ends_its_workers(tmp_path):
+    """SIGINT while workers compiled took about 13 s to raise (the caller was compiling too,
+    inside NVRTC, which holds off a KeyboardInterrupt until it returns).  Now the caller only
+    waits: KeyboardInterrupt comes within a second, no worker is left, every cache entry written
+    is whole and compile_all works again in the same process."""
+    log = tmp_path / "workers.log"
+    proc = subprocess.Popen(scenario_command("parallel_compiles", "interrupted", _tag()),
+                            env=_watched_env(tmp_path, log), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    # the third compilation began: each worker is compiling, one has finished its first
+    while sum(" compiles " in line for line in
+              (log.read_text() if log.exists() else "").splitlines()) < 3:
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    time.sleep(0.3)
+    signalled = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    first = proc.stdout.readline()
+    waited = time.monotonic() - signalled
+    out, err = _ended(proc, log)
+    assert first.strip() == "interrupted", (first, err[-3000:])
+    assert waited < 1.5, waited
+    result = last_json(subprocess.CompletedProcess([], 0, out, err))
+    assert result["alive"] == []
+    assert result["whole"] and all(result["whole"]), result  # at least the first one finished
+    assert len(result["again"]) == 2
+    assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert _none_survive(log, proc.pid) == []

@@ -3,7 +3,7 @@
 NVRTC serialises compilations across the threads of a process beyond about 1.5x, so the work goes
 to processes.  They are started with the "spawn" method, fresh interpreters: a process that uses
 the GPU is never forked, and nothing a worker inherits was made for another process.  Nor do they
-import the calling script, as spawned processes otherwise do (see ``_without_main``).  A worker
+import the calling script, as spawned processes otherwise do (see ``_workers._without_main``).  A worker
 never initialises CUDA: the architecture (``arch=None``: the current device's, else NVRTC's
 choice), the kind of code and, for PTX, the driver's version are settled here, in the calling
 process, and sent.
@@ -15,20 +15,18 @@ expressions; each worker makes the Program again and compiles it through the dis
 per-key locks make each key compiled once, by one process, also when other processes compile the
 same keys.  Workers send back the code, its log and lowered names; the calling process makes the
 ObjectCode and keeps it in its memory cache, in the order the programs were given.  Failures are
-collected and reported together once every program is done.
+collected and reported together once every program is done: a worker that dies (NVRTC crashing on
+a program) fails the program it was compiling, by name, and another process takes its place.
+While workers compile, this process only waits for them, so Ctrl-C stops compile_all at once.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations
 
-import _thread
-import contextlib
 import os
-import sys
-import types
 
-from . import _targets, program as _program
+from . import _targets, _workers, program as _program
 from .. import _log
 from ..errors import CompileError, CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
@@ -117,84 +115,39 @@ _WORKER_DIED = ("compile this program alone with Program.compile() to see why (N
 
 
 def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict) -> None:
-    """Compile each pending key on one of ``n`` spawned processes; fill ``results``/``errors``."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
+    """Compile each pending key on one of ``n`` spawned processes; fill ``results``/``errors``.
+    This process only waits for them (see _workers.py: so that Ctrl-C ends compile_all at once)."""
     kinds = {plan[0] for waiting in pending.values() for *_x, plan in waiting}
     driver = _targets.driver_version() if "ptx" in kinds else None  # part of a PTX key
-    pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(driver, _log.enabled_topics()))
-    try:
-        futures = {}
-        with _without_main():  # the pool starts its processes as work is submitted
-            for key, waiting in pending.items():
-                i, _arch, _explicit, (kind, target, _witness) = waiting[0]
-                prog = items[i][0]
-                spec = (prog.source, prog.name, prog.options, prog.headers, prog.name_expressions)
-                futures[key] = pool.submit(_work, spec, target.sm(), kind)
-        # While the workers start (a fresh interpreter each: 0.1-0.3 s) and then work from the
-        # first program on, this process compiles from the last one on, each that no worker
-        # has taken yet; they meet in between.  The first n are the workers' in any case.
-        for key in reversed(list(futures)[n:]):
-            if not futures[key].cancel():
-                break
-            del futures[key]
-            _here(items, output, pending[key], results, errors)
-        for key, future in futures.items():
-            try:
-                try:
-                    made = future.result()
-                except _Failed as failed:  # what the job logged, then its error as raised
-                    _log.replay(failed.records)
-                    raise failed.error from None
-            except (CudaLoadError, OSError, ValueError) as err:
-                made = err
-            except BrokenProcessPool as exc:
-                made = NvrtcError(
-                    f"a process compiling for compile_all ended before it finished ({exc})",
-                    hint=_WORKER_DIED)
-            except Exception as exc:  # anything else a worker raised, as compile() would have
-                made = NvrtcError(f"compiling it raised {type(exc).__name__}: {exc}",
-                                  hint="compile this program alone with Program.compile() to "
-                                  "see the whole error")
+    jobs = {}
+    for key, waiting in pending.items():
+        i, _arch, _explicit, (kind, target, _witness) = waiting[0]
+        prog = items[i][0]
+        spec = (prog.source, prog.name, prog.options, prog.headers, prog.name_expressions)
+        jobs[key] = (spec, target.sm(), kind)
+    with _workers.Workers(n, _work, _start_worker, (driver, _log.enabled_topics())) as workers:
+        for key, ok, made in workers.run(jobs):
+            if not ok:
+                made = _raised(made, pending[key][0][0], items)
             _deliver(items, output, key, pending[key], made, results, errors)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
-_hiding = _thread.allocate_lock()  # one compile_all at a time hides and restores __main__
-
-
-@contextlib.contextmanager
-def _without_main():
-    """Processes started meanwhile do not import the calling script.  A spawned process imports
-    ``__main__`` again (as ``__mp_main__``, by ``__spec__`` name or ``__file__`` path) before it
-    runs anything: the script's top-level code would run once more in every worker, with all it
-    imports (seconds for a framework), and a compile_all outside a main guard would start
-    processes from a process still starting, which multiprocessing ends.  A worker needs nothing
-    of the script: it gets plain data and runs this module's ``_work``.  multiprocessing reads
-    both attributes while it starts a process, so they are hidden for that time and put back,
-    by one thread at a time (two that overlapped would put back what the other had hidden).
-
-    They are the process's: a process that another thread starts with "spawn" or "forkserver"
-    in that time (a few milliseconds per worker) does not import the script either, and fails if
-    what it runs was defined there."""
-    main = sys.modules.get("__main__")
-    if not isinstance(main, types.ModuleType):  # none, or another object (some embedders)
-        yield
-        return
-    with _hiding:
-        names = vars(main)
-        saved = {name: names[name] for name in ("__spec__", "__file__") if name in names}
-        try:
-            names["__spec__"] = None  # read without a default: set, not removed
-            names.pop("__file__", None)
-            yield
-        finally:
-            names.pop("__spec__", None)
-            names.update(saved)
+def _raised(raised, i: int, items) -> Exception:
+    """The error of the program at ``i`` whose job on a worker ``raised`` that (or died)."""
+    if isinstance(raised, _Failed):  # what the job logged, then its error as raised
+        _log.replay(raised.records)
+        raised = raised.error
+    if isinstance(raised, (CudaLoadError, OSError, ValueError)):
+        return raised
+    name = items[i][0].name
+    if isinstance(raised, _workers.Died):
+        return NvrtcError(f"the process compiling program {i} ({name}) for compile_all died "
+                          f"before it finished: {raised}.", hint=_WORKER_DIED, program=name,
+                          exitcode=raised.exitcode)
+    # anything else a worker raised, as compile() would have
+    return NvrtcError(f"compiling program {i} ({name}) raised {type(raised).__name__}: {raised}",
+                      hint="compile this program alone with Program.compile() to see the whole "
+                      "error", program=name)
 
 
 def _here(items, output: str, waiting: list, results: list, errors: dict) -> None:

@@ -36,18 +36,17 @@ def _programs(spec: str, tag: str):
 
 
 def _counting_pools() -> list:
-    """Count the process pools compile_all starts (each is a list item)."""
-    import concurrent.futures
+    """Count the sets of worker processes compile_all starts (each is a list item: how many)."""
+    from cudaload.compile import _workers
 
     started = []
-    real = concurrent.futures.ProcessPoolExecutor
+    real = _workers.Workers.__init__
 
-    class Counted(real):
-        def __init__(self, *a, **kw):
-            started.append(kw.get("max_workers"))
-            super().__init__(*a, **kw)
+    def counted(self, n, *a, **kw):
+        started.append(n)
+        real(self, n, *a, **kw)
 
-    concurrent.futures.ProcessPoolExecutor = Counted
+    _workers.Workers.__init__ = counted  # type: ignore[method-assign]
     return started
 
 
@@ -116,20 +115,21 @@ def logged(spec: str, tag: str, workers: str) -> None:
 
 
 def two_threads(tag: str) -> None:
-    """Two threads' compile_all at once, the second one starting while the first one's pool starts
-    (each submit slowed by 0.2 s): this module's ``__spec__`` name and ``__file__`` after both."""
+    """Two threads' compile_all at once, the second one starting while the first one's workers
+    start (each start slowed by 0.2 s): this module's ``__spec__`` name and ``__file__`` after
+    both."""
     import threading
-    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.context import SpawnProcess
 
     import cudaload
 
-    submit = ProcessPoolExecutor.submit
+    start = SpawnProcess.start
 
-    def slow(self, *a, **kw):
+    def slow(self):
         time.sleep(0.2)
-        return submit(self, *a, **kw)
+        return start(self)
 
-    ProcessPoolExecutor.submit = slow  # type: ignore[method-assign]
+    SpawnProcess.start = slow  # type: ignore[method-assign]
     threads = [threading.Thread(target=cudaload.compile_all, args=(_programs("gg", tag + str(i)),),
                                 kwargs={"arch": 90, "workers": 2}) for i in range(2)]
     threads[0].start()
@@ -142,6 +142,57 @@ def two_threads(tag: str) -> None:
                       "file": getattr(main, "__file__", None)}))
 
 
+def dying(how: str, tag: str) -> None:
+    """compile_all of eight programs on two workers, the one at index 2 making its worker die
+    ``how`` (dying_workers.py): the error raised, as [type, message, its program and exit code,
+    whether it pickles], where the others' code came from when compiled again, and this process's
+    pid."""
+    import pickle
+
+    import cudaload
+
+    progs = _programs("gggggggg", tag)
+    progs[2] = cudaload.Program(progs[2].source + f" // DIE:{how}", name="dies.cu")
+    try:
+        cudaload.compile_all(progs, arch=90, workers=2)
+        error = None
+    except cudaload.CudaLoadError as err:
+        back = pickle.loads(pickle.dumps(err))
+        error = [type(err).__name__, str(err), getattr(err, "program", None),
+                 getattr(err, "exitcode", None), str(back) == str(err) and type(back) is type(err)]
+    again = [p.compile(arch=90).cached for i, p in enumerate(progs) if i != 2]
+    print(json.dumps({"error": error, "again": again, "pid": os.getpid()}))
+
+
+CUB = ('#include <cub/block/block_reduce.cuh>\n'
+       'extern "C" __global__ void k{i}(int *p) {{ typedef cub::BlockReduce<int, 128> R;\n'
+       '  __shared__ typename R::TempStorage t; p[{i}] = R(t).Sum(p[threadIdx.x]); }} // {tag}')
+
+
+def interrupted(tag: str) -> None:
+    """compile_all of 24 programs including CUB (seconds each) on two workers, until SIGINT: prints
+    "interrupted" the moment KeyboardInterrupt reaches this process, then [every cache entry
+    whole?, the worker processes still alive, two programs compiled again (where from)]."""
+    import multiprocessing
+
+    import cudaload
+    from cudaload.compile import cache
+
+    progs = [cudaload.Program(CUB.format(i=i, tag=tag)) for i in range(24)]
+    try:
+        cudaload.compile_all(progs, arch=90, workers=2)
+        print("finished", flush=True)
+        return
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    disk = cache.default()
+    keys = [name[:-4] for name in os.listdir(disk.folder) if name.endswith(".bin")]
+    whole = [disk.lookup(key) is not None for key in keys]
+    alive = [p.pid for p in multiprocessing.active_children()]
+    again = [o.cached for o in cudaload.compile_all(progs[:2], arch=90, workers=2)]
+    print(json.dumps({"whole": whole, "alive": alive, "again": again}))
+
+
 def cli(*words: str) -> None:
     """The command line, with ``words``; exits with its status."""
     from cudaload.cli import main
@@ -151,7 +202,7 @@ def cli(*words: str) -> None:
 
 SCENARIOS = {"compile_spec": compile_spec, "at_once": at_once,
              "using_the_driver": using_the_driver, "logged": logged, "two_threads": two_threads,
-             "cli": cli}
+             "dying": dying, "interrupted": interrupted, "cli": cli}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,58 @@
+"""Imported by a test's ``sitecustomize`` in every process it starts, compile_all's workers
+included: makes a worker die on the programs that ask it to, and writes down the processes.
+
+With ``$TESTS_WORKERS_LOG`` set, each process started appends ``<pid> <parent pid> started``, and
+each compilation a compile_all worker begins appends ``<pid> <parent pid> compiles <marker>``.  A
+program whose source holds ``DIE:segv`` (a real segmentation fault), ``DIE:exit`` (``os._exit``),
+``DIE:abort`` (SIGABRT, as NVRTC aborts the process on some options) or ``DIE:hang`` (waits to be
+killed from outside) does that in a worker; never in the process that called compile_all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+LOG = os.environ.get("TESTS_WORKERS_LOG")
+
+
+def _note(what: str) -> None:
+    with open(LOG, "a") as f:  # one short write per line: O_APPEND keeps lines whole
+        f.write(f"{os.getpid()} {os.getppid()} {what}\n")
+
+
+def _die(how: str) -> None:
+    if how == "segv":
+        import ctypes
+
+        ctypes.string_at(0)  # reads address 0
+    elif how == "exit":
+        os._exit(3)
+    elif how == "abort":
+        os.abort()
+    elif how == "hang":
+        time.sleep(120)
+
+
+def _install() -> None:
+    import multiprocessing
+
+    from cudaload.compile import program
+
+    real = program.Program._compile
+
+    def compile_or_die(self, *args, **kw):
+        if multiprocessing.parent_process() is not None:  # a worker, not the caller
+            how = re.search(r"DIE:(\w+)", self.source)
+            _note("compiles " + (how.group(1) if how else "-"))
+            if how and kw.get("build", True):
+                _die(how.group(1))
+        return real(self, *args, **kw)
+
+    program.Program._compile = compile_or_die  # type: ignore[method-assign]
+
+
+if LOG:
+    _note("started")
+    _install()
