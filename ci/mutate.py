@@ -37,9 +37,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# (module, description, text of the line): why no test can tell the mutant from the module.
-EQUIVALENT: dict[tuple[str, str, str], str] = {
-    ("cudaload/_trust.py", "statement removed", "return None"):
+# (module, function or "*", description, text of the line): why no test can tell the mutant from
+# the module.
+_LOG_GUARD = ("a guard that only spares building a DEBUG record's arguments: _log.debug itself "
+              "sends nothing when the logger is off")
+EQUIVALENT: dict[tuple[str, str, str, str], str] = {
+    ("cudaload/compile/cache.py", "*", "condition -> True", 'if _log.enabled("cache"):'):
+        _LOG_GUARD,
+    ("cudaload/launch/arguments.py", "__init__", "condition -> True",
+     'fmt += (f"{p.offset - pos}x" if p.offset > pos else "") + p.code'):
+        "at offset == pos the struct format gets '0x', zero pad bytes: the same layout",
+    ("cudaload/launch/arguments.py", "__init__", "> -> >=",
+     'fmt += (f"{p.offset - pos}x" if p.offset > pos else "") + p.code'):
+        "the same '0x' (zero pad bytes) at offset == pos",
+    ("cudaload/_trust.py", "path_problem", "statement removed", "return None"):
         "path_problem's except clause: without it the function ends there and returns None too",
 }
 
@@ -146,6 +157,14 @@ def mutated(source: str, number: int) -> str:
     raise IndexError(number)
 
 
+def _function_at(tree, line: int) -> str:
+    """The name of the innermost function (or class) around ``line``, "" at module level."""
+    around = [(node.lineno, node.name) for node in ast.walk(tree)
+              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+              and node.lineno <= line <= node.end_lineno]
+    return max(around)[1] if around else ""
+
+
 def _copy_tree(dest: str) -> None:
     """The working tree as git sees it (tracked and untracked, less ignored files) under ``dest``."""
     names = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
@@ -248,12 +267,16 @@ def main(argv=None) -> int:
                 free.append(tree)
             line, what = found[n]
             text = lines[line - 1].strip()
-            why = EQUIVALENT.get((module, what, text))
-            result = {"number": n, "line": line, "mutant": what, "source": text,
+            function = _function_at(ast.parse(source), line)
+            why = EQUIVALENT.get((module, function, what, text)) \
+                or EQUIVALENT.get((module, "*", what, text))
+            result = {"number": n, "line": line, "function": function, "mutant": what,
+                      "source": text,
                       "outcome": "equivalent" if outcome == "survived" and why else outcome,
                       "equivalent_because": why, "seconds": round(seconds, 1)}
             if result["outcome"] in ("survived", "equivalent"):
-                print(f"  {result['outcome']}: #{n} {module}:{line}: {what} | {text}", flush=True)
+                print(f"  {result['outcome']}: #{n} {module}:{line} ({function}): {what} | {text}",
+                      flush=True)
             return result
 
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:

@@ -220,3 +220,112 @@ def test_an_array_whose_interface_refuses_is_a_launch_argument_error():
     p = packer(["float*"], names=["x"])
     with pytest.raises(LaunchArgumentError, match=r"argument 0 \(float\* x\).*use .cuda\(\) first"):
         pack(p, (CpuArray(),))
+
+
+# --- what each parameter kind takes, and what it refuses ------------------------------------------
+
+class _TorchTensor:
+    """What the packer reads of a torch tensor (``get_device``: -1 on the CPU; ``data_ptr``),
+    so these run where torch is not installed."""
+
+    __module__ = "torch"
+
+    def __init__(self, ptr: int, index: int):
+        self.ptr, self.index = ptr, index
+
+    def get_device(self) -> int:
+        return self.index
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+class _CupyArray:
+    """What the packer reads of a CuPy array: ``data.ptr`` and ``data.device_id``."""
+
+    __module__ = "cupy"
+    __cuda_array_interface__: dict = {}
+
+    def __init__(self, ptr: int, device_id: int):
+        from types import SimpleNamespace
+
+        self.memory = SimpleNamespace(ptr=ptr, device_id=device_id)
+
+    @property
+    def data(self):  # a property, as CuPy's: the packer looks for it on the type
+        return self.memory
+
+
+def test_a_kernel_without_parameters_takes_only_no_arguments():
+    p = packer([])
+    assert p.signature == "k()"
+    plan = p.plan(())
+    assert plan(()) is True and plan((1,)) is False
+    with pytest.raises(LaunchArgumentError, match="takes 0 arguments, 1 given"):
+        p.plan((int,))
+    assert len(p.buffer) == 1 and p.pointers[0] == FFI.NULL  # room for nothing, never empty
+
+
+@pytest.mark.parametrize("array, other", [(_TorchTensor, 1), (_CupyArray, 1)])
+def test_arrays_of_torch_and_cupy_pack_their_pointer_on_their_device_only(array, other):
+    p = packer(["float*"])
+    assert pack(p, (array(0x7000, 0),)) == struct.pack("<Q", 0x7000)
+    with pytest.raises(LaunchArgumentError, match=f"on device {other} but the kernel launches "
+                                                  "on device 0"):
+        pack(p, (array(0x7000, other),))
+
+
+def test_a_torch_tensor_in_host_memory_is_refused_with_the_way_to_copy_it():
+    with pytest.raises(LaunchArgumentError, match="it is host memory"):
+        pack(packer(["float*"]), (_TorchTensor(0x7000, -1),))
+
+
+def test_bool_parameters_take_bools_numpy_bools_and_the_integers_0_and_1():
+    p = packer(["bool"])
+    assert pack(p, (np.bool_(True),)) == b"\x01"
+    assert pack(p, (np.bool_(False),)) == b"\x00"
+    assert pack(p, (np.int32(1),)) == b"\x01" and pack(p, (np.uint8(0),)) == b"\x00"
+    assert pack(p, (1,)) == b"\x01"
+    with pytest.raises(LaunchArgumentError, match="0 or 1"):
+        pack(p, (np.uint8(2),))
+    for bad in (1.0, "1", None):
+        with pytest.raises(LaunchArgumentError, match="a bool is needed"):
+            pack(p, (bad,))
+
+
+def test_real_parameters_refuse_what_is_no_number():
+    for bad in ("1.5", b"1", None):
+        with pytest.raises(LaunchArgumentError, match="a real number is needed"):
+            pack(packer(["float"]), (bad,))
+
+
+def test_parameters_known_only_by_size_take_ints_floats_bytes_and_arrays():
+    """A kernel whose types are unknown (the driver reports offsets and sizes): ints and floats
+    are written in the parameter's size, bytes as they are, an array's address in 8 bytes."""
+    p = arguments.Packer(FFI, "k", signature.build_params(None, [(0, 8), (8, 4), (12, 4),
+                                                                 (16, 2)]), 0)
+    data = pack(p, (_CupyArray(0x7000, 0), np.float64(1.5), b"\1\2\3\4", 2.0))
+    assert data == struct.pack("<Qf", 0x7000, 1.5) + b"\1\2\3\4" + struct.pack("<e", 2.0)
+    assert pack(p, (_TorchTensor(0x7100, 0), np.float32(0.5), b"\0" * 4, 1))[:12] == \
+        struct.pack("<Qf", 0x7100, 0.5)
+    with pytest.raises(LaunchArgumentError, match="on device 1"):
+        pack(p, (_CupyArray(0x7000, 1), 1.5, b"\0" * 4, 1))
+    odd = arguments.Packer(FFI, "k", signature.build_params(None, [(0, 4), (4, 3)]), 0)
+    with pytest.raises(LaunchArgumentError, match="_CupyArray cannot be passed"):
+        pack(odd, (_CupyArray(0x7000, 0), b"\0" * 3))  # an address needs 8 bytes
+    with pytest.raises(LaunchArgumentError, match="float cannot be passed"):
+        pack(odd, (1, 1.5))  # no float has 3 bytes
+
+
+def test_an_array_is_no_integer():
+    with pytest.raises(LaunchArgumentError, match="an integer is needed"):
+        pack(packer(["long long"]), (_CupyArray(0x7000, 0),))
+
+
+def test_a_struct_parameter_takes_exactly_its_bytes_and_nothing_else():
+    p = packer(["Pair"], [(0, 2)])
+    assert pack(p, (np.int16(0x0102),)) == b"\x02\x01"  # the scalar's bytes, not bytes(258)
+    assert pack(p, (memoryview(b"\5\6"),)) == b"\5\6"
+    for bad in (258, 2.5, "ab"):
+        with pytest.raises(LaunchArgumentError, match=f"{type(bad).__name__} cannot be passed as"):
+            pack(p, (bad,))

@@ -100,3 +100,65 @@ def test_nothing_is_logged_below_debug(tmp_path, caplog):
         disk.lookup(KEY)
     assert [r for r in caplog.records if r.name == "cudaload.cache"] == []
 
+
+
+def test_an_entry_still_being_written_is_found_and_said_so(tmp_path, caplog):
+    """Published by this process (the key's lock released to its writer), not on disk yet: a
+    hit, as "disk", not a second compile."""
+    disk = cache.DiskCache(tmp_path)
+    disk.writer.pending[(disk.folder, KEY)] = _obj(b"being written")
+    try:
+        with caplog.at_level(logging.DEBUG, logger="cudaload.cache"):
+            found = disk.lookup(KEY)
+    finally:
+        del disk.writer.pending[(disk.folder, KEY)]
+    assert found.code == b"being written" and found.cached == "disk"
+    assert [r.getMessage() for r in caplog.records if r.name == "cudaload.cache"] == [
+        f"disk hit {KEY} in {disk.folder} (still being written)"]
+    assert disk.lookup(KEY) is None  # once written it is read from disk; here it never was
+
+
+def test_an_entry_that_cannot_be_read_is_a_miss_and_said_why(tmp_path, caplog):
+    disk = cache.DiskCache(tmp_path)
+    disk.store(KEY, _obj())
+    path = disk.path(KEY)
+    import os
+
+    os.unlink(path)
+    os.mkdir(path)  # not a regular file
+    with caplog.at_level(logging.DEBUG, logger="cudaload.cache"):
+        assert disk.lookup(KEY) is None
+    (message,) = [r.getMessage() for r in caplog.records if r.name == "cudaload.cache"]
+    assert message.startswith(f"disk entry {path} refused: ") and len(message) > len(path) + 25
+
+
+def test_a_hit_marks_the_entry_recently_used(tmp_path):
+    """Pruning drops the least recently used entries first, judged by modification time."""
+    import os
+
+    disk = cache.DiskCache(tmp_path)
+    disk.store(KEY, _obj())
+    os.utime(disk.path(KEY), (1_000_000, 1_000_000))
+    assert disk.lookup(KEY) is not None
+    assert os.stat(disk.path(KEY)).st_mtime > 1_000_000 + 1e8
+    os.utime(disk.path(KEY), (1_000_000, 1_000_000))
+    assert disk.lookup("cd" * 32) is None and os.stat(disk.path(KEY)).st_mtime == 1_000_000
+
+
+def test_a_folder_not_made_yet_is_looked_at_again_once_it_is(tmp_path):
+    """Not made yet: usable, but not vouched for; once made by another user (root here gives it
+    away) it is not used.  tests/test_trust_unprivileged.py: the same as an ordinary user."""
+    import os
+
+    import pytest
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("gives the folder to another user with os.chown: run as root")
+    disk = cache.DiskCache(tmp_path / "later")
+    assert disk.usable and not disk.trusted and disk.lookup(KEY) is None
+    os.mkdir(disk.root, 0o700)
+    os.chown(disk.root, 12345, 12345)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert not disk.usable and disk.lookup(KEY) is None
+    assert len(caught) == 1 and "belongs to uid 12345" in str(caught[0].message)
