@@ -129,3 +129,20 @@ def test_a_dynamic_section_of_endless_entries_is_an_elf_error():
     data = bytes(endless) + struct.pack("<qq", 1, 1) * ((size - len(head)) // 16)
     with pytest.raises(elf.ElfError, match="more than 16384 entries"):
         elf.needed(Blob(CountingFile(data), len(data)))
+
+
+@pytest.mark.parametrize("member, head", [("dpkg/_d.so", far_dynamic_elf(1 << 20)[0]),
+                                          ("dpkg/_k.bundle", BUNDLE_MAGIC)],
+                         ids=["library", "bundle"])
+def test_a_damaged_byte_far_from_the_headers_is_still_found(tmp_path, member, head):
+    data = head + bytes((1 << 20) - len(head))
+    wheel = tmp_path / "dpkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("dpkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")
+        archive.writestr(member, data)
+    raw = bytearray(wheel.read_bytes())
+    raw[raw.index(head) + len(data) - 10] ^= 0xFF  # past every header the readers need
+    wheel.write_bytes(bytes(raw))
+    _seconds, proc = check_bounded(wheel, "--arch", "sm_90")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{member} cannot be read from the archive" in proc.stderr and "CRC" in proc.stderr

@@ -111,7 +111,7 @@ def _examine(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict | None:
         if kind is None and not named:
             return None
         entry: dict[str, Any] = {"path": name, "format": kind, "needed": [], "cuda": [],
-                                 "error": None}
+                                 "error": None, **({"data": None} if kind == "bundle" else {})}
         limit = MAX_BYTES["bundle" if kind == "bundle" else "compiled"]
         if kind is None:
             entry["error"] = (f"named like a compiled library but neither ELF nor PE ({size} "
@@ -123,21 +123,23 @@ def _examine(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict | None:
                               f"real {what} is this large, so this archive is damaged or made "
                               "to exhaust its readers")
         elif kind == "bundle":
-            entry["data"] = blob.read(0, size)
+            entry["data"] = _read_through(archive, info, keep=True)
         else:
-            _check_crc(archive, info)
+            _read_through(archive, info, keep=False)
             _read_libraries(entry, blob)
-    if kind == "bundle":
-        entry.setdefault("data", None)
     return entry
 
 
-def _check_crc(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
-    """Decompress the member to its end, a chunk at a time, so that zipfile checks its CRC.  On
-    a handle of its own: a seek may stop zipfile checking it (Python 3.12, stored members)."""
+def _read_through(archive: zipfile.ZipFile, info: zipfile.ZipInfo, keep: bool) -> bytes:
+    """Decompress the member from its start to its end, so that zipfile checks its CRC: its
+    bytes when ``keep``, else none held beyond a chunk.  On a handle of its own, never seeked:
+    a seek may stop zipfile checking the CRC (Python 3.12, stored members)."""
     with archive.open(info) as member:
+        if keep:
+            return member.read()
         while member.read(_CHUNK):
             pass
+    return b""
 
 
 def _read_libraries(entry: dict, blob: Blob) -> None:
