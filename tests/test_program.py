@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import pickle
+import re
 
 import pytest
 
@@ -245,3 +246,44 @@ def test_ptx_without_a_device_is_for_the_oldest_arch_and_cubin_for_the_newest():
     out = scenario_json("program_compiles", "default_archs",
                         env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
     assert out["ptx"] == out["oldest"] and out["auto"] == out["newest"], out
+
+
+@pytest.mark.parametrize("kw, error, words", [
+    # NVRTC takes these silently: -1 as no limit, 0 as the fewest registers ptxas allows.
+    ({"max_registers": -1}, ValueError, "max_registers=-1 is no register count"),
+    ({"max_registers": 0}, ValueError, "max_registers=0 is no register count"),
+    ({"max_registers": True}, TypeError, "max_registers must be a number of registers"),
+    ({"max_registers": 32.5}, TypeError, "max_registers must be an int such as 64, not float"),
+    ({"max_registers": "32"}, TypeError, "max_registers must be an int such as 64, not str"),
+    # str(object()) holds its address: a macro, and a cache key, different in every process.
+    ({"defines": {"X": object()}}, TypeError, r"defines\['X'\]: the value must be a str, a number"),
+    ({"headers": {1: "int x;"}}, TypeError, "a header's name must be a str, not int"),
+    ({"name": 5}, TypeError, "name must be a str, not int"),
+    ({"name": "k\0.cu"}, ValueError, "NUL character"),
+])
+def test_arguments_nvrtc_would_take_for_something_else_are_refused(kw, error, words):
+    from cudaload import Program
+
+    with pytest.raises(error, match=words) as info:
+        Program(_SRC, **kw)
+    assert re.search(r"(e\.g\. .+|None for NVRTC's choice|remove it)$", str(info.value)), info.value
+
+
+def test_a_refused_value_equal_to_an_accepted_one_is_refused_after_it():
+    from cudaload import Program
+
+    # True == 1 and hash(True) == hash(1): the remembered arguments must not let one stand for
+    # the other.
+    assert "--maxrregcount=1" in Program(_SRC, max_registers=1).options
+    with pytest.raises(TypeError, match="max_registers"):
+        Program(_SRC, max_registers=True)
+
+
+def test_define_values_that_read_the_same_everywhere_are_taken():
+    from fractions import Fraction
+
+    from cudaload import Program
+
+    options = Program(_SRC, defines={"N": 4, "F": 0.5, "S": "x", "B": True, "Q": Fraction(1, 2),
+                                     "D": None}).options
+    assert options[1:] == ("-DN=4", "-DF=0.5", "-DS=x", "-DB=True", "-DQ=1/2", "-DD")

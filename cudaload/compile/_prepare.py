@@ -8,7 +8,10 @@ inside the options) are prepared afresh each time.  Only equal arguments share a
 equal arguments give equal results: define values are compared with their types (``4`` and
 ``4.0`` are equal in Python but become ``-DN=4`` and ``-DN=4.0``).
 
-Imports of cudaload: _sha, options.
+Options that name a file NVRTC opens (a time trace, a precompiled header) are checked each time a
+Program is made with them, never remembered: the check is of the file system as it is then.
+
+Imports of cudaload: _option_files, _sha, options.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -19,7 +22,7 @@ import os
 import _thread
 from collections import OrderedDict
 
-from . import options as _options
+from . import _option_files, options as _options
 from ._sha import sha256
 
 __all__ = ["Prepared", "prepare", "digest"]
@@ -70,7 +73,8 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
             include_paths if include_paths.__class__ is tuple else _frozen(include_paths),
             name_expressions if name_expressions.__class__ is tuple else _frozen(name_expressions),
             std, defines if defines is None else _frozen(defines, "defines"),
-            fast_math, line_info, debug, max_registers, relocatable, lto)
+            # With its type: True == 1, and True is refused where 1 is not.
+            fast_math, line_info, debug, max_registers.__class__, max_registers, relocatable, lto)
     try:
         found = _table.get(memo)
     except TypeError:  # something unhashable inside
@@ -87,7 +91,8 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
         return found
     made = _prepare(source, name, options, headers, include_paths, name_expressions, std,
                     defines, (fast_math, line_info, debug, max_registers, relocatable, lto))
-    if memo is not None and _UNHASHABLE not in memo[3:9]:
+    if memo is not None and _UNHASHABLE not in memo[3:9] and not (
+            _option_files.names_files(made[4])):
         _remember(memo, made)
     return made
 
@@ -113,14 +118,16 @@ def forget() -> None:
 def _prepare(source, name, options, headers, include_paths, name_expressions, std, defines,
              flags) -> Prepared:
     """Raises ValueError/TypeError for malformed arguments (source or headers that are not UTF-8,
-    options without their value, an architecture given as an option)."""
+    a name or header name that is no str, options without their value, an architecture given as
+    an option, a file option NVRTC could not use)."""
     fast_math, line_info, debug, max_registers, relocatable, lto = flags
     source = _text(source, "source")
-    name = str(name)
+    name = _name(name, "name", "name='kernel.cu'")
     if headers is not None and not hasattr(headers, "items"):
         raise TypeError(f"headers must map names to source text, e.g. {{'util.h': '...'}}, "
                         f"not {type(headers).__name__}")
-    pairs = tuple((str(k), _text(v, f"header {k}")) for k, v in (headers or {}).items())
+    pairs = tuple((_name(k, "a header's name", "headers={'util.h': '...'}"),
+                   _text(v, f"header {k}")) for k, v in (headers or {}).items())
     if isinstance(include_paths, (str, bytes, os.PathLike)):
         raise TypeError(f"include_paths must be a sequence of folders, e.g. "
                         f"({os.fspath(include_paths)!r},), not one path")
@@ -130,6 +137,7 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
                            max_registers=max_registers, relocatable=relocatable, lto=lto)
     if any(o.split("=")[0] in _ARCH_OPTIONS or o.startswith("-arch") for o in built):
         raise ValueError("give the architecture to compile(arch=...), not as an option")
+    _option_files.check_files(built)
     names = _options.strings(name_expressions, "name_expressions", "('scale<float>',)")
     # What NVRTC reads besides this text (files it includes, and whether they exist) is looked
     # up at compile(), where NVRTC looks: the current folder and the files may change after the
@@ -139,6 +147,18 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
     chars = len(source) + sum(len(k) + len(v) for k, v in pairs)
     return Prepared((source, name, pairs, include_paths, built, names, parts, digest(*parts),
                      chars, _options.links(built), [NOTHING_ASKED]))
+
+
+def _name(value, what: str, example: str) -> str:
+    """A file name NVRTC is given: str only (``str(5)`` would name a file "5" without a word);
+    no NUL, at which NVRTC would cut it short."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__} ({value!r}): give "
+                        f"the file name NVRTC reports, e.g. {example}")
+    if "\0" in value:
+        raise ValueError(f"{what} ({value!r}) contains a NUL character, which would cut it short; "
+                         "remove it")
+    return value
 
 
 def _text(value, what: str) -> str:

@@ -8,6 +8,8 @@ Layer 2, compile: may import the foundation, bindings and compile.
 
 from __future__ import annotations
 
+import numbers
+import operator
 import re
 
 __all__ = ["build", "strings", "include_inputs", "searches_source_folder", "Arch", "parse_arch",
@@ -30,9 +32,10 @@ def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=
           lto: bool = False) -> tuple[str, ...]:
     """The NVRTC option list for these keywords followed by ``options``.
 
-    Raises TypeError for a single string or an item of the wrong type, ValueError (naming the
-    argument) for an empty option, one containing NUL, one that needs a value and has none, a
-    define that is no macro name or whose value is not one line, an empty include path.
+    Raises TypeError for a single string or an item of the wrong type (a define's value that is
+    neither str, number nor None; a max_registers that is no int), ValueError (naming the argument)
+    for an empty option, one containing NUL, one that needs a value and has none, a define that is
+    no macro name or whose value is not one line, an empty include path, a max_registers below 1.
     """
     user = strings(options, "options", "('-DN=4',)")
     for i, option in enumerate(user):
@@ -49,7 +52,7 @@ def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=
     if debug:
         out.append("-G")
     if max_registers is not None:
-        out.append(f"--maxrregcount={int(max_registers)}")
+        out.append(f"--maxrregcount={_registers(max_registers)}")
     if relocatable:
         out.append("-rdc=true")
     if lto:
@@ -84,6 +87,24 @@ _NEEDS_VALUE = frozenset({
     "--pre-include", "-Xptxas", "--ptxas-options", "-maxrregcount", "--maxrregcount", "-dopt",
     "--dopt", "-diag-suppress", "--diag-suppress", "-diag-error", "--diag-error", "-diag-warn",
     "--diag-warn", "-split-compile", "--split-compile", "-Werror", "--warning-as-error"})
+
+
+def _registers(value) -> int:
+    """``max_registers`` as a count.  NVRTC takes any number silently: -1 as no limit, 0 as the
+    fewest registers ptxas allows; and True would be 1."""
+    if isinstance(value, bool):
+        raise TypeError(f"max_registers must be a number of registers such as 64, not {value!r}; "
+                        "leave it None for NVRTC's choice")
+    try:
+        count = operator.index(value)  # an int or a NumPy integer, not 32.5 or "32"
+    except TypeError:
+        raise TypeError(f"max_registers must be an int such as 64, not {type(value).__name__} "
+                        f"({value!r}); leave it None for NVRTC's choice") from None
+    if count < 1:
+        raise ValueError(f"max_registers={count} is no register count (NVRTC would take it "
+                         "silently, -1 as no limit, 0 as the fewest registers ptxas allows): "
+                         "give a count of 1 or more, e.g. 64, or None for NVRTC's choice")
+    return count
 
 
 def _check(option: str, where: str) -> None:
@@ -132,6 +153,12 @@ def _defines(defines) -> list[str]:
         if value is None:
             out.append(f"-D{name}")
             continue
+        if not isinstance(value, (str, numbers.Number)):
+            # Another object's text may hold its address ("<object object at 0x7f...>"): a macro,
+            # and a cache key, that would differ in every process.
+            raise TypeError(f"defines[{name!r}]: the value must be a str, a number or None, not "
+                            f"{type(value).__name__}; pass the text the macro stands for, e.g. "
+                            f"defines={{{name!r}: '4'}}")
         text = str(value)
         if "\n" in text or "\r" in text or "\0" in text:
             raise ValueError(f"defines[{name!r}]: the value {text[:40]!r} contains a line break "
