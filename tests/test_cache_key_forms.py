@@ -190,3 +190,23 @@ def test_a_source_file_that_is_not_utf8_is_a_value_error_naming_it(tmp_path):
     path.write_bytes(b"// caf\xe9\n__global__ void k() {}\n")
     with pytest.raises(ValueError, match=r"latin1\.cu is not UTF-8 text \(byte 0xe9 at offset 6\)"):
         Program.from_file(path)
+
+
+@pytest.mark.parametrize("patch, source", [
+    ([], '#include "v.h"\n' + KERNEL),
+    (["trace_refused"], '#include "v.h"\n' + KERNEL),
+    ([], '#include "v.h"\n' + KERNEL + "this is no CUDA;\n"),
+])
+def test_no_trace_folder_is_left_behind(cache_dir, tmp_path, monkeypatch, patch, source):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    write(tmp_path / "v.h", val(111))
+    spec = dict(source=source, patch=patch)
+    if "no CUDA" in source:
+        with pytest.raises(AssertionError, match="CompileError"):
+            compile_value(tmp_path, **spec)
+    else:
+        assert compile_value(tmp_path, **spec)["value"] == 111
+    assert os.listdir(temporary) == []
+

@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import stat
 
 __all__ = ["OPTION", "Request", "request", "asked_by", "uncovered", "unsupported",
            "mark_unsupported"]
@@ -30,7 +29,6 @@ __all__ = ["OPTION", "Request", "request", "asked_by", "uncovered", "unsupported
 OPTION = "--fdevice-time-trace="
 _BUILTIN = "__nv_nvrtc_builtin_header.h"  # NVRTC's own, compiled into it
 _names = itertools.count()
-_folder: tuple[int, str] | None = None  # (pid, folder): this process's folder for trace files
 _unsupported = False  # whether this process's NVRTC refused the option
 
 
@@ -50,52 +48,37 @@ def asked_by(options) -> bool:
 
 
 # NVRTC aborts the whole process when it cannot write its trace (LLVM's fatal error): a trace is
-# asked for only into a folder that is there, with room to spare (a large program's is ~1 MiB).
+# asked for only into a new folder of this process's, with room to spare (a large program's trace
+# is ~1 MiB).  One folder per compilation, removed with its trace: worker processes of
+# multiprocessing end without running exit handlers, so nothing may wait for the exit.
 _ROOM = 64 << 20
 
 
-def _private_folder() -> str | None:
-    """A folder only this process writes to (mode 0700), removed when the process exits; None
-    where none can be made or its file system is nearly full.  (Made with os.mkdir: importing
-    tempfile costs 5-18 ms of a fresh process's first compile.)"""
-    global _folder
-    try:
-        if _folder is None or _folder[0] != os.getpid():  # a forked child makes its own
-            _folder = (os.getpid(), _make_folder())
-        try:
-            st = os.lstat(_folder[1])
-        except FileNotFoundError:  # removed by a cleaner of the temporary folder
-            os.mkdir(_folder[1], 0o700)
-            st = os.lstat(_folder[1])
-        # Made again by someone else meanwhile (the temporary folder is shared): not ours.
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-            return None
-        room = os.statvfs(_folder[1])
-    except OSError:
-        return None
-    return _folder[1] if room.f_bavail * room.f_frsize >= _ROOM else None
-
-
-def _make_folder() -> str:
-    import atexit
-
+def request() -> Request | None:
+    """A trace for the next compilation, or None where none can be written safely.  (The folder
+    is made with os.mkdir: importing tempfile costs 5-18 ms of a fresh process's first compile.)"""
     parent = os.environ.get("TMPDIR") or "/tmp"
     for _attempt in range(16):
-        folder = os.path.join(parent, f"cudaload-reads-{os.getpid()}-{os.urandom(6).hex()}")
+        folder = os.path.join(parent, f"cudaload-trace-{os.getpid()}-{next(_names)}-"
+                                      f"{os.urandom(4).hex()}")
         try:
             os.mkdir(folder, 0o700)
         except FileExistsError:
             continue
-        atexit.register(_remove, folder, os.getpid())
-        return folder
-    raise FileExistsError(f"no new folder could be made in {parent}")
+        except OSError:
+            return None
+        try:
+            room = os.statvfs(folder)
+        except OSError:
+            room = None
+        if room is not None and room.f_bavail * room.f_frsize >= _ROOM:
+            return Request(folder)
+        _remove(folder)
+        return None
+    return None
 
 
-def _remove(folder: str, owner: int) -> None:
-    """Remove ``folder`` and the traces left in it (a compilation cut short leaves its own), in
-    the process that made it (a forked child runs its parent's exit handlers too)."""
-    if os.getpid() != owner:
-        return
+def _remove(folder: str) -> None:
     try:
         for entry in os.scandir(folder):
             os.unlink(entry.path)
@@ -104,37 +87,27 @@ def _remove(folder: str, owner: int) -> None:
         pass
 
 
-def request() -> Request | None:
-    """A trace for the next compilation, or None where none can be written safely."""
-    folder = _private_folder()
-    return None if folder is None else Request(os.path.join(folder, str(next(_names))))
-
-
 class Request:
     """One compilation's trace: :attr:`option` to pass to NVRTC, then :meth:`names`."""
 
-    __slots__ = ("_base", "option")
+    __slots__ = ("_folder", "option")
 
-    def __init__(self, base: str):
-        self._base = base
-        self.option = OPTION + base
+    def __init__(self, folder: str):
+        self._folder = folder
+        self.option = OPTION + os.path.join(folder, "trace")
 
     def names(self) -> tuple[str, ...] | None:
         """The header names NVRTC read, or None when the trace is missing or unreadable; the
-        trace file is removed."""
-        path = self._base + ".json"
+        trace and its folder are removed."""
         try:
-            with open(path, "rb") as f:
+            with open(os.path.join(self._folder, "trace.json"), "rb") as f:
                 events = json.load(f)["traceEvents"]
             return tuple(e["args"]["detail"] for e in events
                          if isinstance(e, dict) and e.get("name") == "Processing Header File")
         except (OSError, ValueError, KeyError, TypeError):
             return None
         finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            _remove(self._folder)
 
 
 def uncovered(names, material, headers, toolchain_dirs, cwd: str) -> list[str]:

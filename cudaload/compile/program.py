@@ -241,8 +241,8 @@ class Program:
         gpu = target.sm() if kind == "cubin" else target.compute()
         options = (*self.options, f"--gpu-architecture={gpu}", *tc.include_options)
         # A trace the caller asked for is theirs: none of ours beside it (see _unkeyed).
-        trace = None if inputs.sure or _reads.unsupported() or _reads.asked_by(self.options) \
-            else _reads.request()
+        trace = asked = None if inputs.sure or _reads.unsupported() or _reads.asked_by(
+            self.options) else _reads.request()
         try:
             compiled = nvrtc.compile(self.source, self.name, options, self.headers,
                                      self.name_expressions, kind="ltoir" if self._lto else kind,
@@ -253,16 +253,18 @@ class Program:
                     or _reads.OPTION[:-1] not in getattr(exc, "log", ""):
                 raise
             _reads.mark_unsupported()
-            compiled, trace = nvrtc.compile(self.source, self.name, options, self.headers,
-                                            self.name_expressions,
-                                            kind="ltoir" if self._lto else kind), None
+            trace = None
+            compiled = nvrtc.compile(self.source, self.name, options, self.headers,
+                                     self.name_expressions, kind="ltoir" if self._lto else kind)
+        finally:  # read (and removed) however the compilation ended
+            read = asked.names() if asked is not None else None
         code, log = (_linker.link(compiled, self.name, gpu, kind) if self._lto
                      else (compiled.code, compiled.log))
         _log.debug("compile", "NVRTC compiled %s to %s for %s%s, key %s", self.name, kind,
                    target.sm(), ", linked by nvJitLink" if self._lto else "", key, key=key)
         return (ObjectCode(code, kind, target.sm(), log=log,
                            lowered_names=dict(compiled.lowered_names), linked=self._lto),
-                trace.names() if trace is not None else () if inputs.sure else None)
+                read if trace is not None else () if inputs.sure else None)
 
     def _unkeyed(self, tc: toolchain.Toolchain, inputs: includes.Inputs,
                  names: tuple[str, ...] | None, key: str) -> list[str] | None:
