@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from ._envs import (CCCL_CU13, CCCL_OWN_FOLDER, HEADERS, hidden_env, install_cccl,
-                    machine_toolkits, make_env, pip_resolves, run_in, visible_toolkits)
+                    machine_toolkits, make_env, pip_resolves, real_wheels, run_in)
 
 def compile_all(python, headers, env, toolkits=()) -> dict:
     """One program including every header, compiled by ``python`` (header_compiles.compile_all):
@@ -93,8 +93,6 @@ def test_a_matching_set_is_used_wherever_it_is_found(tmp_path):
     _fake_cudart(os.path.join(site, "nvidia", "cuda_runtime", "include"), 12040)
     toolkit = tmp_path / "toolkit"
     os.makedirs(toolkit)
-    from ._envs import real_wheels
-
     os.symlink(os.path.join(real_wheels(), "include"), toolkit / "include")
     _by, env = hidden_env()
     env = {**env, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache"), "CUDA_HOME": str(toolkit)}
@@ -107,28 +105,46 @@ def test_a_matching_set_is_used_wherever_it_is_found(tmp_path):
     assert not [p for p in out["problems"] if "header" in p["what"]]
 
 
-def _system_cccl():
-    for toolkit in visible_toolkits():
-        folder = os.path.join(toolkit, "include", "cccl")
-        if os.path.isfile(os.path.join(folder, "cuda", "std", "version")):
-            return toolkit, folder
-    pytest.skip("no CUDA toolkit with CCCL on this machine")
+def _older_toolkit(toolkit, cccl: str) -> str:
+    """A toolkit at ``toolkit`` whose CCCL is a copy of the one at ``cccl`` that says it is one
+    release older; returns its CCCL folder.  The test makes its premise itself: a machine's own
+    toolkit may hold the very release of the CCCL wheel (13.0.85 beside CUDA 13.0)."""
+    import re
+    import shutil
+
+    from cudaload import releases
+
+    folder = os.path.join(toolkit, "include", "cccl")
+    shutil.copytree(cccl, folder)
+    relative, pattern = releases._VERSION_FILES["cccl"]  # where the release is read from
+    path = os.path.join(folder, relative)
+    with open(path, "rb") as f:
+        text = f.read()
+    number = int(pattern.search(text).group(1))
+    if number % 100000 == 0:
+        pytest.skip(f"the CCCL wheel is the first release of its major ({number}): none is older")
+    os.unlink(path)  # a new file: the copy may be read-only, as the wheel's may be
+    with open(path, "wb") as f:
+        f.write(re.sub(rb"(#define\s+CUB_VERSION\s+)\d+", rb"\g<1>%d" % (number - 1), text))
+    return os.path.realpath(folder)
 
 
 @pytest.mark.parametrize("where", [CCCL_CU13, CCCL_OWN_FOLDER], ids=["cu13", "own-folder"])
 def test_a_system_cccl_older_than_nvrtc_gives_way_to_the_wheel(tmp_path, where):
-    """With the toolkit visible: its CCCL serves while no wheel has one, and once a CCCL wheel is
-    installed (beside cudart's headers, or in a folder of its own that changes nothing that was
-    used before), the wheel's, newer, is used from the next process on."""
+    """With a toolkit in CUDA_HOME whose CCCL is older than the wheel's: its CCCL serves while no
+    wheel has one, and once a CCCL wheel is installed (beside cudart's headers, or in a folder of
+    its own that changes nothing that was used before), the wheel's, newer, is used from the next
+    process on."""
     from cudaload import releases
 
-    toolkit, system = _system_cccl()
+    toolkit = tmp_path / "toolkit"
+    system = _older_toolkit(toolkit, os.path.join(real_wheels(), "include", "cccl"))
     python, site = make_env(tmp_path / "env", cccl=False)
-    env = {"CUDALOAD_CACHE_DIR": str(tmp_path / "cache"), "CUDA_HOME": toolkit,
-           "CUDA_PATH": None, "CONDA_PREFIX": None}
+    _by, env = hidden_env()  # the machine's own toolkits stay out of it
+    env = {**env, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache"), "CUDA_HOME": str(toolkit)}
     first = compile_all(python, ["cuda/std/limits"], env)
     assert first["failed"] == ""
-    assert first["header_dirs"]["cccl"]["path"] == os.path.realpath(system)
+    assert first["header_dirs"]["cccl"]["path"] == system
     wheel = install_cccl(site, where)
     assert releases.header_release("cccl", wheel)[1] > releases.header_release("cccl", system)[1]
     second = compile_all(python, ["cuda/std/limits"], env)
