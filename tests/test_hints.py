@@ -3,6 +3,7 @@ requirement it names resolves on PyPI, and where the fix can be followed here, i
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 
 from cudaload.errors import NvrtcError
 
-from ._envs import hidden_env, install_cccl, make_env, pip_resolves, run_in
+from ._envs import hidden_env, install_cccl, make_env, pip_resolves, run_in, visible_toolkits
 
 def _compile(source, arch="sm_90", output="cubin", python=sys.executable, env=None):
     return run_in(python, env or {}, "header_compiles", "compile_one", source, arch, output)
@@ -50,16 +51,35 @@ def test_an_architecture_newer_than_nvrtc_names_the_release_that_adds_it():
     pip_resolves(_requirement(message))
 
 
-def test_host_code_headers_name_the_device_side_ones_and_those_compile(tmp_path):
+def _toolkit_with_cccl() -> str:
+    for toolkit in visible_toolkits():
+        if os.path.isfile(os.path.join(toolkit, "include", "cccl", "cuda", "std", "version")):
+            return toolkit
+    pytest.skip("no CUDA toolkit with CCCL on this machine: the hint is checked with the CCCL "
+                "wheel's")
+
+
+@pytest.mark.parametrize("cccl", ["wheel", "toolkit"])
+def test_host_code_headers_name_the_device_side_ones_and_those_compile(tmp_path, cccl):
+    """With either CCCL: a toolkit's (CUDA 13.0's, 3.0) also includes <cstdint> from host code,
+    which NVRTC lacks, after the host functions it refuses."""
     env = {"CUDALOAD_CACHE_DIR": str(tmp_path)}
-    out = _compile("#include <cub/cub.cuh>\n__global__ void k() {}\n", env=env)
+    if cccl == "toolkit":
+        python, _site = make_env(tmp_path / "env", cccl=False)
+        _by, hide = hidden_env()
+        env = {**hide, **env, "CUDA_HOME": _toolkit_with_cccl()}
+    else:
+        python = sys.executable
+    out = _compile("#include <cub/cub.cuh>\n__global__ void k() {}\n", python=python, env=env)
     assert out["type"] == "CompileError"
+    if cccl == "toolkit":
+        assert env["CUDA_HOME"] in out["error"]  # the toolkit's CCCL it was
     hint = out["error"].rsplit("\n", 1)[-1]
     assert hint.startswith("Next step:") and "include_paths" not in hint
     named = re.findall(r"<(cub/block/[\w.]+|cub/warp/[\w.]+)>", hint)
     assert len(named) >= 2
     followed = "".join(f"#include <{h}>\n" for h in named) + "__global__ void k() {}\n"
-    assert _compile(followed, env=env)["error"] is None
+    assert _compile(followed, python=python, env=env)["error"] is None
 
 
 def test_a_header_not_installed_names_its_wheel_and_installing_it_fixes_it(tmp_path):

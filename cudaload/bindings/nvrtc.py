@@ -209,9 +209,13 @@ def _include_hint(log: str) -> str:
     """The next step for a log that shows a missing or host-only header, else ""."""
     from .. import releases
 
+    # Host code first: a host-only header may also include a host header NVRTC lacks (CCCL 3.0's
+    # <cub/cub.cuh> reaches <cstdint>), and no include path would fix that.
+    if _HOST_CODE.search(log):
+        return _HINT_HOST_CODE
     missing = _MISSING_INCLUDE.search(log)
     if missing is None:
-        return _HINT_HOST_CODE if _HOST_CODE.search(log) else ""
+        return ""
     requirement = releases.wheel_for_header(missing.group(1), version())
     if requirement is None:
         return _HINT_INCLUDE
