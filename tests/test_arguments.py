@@ -329,3 +329,18 @@ def test_a_struct_parameter_takes_exactly_its_bytes_and_nothing_else():
     for bad in (258, 2.5, "ab"):
         with pytest.raises(LaunchArgumentError, match=f"{type(bad).__name__} cannot be passed as"):
             pack(p, (bad,))
+
+
+def test_a_plan_is_made_once_per_tuple_of_types():
+    p = packer(["int", "float"])
+    assert p.plan((int, float)) is p.plan((int, float))
+    assert p.plan((int, int)) is not p.plan((int, float))
+
+
+def test_errors_name_the_type_when_no_value_is_seen_yet_and_the_signature_otherwise():
+    with pytest.raises(LaunchArgumentError, match=r"argument 0 \(bool\) of k: a float does not "
+                                                  "fit: a bool is needed; signature: k\\(bool\\)"):
+        pack(packer(["bool"]), (1.0,))
+    p = packer(["int"])
+    err = p.fail((3,), RuntimeError("no room"))  # every argument fits: the packing itself failed
+    assert str(err) == "k(int): arguments could not be packed: no room"

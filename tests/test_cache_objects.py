@@ -162,3 +162,19 @@ def test_a_folder_not_made_yet_is_looked_at_again_once_it_is(tmp_path):
         warnings.simplefilter("always")
         assert not disk.usable and disk.lookup(KEY) is None
     assert len(caught) == 1 and "belongs to uid 12345" in str(caught[0].message)
+
+
+def test_entries_of_a_folder_not_used_are_never_read(tmp_path):
+    import os
+
+    disk = cache.DiskCache(tmp_path / "c")
+    disk.store(KEY, _obj())
+    disk.broken = True  # warned about: off for the rest of the process
+    assert disk.lookup(KEY) is None
+    os.chmod(disk.root, 0o777)  # every user may write it: not to be trusted
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cache.DiskCache(disk.root).lookup(KEY) is None
+    assert len(caught) == 1 and "every user may write it" in str(caught[0].message)
+    os.chmod(disk.root, 0o700)
+    assert cache.DiskCache(disk.root).lookup(KEY) is not None  # the entry itself is fine
