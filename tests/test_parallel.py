@@ -231,11 +231,11 @@ def test_two_threads_starting_pools_at_once_leave_the_script_as_it_was(tmp_path)
 
 def _watched_env(tmp_path, log) -> dict:
     """The environment of a scenario whose processes, compile_all's workers included, import
-    tests/scenarios/dying_workers.py: each writes itself down in ``log``, and a worker dies on a
+    tests/_dying_workers.py: each writes itself down in ``log``, and a worker dies on a
     program that asks it to."""
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text("import tests.scenarios.dying_workers\n")
+    (site / "sitecustomize.py").write_text("import tests._dying_workers\n")
     env = child_env({"TESTS_WORKERS_LOG": str(log), "CUDALOAD_CACHE_DIR": str(tmp_path / "c")})
     env["PYTHONPATH"] = os.pathsep.join([str(site), env["PYTHONPATH"]])
     return env
@@ -255,7 +255,7 @@ def _ended(proc: subprocess.Popen, log) -> tuple[str, str]:
 
 
 def _children(log, pid: int) -> list[int]:
-    """The processes ``pid`` started, as ``log`` (dying_workers.py) has them."""
+    """The processes ``pid`` started, as ``log`` (tests/_dying_workers.py) has them."""
     return [int(line.split()[0]) for line in log.read_text().splitlines()
             if line.split()[1:] == [str(pid), "started"]]
 
@@ -345,3 +345,48 @@ def test_ctrl_c_stops_compile_all_at_once_and_ends_its_workers(tmp_path):
     assert len(result["again"]) == 2
     assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
     assert _none_survive(log, proc.pid) == []
+
+
+def _pid_of_job(what):
+    """A job for the workers of the tests below: this process's id, else raises or answers
+    something that does not pickle."""
+    if what == "raise":
+        raise LookupError("asked to")
+    if what == "unsendable":
+        return lambda: None
+    return os.getpid()
+
+
+def test_workers_answer_every_job_and_end_with_the_block():
+    """Each job is answered once with what it returned or raised (an answer that does not pickle
+    fails that job alone, and its process goes on); every process has ended when the block
+    ends."""
+    from cudaload.compile import _workers
+
+    jobs = {i: (what,) for i, what in enumerate(["pid", "raise", "unsendable", "pid", "pid"])}
+    with _workers.Workers(2, _pid_of_job, print, ()) as workers:
+        got = {tag: (ok, value) for tag, ok, value in workers.run(jobs)}
+        processes = [w.process for w in workers._processes]
+    assert sorted(got) == list(jobs)
+    assert got[1][0] is False and isinstance(got[1][1], LookupError)
+    assert got[2][0] is False and "could not be sent back" in str(got[2][1])
+    pids = {got[i][1] for i in (0, 3, 4)}
+    assert all(got[i][0] for i in (0, 3, 4)) and pids <= {p.pid for p in processes}
+    assert len(processes) == 2 and all(p.exitcode == 0 for p in processes)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_killed_between_jobs_fails_no_job():
+    """A worker killed while it waits for its next job (from outside): that job goes to a new
+    process instead of failing as if the dead one had been compiling it."""
+    from cudaload.compile import _workers
+
+    answers = []
+    with _workers.Workers(1, _pid_of_job, print, ()) as workers:
+        for _tag, ok, value in workers.run({0: ("pid",), 1: ("pid",)}):
+            answers.append((ok, value))
+            if len(answers) == 1:
+                os.kill(value, signal.SIGKILL)
+                while _running(value):
+                    time.sleep(0.01)
+    assert [ok for ok, _v in answers] == [True, True] and answers[0][1] != answers[1][1]

@@ -63,11 +63,16 @@ class _Process:
         theirs.close()  # theirs only: once it dies, writing to it fails and reading it ends
         self.answered = False
 
-    def end(self, ask: bool) -> None:
-        """Ask the process to leave (``ask``) or terminate it; kill it if it lingers; join it."""
-        self.conn.close()  # a worker waiting for its next job reads the end of the pipe and leaves
+    def leave(self, ask: bool) -> None:
+        """Ask the process to leave (``ask``: a worker waiting for its next job reads the end of
+        the pipe and returns) or terminate it."""
+        self.conn.close()
         if not ask:
             self.process.terminate()
+
+    def join(self, ask: bool) -> None:
+        """Wait for the process to end, after :meth:`leave`: terminated if it lingers (or
+        killed, if it was terminated already), then killed."""
         self.process.join(_LINGER)
         if self.process.exitcode is None:
             self.process.terminate() if ask else self.process.kill()
@@ -75,6 +80,14 @@ class _Process:
             if self.process.exitcode is None:
                 self.process.kill()
                 self.process.join()
+
+
+def _end(workers: list[_Process], ask: bool) -> None:
+    """End every one of ``workers`` (see :meth:`_Process.leave`), all at once."""
+    for worker in workers:
+        worker.leave(ask)
+    for worker in workers:
+        worker.join(ask)
 
 
 class Workers:
@@ -94,8 +107,7 @@ class Workers:
 
     def __exit__(self, kind, *_rest) -> None:
         processes, self._processes = self._processes, []
-        for worker in processes:
-            worker.end(ask=kind is None)
+        _end(processes, ask=kind is None)
 
     def _spawn(self) -> _Process:
         worker = _Process(self._context, *self._start)
@@ -136,7 +148,7 @@ class Workers:
     def _retire(self, worker: _Process, todo, idle: list) -> None:
         """Join the dead ``worker``; start another in its place while jobs wait for one."""
         self._processes.remove(worker)
-        worker.end(ask=False)
+        _end([worker], ask=False)
         if len(todo) > len(idle):
             idle.append(self._spawn())
 

@@ -144,9 +144,9 @@ def two_threads(tag: str) -> None:
 
 def dying(how: str, tag: str) -> None:
     """compile_all of eight programs on two workers, the one at index 2 making its worker die
-    ``how`` (dying_workers.py): the error raised, as [type, message, its program and exit code,
-    whether it pickles], where the others' code came from when compiled again, and this process's
-    pid."""
+    ``how`` (tests/_dying_workers.py): the error raised, as [type, message, its program and exit
+    code, whether it pickles], where the others' code came from when compiled again, and this
+    process's pid."""
     import pickle
 
     import cudaload
