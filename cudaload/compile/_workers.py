@@ -96,7 +96,7 @@ class Workers:
     every process (see the module's docstring)."""
 
     def __init__(self, n: int, target, initializer, initargs: tuple) -> None:
-        import multiprocessing  # a fifth of an import of cudaload: only when there are jobs
+        import multiprocessing  # imported when there are jobs, not with cudaload
 
         self._context = multiprocessing.get_context("spawn")
         self._n, self._start = n, (target, initializer, initargs)
