@@ -50,6 +50,13 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("cudaload/launch/arguments.py", "__init__", "> -> >=",
      'fmt += (f"{p.offset - pos}x" if p.offset > pos else "") + p.code'):
         "the same '0x' (zero pad bytes) at offset == pos",
+    ("cudaload/compile/_entry.py", "decode", "< -> <=", "if len(data) < _KEYLESS_HEADER.size:"):
+        "an entry of exactly the bare header's size has empty metadata, which is no JSON: a miss "
+        "either way",
+    ("cudaload/compile/_entry.py", "decode", ">= -> >",
+     "if version == FORMAT and len(data) >= HEADER.size:"):
+        "an entry of exactly the header's size has empty metadata, which is no JSON: a miss "
+        "either way",
     ("cudaload/_trust.py", "path_problem", "statement removed", "return None"):
         "path_problem's except clause: without it the function ends there and returns None too",
 }
