@@ -42,7 +42,8 @@ from ._directives import scan
 from ._sha import sha256
 from .options import include_inputs, searches_source_folder
 
-__all__ = ["Inputs", "resolve", "scan", "from_package", "not_utf8", "still_valid", "watching"]
+__all__ = ["Inputs", "resolve", "scan", "from_package", "not_utf8", "still_valid", "watching",
+           "searched_folders"]
 
 # A header this large is no header: reading it to hash it would take the process's memory.
 MAX_HEADER_BYTES = 256 << 20
@@ -84,15 +85,38 @@ def still_valid(witness) -> bool:
     return all(_signature(path) == sig for path, sig in paths)
 
 
-def watching(witness, paths):
-    """``witness`` that also checks ``paths`` (files read that the material lacks), as they are now."""
+def watching(witness, paths, folders):
+    """``witness`` that also checks ``paths`` (files NVRTC read that the material lacks) as they
+    are now and, since the search that found them is not known, every folder where an include
+    naming a trailing part of one of them would be looked up first: ``folders`` (where the
+    program's includes are searched) and the folders of ``paths`` themselves.  A folder is
+    checked by its own modification time, which a file made or removed in it changes."""
     if not paths:
         return witness
     cwd, known = witness or (os.getcwd(), ())
-    return cwd, (*known, *((path, _signature(path)) for path in paths))
+    searched = {*folders, *(os.path.dirname(path) for path in paths)}
+    watched = {}
+    for path in paths:
+        parts = path.strip(os.sep).split(os.sep)
+        for cut in range(1, len(parts)):  # "a/b/h.h" may be the include "h.h" or "b/h.h" ...
+            tail = os.sep.join(parts[cut:-1])
+            for folder in searched:
+                here = os.path.join(folder, tail) if tail else folder
+                watched.setdefault(here + os.sep, _folder_signature(here))
+    return cwd, (*known, *((path, _signature(path)) for path in paths), *watched.items())
+
+
+def _folder_signature(folder: str):
+    try:
+        st = os.stat(folder)
+    except OSError as exc:
+        return ("error", exc.errno)
+    return ("folder", st.st_ino, st.st_mtime_ns)
 
 
 def _signature(path: str):
+    if path.endswith(os.sep):  # a folder watched by watching()
+        return _folder_signature(path)
     try:
         return _signature_of(os.stat(path))
     except OSError as exc:
@@ -213,6 +237,15 @@ def _join(folder: str, name: str) -> str:
         return os.path.normpath(path)
     parts = [p for p in path.split(os.sep) if p not in ("", ".")]
     return (os.sep if path.startswith(os.sep) else "") + os.sep.join(parts)
+
+
+def searched_folders(name: str, headers, options) -> list[str]:
+    """The folders NVRTC searches first for a program's includes, in the current folder: the
+    program's own, each in-memory header's, the current folder and each ``-I`` folder."""
+    cwd = os.getcwd()
+    return [os.path.dirname(_join(cwd, name)), cwd,
+            *(os.path.dirname(_join(cwd, h)) for h in headers),
+            *(_join(cwd, d) for d in include_inputs(options)[0])]
 
 
 def _under(path: str, folders) -> bool:

@@ -210,7 +210,7 @@ class Program:
                         publish(obj)
                     # The memory cache keeps it while the files NVRTC read stay as they are,
                     # those the scan missed included.
-                    witness = includes.watching(witness, unkeyed or ())
+                    witness = self._watching(witness, unkeyed)
             break
         self._keep(obj, arch, output, key, witness, keep)
         return obj, key, keep
@@ -265,6 +265,13 @@ class Program:
         return (ObjectCode(code, kind, target.sm(), log=log,
                            lowered_names=dict(compiled.lowered_names), linked=self._lto),
                 read if trace is not None else () if inputs.sure else None)
+
+    def _watching(self, witness, unkeyed: list[str] | None):
+        """``witness`` extended to the files NVRTC read that the key lacks (see _unkeyed)."""
+        if not unkeyed:
+            return witness
+        return includes.watching(witness, unkeyed, includes.searched_folders(
+            self.name, self.headers, self.options))
 
     def _unkeyed(self, tc: toolchain.Toolchain, inputs: includes.Inputs,
                  names: tuple[str, ...] | None, key: str) -> list[str] | None:
@@ -321,7 +328,7 @@ class Program:
         if inputs.certain and self._key(self._inputs_digest(inputs), tc, *asked, linker) == key \
                 and unkeyed == []:
             disk.store(key, obj)
-        self._keep(obj, arch, output, key, includes.watching(inputs.witness, unkeyed or ()))
+        self._keep(obj, arch, output, key, self._watching(inputs.witness, unkeyed))
         return obj
 
 
