@@ -233,6 +233,8 @@ def _chosen(found, args) -> list[int]:
 
 def main(argv=None) -> int:
     args = _parse_args(argv)
+    # A kill ends the run like Ctrl-C: the copies of the tree are removed.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     module = os.path.relpath(os.path.abspath(args.module), ROOT)
     with open(os.path.join(ROOT, module), encoding="utf-8") as f:
         source = f.read()
