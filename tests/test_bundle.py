@@ -66,7 +66,7 @@ def test_round_trip_and_arch_matching():
     hit = bundle.find(prog, "sm_90")
     assert hit.code == fake_cubin("sm_90").code and hit.cached == "bundle"
     assert hit.lowered_names == {"scale<float>": "_Z5scaleIfEvPT_S0_"}
-    assert hit.recompile is None and hit.source is None  # plain data: Program adds those
+    assert hit.origin is None and hit.source is None  # plain data: Program adds those
     assert bundle.find(prog, 90).arch == "sm_90" and bundle.find(prog, "sm_90a").arch == "sm_90a"
     # a CUBIN runs on later minors of its major: sm_80 code on sm_86 and sm_89, never on sm_90+
     assert bundle.find(prog, "sm_86").arch == "sm_80" and bundle.find(prog, 89).arch == "sm_80"

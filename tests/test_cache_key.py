@@ -217,6 +217,7 @@ def test_code_compiled_again_after_a_refusal_is_not_filed_under_older_inputs(cac
                                                                               monkeypatch):
     from cudaload import Program
     from cudaload.compile import cache
+    from cudaload.compile.program import recompile_refused
 
     monkeypatch.chdir(tmp_path)
     header = tmp_path / "v.h"
@@ -224,7 +225,7 @@ def test_code_compiled_again_after_a_refusal_is_not_filed_under_older_inputs(cac
     program = Program('#include "v.h"\n' + KERNEL)
     refused = program.compile(arch=90, output="cubin")
     header.write_text(val(222))  # edited after the first compile
-    again = refused._recompile_after_refusal()  # as Module does when the driver refuses it
+    again = recompile_refused(refused)  # as Module does when the driver refuses it
     assert again.kind == "ptx" and b"222" in again.code
     header.write_text(val(111))  # back as it was: the first entry must still mean 111
     cache.MEMORY.clear()

@@ -43,9 +43,11 @@ def test_from_file_by_extension_or_contents(real_code, tmp_path):
 
 
 def test_repr_and_recompile_without_program(real_code):
+    from cudaload.compile.program import recompile_refused
+
     obj = ObjectCode.from_bytes(real_code[0], "cubin")
     assert repr(obj) == f"<ObjectCode cubin sm_80 {len(real_code[0])} bytes>"
-    assert obj._recompile_after_refusal() is None
+    assert recompile_refused(obj) is None
 
 
 def test_load_hands_the_object_to_module(real_code, monkeypatch):
@@ -77,3 +79,10 @@ def test_from_file_of_source_says_to_compile_it(tmp_path):
     (tmp_path / "k.cu").write_text('extern "C" __global__ void k(int *x) { x[0] = 1; }\n')
     with pytest.raises(ValueError, match="cudaload.Program"):
         ObjectCode.from_file(tmp_path / "k.cu")
+
+
+def test_a_dropped_program_is_collected_while_its_code_lives_on():
+    """The code holds what compiled it as data (ObjectCode.origin), not the Program: the memory
+    cache keeps no Program alive, and a refusal still compiles again (PTX refused: CUBIN)."""
+    assert scenario_json("program_compiles", "dropped_program") == {"collected": True,
+                                                                     "again": "cubin"}

@@ -19,12 +19,12 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 def test_objectcode_round_trips_its_data_and_leaves_this_process_behind():
     obj = ObjectCode(b"\x7fELF" + bytes(60), "cubin", "sm_90", log="warning: x",
                      lowered_names={"k<int>": "_Z1kIiEvv"}, cached="disk", source="src",
-                     recompile=lambda refused: None)
+                     origin=object())
     back = pickle.loads(pickle.dumps(obj))
     assert (back.code, back.kind, back.arch, back.log, back.lowered_names, back.source) == (
         obj.code, "cubin", "sm_90", "warning: x", {"k<int>": "_Z1kIiEvv"}, "src")
-    # How this process's caches found it, its recompiler and its loaded module stay here.
-    assert back.cached is None and back.recompile is None and back._module[0] is None
+    # How this process's caches found it, its origin and its loaded module stay here.
+    assert back.cached is None and back.origin is None and back._module[0] is None
     assert back._module is not obj._module and back.lowered_names is not obj.lowered_names
     again = pickle.loads(pickle.dumps(back, protocol=0))
     assert again.code == obj.code and again.lowered_names == obj.lowered_names
@@ -64,7 +64,7 @@ def test_unpickling_in_a_fresh_process_loads_no_cuda_library(tmp_path):
     assert list(got["lowered_names"]) == ["scale<float>"]
     assert got["lowered_names"]["scale<float>"].startswith("_Z5scale")
     assert "template <typename T>" in got["source"]
-    assert got["cached"] is None and got["recompile"] is False
+    assert got["cached"] is None and got["origin"] is False
 
 
 @linux_only

@@ -28,21 +28,22 @@ class ObjectCode:
     never writes, so that the host cannot reach them (its module's ``get_global`` refuses).
 
     Plain data.  What made it may add two fields: ``.source``, the CUDA source, where the launch
-    side reads parameter types a mangled name does not give; and ``.recompile``, a function that
-    takes this code after the driver refused it and returns code the driver can load, or None.
-    Whoever compiled it owns recompiling it.
+    side reads parameter types a mangled name does not give; and ``.origin``, what compiled it, as
+    data (for a Program, its prepared arguments and the request), which the compiler is handed
+    back when the driver refuses this code (cudaload.compile.program.recompile_refused): it holds
+    no Program, so a dropped Program is collected while its code lives on.
 
     It pickles as its data alone: code, kind, arch, log, lowered names, linked and source, so that the
     receiving process rebuilds it without loading any CUDA library and launches its kernels with
     the same parameter types.  What belongs to this process stays here: the loaded module,
-    ``.cached`` (how this process's caches found it: None in the receiver) and ``.recompile``,
-    which would carry the Program and this process's cache key along; a driver there that
+    ``.cached`` (how this process's caches found it: None in the receiver) and ``.origin``,
+    which would carry the program's inputs and this process's cache key along; a driver there that
     refuses the code raises its error (send the Program instead where the receiver should
     compile for itself)."""
 
     def __init__(self, code: bytes, kind: str, arch: str | None = None, *, log: str = "",
                  lowered_names: dict | None = None, cached: str | None = None,
-                 source: str | None = None, recompile=None, module: list | None = None,
+                 source: str | None = None, origin=None, module: list | None = None,
                  linked: bool = False):
         self.code = code
         self.linked = linked
@@ -52,7 +53,7 @@ class ObjectCode:
         self.lowered_names = lowered_names if lowered_names is not None else {}
         self.cached = cached
         self.source = source
-        self.recompile = recompile
+        self.origin = origin
         # [Module or None, its lock], shared with the copies _as makes (the memory cache's among
         # them), so code compiled once is loaded once however many kernels are made from it.
         self._module = module if module is not None else [None, _thread.allocate_lock()]
@@ -69,7 +70,7 @@ class ObjectCode:
     def _as(self, cached: str | None) -> ObjectCode:
         return ObjectCode(self.code, self.kind, self.arch, log=self.log,
                           lowered_names=self.lowered_names, cached=cached, source=self.source,
-                          recompile=self.recompile, module=self._module, linked=self.linked)
+                          origin=self.origin, module=self._module, linked=self.linked)
 
     @classmethod
     def from_bytes(cls, data, kind: str) -> ObjectCode:
@@ -120,12 +121,6 @@ class ObjectCode:
         if module is None:
             module = _hooks.load(self)  # module.load_once: the launch side, above this module
         return module
-
-    def _recompile_after_refusal(self) -> ObjectCode | None:
-        """After the driver refused this code: what its compiler makes instead (for a Program:
-        CUBIN for the device, or PTX for an older arch).  None when nothing made it that can
-        compile again, or when nothing else can be tried."""
-        return None if self.recompile is None else self.recompile(self)
 
 
 def _rebuild(fields: dict) -> ObjectCode:

@@ -17,7 +17,6 @@ Layer 2, compile: may import the foundation, bindings and compile.
 
 from __future__ import annotations
 
-import functools
 import os
 
 from . import _hooks, _linker, _prepare, _reads, _targets, cache, includes, toolchain
@@ -26,7 +25,7 @@ from ..errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
 from .options import Arch, parse_arch
 
-__all__ = ["Program"]
+__all__ = ["Program", "Origin", "recompile_refused"]
 
 OUTPUTS = ("auto", "cubin", "ptx")
 
@@ -292,10 +291,19 @@ class Program:
         return missing
 
     def _own(self, obj: ObjectCode, arch, output: str, key: str | None) -> None:
-        """Give ``obj`` what the launch side reads of its program: the source, and the way to
-        compile again (for ``arch``/``output`` as asked, under ``key``) when the driver refuses it."""
+        """Give ``obj`` what the launch side reads of its program: the source, and, as data, what
+        compiled it (for ``arch``/``output`` as asked, under ``key``), which
+        :func:`recompile_refused` is given when the driver refuses it."""
         obj.source = self.source
-        obj.recompile = functools.partial(self._recompile_after_refusal, arch, output, key)
+        obj.origin = Origin(self._p, arch, output, key)
+
+    @classmethod
+    def _from_prepared(cls, prepared) -> Program:
+        """The Program whose prepared arguments are ``prepared`` (an :class:`Origin`'s)."""
+        program = cls.__new__(cls)
+        program._p = prepared
+        program.headers = dict(prepared[2]) if prepared[2] else {}
+        return program
 
     def _recompile_after_refusal(self, arch, output: str, key: str | None,
                                  refused: ObjectCode) -> ObjectCode | None:
@@ -330,6 +338,27 @@ class Program:
             disk.store(key, obj)
         self._keep(obj, arch, output, key, self._watching(inputs.witness, unkeyed))
         return obj
+
+
+class Origin:
+    """What compiled an ObjectCode, as plain data: the Program's prepared arguments (source,
+    headers and options: counted in the memory cache's bound with the code) and the request."""
+
+    __slots__ = ("prepared", "arch", "output", "key")
+
+    def __init__(self, prepared, arch, output: str, key: str | None):
+        self.prepared, self.arch, self.output, self.key = prepared, arch, output, key
+
+
+def recompile_refused(refused: ObjectCode) -> ObjectCode | None:
+    """Code the driver can load in place of ``refused``, which it refused: compiled again by the
+    program that made it (CUBIN for the device, or PTX for an older arch).  None where no Program
+    made it, or nothing else can be tried.  The one way back from a refusal to a compiler."""
+    origin = getattr(refused, "origin", None)
+    if not isinstance(origin, Origin):
+        return None
+    return Program._from_prepared(origin.prepared)._recompile_after_refusal(
+        origin.arch, origin.output, origin.key, refused)
 
 
 _no_device = False

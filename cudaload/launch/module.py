@@ -2,7 +2,8 @@
 
 Drivers with the library API (CUDA 12.0+) load once for every context (``cuLibraryLoadData``);
 older ones load per context (``cuModuleLoadData``).  An image the driver refuses is recompiled once
-for what it can load (by what compiled it: ``ObjectCode.recompile``) before the error is raised.
+for what it can load (by what compiled it: ``compile.program.recompile_refused``) before the error is
+raised.
 
 Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
@@ -97,8 +98,11 @@ class Module(GpuState):
         except DriverError as err:
             if err.code not in REFUSALS or self._recompiled:
                 raise
-            redo = getattr(self._obj, "_recompile_after_refusal", None)
-            fresh = redo() if redo is not None else None
+            # Imported here, after a refusal only: code made elsewhere (ObjectCode.from_bytes)
+            # loads without the compile path's imports.
+            from ..compile.program import recompile_refused
+
+            fresh = recompile_refused(self._obj)
             if fresh is None:
                 raise
             with self._lock:

@@ -70,13 +70,14 @@ def refused_code() -> None:
     from cudaload import Program
     from cudaload.compile.bundle import Bundle
     from cudaload.compile.objectcode import ObjectCode
+    from cudaload.compile.program import recompile_refused
 
     src = "extern \"C\" __global__ void k(float *x) { x[0] = 1; }"
     made = Bundle()
     made.add(Program(src), ObjectCode(b"\x7fELF not really", "cubin", "sm_90"))
     prog = Program(src, bundle=Bundle(made.to_bytes()))
     shipped = prog.compile(arch="sm_90")
-    fresh = shipped._recompile_after_refusal()  # what Module does when the driver refuses it
+    fresh = recompile_refused(shipped)  # what Module does when the driver refuses it
     print(json.dumps([shipped.cached, fresh.cached, fresh.arch, len(fresh.code) > 100,
                       prog.compile(arch="sm_90").code == fresh.code]))
 

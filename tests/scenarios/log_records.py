@@ -61,9 +61,10 @@ def recompile_after_refusal() -> None:
     it, and the kind recompiled."""
     records = _recording()
     from cudaload import Program
+    from cudaload.compile.program import recompile_refused
 
     refused = Program(KERNEL).compile(arch=90, output="ptx")
-    again = refused._recompile_after_refusal()  # what Module does when the driver refuses the PTX
+    again = recompile_refused(refused)  # what Module does when the driver refuses the PTX
     print(json.dumps([r for r in records if r["logger"] == "cudaload.compile"] + [again.kind]))
 
 

@@ -34,7 +34,7 @@ def describe(obj) -> dict:
     """What an unpickled ObjectCode holds, and what rebuilding it loaded: run in the receiver."""
     return {"code": base64.b64encode(obj.code).decode(), "kind": obj.kind, "arch": obj.arch,
             "log": obj.log, "lowered_names": obj.lowered_names, "source": obj.source,
-            "cached": obj.cached, "recompile": obj.recompile is not None,
+            "cached": obj.cached, "origin": obj.origin is not None,
             "type": type(obj).__module__ + "." + type(obj).__qualname__,
             "mapped": mapped(), "modules": [m for m in _HEAVY if m in sys.modules]}
 

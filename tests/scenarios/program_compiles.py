@@ -104,13 +104,14 @@ def package_includes(site: str) -> None:
 def recompile_after_refusal() -> None:
     """What is compiled once the driver refuses PTX, then CUBIN, then a CUBIN of unknown source."""
     from cudaload import ObjectCode, Program
+    from cudaload.compile.program import recompile_refused
 
     p = Program(INT_KERNEL)
     ptx = p.compile(arch=90, output="ptx")
-    cubin = ptx._recompile_after_refusal()   # PTX refused: CUBIN for the arch
+    cubin = recompile_refused(ptx)   # PTX refused: CUBIN for the arch
     again = p.compile(arch=90, output="ptx")  # the request now gives what loads
-    older = cubin._recompile_after_refusal()  # CUBIN refused: PTX for an arch <= it
-    foreign = ObjectCode.from_bytes(cubin.code, "cubin")._recompile_after_refusal()
+    older = recompile_refused(cubin)  # CUBIN refused: PTX for an arch <= it
+    foreign = recompile_refused(ObjectCode.from_bytes(cubin.code, "cubin"))
     print(json.dumps({"cubin": [cubin.kind, cubin.arch], "again": [again.kind, again.cached],
                       "older": [older.kind, older.arch], "foreign": foreign}))
 
@@ -224,10 +225,29 @@ def compile_cases(cases_path: str) -> None:
     print(json.dumps(out))
 
 
+def dropped_program() -> None:
+    """A Program dropped while its code lives on in the memory cache: whether it is collected,
+    and whether its code can still be compiled again after a refusal."""
+    import gc
+    import weakref
+
+    from cudaload import Program
+    from cudaload.compile.program import recompile_refused
+
+    program = Program('#include "v.h"\nextern "C" __global__ void k(int *p) { *p = VAL; }\n',
+                      headers={"v.h": "#define VAL 7\n"})
+    obj = program.compile(arch=90, output="ptx")
+    alive = weakref.ref(program)
+    del program
+    gc.collect()
+    again = recompile_refused(obj)
+    print(json.dumps({"collected": alive() is None, "again": again.kind if again else None}))
+
+
 SCENARIOS = {f.__name__: f for f in (
     cuda_headers, names_and_log, compile_error, arch_choice, memory_hit, package_includes,
     recompile_after_refusal, new_kernel, arch_spellings, package_headers, device_includes,
-    default_archs, old_driver, compile_cases)}
+    default_archs, old_driver, compile_cases, dropped_program)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
