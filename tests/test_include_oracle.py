@@ -37,7 +37,7 @@ from hypothesis import HealthCheck, assume, event, given, note, settings
 
 from . import _include_trees as trees
 
-EXAMPLES = int(os.environ.get("CUDALOAD_ORACLE_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("CUDALOAD_ORACLE_EXAMPLES", "200"))
 REGRESSIONS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "include_regressions",
                                             "*.json")))
 
