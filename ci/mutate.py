@@ -36,6 +36,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_RUNNING: set = set()  # the pytest processes running now, ended with the run when it is stopped
 
 # (module, function or "*", description, text of the line): why no test can tell the mutant from
 # the module.
@@ -193,12 +194,15 @@ def _run_tests(tree: str, tests: list[str], timeout: float) -> tuple[str, float]
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
                              *tests], cwd=tree, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
+    _RUNNING.add(proc)
     try:
         rc = proc.wait(timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         return "timeout", time.monotonic() - start
+    finally:
+        _RUNNING.discard(proc)
     if rc == 5:
         raise SystemExit(f"no tests collected from {tests}")
     return ("survived" if rc == 0 else "killed"), time.monotonic() - start
@@ -288,8 +292,16 @@ def main(argv=None) -> int:
                       flush=True)
             return result
 
-        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        pool = ThreadPoolExecutor(max(1, args.jobs))
+        try:
             results = list(pool.map(run, chosen))
+        except KeyboardInterrupt:  # Ctrl-C or a kill: no more mutants, and none left running
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list(_RUNNING):
+                os.killpg(proc.pid, signal.SIGKILL)
+            pool.shutdown(wait=True)
+            raise
+        pool.shutdown()
     counts = {k: sum(r["outcome"] == k for r in results)
               for k in ("killed", "timeout", "survived", "equivalent")}
     judged = len(results) - counts["equivalent"]
