@@ -69,8 +69,15 @@ LEADS = ("", "", "", " ", "\t", "\f", "\v", "\r", " \t ", "/**/", "/* c */ ")
 MIDS = ("", "", " ", "\t", "\f", "\v", "\r", "/**/", "\\\n", " /* c */ ")
 SEPS = (" ", " ", "", "\t", "\f", "\v", "\r", "/**/", "\\\n", " \\\n ")
 TRAILS = ("", "", " // c", " /* c */", "\t", "\f", " ", " x")  # " x": a warning only
-WRAPS = ("", "", "", "", "if0", "ifdef_undef", "ifdef_def", "ifndef_def", "if1", "has",
-         "line_comment", "block_comment", "trigraph_comment", "elif")
+# What may stand around an include line: (before, after).  "trigraph_comment": a line comment
+# ending in ??/, which C++14 and older splice the include into; "has": __has_include of it.
+WRAPS = {
+    "": ("", ""), "if0": ("#if 0\n", "#endif\n"), "ifdef_undef": ("#ifdef UNDEF_X\n", "#endif\n"),
+    "ifdef_def": ("#ifdef DEF_X\n", "#endif\n"), "ifndef_def": ("#ifndef DEF_X\n", "#endif\n"),
+    "if1": ("#if 1\n", "#endif\n"), "elif": ("#if 0\n#elif 1\n", "#endif\n"),
+    "has": (None, "#endif\n"), "line_comment": ("// ", ""), "block_comment": ("/* c\n */ ", ""),
+    "trigraph_comment": ("// c ??/\n", "")}
+WRAP_WEIGHTS = ("",) * 4 + tuple(WRAPS)
 GUARDS = ("full", "full", "once", "once_guard", "marker_only")
 
 
@@ -129,28 +136,11 @@ def directive(draw, n: int, j: int, std: str) -> str:
         if sep in ("", "\\\n"):  # "#includeHN" would be another directive
             sep = " "
     line = f"{lead}{mark}{mid}{word}{sep}{operand}{trail}\n"
-    wrap = draw(st.sampled_from(WRAPS))
-    if wrap == "if0":
-        line = f"#if 0\n{line}#endif\n"
-    elif wrap == "ifdef_undef":
-        line = f"#ifdef UNDEF_X\n{line}#endif\n"
-    elif wrap == "ifdef_def":
-        line = f"#ifdef DEF_X\n{line}#endif\n"
-    elif wrap == "ifndef_def":
-        line = f"#ifndef DEF_X\n{line}#endif\n"
-    elif wrap == "if1":
-        line = f"#if 1\n{line}#endif\n"
-    elif wrap == "elif":
-        line = f"#if 0\n#elif 1\n{line}#endif\n"
-    elif wrap == "has":
-        line = f"#if __has_include({probed})\n{line}#endif\n"
-    elif wrap == "line_comment":
-        line = "// " + line
-    elif wrap == "block_comment":
-        line = "/* c\n */ " + line
-    elif wrap == "trigraph_comment":  # c++14 and older splice the include into the comment
-        line = "// c ??/\n" + line
-    return prefix + line
+    wrap = draw(st.sampled_from(WRAP_WEIGHTS))
+    before, after = WRAPS[wrap]
+    if wrap == "has":
+        before = f"#if __has_include({probed})\n"
+    return prefix + before + line + after
 
 
 class Ids:
@@ -338,6 +328,10 @@ def path_of(example: dict, n: int) -> str:
     return next(path for path, data in example["files"].items() if marker(data) == n)
 
 
+# What an edit meets when its path runs through a dangling link, a link loop or a folder
+_EDIT_MISSES = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ELOOP})
+
+
 def apply(edit: dict, root: str, absent: list[str]) -> dict:
     """Make one edit; return it as made (an ``@absent:K`` path is named)."""
     op = edit["op"]
@@ -365,7 +359,7 @@ def apply(edit: dict, root: str, absent: list[str]) -> dict:
             _clear(full)
             os.makedirs(full)
     except OSError as exc:  # e.g. a path under a dangling link: the edit does nothing
-        if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EEXIST):
+        if exc.errno not in _EDIT_MISSES:
             raise
         return {"op": "none", "was": made}
     return made
