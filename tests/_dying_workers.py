@@ -38,19 +38,19 @@ def _die(how: str) -> None:
 def _install() -> None:
     import multiprocessing
 
-    from cudaload.compile import program
+    from cudaload.compile import plan
 
-    real = program.Program._compile
+    real = plan.Plan.build
 
-    def compile_or_die(self, *args, **kw):
+    def build_or_die(self):
         if multiprocessing.parent_process() is not None:  # a worker, not the caller
-            how = re.search(r"DIE:(\w+)", self.source)
+            how = re.search(r"DIE:(\w+)", self.program.source)
             _note("compiles " + (how.group(1) if how else "-"))
-            if how and kw.get("build", True):
+            if how:
                 _die(how.group(1))
-        return real(self, *args, **kw)
+        return real(self)
 
-    program.Program._compile = compile_or_die  # type: ignore[method-assign]
+    plan.Plan.build = build_or_die  # type: ignore[method-assign]
 
 
 if LOG:

@@ -210,3 +210,30 @@ def test_no_trace_folder_is_left_behind(cache_dir, tmp_path, monkeypatch, patch,
         assert compile_value(tmp_path, **spec)["value"] == 111
     assert os.listdir(temporary) == []
 
+
+
+COMPILE_ALL_THEN_EDIT = r"""
+import json, os, re, sys
+os.chdir(sys.argv[1])
+import cudaload
+kernel = 'extern "C" __global__ void k(int *p) { *p = VAL; }\n'
+programs = [cudaload.Program('#define H "h.h"\n#include H\n' + kernel + f"// {i}\n",
+                             options=["-Iinc"]) for i in range(2)]
+cudaload.compile_all(programs, arch=90, output="ptx", workers=2)
+with open("inc/h.h", "w") as f:
+    f.write("#define VAL 222\n")
+obj = programs[0].compile(arch=90, output="ptx")
+print(json.dumps({"value": int(re.findall(rb"\b(111|222)\b", obj.code)[0]), "cached": obj.cached}))
+"""
+
+
+def test_compile_all_keeps_in_memory_what_its_workers_saw_nvrtc_read(cache_dir, tmp_path):
+    """An include named by a macro: only NVRTC's trace, taken in the worker, names inc/h.h; the
+    caller's memory cache must watch it too."""
+    import json
+
+    write(tmp_path / "inc" / "h.h", val(111))
+    proc = subprocess.run([sys.executable, "-c", COMPILE_ALL_THEN_EDIT, str(tmp_path)],
+                          cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"value": 222, "cached": None}

@@ -72,19 +72,14 @@ def compile_many(items, output: str = "auto", workers: int | None = None):
     workers = cores() if workers is None else _count(workers)
     results: list = [None] * len(items)
     errors: dict = {}
-    pending: dict = {}  # key -> [(index, arch, explicit, (kind, target, witness)), ...]
+    pending: dict = {}  # key -> [(index, Plan), ...]: what nobody compiled yet
     for i, (prog, arch) in enumerate(items):
         try:
-            explicit = arch is not None
-            if arch is None:
-                arch = _program._device_arch()
-            found = prog._remembered(arch, output)
-            if found is None:
-                found, key, plan = prog._compile(arch, output, explicit, build=False)
-            if found is not None:
-                results[i] = found
+            plan = prog.plan(arch, output)
+            if plan.code is not None:
+                results[i] = plan.code
             else:
-                pending.setdefault(key, []).append((i, arch, explicit, plan))
+                pending.setdefault(plan.key, []).append((i, plan))
         except (CudaLoadError, OSError, ValueError) as err:
             errors[i] = err
     n = min(workers, len(pending))
@@ -117,14 +112,14 @@ _WORKER_DIED = ("compile this program alone with Program.compile() to see why (N
 def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict) -> None:
     """Compile each pending key on one of ``n`` spawned processes; fill ``results``/``errors``.
     This process only waits for them (see _workers.py: so that Ctrl-C ends compile_all at once)."""
-    kinds = {plan[0] for waiting in pending.values() for *_x, plan in waiting}
+    kinds = {plan.kind for waiting in pending.values() for _i, plan in waiting}
     driver = _targets.driver_version() if "ptx" in kinds else None  # part of a PTX key
     jobs = {}
     for key, waiting in pending.items():
-        i, _arch, _explicit, (kind, target, _witness) = waiting[0]
-        prog = items[i][0]
+        plan = waiting[0][1]
+        prog = plan.program
         spec = (prog.source, prog.name, prog.options, prog.headers, prog.name_expressions)
-        jobs[key] = (spec, target.sm(), kind)
+        jobs[key] = (spec, plan.target.sm(), plan.kind)
     with _workers.Workers(n, _work, _start_worker, (driver, _log.enabled_topics())) as workers:
         for key, ok, made in workers.run(jobs):
             if not ok:
@@ -152,10 +147,10 @@ def _raised(raised, i: int, items) -> Exception:
 
 def _here(items, output: str, waiting: list, results: list, errors: dict) -> None:
     """Compile in this process what ``waiting`` waits for (a key no worker took)."""
-    for i, arch, explicit, _plan in waiting:
-        prog = items[i][0]
-        try:  # a program met before is a memory hit by now
-            results[i] = prog._remembered(arch, output) or prog._compile(arch, output, explicit)[0]
+    for i, _plan in waiting:
+        prog, arch = items[i]
+        try:  # planned again: a program met before is a memory hit by now
+            results[i] = prog.plan(arch, output).build()
         except (CudaLoadError, OSError, ValueError) as err:
             errors[i] = err
 
@@ -167,18 +162,16 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
         for i, *_rest in waiting:
             errors[i] = made
         return
-    their_key, kept, code, kind, arch, log, names, records = made
+    their_key, kept, witness, code, kind, arch, log, names, linked, records = made
     _log.replay(records)
     first = None
-    for i, asked, _explicit, (_kind, _target, witness) in waiting:
-        obj = ObjectCode(code, kind, arch, log=log, lowered_names=names,
-                         linked=items[i][0]._lto) if first is None \
-            else first._as(None)  # one load for all programs of this key
+    for i, plan in waiting:
+        obj = ObjectCode(code, kind, arch, log=log, lowered_names=names, linked=linked) \
+            if first is None else first._as(None)  # one load for all programs of this key
         first = first or obj
-        # Kept in memory only as what this process asked for: the worker's key is the same
-        # unless its files or NVRTC changed meanwhile.
-        items[i][0]._keep(obj, asked, output, their_key, witness, kept and their_key == key)
-        results[i] = obj
+        # The worker's witness: what it watches includes the files NVRTC read there that the
+        # key lacks.
+        results[i] = plan.accept(obj, their_key, kept, witness)
 
 
 def _start_worker(driver: int | None, topics: tuple) -> None:
@@ -199,16 +192,18 @@ class _Failed(Exception):
 
 def _work(spec, arch: str, kind: str):
     """In a worker: compile the program ``spec`` describes for ``arch`` as ``kind`` through the
-    disk cache; (key, kept, code, kind, arch, log, lowered names, log records).  Raises
-    :class:`_Failed`."""
+    disk cache; (key, kept, witness, code, kind, arch, log, lowered names, linked, log records).
+    Raises :class:`_Failed`."""
     source, name, options, headers, names = spec
     try:
         prog = _program.Program(source, name=name, options=options, headers=headers,
                                 name_expressions=names, std=None)  # options hold -std=, each -I
-        obj, key, kept = prog._compile(arch, kind, True)
+        plan = prog.plan(arch, kind)
+        obj = plan.build()
     except Exception as exc:
         raise _Failed(exc, _log.taken()) from None
-    return (key, kept, obj.code, obj.kind, obj.arch, obj.log, obj.lowered_names, _log.taken())
+    return (plan.key, plan.kept, plan.witness, obj.code, obj.kind, obj.arch, obj.log,
+            obj.lowered_names, obj.linked, _log.taken())
 
 
 def _failure(failures: list, total: int) -> CudaLoadError:

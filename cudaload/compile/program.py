@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 
-from . import _hooks, _linker, _prepare, _reads, _targets, cache, includes, toolchain
-from .. import _log
-from ..errors import CudaLoadError, NvrtcError
+from . import _hooks, _prepare, _targets, cache, includes, toolchain
+from ..errors import CudaLoadError
 from .objectcode import ObjectCode
 from .options import Arch, parse_arch
+from .plan import Plan, virtual
 
 __all__ = ["Program", "Origin", "recompile_refused"]
 
@@ -129,12 +129,20 @@ class Program:
         hit = cache.MEMORY.get(key)
         if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
             return hit[0]
-        return self._compile(arch, output, explicit)[0]
+        return Plan(self, arch, output, explicit).build()
 
-    def _remembered(self, arch, output: str) -> ObjectCode | None:
-        """What the memory cache holds for ``arch``/``output``, while it holds."""
+    def plan(self, arch=None, output: str = "auto") -> Plan:
+        """What compiling for ``arch``/``output`` takes now (see plan.py): ``Plan.code`` where the
+        memory cache, the program's bundle or the disk cache has it, else the key, kind and
+        target that ``Plan.build()`` compiles.  ``compile()`` is ``plan().build()`` with a faster
+        memory hit.  Raises as :meth:`compile` does, but compiles nothing."""
+        explicit = arch is not None
+        if arch is None:
+            arch = _device_arch()
         hit = cache.MEMORY.get((self._digest, _request(arch, output)))
-        return hit[0] if hit is not None and (not hit[1] or includes.still_valid(hit[1])) else None
+        if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
+            return Plan.found(self, arch, output, hit[0])
+        return Plan(self, arch, output, explicit)
 
     def _inputs(self, tc: toolchain.Toolchain | None) -> includes.Inputs:
         """What NVRTC will read for this program now, with ``tc``'s header folders.  Without
@@ -155,65 +163,6 @@ class Program:
             return self._digest
         return _prepare.digest(*self._parts, *[x for item in inputs.material for x in item])
 
-    def _compile(self, arch, output: str, explicit: bool, build: bool = True,
-                 shipped: bool = True, tc: toolchain.Toolchain | None = None):
-        """(code, its disk key, whether it was kept) from the program's bundle (with
-        ``shipped``), the disk cache, or NVRTC; without ``build``, (None, key, (kind, target,
-        witness)) where NVRTC would compile."""
-        if shipped and self.bundle is not None and arch is not None:
-            inputs = self._inputs(None)
-            found = self.bundle.find(self, arch, _virtual(arch, output),
-                                     digest=self._inputs_digest(inputs))
-            if found is not None:
-                self._keep(found, arch, output, None, inputs.witness)  # no key: none to evict
-                return found, None, True
-        tc = tc or toolchain.current()
-        inputs = self._inputs(tc)
-        if explicit:
-            _targets.check_plausible(arch, tc)
-        # A file the program names by a macro cannot be found without preprocessing, so what it
-        # reads is not known for certain: such a program is not kept on disk (in this process's
-        # memory it is, while the files it was seen to read stay as they were).
-        disk = cache.default() if inputs.certain else cache.NULL
-        digest = self._inputs_digest(inputs)
-        keep = True
-        witness = inputs.witness
-        while True:
-            kind, target = _targets.choose(tc, arch, _virtual(arch, output), explicit)
-            key_linker = _linker.identity() if self._lto else None
-            key = self._key(digest, tc, kind, target, key_linker)
-            obj = disk.lookup(key)
-            if obj is not None:
-                break
-            if not build:
-                return None, key, (kind, target, inputs.witness)
-            with disk.lock(key) as publish:
-                obj = disk.lookup(key)  # another process may have compiled it meanwhile
-                if obj is None:
-                    loaded = toolchain.live()
-                    if loaded != tc:  # the remembered NVRTC is not the one that would compile
-                        tc = loaded
-                        inputs = self._inputs(tc)
-                        digest = self._inputs_digest(inputs)
-                        witness = inputs.witness
-                        continue
-                    if self._lto and _linker.load() != key_linker:
-                        continue  # the nvJitLink that loaded is not the one the key named
-                    obj, names = self._build(tc, kind, target, key, inputs)
-                    # A file that changed while NVRTC read it may have given a mix of old and new:
-                    # such a result is returned but kept nowhere.  (A program that read no file
-                    # outside the toolchain has nothing to look at again.)
-                    keep = not inputs.material or self._inputs(tc).material == inputs.material
-                    unkeyed = self._unkeyed(tc, inputs, names, key)
-                    if keep and unkeyed == []:
-                        publish(obj)
-                    # The memory cache keeps it while the files NVRTC read stay as they are,
-                    # those the scan missed included.
-                    witness = self._watching(witness, unkeyed)
-            break
-        self._keep(obj, arch, output, key, witness, keep)
-        return obj, key, keep
-
     def _keep(self, obj: ObjectCode, arch, output: str, key: str | None, witness,
               keep: bool = True) -> None:
         """Make ``obj`` this program's code for ``arch``/``output`` (see :meth:`_own`) and, with
@@ -230,66 +179,6 @@ class Program:
         return _prepare.digest(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key,
                                driver, *(() if linker is None else ("nvJitLink", linker))).hex()
 
-    def _build(self, tc: toolchain.Toolchain, kind: str, target: Arch, key: str,
-               inputs: includes.Inputs) -> tuple[ObjectCode, tuple[str, ...] | None]:
-        """(the code, the header files NVRTC read as it named them, or None where that is not
-        known); no file where ``inputs`` are sure that none outside the toolchain can be read
-        (NVRTC's trace costs 2-3 ms of each compilation: not asked for then)."""
-        from ..bindings import nvrtc
-
-        gpu = target.sm() if kind == "cubin" else target.compute()
-        options = (*self.options, f"--gpu-architecture={gpu}", *tc.include_options)
-        # A trace the caller asked for is theirs: none of ours beside it (see _unkeyed).
-        trace = asked = None if inputs.sure or _reads.unsupported() or _reads.asked_by(
-            self.options) else _reads.request()
-        try:
-            compiled = nvrtc.compile(self.source, self.name, options, self.headers,
-                                     self.name_expressions, kind="ltoir" if self._lto else kind,
-                                     own_options=(trace.option,) if trace else ())
-        except NvrtcError as exc:
-            # An NVRTC older than the option refuses it: asked once, then the scan is trusted.
-            if trace is None or exc.code != nvrtc.INVALID_OPTION \
-                    or _reads.OPTION[:-1] not in getattr(exc, "log", ""):
-                raise
-            _reads.mark_unsupported()
-            trace = None
-            compiled = nvrtc.compile(self.source, self.name, options, self.headers,
-                                     self.name_expressions, kind="ltoir" if self._lto else kind)
-        finally:  # read (and removed) however the compilation ended
-            read = asked.names() if asked is not None else None
-        code, log = (_linker.link(compiled, self.name, gpu, kind) if self._lto
-                     else (compiled.code, compiled.log))
-        _log.debug("compile", "NVRTC compiled %s to %s for %s%s, key %s", self.name, kind,
-                   target.sm(), ", linked by nvJitLink" if self._lto else "", key, key=key)
-        return (ObjectCode(code, kind, target.sm(), log=log,
-                           lowered_names=dict(compiled.lowered_names), linked=self._lto),
-                read if trace is not None else () if inputs.sure else None)
-
-    def _watching(self, witness, unkeyed: list[str] | None):
-        """``witness`` extended to the files NVRTC read that the key lacks (see _unkeyed)."""
-        if not unkeyed:
-            return witness
-        return includes.watching(witness, unkeyed, includes.searched_folders(
-            self.name, self.headers, self.options))
-
-    def _unkeyed(self, tc: toolchain.Toolchain, inputs: includes.Inputs,
-                 names: tuple[str, ...] | None, key: str) -> list[str] | None:
-        """The files NVRTC read (``names``, from _build) that the key does not cover: [] when
-        there are none or this NVRTC has no trace (the scan is trusted there), None when which
-        files were read is not known."""
-        if names is None:
-            if _reads.unsupported() and not _reads.asked_by(self.options):
-                return []
-            _log.debug("cache", "%s: which files NVRTC read is not known (no trace): not kept on "
-                       "disk, key %s", self.name, key, key=key)
-            return None
-        missing = _reads.uncovered(names, inputs.material, self.headers,
-                                   [o[2:] for o in tc.include_options], os.getcwd())
-        if missing:
-            _log.debug("cache", "%s: NVRTC read %s, which the include scan did not find: not "
-                       "kept on disk, key %s", self.name, ", ".join(missing), key, key=key)
-        return missing
-
     def _own(self, obj: ObjectCode, arch, output: str, key: str | None) -> None:
         """Give ``obj`` what the launch side reads of its program: the source, and, as data, what
         compiled it (for ``arch``/``output`` as asked, under ``key``), which
@@ -304,40 +193,6 @@ class Program:
         program._p = prepared
         program.headers = dict(prepared[2]) if prepared[2] else {}
         return program
-
-    def _recompile_after_refusal(self, arch, output: str, key: str | None,
-                                 refused: ObjectCode) -> ObjectCode | None:
-        cache.MEMORY.pop((self._digest, _request(arch, output)), None)
-        tc = toolchain.live()
-        if key is None:  # shipped in a bundle: compile it here instead
-            return self._compile(arch, output, False, shipped=False, tc=tc)[0]
-        inputs = self._inputs(tc)
-        disk = cache.default()
-        disk.evict(key)
-        before = parse_arch(refused.arch)
-        device = _device_arch()
-        device = parse_arch(device) if device is not None else before
-        if refused.kind == "ptx" and device.number in tc.archs:
-            kind, target = "cubin", device
-        else:
-            ceiling = before.number if refused.kind == "ptx" else device.number + 1
-            older = [a for a in tc.archs if a < ceiling]
-            if not older:
-                return None
-            kind, target = "ptx", Arch((max(older), ""))
-        _log.debug("compile", "the driver refused %s %s for %s; recompiling as %s for %s",
-                   self.name, refused.kind, refused.arch, kind, target.sm())
-        obj, names = self._build(tc, kind, target, key, inputs)
-        # What this driver refused is replaced by what it can load, under the same key: only
-        # while the key still stands for what was just compiled (files and NVRTC unchanged).
-        asked = _targets.choose(tc, arch, _virtual(arch, output), False)
-        linker = _linker.identity() if self._lto else None
-        unkeyed = self._unkeyed(tc, inputs, names, key)
-        if inputs.certain and self._key(self._inputs_digest(inputs), tc, *asked, linker) == key \
-                and unkeyed == []:
-            disk.store(key, obj)
-        self._keep(obj, arch, output, key, self._watching(inputs.witness, unkeyed))
-        return obj
 
 
 class Origin:
@@ -357,8 +212,14 @@ def recompile_refused(refused: ObjectCode) -> ObjectCode | None:
     origin = getattr(refused, "origin", None)
     if not isinstance(origin, Origin):
         return None
-    return Program._from_prepared(origin.prepared)._recompile_after_refusal(
-        origin.arch, origin.output, origin.key, refused)
+    program = Program._from_prepared(origin.prepared)
+    cache.MEMORY.pop((program._digest, _request(origin.arch, origin.output)), None)
+    tc = toolchain.live()
+    if origin.key is None:  # shipped in a bundle: compile it here instead
+        return Plan(program, origin.arch, origin.output, False, shipped=False, tc=tc).build()
+    cache.default().evict(origin.key)
+    return Plan(program, origin.arch, origin.output, False, shipped=False, tc=tc).replace(
+        refused, origin.key, _device_arch())
 
 
 _no_device = False
@@ -401,15 +262,8 @@ def _request(arch, output: str) -> str:
                         f"(major, minor) tuple, not {type(arch).__name__}") from None
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
-    request = f"{'-' if arch is None else parse_arch(arch).sm()}/{_virtual(arch, output)}"
+    request = f"{'-' if arch is None else parse_arch(arch).sm()}/{virtual(arch, output)}"
     if len(_requests) > 256:  # only odd spellings ("SM_90 ", ...) could fill it
         _requests.clear()
     _requests[asked] = request
     return request
-
-
-def _virtual(arch, output: str) -> str:
-    """``output``, except that "auto" for a virtual arch ("compute_90") asks for PTX."""
-    if output == "auto" and isinstance(arch, str) and arch.strip().lower().startswith("compute_"):
-        return "ptx"
-    return output

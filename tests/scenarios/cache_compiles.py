@@ -193,7 +193,8 @@ def handed_write() -> None:
     disk = cache.default()
     written = [e for e in os.listdir(disk.folder) if e.endswith(".bin")]
     cache.MEMORY.clear()
-    second, key, _kept = Program(source)._compile(90, "auto", True)
+    plan = Program(source).plan(90, "auto")
+    second, key = plan.build(), plan.key
     quick = time.perf_counter() - t < 4
     found: list = []
 

@@ -1,0 +1,214 @@
+"""One compile request of a Program, from the code already there to what NVRTC builds: a Plan.
+
+``Program.compile()`` answers from the memory cache itself.  Anything else is a :class:`Plan`,
+made for (arch, output): it looks in the program's bundle and then in the disk cache (``code``
+when either has it); otherwise it holds the key, kind and target NVRTC compiles for, and
+:meth:`Plan.build` compiles under the disk cache's lock for that key.  ``compile_all`` makes the
+plans, has the keys nobody holds compiled on its workers, and hands each plan what came back
+(:meth:`Plan.accept`).  :meth:`Plan.replace` is the other build: code the driver refused.
+
+What a build may keep: on disk, only a result whose inputs did not change while NVRTC read them
+and for which NVRTC read no file the key lacks (its trace, _reads.py); in memory, a result whose
+inputs did not change, watched by the files NVRTC read (those the scan missed too).
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import _linker, _reads, _targets, cache, includes, toolchain
+from .. import _log
+from ..errors import NvrtcError
+from .objectcode import ObjectCode
+from .options import Arch, parse_arch
+
+__all__ = ["Plan", "virtual"]
+
+
+def virtual(arch, output: str) -> str:
+    """``output``, except that "auto" for a virtual arch ("compute_90") asks for PTX."""
+    if output == "auto" and isinstance(arch, str) and arch.strip().lower().startswith("compute_"):
+        return "ptx"
+    return output
+
+
+class Plan:
+    """``program`` asked for ``arch``/``output``: ``code`` where it was found, else ``key``,
+    ``kind`` and ``target`` of what :meth:`build` compiles, and ``witness``, what the memory
+    cache checks of the files it read.  Raises ValueError for an arch NVRTC cannot target."""
+
+    __slots__ = ("program", "arch", "output", "explicit", "tc", "inputs", "code", "key", "kind",
+                 "target", "linker", "witness", "kept")
+
+    def __init__(self, program, arch, output: str, explicit: bool, shipped: bool = True,
+                 tc: toolchain.Toolchain | None = None):
+        self.program, self.arch, self.output, self.explicit = program, arch, output, explicit
+        self.code = self.key = None
+        self.kept = True  # whether what the plan ends with may be kept (build() decides)
+        if shipped and program.bundle is not None and arch is not None:
+            inputs = program._inputs(None)
+            found = program.bundle.find(program, arch, virtual(arch, output),
+                                        digest=program._inputs_digest(inputs))
+            if found is not None:
+                self.inputs, self.witness, self.code = inputs, inputs.witness, found
+                program._keep(found, arch, output, None, inputs.witness)  # no key: none to evict
+                return
+        self._look(tc or toolchain.current())
+        if explicit:
+            _targets.check_plausible(arch, self.tc)
+
+    @classmethod
+    def found(cls, program, arch, output: str, code: ObjectCode) -> Plan:
+        """The plan of a request the memory cache answered with ``code``."""
+        plan = cls.__new__(cls)
+        plan.program, plan.arch, plan.output, plan.code = program, arch, output, code
+        plan.key, plan.kept, plan.explicit = None, True, arch is not None
+        return plan
+
+    def _look(self, tc: toolchain.Toolchain) -> None:
+        """The key for ``tc`` and the files the program reads now, and the disk cache's code."""
+        program = self.program
+        self.tc, self.inputs = tc, program._inputs(tc)
+        self.witness = self.inputs.witness
+        self.kind, self.target = _targets.choose(tc, self.arch, virtual(self.arch, self.output),
+                                                 self.explicit)
+        self.linker = _linker.identity() if program._lto else None
+        self.key = program._key(program._inputs_digest(self.inputs), tc, self.kind, self.target,
+                                self.linker)
+        self.code = self._disk().lookup(self.key)
+        if self.code is not None:
+            program._keep(self.code, self.arch, self.output, self.key, self.witness)
+
+    def _disk(self):
+        # A file the program names by a macro cannot be found without preprocessing, so what it
+        # reads is not known for certain: such a program is not kept on disk.
+        return cache.default() if self.inputs.certain else cache.NULL
+
+    def build(self) -> ObjectCode:
+        """The code: the one found, or NVRTC's, compiled once per key also across processes."""
+        program = self.program
+        while self.code is None:
+            disk = self._disk()
+            with disk.lock(self.key) as publish:
+                found = disk.lookup(self.key)  # another process may have compiled it meanwhile
+                if found is not None:
+                    self.code = found
+                    program._keep(found, self.arch, self.output, self.key, self.witness)
+                    break
+                # The NVRTC (or nvJitLink) that loads may not be the one the key was made for.
+                loaded = toolchain.live()
+                if loaded != self.tc or (program._lto and _linker.load() != self.linker):
+                    self._look(loaded)
+                    continue
+                obj, names = self._nvrtc(self.kind, self.target)
+                # A file that changed while NVRTC read it may have given a mix of old and new:
+                # such a result is returned but kept nowhere.  (A program that read no file
+                # outside the toolchain has nothing to look at again.)
+                self.kept = not self.inputs.material or \
+                    program._inputs(self.tc).material == self.inputs.material
+                unkeyed = self._unkeyed(names)
+                if self.kept and unkeyed == []:
+                    publish(obj)
+                self.witness = self._watching(unkeyed)
+                program._keep(obj, self.arch, self.output, self.key, self.witness, self.kept)
+                self.code = obj
+        return self.code
+
+    def accept(self, obj: ObjectCode, key: str, kept: bool, witness) -> ObjectCode:
+        """``obj``, compiled elsewhere (a compile_all worker) under ``key``, which ``kept`` and
+        watches ``witness`` there: kept in memory as what this plan asked for only where the
+        worker's key is this plan's (it is, unless files or NVRTC changed meanwhile)."""
+        self.code, self.witness = obj, witness
+        self.program._keep(obj, self.arch, self.output, key, witness, kept and key == self.key)
+        return obj
+
+    def replace(self, refused: ObjectCode, key: str, device) -> ObjectCode | None:
+        """Code the driver can load in place of ``refused`` (filed under ``key``; ``device``: the
+        device's arch or None): CUBIN for the device where PTX was refused, else PTX for an arch
+        older than the refused one; None where NVRTC has no such arch.  Kept under ``key`` while
+        it still stands for what was just compiled (files and NVRTC unchanged)."""
+        program = self.program
+        before = parse_arch(refused.arch)
+        device = parse_arch(device) if device is not None else before
+        if refused.kind == "ptx" and device.number in self.tc.archs:
+            kind, target = "cubin", device
+        else:
+            ceiling = before.number if refused.kind == "ptx" else device.number + 1
+            older = [a for a in self.tc.archs if a < ceiling]
+            if not older:
+                return None
+            kind, target = "ptx", Arch((max(older), ""))
+        _log.debug("compile", "the driver refused %s %s for %s; recompiling as %s for %s",
+                   program.name, refused.kind, refused.arch, kind, target.sm())
+        obj, names = self._nvrtc(kind, target)
+        unkeyed = self._unkeyed(names)
+        if self.inputs.certain and unkeyed == [] and self.key == key:
+            cache.default().store(key, obj)
+        program._keep(obj, self.arch, self.output, key, self._watching(unkeyed))
+        return obj
+
+    def _nvrtc(self, kind: str, target: Arch) -> tuple[ObjectCode, tuple[str, ...] | None]:
+        """NVRTC's code for ``kind``/``target`` and the header files it read as it named them, or
+        None where that is not known; () where the inputs are sure that none outside the
+        toolchain can be read (NVRTC's trace costs 2-3 ms of each compilation: not asked for
+        then)."""
+        from ..bindings import nvrtc
+
+        program, tc, sure = self.program, self.tc, self.inputs.sure
+        gpu = target.sm() if kind == "cubin" else target.compute()
+        options = (*program.options, f"--gpu-architecture={gpu}", *tc.include_options)
+        made = "ltoir" if program._lto else kind
+        # A trace the caller asked for is theirs: none of ours beside it (see _unkeyed).
+        trace = asked = None if sure or _reads.unsupported() or _reads.asked_by(
+            program.options) else _reads.request()
+        try:
+            compiled = nvrtc.compile(program.source, program.name, options, program.headers,
+                                     program.name_expressions, kind=made,
+                                     own_options=(trace.option,) if trace else ())
+        except NvrtcError as exc:
+            # An NVRTC older than the option refuses it: asked once, then the scan is trusted.
+            if trace is None or exc.code != nvrtc.INVALID_OPTION \
+                    or _reads.OPTION[:-1] not in getattr(exc, "log", ""):
+                raise
+            _reads.mark_unsupported()
+            trace = None
+            compiled = nvrtc.compile(program.source, program.name, options, program.headers,
+                                     program.name_expressions, kind=made)
+        finally:  # read (and removed) however the compilation ended
+            read = asked.names() if asked is not None else None
+        code, log = (_linker.link(compiled, program.name, gpu, kind) if program._lto
+                     else (compiled.code, compiled.log))
+        _log.debug("compile", "NVRTC compiled %s to %s for %s%s, key %s", program.name, kind,
+                   target.sm(), ", linked by nvJitLink" if program._lto else "", self.key,
+                   key=self.key)
+        return (ObjectCode(code, kind, target.sm(), log=log,
+                           lowered_names=dict(compiled.lowered_names), linked=program._lto),
+                read if trace is not None else () if sure else None)
+
+    def _unkeyed(self, names: tuple[str, ...] | None) -> list[str] | None:
+        """The files NVRTC read (``names``, from _nvrtc) that the key does not cover: [] when
+        there are none or this NVRTC has no trace (the scan is trusted there), None when which
+        files were read is not known."""
+        program, key = self.program, self.key
+        if names is None:
+            if _reads.unsupported() and not _reads.asked_by(program.options):
+                return []
+            _log.debug("cache", "%s: which files NVRTC read is not known (no trace): not kept on "
+                       "disk, key %s", program.name, key, key=key)
+            return None
+        missing = _reads.uncovered(names, self.inputs.material, program.headers,
+                                   [o[2:] for o in self.tc.include_options], os.getcwd())
+        if missing:
+            _log.debug("cache", "%s: NVRTC read %s, which the include scan did not find: not "
+                       "kept on disk, key %s", program.name, ", ".join(missing), key, key=key)
+        return missing
+
+    def _watching(self, unkeyed: list[str] | None):
+        """The witness extended to the files NVRTC read that the key lacks (see _unkeyed)."""
+        if not unkeyed:
+            return self.inputs.witness
+        program = self.program
+        return includes.watching(self.inputs.witness, unkeyed, includes.searched_folders(
+            program.name, program.headers, program.options))
