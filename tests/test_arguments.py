@@ -344,3 +344,24 @@ def test_errors_name_the_type_when_no_value_is_seen_yet_and_the_signature_otherw
     p = packer(["int"])
     err = p.fail((3,), RuntimeError("no room"))  # every argument fits: the packing itself failed
     assert str(err) == "k(int): arguments could not be packed: no room"
+
+
+def test_a_generated_packer_reads_as_a_named_file_for_as_long_as_it_lives():
+    import gc
+    import inspect
+    import linecache
+    import traceback
+
+    p = arguments.Packer(FFI, "scale<float>", signature.build_params(["S", "int"], [(0, 8), (8, 4)]), 0)
+    plan = p.plan((bytes, int))
+    name = plan.__code__.co_filename
+    assert name.startswith("<cudaload packer scale<float>#") and name in linecache.cache
+    assert inspect.getsource(plan) == "".join(linecache.cache[name][2])
+    assert "pack_into(buf, 0, c0(a0), a1)" in inspect.getsource(plan)
+    with pytest.raises(LaunchArgumentError) as err:
+        plan((b"abc", 1))  # the converter raises from inside the generated function
+    shown = "".join(traceback.format_exception(err.value))
+    assert f'File "{name}", line 7, in pack\n    pack_into(buf, 0, c0(a0), a1)\n' in shown
+    del plan, p, err
+    gc.collect()
+    assert name not in linecache.cache

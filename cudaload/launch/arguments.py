@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 import struct
 
+from ._generated import define
 from ._foreign import (dlpack_pointer as _dlpack_pointer, interface_problem as _interface_problem,
                        other_device as _other_device, pointer_device as _pointer_device,
                        short as _short)
@@ -62,7 +63,7 @@ class Packer:
                 f"signature: {self.signature}")
         pack = self.plans.get(types)
         if pack is None:
-            pack = self.plans[types] = _generate(self.pieces(types))
+            pack = self.plans[types] = _generate(self.pieces(types), self.name)
         return pack
 
     def pieces(self, types) -> tuple[list, list[int], dict]:
@@ -245,8 +246,9 @@ def _pieces(pack_into, buffer, types, converters, order, device):
     return conversions, order, env
 
 
-def _generate(pieces):
-    """Source-generated packer: one type test and one ``pack_into`` call, no loops or lists."""
+def _generate(pieces, name: str):
+    """Source-generated packer: one type test and one ``pack_into`` call, no loops or lists; its
+    text reads as the file ``<cudaload packer NAME#N>`` in tracebacks."""
     conversions, order, env = pieces
     n = len(conversions)
     checks = [f"type(a{i}) is T{i}" for i in range(n)] + [g for _, g in conversions if g]
@@ -257,8 +259,7 @@ def _generate(pieces):
             f"    if {' and '.join(checks) or 'True'}:\n"
             f"        pack_into(buf, 0, {', '.join(values)})\n"
             f"        return True\n    return False\n")
-    exec(code, env)  # noqa: S102 - the text is built from integers and fixed names only
-    return env["pack"]
+    return define(code, env, "pack", "packer", name)
 
 
 def _same(value):

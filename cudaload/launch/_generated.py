@@ -1,0 +1,36 @@
+"""Functions made from generated source text (the express launcher, argument packers), compiled
+under a pseudo-file name whose text ``linecache`` holds, so that tracebacks, ``inspect.getsource``
+and pdb show the generated lines instead of nothing.
+
+A text stays registered exactly as long as its function lives (a finalizer removes it), so the
+registered text is bounded by what the launch state already keeps, one text per live function,
+about the size of the function's own code object; a count-bounded cache instead could drop the
+text of a function still in use.  The functions are built on the slow path only: naming them costs
+a launch nothing.
+
+Layer 3, launch: may import the foundation, bindings, compile and launch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import weakref
+
+__all__ = ["define"]
+
+_serial = itertools.count(1)  # one file name per function: texts of equal names never mix
+_NAME_SHOWN = 60  # characters of a kernel's name in the file name (template names run long)
+
+
+def define(text: str, env: dict, name: str, what: str, kernel: str):
+    """Run ``text`` in the globals ``env`` and return the function ``name`` it defines, whose code
+    reads as the file ``<cudaload WHAT KERNEL#N>``."""
+    shown = kernel if len(kernel) <= _NAME_SHOWN else kernel[:_NAME_SHOWN] + "..."
+    filename = f"<cudaload {what} {shown}#{next(_serial)}>"
+    exec(compile(text, filename, "exec"), env)  # noqa: S102 - callers build text from fixed names
+    function = env[name]
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    # atexit=False: at exit nothing reads the texts any more; leave the finalizer registry alone.
+    weakref.finalize(function, linecache.cache.pop, filename, None).atexit = False
+    return function
