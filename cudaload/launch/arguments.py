@@ -10,13 +10,11 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 
 from __future__ import annotations
 
-import operator
 import struct
 
+from ._addresses import HOST_HINT as _HOST_HINT, Inline as _Inline, conversion as _address
+from ._foreign import short as _short
 from ._generated import define
-from ._foreign import (dlpack_pointer as _dlpack_pointer, interface_problem as _interface_problem,
-                       other_device as _other_device, pointer_device as _pointer_device,
-                       short as _short)
 from ..errors import LaunchArgumentError
 from .signature import describe_signature
 
@@ -25,10 +23,6 @@ __all__ = ["Packer", "PACK_ERRORS"]
 # What converting or packing a value that does not fit raises; AttributeError: an array whose
 # __cuda_array_interface__ property refuses (a CPU array of some libraries).
 PACK_ERRORS = (struct.error, OverflowError, TypeError, ValueError, AttributeError)
-
-
-_HOST_HINT = ("it is host memory, but the kernel needs device memory: copy it with "
-              "cudaload.alloc(n).copy_from_host(a), or pass a CuPy/PyTorch CUDA array")
 
 
 class Packer:
@@ -99,128 +93,87 @@ class Packer:
     def _converter(self, p, tp):
         """None when the value packs as is, else a function making it packable; raises on a type
         that can never fit the parameter."""
-        kind = p.kind
-        numpy_kind = _numpy_kind(tp)
-        if kind == "ptr" or (kind == "raw" and p.size == 8 and _is_array_type(tp)):
-            conv = self._pointer(p, tp)
-            return _to_bytes(conv, 8) if kind == "raw" else conv
-        if kind == "int":
-            if tp is int or tp is bool or numpy_kind in ("i", "u"):
-                return None
-            if issubclass(tp, int) or numpy_kind == "b":  # IntEnum, numpy.bool_: int() first
-                return int
-            raise self._error(p, _Shown(tp), "an integer is needed")
-        if kind == "bool":
-            if tp is bool or numpy_kind == "b":
-                return None
-            if tp is int or numpy_kind in ("i", "u"):
-                return _bool_from_int
-            raise self._error(p, _Shown(tp), "a bool is needed")
-        if kind in ("float", "bf16"):
-            if tp is float or tp is int or numpy_kind in ("f", "i", "u"):
-                return _bf16 if kind == "bf16" else None
-            raise self._error(p, _Shown(tp), "a real number is needed")
-        if kind == "raw":  # only the size is known
-            if tp is int or numpy_kind in ("i", "u"):
-                return _raw_int(p.size)
-            if (tp is float or numpy_kind == "f") and p.size in (2, 4, 8):
-                return _raw_float(p.size)
-        if issubclass(tp, (bytes, bytearray, memoryview)) or numpy_kind is not None:
-            size = p.size
-
-            def as_bytes(value):
-                data = value.tobytes() if hasattr(value, "tobytes") else bytes(value)
-                if len(data) != size:
-                    raise LaunchArgumentError(self._error(
-                        p, value, f"{len(data)} bytes given, the parameter has {size}").args[0])
-                return data
-            return as_bytes
-        raise self._error(p, _Shown(tp), f"{tp.__name__} cannot be passed as {p.label}")
+        return _CONVERTERS[p.kind](self, p, tp)
 
     def _pointer(self, p, tp):
-        from .memory import DeviceBuffer
-
-        device, fail = self.device, self._error
+        """None when the value packs as a device address as is, else a function making it one
+        (an ``Inline`` where the packer can test and convert it in place); raises on a type that
+        holds no device address."""
         if tp is int:
             return None
         if tp is type(None):
             return _zero
         if (issubclass(tp, int) and tp is not bool) or _numpy_kind(tp) in ("i", "u"):
             return int  # an address held by an IntEnum or a numpy integer
-        def from_buffer(value):
-            if not value.ptr:
-                raise fail(p, value, "the buffer was freed (DeviceBuffer.free()); pass a live one")
-            if value.device.ordinal != device:
-                raise fail(p, value, _other_device(value.device.ordinal, device))
-            return value.ptr
-
-        def from_cupy(value):
-            mem = value.data
-            if mem.device_id != device:
-                raise fail(p, value, _other_device(mem.device_id, device))
-            return mem.ptr
-
-        def from_torch(value):
-            index = value.get_device()
-            if index != device:
-                raise fail(p, value, _HOST_HINT if index < 0 else _other_device(index, device))
-            return value.data_ptr()
-
-        if issubclass(tp, DeviceBuffer):
-            return _Inline("{a}.ptr", "{a}.ptr and {a}.device.ordinal == D", from_buffer)
-        module = tp.__module__.split(".")[0]
-        if module == "cupy" and hasattr(tp, "data") and hasattr(tp, "__cuda_array_interface__"):
-            return _Inline("{a}.data.ptr", "{a}.data.device_id == D", from_cupy)
-        if module == "torch" and hasattr(tp, "data_ptr"):
-            return _Inline("{a}.data_ptr()", "{a}.get_device() == D", from_torch)
-        if hasattr(tp, "__cuda_array_interface__"):
-            def from_cai(value):
-                cai = value.__cuda_array_interface__
-                try:
-                    ptr, shape = cai["data"][0], cai["shape"]
-                    # Only the pointer is used: the rest is checked in kind, not item by item,
-                    # to keep a launch with arrays cheap.
-                    valid = type(ptr) is int and type(cai["typestr"]) is str and \
-                        type(shape) is tuple
-                except (KeyError, TypeError, IndexError):
-                    valid = False
-                if not valid:  # say what is wrong, or take what is right but unusual
-                    problem = _interface_problem(cai)
-                    if problem:
-                        raise fail(p, value, problem)
-                    ptr = operator.index(cai["data"][0])
-                where = _pointer_device(ptr)
-                if where is not None and where != device:
-                    raise fail(p, value, _other_device(where, device) if where >= 0 else _HOST_HINT)
-                return ptr
-            return from_cai
-        if hasattr(tp, "__dlpack__") and hasattr(tp, "__dlpack_device__"):
-            def from_dlpack(value):
-                kind, index = value.__dlpack_device__()
-                if kind not in (2, 13):  # kDLCUDA, kDLCUDAManaged
-                    raise fail(p, value, _HOST_HINT)
-                if index != device:
-                    raise fail(p, value, _other_device(index, device))
-                return _dlpack_pointer(value)
-            return from_dlpack
+        conv = _address(tp, self._error, p, self.device)
+        if conv is not None:
+            return conv
         if hasattr(tp, "__array_interface__") or hasattr(tp, "__buffer__") or issubclass(
                 tp, (bytes, bytearray, memoryview)):
-            raise fail(p, _Shown(tp), _HOST_HINT)
-        raise fail(p, _Shown(tp), "a device pointer is needed (DeviceBuffer, a CUDA array, "
-                                  "or an int address)")
+            raise self._error(p, _Shown(tp), _HOST_HINT)
+        raise self._error(p, _Shown(tp), "a device pointer is needed (DeviceBuffer, a CUDA "
+                                         "array, or an int address)")
 
 
-class _Inline:
-    """A conversion the generated packer writes inline: an expression and a guard; ``call`` is
-    the same conversion as a function, which raises the precise error when the guard fails."""
+# ---- converters by parameter kind (Param.kind): (packer, param, type) -> None or a function ---
 
-    __slots__ = ("expr", "guard", "call")
+def _for_pointer(packer, p, tp):
+    return packer._pointer(p, tp)
 
-    def __init__(self, expr, guard, call):
-        self.expr, self.guard, self.call = expr, guard, call
 
-    def __call__(self, value):
-        return self.call(value)
+def _for_int(packer, p, tp):
+    numpy_kind = _numpy_kind(tp)
+    if tp is int or tp is bool or numpy_kind in ("i", "u"):
+        return None
+    if issubclass(tp, int) or numpy_kind == "b":  # IntEnum, numpy.bool_: int() first
+        return int
+    raise packer._error(p, _Shown(tp), "an integer is needed")
+
+
+def _for_bool(packer, p, tp):
+    numpy_kind = _numpy_kind(tp)
+    if tp is bool or numpy_kind == "b":
+        return None
+    if tp is int or numpy_kind in ("i", "u"):
+        return _bool_from_int
+    raise packer._error(p, _Shown(tp), "a bool is needed")
+
+
+def _for_real(packer, p, tp):
+    if tp is float or tp is int or _numpy_kind(tp) in ("f", "i", "u"):
+        return _bf16 if p.kind == "bf16" else None
+    raise packer._error(p, _Shown(tp), "a real number is needed")
+
+
+def _for_raw(packer, p, tp):
+    """Only the parameter's size is known: an 8-byte one takes an array's address."""
+    if p.size == 8 and _is_array_type(tp):
+        return _to_bytes(packer._pointer(p, tp), 8)
+    numpy_kind = _numpy_kind(tp)
+    if tp is int or numpy_kind in ("i", "u"):
+        return _raw_int(p.size)
+    if (tp is float or numpy_kind == "f") and p.size in (2, 4, 8):
+        return _raw_float(p.size)
+    return _for_bytes(packer, p, tp)
+
+
+def _for_bytes(packer, p, tp):
+    """A struct (or a raw parameter no number fits): bytes of exactly its size."""
+    if not issubclass(tp, (bytes, bytearray, memoryview)) and _numpy_kind(tp) is None:
+        raise packer._error(p, _Shown(tp), f"{tp.__name__} cannot be passed as {p.label}")
+    size, fail = p.size, packer._error
+
+    def as_bytes(value):
+        data = value.tobytes() if hasattr(value, "tobytes") else bytes(value)
+        if len(data) != size:
+            raise LaunchArgumentError(
+                fail(p, value, f"{len(data)} bytes given, the parameter has {size}").args[0])
+        return data
+    return as_bytes
+
+
+_CONVERTERS = {"ptr": _for_pointer, "int": _for_int, "bool": _for_bool, "float": _for_real,
+               "bf16": _for_real, "raw": _for_raw, "struct": _for_bytes}
 
 
 class _Shown:
