@@ -214,40 +214,68 @@ def _render(tokens) -> str:
 
 
 def _strip_name(decl: str) -> tuple[str, str | None]:
+    """(C type, parameter name or None) of one parameter declaration, default value dropped."""
     tokens = [t for t in _TOKEN.findall(decl.split("=")[0]) if t not in _RESTRICT]
     pair = _pairs(tokens)
+    found = _innermost_declarator(tokens, pair)
+    if found is not None:
+        return _strip_declarator_name(tokens, found)
+    array = _drop_array_bounds(tokens, pair)
+    name = tokens.pop() if _ends_in_name(tokens) else None
+    _drop_pointer_qualifiers(tokens)
+    return _render(tokens) + ("*" if array else ""), name
+
+
+def _innermost_declarator(tokens: list[str], pair):
+    """(open, close) of the innermost parenthesised declarator, which names the parameter, as in
+    ``void (*(*f)(int))(float)``; None when there is none."""
     group, found = (0, len(tokens)), None
-    while True:  # the innermost group names the parameter: void (*(*f)(int))(float)
+    while True:
         inner = _declarator(tokens, pair, group[0] + (found is not None), group[1])
         if inner is None:
-            break
+            return found
         group = found = inner
-    if found is not None:
-        close, name = found[1], None
-        if _is_word(tokens[close - 1]) and tokens[close - 1] not in _POINTER_QUALIFIERS:
-            name, close = tokens[close - 1], close - 1
-        start = close
-        while tokens[start - 1] in _POINTER_QUALIFIERS:  # the parameter's own: (* const f)
-            start -= 1
-        return _render(tokens[:start] + tokens[found[1]:]), name
+
+
+def _strip_declarator_name(tokens: list[str], found) -> tuple[str, str | None]:
+    """The type and name of a parameter declared around its declarator ``found``: ``(*f)``."""
+    close, name = found[1], None
+    if _is_word(tokens[close - 1]) and tokens[close - 1] not in _POINTER_QUALIFIERS:
+        name, close = tokens[close - 1], close - 1
+    start = close
+    while tokens[start - 1] in _POINTER_QUALIFIERS:  # the parameter's own: (* const f)
+        start -= 1
+    return _render(tokens[:start] + tokens[found[1]:]), name
+
+
+def _drop_array_bounds(tokens: list[str], pair) -> bool:
+    """Remove the trailing ``[...]`` groups (``float a[4][4]``); whether there were any: an
+    array parameter is a pointer."""
     array = False
     while tokens and tokens[-1] == "]" and pair[len(tokens) - 1] is not None:
         del tokens[pair[len(tokens) - 1]:]
         array = True
-    name = None
-    if len(tokens) > 1 and _is_word(tokens[-1]) and not tokens[-1][0].isdigit() \
-            and tokens[-1] not in _TYPE_WORDS and (tokens[-2] in ("*", "&", ">") or
-                                                   _is_word(tokens[-2])) \
-            and any(t not in _SPECIFIERS for t in tokens[:-1]):
-        name = tokens.pop()
-    # Words after the last * or & qualify the pointer itself (const, or a macro such as
-    # RESTRICT for __restrict__): the parameter is a pointer whatever they are.
+    return array
+
+
+def _ends_in_name(tokens: list[str]) -> bool:
+    """Whether the last token names the parameter: a word that is no type word, after a type."""
+    if len(tokens) < 2:
+        return False
+    last, before = tokens[-1], tokens[-2]
+    return _is_word(last) and not last[0].isdigit() and last not in _TYPE_WORDS \
+        and (before in ("*", "&", ">") or _is_word(before)) \
+        and any(t not in _SPECIFIERS for t in tokens[:-1])
+
+
+def _drop_pointer_qualifiers(tokens: list[str]) -> None:
+    """Words after the last * or & qualify the pointer itself (const, or a macro such as RESTRICT
+    for __restrict__): the parameter is a pointer whatever they are."""
     end = len(tokens)
     while end and _is_word(tokens[end - 1]):
         end -= 1
     if end < len(tokens) and end and tokens[end - 1] in ("*", "&"):
         del tokens[end:]
-    return _render(tokens) + ("*" if array else ""), name
 
 
 def _unwrapped(text: str) -> str:
