@@ -66,3 +66,22 @@ def test_a_device_made_current_later_gets_the_launch(recording_driver):
 def test_a_kernel_with_an_express_function_is_freed_without_the_cycle_collector(recording_driver):
     out = run(recording_driver, "freed_at_once")
     assert out["installed"] and out["freed"]
+
+
+def test_generated_launcher_and_packer_show_their_text_and_go_with_the_kernel(recording_driver):
+    out = run(recording_driver, "generated_source")
+    assert out["installed"]
+    launcher = [n for n in out["registered"] if n.startswith("<cudaload launcher s#")]
+    packer = [n for n in out["registered"] if n.startswith("<cudaload packer s#")]
+    assert len(launcher) == 1 and len(packer) == 1, out["registered"]
+    assert out["launcher_source"].startswith("def launch(grid, block, args,")
+    assert "rc = cuLaunchKernelEx(CONFIG, FUNC, PTRS, NULL)" in out["launcher_source"]
+    assert out["packer_source"].startswith("def pack(args):")
+    # each generated frame names its file and shows the line it was running
+    lines = out["traceback"].splitlines()
+    frames = {line.split('"')[1]: lines[i + 1].strip() for i, line in enumerate(lines)
+              if line.strip().startswith('File "<cudaload ')}
+    assert frames[launcher[0]].startswith("return core().launch(grid, block, args,"), frames
+    assert frames[packer[0]] == "pack_into(buf, 0, c0(a0))", frames
+    assert "4 bytes given, the parameter has 8" in out["traceback"]
+    assert out["left"] == []  # the texts live as long as the functions, no longer

@@ -13,6 +13,17 @@ is that thread's, and cuLaunchKernelEx reads it during the call, with the GIL re
 function holds its kernel and launch state through weak references only, so a kernel whose
 Python objects are gone is freed at once, not by the cycle collector.
 
+How a ``Kernel`` gets its fast path.  A ``Kernel`` is a ``functools.partial`` (CPython calls one
+through vectorcall, with no argument tuple or keyword dict) whose function starts as the bound
+``_Core.launch``.  A launch in the owning thread ends in :func:`install`; the second one in a row
+with the same packing plan has :func:`build` write the express function's text (the plan's
+conversions inlined, the launch state as globals of its own namespace) and swaps it in as the
+partial's function with ``functools.partial.__setstate__``: the object users hold stays the same.
+The ordinary path keeps those globals true through :class:`Last`; the owner thread's end puts
+``_Core.launch`` back.  To read or debug it: the text is registered as the file
+``<cudaload launcher NAME#N>`` (``_generated.define``), so ``inspect.getsource(kernel.func)``,
+tracebacks and pdb show it, as they show the packers' ``<cudaload packer NAME#N>``.
+
 Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
@@ -23,6 +34,7 @@ import threading
 import weakref
 
 from .arguments import PACK_ERRORS
+from ._generated import define
 from .device import generation
 
 __all__ = ["Last", "POSITIONAL", "build", "claim", "install", "nothing"]
@@ -144,9 +156,9 @@ def build(core, state, pieces):
                PTRS=state.pointers, NULL=state.null, core=weakref.ref(core),
                state=weakref.ref(state), UNSET=_UNSET, FORGET=dict.fromkeys(kept, _UNSET),
                **dict.fromkeys(kept, _UNSET), **_shape(state.last))
-    exec(code, env)  # noqa: S102 - the text is built from integers and fixed names only
+    launch = define(code, env, "launch", "launcher", core.name)
     state.last.envs.append(env)
-    return env["launch"]
+    return launch
 
 
 def claim(core) -> bool:

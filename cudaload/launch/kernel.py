@@ -1,13 +1,13 @@
 """Launching kernels: ``Kernel`` (from ``Module.get_kernel``); ``RawKernel`` is in rawkernel.py.
 
-In the thread that owns a kernel, ``kernel(grid, block, args)`` calls its express function
-(_express.py): the whole hot path in one generated function.  Elsewhere, and whenever something
-changed, it runs ``_Core.launch``: this thread's launch state (a thread-local read), the cached
-``CUlaunchConfig`` for (grid, block, shared_mem, stream) (a dict read), the packing plan generated
-for the argument types of the last call (one call: a type test and a ``struct.pack_into`` into a
-preallocated buffer that a ``void*[]`` already points into), and ``cuLaunchKernelEx``.  Context
-binding, checks of the grid against the device, enabling large shared memory and the choice of
-conversions happen once, on the slow path.
+In the thread that owns a kernel, ``kernel(grid, block, args)`` calls its express function: the
+whole hot path in one generated function (_express.py says how a Kernel gets it, and how to read
+it).  Elsewhere, and whenever something changed, it runs ``_Core.launch``: this thread's launch
+state (a thread-local read), the cached ``CUlaunchConfig`` for (grid, block, shared_mem, stream) (a
+dict read), the packing plan generated for the argument types of the last call (one call: a type
+test and a ``struct.pack_into`` into a preallocated buffer that a ``void*[]`` already points into),
+and ``cuLaunchKernelEx``.  Context binding, checks of the grid against the device, enabling large
+shared memory and the choice of conversions happen once, on the slow path.
 
 Layer 3, launch: may import the foundation, bindings, compile and launch.
 """

@@ -192,7 +192,37 @@ def freed_at_once() -> dict:
     return {"installed": installed, "freed": core() is None}
 
 
-SCENARIOS = {f.__name__: f for f in (express_path, refusals, threads, devices, freed_at_once)}
+def generated_source() -> dict:
+    """The express launcher and the packer read as named files: a bad argument's traceback shows
+    their lines, inspect finds their text, and the text goes with the kernel."""
+    import gc
+    import inspect
+    import linecache
+    import traceback
+
+    from cudaload import LaunchArgumentError
+
+    def registered():
+        return sorted(name for name in linecache.cache if name.startswith("<cudaload "))
+
+    k = kernel('struct S { int a, b; }; extern "C" __global__ void s(S v) {}', "s", ((0, 8),))
+    for _ in range(3):
+        k(1, 32, (bytes(8),))
+    out = {"installed": k.func != k._core.launch, "registered": registered()}
+    out["launcher_source"] = inspect.getsource(k.func)
+    out["packer_source"] = inspect.getsource(k._core._tls.state.pack)
+    try:
+        k(1, 32, (bytes(4),))  # converted in the launcher, refused by the packer's converter
+    except LaunchArgumentError:
+        out["traceback"] = traceback.format_exc()
+    del k
+    gc.collect()
+    out["left"] = registered()
+    return out
+
+
+SCENARIOS = {f.__name__: f for f in (express_path, refusals, threads, devices, freed_at_once,
+                                     generated_source)}
 
 if __name__ == "__main__":
     import cudaload  # noqa: F401  (imported before the recording driver is opened, as by a user)
