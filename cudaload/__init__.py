@@ -18,6 +18,13 @@ import circle exists):
    this package, which also hands the launch side's two services to the compile side
    (compile/_hooks.py).
 
+Every lock is made with ``_thread`` (``_thread.allocate_lock()``, ``_thread.RLock()``: the very
+objects ``threading.Lock()`` and ``threading.RLock()`` return), never with ``threading``: neither
+``import cudaload``, a first compile nor a report without a driver imports ``threading`` otherwise,
+and importing it costs a fresh process 0.6 ms once ``functools`` is in, 2.5 ms before.  One rule
+for every module, so that none has to know which paths import it.  ``threading`` is imported only
+for what ``_thread`` has no public form of: ``threading.local`` and ``threading.Thread``.
+
 Entry point: may import every layer.
 """
 

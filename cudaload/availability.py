@@ -66,7 +66,7 @@ class Status:
 
 
 _cached: Status | None = None
-_lock = _thread.allocate_lock()  # not threading: see _loader
+_lock = _thread.allocate_lock()
 
 
 def status(refresh: bool = False) -> Status:

@@ -115,8 +115,6 @@ class Library:
                            f"it is older than {since}, which added it") from None
 
 
-# _thread, not threading: importing threading (functools, collections) costs about 3 ms in a
-# clean interpreter, most of the no-driver status() budget; the lock is the same object.
 _lock = _thread.allocate_lock()
 _results: dict[str, Library | CudaLoadError] = {}
 

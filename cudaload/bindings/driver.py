@@ -16,7 +16,7 @@ Layer 1, bindings: may import the foundation and bindings.
 from __future__ import annotations
 
 import re
-import threading
+import _thread
 
 from . import _loader
 from .. import lifetime
@@ -81,8 +81,8 @@ class Driver:
 
 
 _api: Driver | None = None
-_api_lock = threading.Lock()
-_init_lock = threading.Lock()
+_api_lock = _thread.allocate_lock()
+_init_lock = _thread.allocate_lock()
 _init_result: CudaLoadError | bool | None = None
 
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 import os
+import _thread
 import struct
-import threading
 import warnings
 
 from .. import _untrusted, _writes
@@ -52,7 +52,7 @@ class Bundle:
     def __init__(self, data: bytes | None = None, *, origin: str = "<bytes>", reader=None):
         self.origin = origin
         self._reader = reader if data is None else (lambda: data)
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._index: dict | None = None  # (digest hex, kind, arch) -> entry dict
         self._data = b""
         self._new: list[tuple[dict, bytes]] = []  # entries added by add(), for to_bytes()

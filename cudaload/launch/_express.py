@@ -29,8 +29,8 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 
 from __future__ import annotations
 
+import _thread
 import functools
-import threading
 import weakref
 
 from .arguments import PACK_ERRORS
@@ -40,7 +40,7 @@ from .device import generation
 __all__ = ["Last", "POSITIONAL", "build", "claim", "install", "nothing"]
 
 
-_owners = threading.Lock()  # who owns a kernel's express function, and installing it
+_owners = _thread.allocate_lock()  # who owns a kernel's express function, and installing it
 _setstate = functools.partial.__setstate__  # type: ignore[attr-defined]  # how a Kernel's function is replaced
 
 
@@ -150,7 +150,7 @@ def build(core, state, pieces):
         body += ["        else:", "            hit = False"]
     code = (_HEAD.format(kept=f"global {', '.join(kept)}" if kept else "pass")
             + "".join(f"            {line}\n" for line in body) + _TAIL)
-    env = dict(env, OWNER=threading.get_ident(), get_ident=threading.get_ident,
+    env = dict(env, OWNER=_thread.get_ident(), get_ident=_thread.get_ident,
                generation=generation, GEN=state.last.gen, PACK_ERRORS=PACK_ERRORS,
                POSITIONAL=POSITIONAL, cuLaunchKernelEx=state.launch, FUNC=state.func,
                PTRS=state.pointers, NULL=state.null, core=weakref.ref(core),
@@ -164,7 +164,7 @@ def build(core, state, pieces):
 def claim(core) -> bool:
     """Whether this thread owns ``core``'s express function: the first thread to launch does,
     until it ends (its thread-local data going reports that)."""
-    ident = threading.get_ident()
+    ident = _thread.get_ident()
     with _owners:
         if core._owner is None:
             core._owner = ident
@@ -185,7 +185,7 @@ def install(core, state) -> None:
                                                       state.packer.pieces(state.types))
     with _owners:
         kernel = core._kernel()
-        if kernel is not None and state.own and core._owner == threading.get_ident():
+        if kernel is not None and state.own and core._owner == _thread.get_ident():
             _setstate(kernel, (express, (), None, kernel.__dict__))
             core._express = state.pack
 

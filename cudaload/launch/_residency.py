@@ -11,7 +11,7 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 
 from __future__ import annotations
 
-import threading
+import _thread
 
 from ..bindings import driver
 from .. import lifetime
@@ -21,7 +21,7 @@ __all__ = ["pin", "unpin", "unload"]
 
 _pins = 0
 _held: list = []  # (unload function name, handle, device) of collected modules
-_pin_lock = threading.RLock()  # a collection inside unpin may run unload in the same thread
+_pin_lock = _thread.RLock()  # a collection inside unpin may run unload in the same thread
 
 
 def pin() -> None:

@@ -9,6 +9,7 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 
 from __future__ import annotations
 
+import _thread
 import threading
 
 from ..bindings import driver
@@ -19,7 +20,7 @@ from ..errors import DriverUnavailableError
 __all__ = ["Device", "device_count", "visible_devices", "current_device", "current_arch",
            "activate"]
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _devices: dict[int, Device] = {}
 _tls = threading.local()  # .device: the thread's chosen Device; .bound: the one whose context is current
 _const = _cuda_ffi.integer_const

@@ -14,6 +14,7 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 
 from __future__ import annotations
 
+import _thread
 import functools
 import threading
 import weakref
@@ -86,7 +87,7 @@ class _Core:
         self._module = module
         self._signature = signature
         self._source = source
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         # .state: the calling thread's _Launch for its current device; .states: its _Launch per
         # device.  Thread-local, so a pool's finished threads take theirs with them.
         self._tls = threading.local()

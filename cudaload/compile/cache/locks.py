@@ -8,7 +8,7 @@ none) and locks again, so removal never lets two holders in at once.
 :func:`acquire_key` locks one key.  On POSIX it locks one byte, chosen by the key, of a single file
 per folder that each process opens once: no file is created per key, and creating a file was most
 of what a cache miss cost (0.1-0.2 ms on ext4).  Two keys that share a byte only wait for each
-other.  POSIX byte locks belong to the process, not the thread, so a per-byte ``threading.Lock``
+other.  POSIX byte locks belong to the process, not the thread, so a per-byte thread lock
 keeps this process's threads apart.  On Windows it holds a lock file per key.
 
 Imports of cudaload: lifetime (to forget, in a forked child, the threads that held locks).
