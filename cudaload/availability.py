@@ -14,6 +14,7 @@ from __future__ import annotations
 import _thread
 import os
 
+from . import lifetime
 from .bindings import _loader
 from .errors import CudaLoadError, DriverError, LibraryLoadError, MissingSymbolError
 
@@ -75,27 +76,12 @@ def status(refresh: bool = False) -> Status:
     with _lock:
         if _cached is None or refresh:
             if refresh:
-                _forget_failures()
+                lifetime.forget_found()  # each module imported so far registered what it found
             try:
                 _cached = Status(_probe())
             except Exception as exc:  # _probe guards each section; this is the last line of defence
                 _cached = Status(_empty_report([_unexpected("the status report", exc)]))
     return _cached
-
-
-def _forget_failures() -> None:
-    import sys
-
-    _loader.forget_failures()
-    driver = sys.modules.get("cudaload.bindings.driver")  # only when imported: importing costs time
-    if driver is not None:
-        driver.forget_load_failure()
-    program = sys.modules.get("cudaload.compile.program")
-    if program is not None:
-        program.forget_no_device()
-    linker = sys.modules.get("cudaload.compile._linker")
-    if linker is not None:  # a wheel installed since is found
-        linker.forget_found()
 
 
 def _empty_report(problems: list) -> dict:

@@ -1,5 +1,5 @@
-"""Process lifetime: what the child of a ``fork()`` must reset, whether it inherited CUDA, and
-what must finish before the interpreter exits.
+"""Process lifetime: what the child of a ``fork()`` must reset, whether it inherited CUDA, what a
+refresh of the status report forgets, and what must finish before the interpreter exits.
 
 A forked child runs with a copy of its parent's memory but only the thread that forked: locks
 another thread held stay held, and a driver initialised in the parent cannot be used in the
@@ -10,6 +10,14 @@ child.  Modules register a reset with :func:`on_fork_in_child`; one ``os.registe
 driver after ``cuInit``); :func:`forked` says whether this process is the child of a fork made
 after that, in which case handles inherited from the parent must not be released (the driver
 would fail) and the driver must not be used.
+
+What the process found about its machine (a library that failed to load, the nvJitLink file, the
+toolchain remembered on disk, that no device answered) is kept for the life of the process, as
+looking again costs time.  Each module that keeps such a finding registers how to forget it with
+:func:`on_forget`, at its import; :func:`forget_found` (``status(refresh=True)``) runs them all, so
+that the next use looks again.  A module not imported yet has found nothing, so it has nothing to
+forget: registering at import lets the refresh reach exactly the modules that hold something,
+without importing the others (which costs time) or naming them.
 
 :func:`at_exit` registers what must run before the interpreter exits (cache writes still pending);
 one ``atexit`` hook runs them, in the order registered.
@@ -24,9 +32,11 @@ from __future__ import annotations
 import atexit
 import os
 
-__all__ = ["on_fork_in_child", "at_exit", "forked", "mark_unforkable"]
+__all__ = ["on_fork_in_child", "on_forget", "forget_found", "at_exit", "forked",
+           "mark_unforkable"]
 
 _hooks: list = []
+_forget_hooks: list = []
 _exit_hooks: list = []
 _unforkable = False  # this process (or a parent of it) initialised state a child cannot use
 _forked = False  # this process is the child of a fork made after that
@@ -36,6 +46,19 @@ def on_fork_in_child(hook):
     """Call ``hook()`` in the child of every later ``fork()``; returns ``hook``."""
     _hooks.append(hook)
     return hook
+
+
+def on_forget(hook):
+    """Call ``hook()`` at every later :func:`forget_found`; returns ``hook``."""
+    _forget_hooks.append(hook)
+    return hook
+
+
+def forget_found() -> None:
+    """Forget what each module imported so far found about the machine, so that its next use
+    looks again (``status(refresh=True)``)."""
+    for hook in tuple(_forget_hooks):  # a module imported meanwhile in another thread may append
+        hook()
 
 
 def at_exit(hook):

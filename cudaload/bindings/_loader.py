@@ -40,7 +40,7 @@ import stat
 import sys
 
 from . import _sites
-from .. import _log
+from .. import _log, lifetime
 from ..errors import (CudaLoadError, DriverLoadError, DriverNotFoundError, LibraryLoadError,
                       LibraryNotFoundError, MissingSymbolError, NotADriverError)
 
@@ -147,6 +147,9 @@ def forget_failures() -> None:
         for name, result in list(_results.items()):
             if isinstance(result, CudaLoadError):
                 del _results[name]
+
+
+lifetime.on_forget(forget_failures)
 
 
 def _get(name: str, remembered: str | None = None) -> Library:

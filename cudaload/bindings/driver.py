@@ -134,6 +134,9 @@ def forget_load_failure() -> None:
             _init_result = None
 
 
+lifetime.on_forget(forget_load_failure)
+
+
 def check(rc: int, function: str) -> None:
     """Raise the :class:`DriverError` for ``rc`` unless it is ``CUDA_SUCCESS``."""
     if rc:

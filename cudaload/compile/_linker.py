@@ -9,7 +9,7 @@ as NVRTC's is (its size and the sha256 of both ends: toolchain.fingerprint), onc
 file while ``os.stat`` says it is unchanged.  Only where neither names a file is it loaded to be
 found (cuda.pathfinder searches then); once loaded, the loaded file is the one identified.
 
-Imports of cudaload: bindings (_loader, _sites), _headers, toolchain.
+Imports of cudaload: lifetime, bindings (_loader, _sites), _headers, toolchain.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 
+from .. import lifetime
 from ..bindings import _loader, _sites
 
 __all__ = ["identity", "found", "forget_found", "load", "link"]
@@ -54,6 +55,9 @@ def found() -> tuple[str, str]:
 def forget_found() -> None:
     """Find the file again at the next use (``status(refresh=True)``: a wheel installed since)."""
     _found.clear()
+
+
+lifetime.on_forget(forget_found)
 
 
 def load() -> str:

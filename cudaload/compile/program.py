@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 from . import _hooks, _prepare, _targets, cache, includes, toolchain
+from .. import lifetime
 from ..errors import CudaLoadError
 from .objectcode import ObjectCode
 from .options import Arch, parse_arch
@@ -267,3 +268,6 @@ def _request(arch, output: str) -> str:
         _requests.clear()
     _requests[asked] = request
     return request
+
+
+lifetime.on_forget(forget_no_device)  # a driver set up since may answer: ask it again

@@ -20,7 +20,7 @@ import _thread
 from collections import namedtuple
 
 from . import _locking, cache
-from .. import _log, _trust, _untrusted, _writes
+from .. import _log, _trust, _untrusted, _writes, lifetime
 from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
     find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
@@ -297,3 +297,14 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
                                  json.dumps({"nvrtc": entries}).encode())
     except OSError:
         pass  # only a speed-up for the next process; the cache reports an unusable folder itself
+
+
+def _forget_remembered() -> None:
+    # At status(refresh=True): read toolchain.json and check its files again at the next
+    # current() (a wheel installed since, another process's newer record).  A loaded NVRTC stays
+    # the truth.
+    global _remembered
+    _remembered = None
+
+
+lifetime.on_forget(_forget_remembered)
