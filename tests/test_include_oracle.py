@@ -19,7 +19,8 @@ seeds, so each run tries other trees):
         tests/test_include_oracle.py -p no:cacheprovider --hypothesis-show-statistics
 
 A failing example is printed as JSON; saved under tests/include_regressions/ (one file each,
-with a "why"), it is replayed by :func:`test_saved_regression` on every run.
+with a "why"), it is replayed by :func:`test_saved_regression` on every run.  A saved case may
+name a ``preceded_by`` tree, which NVRTC must reject, compiled first in the same process.
 """
 
 from __future__ import annotations
@@ -215,6 +216,10 @@ def test_saved_regression(path):
     with open(path, encoding="utf-8") as f:
         example = json.load(f)
     why = example.pop("why", "")
+    before = example.pop("preceded_by", None)
+    if before is not None:  # compiled first in this process: a tree NVRTC rejects
+        with pytest.raises(trees.Discard):
+            run(before, {})
     try:
         problems = run(example, {})
     except trees.Discard as exc:
