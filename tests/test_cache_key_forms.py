@@ -237,3 +237,36 @@ def test_compile_all_keeps_in_memory_what_its_workers_saw_nvrtc_read(cache_dir, 
                           cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1]) == {"value": 222, "cached": None}
+
+
+AFTER_A_FAILURE_IN_A_HEADER = r"""
+import json, os, re, sys
+os.chdir(sys.argv[1])
+import cudaload
+from cudaload.compile import _reads
+kernel = 'extern "C" __global__ void k(int *p) { *p = VAL; }\n'
+try:  # NVRTC abandons it inside pp.h: its profiler stays broken in this process
+    cudaload.Program('#include "v.h"\n' + kernel, options=["--pre-include=pp.h"]).compile(
+        arch=90, output="ptx")
+except cudaload.CompileError:
+    pass
+program = cudaload.Program('#include "v.h"\n' + kernel + "// after\n")
+obj = program.compile(arch=90, output="ptx")
+print(json.dumps({"untraced": _reads.untraced(),
+                  "value": int(re.findall(rb"\b(111|222)\b", obj.code)[0])}))
+"""
+
+
+def test_after_a_traced_failure_nvrtc_traces_no_more_and_the_scan_is_trusted(cache_dir, tmp_path):
+    """NVRTC 13.5's traces after a compilation it abandoned inside a header omit headers it
+    read: none is asked for after that, and a program the scan is sure of still goes to disk."""
+    import json
+
+    write(tmp_path / "v.h", val(111))
+    write(tmp_path / "pp.h", '#include "missing.h"\n')
+    proc = subprocess.run([sys.executable, "-c", AFTER_A_FAILURE_IN_A_HEADER, str(tmp_path)],
+                          cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"untraced": True, "value": 111}
+    spec = dict(source='#include "v.h"\n' + KERNEL + "// after\n")  # the same program
+    assert compile_value(tmp_path, **spec) == {"value": 111, "cached": "disk"}

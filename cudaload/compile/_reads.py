@@ -10,7 +10,13 @@ off the disk: a scan that misses a file costs a compilation, never a stale kerne
 changes nothing in the code NVRTC makes and costs no measurable time (bench/compile_bench.py).
 
 An NVRTC without the option (it answers NVRTC_ERROR_INVALID_OPTION) is asked once per process;
-there the key rests on the scan alone.
+there the key rests on the scan alone.  A traced compilation that NVRTC abandons (a missing
+include, a syntax error inside a header) leaves NVRTC's profiler broken for the rest of the
+process: its later traces omit headers it read (NVRTC 13.5; its own built-in header among them).
+After such a failure no trace is asked for and the scan is trusted, as with an NVRTC without the
+option; a trace without the built-in header (broken by a traced failure outside cudaload) is
+taken as unknown: nothing that needed it goes to disk.  Where which files were read is not known,
+a program naming an include by a macro is kept in no cache (plan.py).
 
 Imports of cudaload: nothing.
 
@@ -20,25 +26,36 @@ Layer 2, compile: may import the foundation, bindings and compile.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 
-__all__ = ["OPTION", "Request", "request", "asked_by", "uncovered", "unsupported",
-           "mark_unsupported"]
+__all__ = ["OPTION", "Request", "request", "asked_by", "uncovered", "unsupported", "untraced",
+           "mark_unsupported", "mark_broken"]
 
 OPTION = "--fdevice-time-trace="
 _BUILTIN = "__nv_nvrtc_builtin_header.h"  # NVRTC's own, compiled into it
 _names = itertools.count()
 _unsupported = False  # whether this process's NVRTC refused the option
+_broken = False  # whether a traced compilation failed in this process (see above)
 
 
 def unsupported() -> bool:
     return _unsupported
 
 
+def untraced() -> bool:
+    """Whether this process gets no usable trace from NVRTC: it has no such option, or its
+    profiler broke on a traced compilation that failed."""
+    return _unsupported or _broken
+
+
 def mark_unsupported() -> None:
     global _unsupported
     _unsupported = True
+
+
+def mark_broken() -> None:
+    global _broken
+    _broken = True
 
 
 def asked_by(options) -> bool:
@@ -55,8 +72,11 @@ _ROOM = 64 << 20
 
 
 def request() -> Request | None:
-    """A trace for the next compilation, or None where none can be written safely.  (The folder
-    is made with os.mkdir: importing tempfile costs 5-18 ms of a fresh process's first compile.)"""
+    """A trace for the next compilation, or None where none can be written safely or NVRTC's
+    traces are broken in this process.  (The folder is made with os.mkdir: importing tempfile
+    costs 5-18 ms of a fresh process's first compile.)"""
+    if _broken:
+        return None
     parent = os.environ.get("TMPDIR") or "/tmp"
     for _attempt in range(16):
         folder = os.path.join(parent, f"cudaload-trace-{os.getpid()}-{next(_names)}-"
@@ -99,15 +119,19 @@ class Request:
     def names(self) -> tuple[str, ...] | None:
         """The header names NVRTC read, or None when the trace is missing or unreadable; the
         trace and its folder are removed."""
+        import json  # here, not at import: a program that needs no trace needs no json
+
         try:
             with open(os.path.join(self._folder, "trace.json"), "rb") as f:
                 events = json.load(f)["traceEvents"]
-            return tuple(e["args"]["detail"] for e in events
-                         if isinstance(e, dict) and e.get("name") == "Processing Header File")
+            names = tuple(e["args"]["detail"] for e in events
+                          if isinstance(e, dict) and e.get("name") == "Processing Header File")
         except (OSError, ValueError, KeyError, TypeError):
             return None
         finally:
             _remove(self._folder)
+        # NVRTC always reads its built-in header first: a trace without it is a broken one.
+        return names if _BUILTIN in names and not _broken else None
 
 
 def uncovered(names, material, headers, toolchain_dirs, cwd: str) -> list[str]:

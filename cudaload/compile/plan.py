@@ -111,6 +111,9 @@ class Plan:
                 unkeyed = self._unkeyed(names)
                 if self.kept and unkeyed == []:
                     publish(obj)
+                # Where which files NVRTC read is unknown, a program naming an include by a
+                # macro has nothing to watch it by: kept nowhere.
+                self.kept = self.kept and (names is not None or self.inputs.certain)
                 self.witness = self._watching(unkeyed)
                 program._keep(obj, self.arch, self.output, self.key, self.witness, self.kept)
                 self.code = obj
@@ -171,6 +174,8 @@ class Plan:
             # An NVRTC older than the option refuses it: asked once, then the scan is trusted.
             if trace is None or exc.code != nvrtc.INVALID_OPTION \
                     or _reads.OPTION[:-1] not in getattr(exc, "log", ""):
+                if trace is not None:
+                    _reads.mark_broken()  # NVRTC's later traces in this process are incomplete
                 raise
             _reads.mark_unsupported()
             trace = None
@@ -189,11 +194,11 @@ class Plan:
 
     def _unkeyed(self, names: tuple[str, ...] | None) -> list[str] | None:
         """The files NVRTC read (``names``, from _nvrtc) that the key does not cover: [] when
-        there are none or this NVRTC has no trace (the scan is trusted there), None when which
-        files were read is not known."""
+        there are none or this NVRTC gives no trace (it has none, or its traces broke in this
+        process: the scan is trusted there), None when which files were read is not known."""
         program, key = self.program, self.key
         if names is None:
-            if _reads.unsupported() and not _reads.asked_by(program.options):
+            if _reads.untraced() and not _reads.asked_by(program.options):
                 return []
             _log.debug("cache", "%s: which files NVRTC read is not known (no trace): not kept on "
                        "disk, key %s", program.name, key, key=key)
