@@ -1,6 +1,7 @@
 """Paired A/B of a fresh process's first compile: this tree against another revision.
 
     python bench/fresh_compile_ab.py --base REV [--repeats 15] [--out FILE]
+    python bench/fresh_compile_ab.py --base-tree DIR ...   # a copy of the other tree (no .git)
 
 For each program (no include; CUDA's ``cuda_fp16.h``; a header of the user's folder) and each
 repetition, both trees run back to back in fresh processes, in alternating order: a cold compile
@@ -53,14 +54,17 @@ def _run(tree: str, source: str, cache: str, here: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", required=True, help="the revision to compare with (e.g. HEAD~3)")
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--base", help="the revision to compare with (e.g. HEAD~3)")
+    which.add_argument("--base-tree", help="a folder holding the other tree (git archive of it)")
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--out")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="cudaload-ab-")
-    base = os.path.join(work, "base")
-    subprocess.run(["git", "-C", ROOT, "worktree", "add", "-q", "--detach", base, args.base],
-                   check=True)
+    base = os.path.abspath(args.base_tree) if args.base_tree else os.path.join(work, "base")
+    if args.base:
+        subprocess.run(["git", "-C", ROOT, "worktree", "add", "-q", "--detach", base, args.base],
+                       check=True)
     here = os.path.join(work, "src")
     os.mkdir(here)
     with open(os.path.join(here, "v.h"), "w") as f:
@@ -92,11 +96,13 @@ def main() -> None:
                            a / b for a, b in zip(times["this"][kind], times["base"][kind]))}
                 for kind in ("cold", "disk")}
     finally:
-        subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", base], check=False)
+        if args.base:
+            subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", base], check=False)
         shutil.rmtree(work, ignore_errors=True)
     head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
-    out = json.dumps({"this": head, "base": args.base, "repeats": args.repeats, "rows": rows},
+    out = json.dumps({"this": head or os.environ.get("CUDALOAD_COMMIT", "?"),
+                      "base": args.base or args.base_tree, "repeats": args.repeats, "rows": rows},
                      indent=2)
     print(out)
     if args.out:
