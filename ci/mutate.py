@@ -43,7 +43,7 @@ _RUNNING: set = set()  # the pytest processes running now, ended with the run wh
 _LOG_GUARD = ("a guard that only spares building a DEBUG record's arguments: _log.debug itself "
               "sends nothing when the logger is off")
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
-    ("cudaload/compile/cache.py", "*", "condition -> True", 'if _log.enabled("cache"):'):
+    ("cudaload/compile/cache/disk.py", "*", "condition -> True", 'if _log.enabled("cache"):'):
         _LOG_GUARD,
     ("cudaload/launch/arguments.py", "__init__", "condition -> True",
      'fmt += (f"{p.offset - pos}x" if p.offset > pos else "") + p.code'):
@@ -51,10 +51,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("cudaload/launch/arguments.py", "__init__", "> -> >=",
      'fmt += (f"{p.offset - pos}x" if p.offset > pos else "") + p.code'):
         "the same '0x' (zero pad bytes) at offset == pos",
-    ("cudaload/compile/_entry.py", "decode", "< -> <=", "if len(data) < _KEYLESS_HEADER.size:"):
+    ("cudaload/compile/cache/entry.py", "decode", "< -> <=", "if len(data) < _KEYLESS_HEADER.size:"):
         "an entry of exactly the bare header's size has empty metadata, which is no JSON: a miss "
         "either way",
-    ("cudaload/compile/_entry.py", "decode", ">= -> >",
+    ("cudaload/compile/cache/entry.py", "decode", ">= -> >",
      "if version == FORMAT and len(data) >= HEADER.size:"):
         "an entry of exactly the header's size has empty metadata, which is no JSON: a miss "
         "either way",

@@ -1,9 +1,10 @@
-"""Atomic writes: cache entries, ``toolchain.json``, bundles, and the output files a user names.
+"""Atomic writes: cache entries, ``toolchain.json``, bundles, and the output files a user names
+(``cudaload compile -o``, ``compile-all``), so it belongs to no one of them.
 
 A file is written to a temporary file beside it (named ``PREFIX``...) and renamed into place, so a
 reader sees the old file or the new one, never a part.
 
-A cache miss's entry is written this way on a thread of its own (compile/_writer.py).
+A cache miss's entry is written this way on a thread of its own (compile/cache/writer.py).
 
 Imports of cudaload: _untrusted (to describe what an output path names).
 

@@ -148,7 +148,7 @@ def _no_kernel_problem(source_path: str, program, obj) -> str | None:
 def _cmd_compile(words) -> int:
     import os
 
-    from . import _untrusted, _writes
+    from . import _atomic, _untrusted
     from .errors import CompileError, CudaLoadError
     from .compile.program import Program
 
@@ -169,7 +169,7 @@ def _cmd_compile(words) -> int:
         return _report(f"cudaload compile: cannot read {source}: {problem}")
     try:
         if own.get("out"):
-            _writes.check_output(own["out"])  # refused before compiling, not after
+            _atomic.check_output(own["out"])  # refused before compiling, not after
     except OSError as err:
         return _cannot_write(own["out"], err)
     try:
@@ -188,7 +188,7 @@ def _cmd_compile(words) -> int:
         return _report(problem)
     out = own.get("out") or os.path.splitext(source)[0] + "." + obj.kind
     try:
-        _writes.write_output(out, obj.code)
+        _atomic.write_output(out, obj.code)
     except OSError as err:
         return _cannot_write(out, err)
     if obj.log:
@@ -301,7 +301,7 @@ def _precompile_programs(args) -> list:
 def _cmd_precompile(args) -> int:
     import os
 
-    from . import _writes
+    from . import _atomic
     from .compile.bundle import Bundle
     from .compile.parallel import compile_many
     from .errors import CudaLoadError
@@ -314,7 +314,7 @@ def _cmd_precompile(args) -> int:
     bundle = Bundle()
     if args.out:
         try:
-            _writes.check_output(args.out)
+            _atomic.check_output(args.out)
         except OSError as err:
             print(f"cudaload precompile: cannot write {args.out}: {err.strerror}. Next step: "
                   "give -o a regular file", file=sys.stderr)
@@ -350,7 +350,7 @@ def _cmd_precompile(args) -> int:
         data = bundle.to_bytes()
         try:
             os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-            _writes.write_output(args.out, data)  # as compile -o: a symbolic link is replaced
+            _atomic.write_output(args.out, data)  # as compile -o: a symbolic link is replaced
         except OSError as err:
             print(f"cudaload precompile: cannot write {args.out}: {err}", file=sys.stderr)
             return 1

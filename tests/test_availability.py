@@ -254,3 +254,34 @@ def test_a_problems_hint_is_the_errors_hint_field(one_device_driver):
     problem, = [p for p in rep["problems"] if "cuDeviceGetCount" in p["what"]]
     assert problem == {"what": "cuDeviceGetCount failed: CUDA_ERROR_UNKNOWN (999): unknown",
                        "hint": "reseat the GPU in its slot"}
+
+
+_STATUS_WITHOUT_THE_CACHE = """
+import json, sys
+{before}
+import cudaload
+rep = cudaload.status().as_dict()
+print(json.dumps({{"rep": rep["nvrtc"], "text": str(cudaload.status()),
+                  "cache_modules": sorted(m for m in sys.modules
+                                          if m == "cudaload.compile.cache"
+                                          or m.startswith("cudaload.compile.cache."))}}))
+"""
+
+
+def test_the_report_reads_the_toolchain_record_without_the_kernel_cache(tmp_path):
+    """status() finds NVRTC, records it in toolchain.json and, in the next process, reads it back,
+    importing no module of the kernel cache either time; what it reports is what a process that
+    has the kernel cache loaded reports."""
+    env = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", "CUDALOAD_CACHE_DIR": str(tmp_path)}
+    unset = ("CUDALOAD_LIBNVRTC",)
+    probe = _STATUS_WITHOUT_THE_CACHE
+    recorded = run_json(probe.format(before=""), env=env, unset=unset)  # NVRTC searched for
+    assert (tmp_path / "toolchain.json").is_file()
+    remembered = run_json(probe.format(before=""), env=env, unset=unset)  # read from the record
+    with_cache = run_json(probe.format(before="from cudaload.compile import cache; cache.default()"),
+                          env=env, unset=unset)
+    assert recorded["cache_modules"] == remembered["cache_modules"] == []
+    assert "cudaload.compile.cache.disk" in with_cache["cache_modules"]  # the probe can see one
+    assert recorded["rep"]["found"] and recorded["rep"]["version"]
+    assert recorded["rep"] == remembered["rep"] == with_cache["rep"]
+    assert recorded["text"] == remembered["text"] == with_cache["text"]

@@ -306,7 +306,9 @@ def test_size_bound_evicts_least_recently_used_but_never_fresh_entries(cache_dir
 
 
 def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
-    from cudaload.compile import _locking, cache
+    from cudaload import _file_lock
+    from cudaload.compile import cache
+    from cudaload.compile.cache import locks
 
     cache.default().store(_key(1), _fake())
     cache.default().store(_key(2), _fake())
@@ -316,33 +318,34 @@ def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
     with cache.default().lock(_key(3)):
         pass
     idle = cache.default().path(_key(3), ".lock")  # a per-key lock file, as on Windows
-    with _locking.hold(idle):
+    with _file_lock.hold(idle):
         pass
     removed = cache.configured().prune()
     assert removed["corrupt"] == 1 and removed["locks"] == 1
     assert cache.default().lookup(_key(1)) is not None
     assert not os.path.exists(idle)
-    assert os.path.exists(os.path.join(cache.default().folder, _locking.KEYS_FILE)) == (os.name == "posix")
+    assert os.path.exists(os.path.join(cache.default().folder, locks.KEYS_FILE)) == (os.name == "posix")
 
 
 def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
     import threading
 
-    from cudaload.compile import _locking, cache
+    from cudaload import _file_lock
+    from cudaload.compile import cache
 
     cache.default().store(_key(7), _fake())
     path = cache.default().path(_key(7), ".lock")
     order = []
-    with _locking.hold(path):
+    with _file_lock.hold(path):
         def second():
-            with _locking.hold(path):
+            with _file_lock.hold(path):
                 order.append("second")
 
         worker = threading.Thread(target=second)
         worker.start()
         time.sleep(0.2)
         order.append("first")
-        assert not _locking.remove_if_free(path)  # held: not removed
+        assert not _file_lock.remove_if_free(path)  # held: not removed
     worker.join(5)
     assert order == ["first", "second"]
 
@@ -350,14 +353,14 @@ def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
 def test_key_lock_excludes_a_thread_and_is_released_by_another(cache_dir):
     import threading
 
-    from cudaload.compile import _locking
+    from cudaload.compile.cache import locks
 
     folder = _ready_folder()
     order = []
-    release = _locking.acquire_key(folder, _key(8))
+    release = locks.acquire_key(folder, _key(8))
 
     def second():
-        _locking.acquire_key(folder, _key(8))()
+        locks.acquire_key(folder, _key(8))()
         order.append("second")
 
     waiter = threading.Thread(target=second)
@@ -367,17 +370,17 @@ def test_key_lock_excludes_a_thread_and_is_released_by_another(cache_dir):
     threading.Thread(target=release).start()
     waiter.join(5)
     assert order == ["first", "second"]
-    _locking.acquire_key(folder, _key(9))()  # another key was never blocked
+    locks.acquire_key(folder, _key(9))()  # another key was never blocked
 
 
 @pytest.mark.skipif(os.name != "posix", reason="byte-range key locks are POSIX")
 def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
     import shutil
 
-    from cudaload.compile import _locking
+    from cudaload.compile.cache import locks
 
     folder = _ready_folder()
-    _locking.acquire_key(folder, _key(4))()  # this process has the lock file open
+    locks.acquire_key(folder, _key(4))()  # this process has the lock file open
     shutil.rmtree(folder)  # cudaload cache clear, from elsewhere
     env = {**os.environ, "PYTHONPATH": ROOT}
     holder = subprocess.Popen(scenario_command("cache_processes", "hold_key", folder, _key(4), "1.0"),
@@ -385,7 +388,7 @@ def test_key_lock_excludes_another_process_and_survives_clear(cache_dir):
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     start = time.monotonic()
-    release = _locking.acquire_key(folder, _key(4))  # reopens the new file, then waits on it
+    release = locks.acquire_key(folder, _key(4))  # reopens the new file, then waits on it
     waited = time.monotonic() - start
     release()
     holder.wait(10)

@@ -1,4 +1,4 @@
-"""The bytes of one cache entry (cudaload/compile/_entry.py), field by field: what is written, and
+"""The bytes of one cache entry (cudaload/compile/cache/entry.py), field by field: what is written, and
 each way an entry read back is refused."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from cudaload.compile import _entry
+from cudaload.compile.cache import entry as _entry
 from cudaload.compile.objectcode import ObjectCode
 
 KEY = "ab" * 32
@@ -163,10 +163,11 @@ def test_an_entry_whose_lengths_disagree_with_its_size_is_a_miss_though_its_hash
 
 def test_an_entry_file_beyond_the_bound_is_no_entry(tmp_path, monkeypatch):
     from cudaload.compile import cache
+    from cudaload.compile.cache import disk as _disk
 
     assert _entry.MAX_ENTRY_BYTES == cache.MAX_ENTRY_BYTES == 1 << 30  # far beyond any CUBIN
     disk = cache.DiskCache(tmp_path)
     disk.store(KEY, _obj())
     assert disk.lookup(KEY) is not None
-    monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", len(_entry.encode(_obj(), KEY)) - 1)
+    monkeypatch.setattr(_disk, "MAX_ENTRY_BYTES", len(_entry.encode(_obj(), KEY)) - 1)
     assert disk.lookup(KEY) is None

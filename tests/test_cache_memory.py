@@ -1,4 +1,4 @@
-"""The in-process kernel cache (compile/_memory.py) and the remembered Program arguments
+"""The in-process kernel cache (compile/cache/memory.py) and the remembered Program arguments
 (compile/_prepare.py): bounded, least recently used first, never dropping code in use."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ def _code(n: int, tag: int = 0):
 
 
 def _cache(limit: int):
-    from cudaload.compile._memory import MemoryCache
+    from cudaload.compile.cache.memory import MemoryCache
 
     return MemoryCache(lambda: limit)
 
 
 def test_held_bytes_stay_within_the_bound_and_the_least_recently_used_go_first():
-    from cudaload.compile._memory import ENTRY_OVERHEAD
+    from cudaload.compile.cache.memory import ENTRY_OVERHEAD
 
     size = 1000 + ENTRY_OVERHEAD
     memory = _cache(5 * size)
@@ -65,7 +65,7 @@ def test_the_same_key_object_asked_again_keeps_the_order_least_recently_used_fir
 
 
 def _overhead() -> int:
-    from cudaload.compile._memory import ENTRY_OVERHEAD
+    from cudaload.compile.cache.memory import ENTRY_OVERHEAD
 
     return ENTRY_OVERHEAD
 
@@ -122,14 +122,14 @@ def test_a_replaced_entry_whose_old_code_dies_keeps_the_new_one():
 @pytest.mark.parametrize("value, expected", [("", 64 << 20), ("1000", 1000), ("0", 0),
                                              (" 2048 ", 2048)])
 def test_the_bound_comes_from_the_environment(monkeypatch, value, expected):
-    from cudaload.compile import _limits
+    from cudaload.compile.cache import limits as _limits
 
     monkeypatch.setenv("CUDALOAD_MEMORY_CACHE_MAX_BYTES", value)
     assert _limits.memory_max_bytes() == expected
 
 
 def test_a_bound_that_is_no_number_warns_and_keeps_the_default(monkeypatch):
-    from cudaload.compile import _limits
+    from cudaload.compile.cache import limits as _limits
 
     monkeypatch.setenv("CUDALOAD_MEMORY_CACHE_MAX_BYTES", "lots")
     with pytest.warns(_limits.CacheWarning, match="not a number of bytes"):

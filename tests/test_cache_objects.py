@@ -40,8 +40,8 @@ def test_a_folder_that_fails_leaves_another_folders_cache_alone(tmp_path):
         broken.store(KEY, _obj())  # warned once
         fine.store(KEY, _obj())
     assert [issubclass(w.category, cache.CacheWarning) for w in caught] == [True]
-    assert broken.broken and not broken.usable and broken.lookup(KEY) is None
-    assert not fine.broken and fine.lookup(KEY) is not None
+    assert broken.place.broken and not broken.usable and broken.lookup(KEY) is None
+    assert not fine.place.broken and fine.lookup(KEY) is not None
 
 
 def test_the_null_cache_keeps_nothing(tmp_path, monkeypatch):
@@ -155,7 +155,7 @@ def test_a_folder_not_made_yet_is_looked_at_again_once_it_is(tmp_path):
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         pytest.skip("gives the folder to another user with os.chown: run as root")
     disk = cache.DiskCache(tmp_path / "later")
-    assert disk.usable and not disk.trusted and disk.lookup(KEY) is None
+    assert disk.usable and not disk.place.trusted and disk.lookup(KEY) is None
     os.mkdir(disk.root, 0o700)
     os.chown(disk.root, 12345, 12345)
     with warnings.catch_warnings(record=True) as caught:
@@ -169,7 +169,7 @@ def test_entries_of_a_folder_not_used_are_never_read(tmp_path):
 
     disk = cache.DiskCache(tmp_path / "c")
     disk.store(KEY, _obj())
-    disk.broken = True  # warned about: off for the rest of the process
+    disk.place.broken = True  # warned about: off for the rest of the process
     assert disk.lookup(KEY) is None
     os.chmod(disk.root, 0o777)  # every user may write it: not to be trusted
     with warnings.catch_warnings(record=True) as caught:

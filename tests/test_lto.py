@@ -105,7 +105,7 @@ def test_compile_all_links_in_its_workers(tmp_path):
 def test_the_linked_flag_is_kept_in_the_entry_and_checked():
     import json
 
-    from cudaload.compile import _entry
+    from cudaload.compile.cache import entry as _entry
     from cudaload.compile.objectcode import ObjectCode
 
     key = "ab" * 32

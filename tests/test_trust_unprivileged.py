@@ -144,12 +144,12 @@ import json, sys, warnings
 from cudaload.compile import cache
 
 disk = cache.DiskCache(sys.argv[1])
-first = [disk.usable, disk.trusted]
+first = [disk.usable, disk.place.trusted]
 print(json.dumps(first), flush=True)
 sys.stdin.readline()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    second = [disk.usable, disk.trusted, [str(w.message) for w in caught]]
+    second = [disk.usable, disk.place.trusted, [str(w.message) for w in caught]]
 print(json.dumps(second), flush=True)
 """
 

@@ -1,11 +1,11 @@
-"""The cache's writer thread (compile/_writer.py): jobs in order, off the caller's thread, and
+"""The cache's writer thread (compile/cache/writer.py): jobs in order, off the caller's thread, and
 waited for.  What it writes, and at exit or in a fork, is tested with the cache (test_cache.py)."""
 
 from __future__ import annotations
 
 import threading
 
-from cudaload.compile._writer import Writer
+from cudaload.compile.cache.writer import Writer
 
 
 def test_jobs_run_in_order_on_one_other_thread_and_wait_waits_for_them():
@@ -51,7 +51,7 @@ def _interrupting_at(line: int):
     """A tracer that raises KeyboardInterrupt once, when Writer.submit reaches ``line``."""
     import sys
 
-    from cudaload.compile import _writer
+    from cudaload.compile.cache import writer as _writer
 
     fired: list = []
 

@@ -13,7 +13,7 @@ Layout::
     MAGIC, format (u16), index length (u32)      BUNDLE_HEADER
     index: JSON {"cudaload": version, "entries": [{"program", "name", "kind", "arch",
                  "name_expressions", "offset", "length"}, ...]}
-    entries: each one the bytes of a kernel cache entry (_entry.encode), with its own integrity hash
+    entries: each one the bytes of a kernel cache entry (cache/entry.py), with its own integrity hash
 
 A CUBIN runs on its own arch and on later minor revisions of the same major (sm_80 code runs on
 sm_86 and sm_89), so the bundle picks the exact arch, else the newest same-major one not newer than
@@ -30,8 +30,8 @@ import _thread
 import struct
 import warnings
 
-from .. import _untrusted, _writes
-from ._entry import decode, encode
+from .. import _atomic, _untrusted
+from .cache.entry import decode, encode
 from .objectcode import ObjectCode
 from .options import parse_arch
 
@@ -191,7 +191,7 @@ class Bundle:
         data = self.to_bytes()
         path = os.path.abspath(os.fspath(path))
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        _writes.write_atomic(path, data)
+        _atomic.write_atomic(path, data)
         os.chmod(path, 0o644)  # package data, read by every user; the temporary file was 0600
         return len(data)
 

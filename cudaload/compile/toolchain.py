@@ -3,9 +3,13 @@
 Finding them costs: loading libnvrtc maps 140 MB, importing ``cuda.pathfinder`` takes about 65 ms.
 A process whose kernels are all on disk should pay neither, so the identity of what was last used
 (NVRTC's path, size, modification time, version, build fingerprint and supported archs; each header
-folder's path and the stat of a version file in it) is remembered in ``toolchain.json`` beside the
-cache and revalidated with ``os.stat``.  ``CUDALOAD_LIBNVRTC`` always wins: its file is the one
-checked.  Once NVRTC is loaded in the process, the loaded library is the truth.
+folder's path and the stat of a version file in it) is remembered in ``toolchain.json`` in the
+cache folder (_cache_folder.py; the kernel cache's modules are not needed for it) and revalidated
+with ``os.stat``.  ``CUDALOAD_LIBNVRTC`` always wins: its file is the one checked.  Once NVRTC is
+loaded in the process, the loaded library is the truth.
+
+Imports of cudaload: _atomic, _cache_folder, _file_lock, _headers, _log, _sha, _trust, _untrusted,
+lifetime, bindings (_loader, nvrtc).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -19,8 +23,8 @@ import sys
 import _thread
 from collections import namedtuple
 
-from . import _locking, cache
-from .. import _log, _trust, _untrusted, _writes, lifetime
+from . import _cache_folder
+from .. import _atomic, _file_lock, _log, _trust, _untrusted, lifetime
 from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
     find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
@@ -80,7 +84,7 @@ def current() -> Toolchain:
     if _live is not None:
         return _live
     global _remembered
-    if _remembered is None and cache.default().usable:
+    if _remembered is None and _in_use():
         _remembered = _from_record(_read_record())
         if _remembered is not None:
             _log_choice(_remembered, f"as remembered in {RECORD}, unchanged")
@@ -139,7 +143,7 @@ def _read_record() -> dict:
     if _trust.shared():
         return {}
     try:
-        data = _untrusted.read_regular(os.path.join(cache.directory(), RECORD),
+        data = _untrusted.read_regular(os.path.join(_cache_folder.configured().root, RECORD),
                                        _RECORD_MAX_BYTES, _trust.problem)
         record = _untrusted.load_json(data, _RECORD_DEPTH)
     except (OSError, ValueError):
@@ -211,7 +215,7 @@ def _from_record(record: dict) -> Toolchain | None:
 def _probe() -> Toolchain:
     from ..bindings import _loader, nvrtc
 
-    record = _read_record() if cache.default().usable else {}
+    record = _read_record() if _in_use() else {}
     known = _entries(record).get(_selector())
     try:
         remembered = known["path"] if known and _still_valid(known) else None
@@ -236,9 +240,15 @@ def _probe() -> Toolchain:
                    found_via or library.found_via)
     _log_choice(tc, "header folders searched for" if finding is not None
                 else f"header folders as remembered in {RECORD}")
-    if cache.default().usable:
+    if _in_use():
         _remember(record, tc, stat)
     return tc
+
+
+def _in_use() -> bool:
+    """Whether the cache folder is on and used by this process (not failed, to be trusted)."""
+    place = _cache_folder.chosen()
+    return place is not None and place.usable
 
 
 def _log_choice(tc: Toolchain, how: str) -> None:
@@ -284,16 +294,18 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
              "headers": [list(h) for h in tc.headers], "search": _search_stamp()}
     if _trust.shared() or _entries(record).get(_selector()) == entry:
         return  # a cache a group shares never names a library to load
-    disk = cache.configured()
-    root = disk.root
+    place = _cache_folder.configured()
+    root = place.root
     try:
-        disk.ready()  # made private, and checked
+        place.make()  # made private
+        if not place.trusted and not place.vouch():
+            return
         # Read again under the lock: a process of another environment may have added its entry
         # since ``record`` was read, and writing ours over it would lose that one.
-        with _locking.hold(os.path.join(root, RECORD + ".lock")):
+        with _file_lock.hold(os.path.join(root, RECORD + ".lock")):
             entries = _entries(_read_record())
             entries[_selector()] = entry
-            _writes.write_atomic(os.path.join(root, RECORD),
+            _atomic.write_atomic(os.path.join(root, RECORD),
                                  json.dumps({"nvrtc": entries}).encode())
     except OSError:
         pass  # only a speed-up for the next process; the cache reports an unusable folder itself

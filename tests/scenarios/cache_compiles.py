@@ -97,18 +97,19 @@ def three(refused: str = "") -> None:
     if refused:
         import errno
 
-        from cudaload.compile import cache
+        from cudaload import _atomic
+        from cudaload.compile.cache import locks
 
         code = {"read-only": errno.EROFS, "full": errno.ENOSPC}[refused]
 
         def refuse(*a, **k):
             raise OSError(code, os.strerror(code))
 
-        cache._writes.write_atomic = refuse
+        _atomic.write_atomic = refuse
         if refused == "read-only":
-            cache._locking.acquire_key = refuse
+            locks.acquire_key = refuse
         else:
-            cache._writes.commit = refuse
+            _atomic.commit = refuse
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = [Program(SAXPY + "// %d" % i).compile(arch=90).cached for i in range(3)]
@@ -177,16 +178,16 @@ def handed_write() -> None:
     import threading
     import time
 
-    from cudaload import Program
+    from cudaload import Program, _atomic
     from cudaload.compile import cache
 
-    gate, write = threading.Event(), cache._writes.write_atomic
+    gate, write = threading.Event(), _atomic.write_atomic
 
     def held_write(path, *args, **kw):
         if path.endswith(".bin"):  # an entry's, not toolchain.json's
             gate.wait(5)
         write(path, *args, **kw)
-    cache._writes.write_atomic = held_write
+    _atomic.write_atomic = held_write
     source = SAXPY + "// handed\n"
     t = time.perf_counter()
     first = Program(source).compile(arch=90)

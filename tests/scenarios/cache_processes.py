@@ -47,9 +47,9 @@ def compile_variants(start: str, count: str, base: str) -> None:
 
 def hold_key(folder: str, key: str, seconds: str) -> None:
     """Hold the lock of ``key`` in ``folder`` for ``seconds``, printing "held" once it is held."""
-    from cudaload.compile import _locking
+    from cudaload.compile.cache import locks
 
-    release = _locking.acquire_key(folder, key)
+    release = locks.acquire_key(folder, key)
     print("held", flush=True)
     time.sleep(float(seconds))
     release()
@@ -60,15 +60,16 @@ def publish_and_exit(key: str, how: str) -> None:
     "multiprocessing" (a fork worker) or "fork" (a forked child that ends with os._exit)."""
 
     def publish():
+        from cudaload import _atomic
         from cudaload.compile import cache
         from cudaload.compile.objectcode import ObjectCode
 
-        write = cache._writes.write_atomic
+        write = _atomic.write_atomic
 
         def slow_write(*args, **kw):  # still writing when the process would end
             time.sleep(0.3)
             write(*args, **kw)
-        cache._writes.write_atomic = slow_write
+        _atomic.write_atomic = slow_write
         with cache.default().lock(key) as publish:
             publish(ObjectCode(b"\x7fELF" + b"x" * 60, "cubin", "sm_90"))
 
@@ -187,8 +188,7 @@ def removed_under_compile(how: str) -> None:
     import subprocess
     import warnings
 
-    from cudaload import _writes
-
+    from cudaload import _atomic
     from cudaload.compile import cache
     from cudaload.compile.objectcode import ObjectCode
 
@@ -201,7 +201,7 @@ def removed_under_compile(how: str) -> None:
         publish(ObjectCode(b"y" * 100, "cubin", "sm_90"))
     disk.writer.wait()
     print(disk.usable, disk.lookup("cd" * 32).code == b"y" * 100,
-          [e for e in os.listdir(disk.folder) if e.startswith(_writes.PREFIX)])
+          [e for e in os.listdir(disk.folder) if e.startswith(_atomic.PREFIX)])
 
 
 def clear_descriptors() -> None:

@@ -7,7 +7,7 @@ another key's file is a miss there.  Bundle entries are stored under no key (zer
 written before keys were recorded holds entries of format 1, which lack the field; both are read
 only when no key is asked for.
 
-Imports of cudaload: _sha, _untrusted, objectcode.
+Imports of cudaload: _cache_folder (the format's number), _sha, _untrusted, objectcode.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import struct
 
-from .. import _untrusted
-from ._sha import sha256
-from .objectcode import ObjectCode
+from .._cache_folder import FORMAT
+from .._sha import sha256
+from ..objectcode import ObjectCode
+from ... import _untrusted
 
 __all__ = ["FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "encode", "decode"]
 
-FORMAT = 2
 MAX_ENTRY_BYTES = 1 << 30  # far beyond any CUBIN; a larger file is not an entry
 MAGIC = b"CUDALDKC"
 HEADER = struct.Struct("<8sHIQ32s32s")

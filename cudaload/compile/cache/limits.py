@@ -1,10 +1,10 @@
-"""The kernel cache's size bounds as the environment sets them, and the warning it gives.
+"""The kernel cache's size bounds as the environment sets them.
 
 ``CUDALOAD_CACHE_MAX_BYTES`` bounds the disk folder (no bound unless set);
 ``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` bounds what the in-process cache holds (64 MiB unless set).
 A value that is not a number of bytes is ignored with one :class:`CacheWarning`.
 
-Imports of cudaload: nothing.
+Imports of cudaload: _cache_folder (CacheWarning).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import os
 
+from .._cache_folder import CacheWarning
+
 __all__ = ["CacheWarning", "byte_count", "max_bytes", "memory_max_bytes", "MEMORY_DEFAULT_BYTES"]
 
 # Enough for a few hundred typical kernels with their source (a family of 64 elementwise kernels
 # on a 3,000-line header, code and source together, holds about 12 MiB), little for a process.
 MEMORY_DEFAULT_BYTES = 64 << 20
-
-
-class CacheWarning(UserWarning):
-    """The disk cache cannot be used, or a cache setting is not understood; compiling goes on."""
 
 
 def byte_count(text: str) -> int | None:

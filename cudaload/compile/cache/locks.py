@@ -1,132 +1,32 @@
-"""Exclusive locks held through files, shared by every process that uses the same cache folder.
-
-:func:`hold` locks a whole file: ``fcntl.flock`` on POSIX, ``msvcrt.locking`` on Windows.  A lock
-file may be removed by whoever holds its lock (``cudaload cache prune``/``clear``); a waiter that
-then wakes holding a lock on the removed file notices that the path now names another file (or
-none) and locks again, so removal never lets two holders in at once.
+"""The per-key locks of a kernel cache folder, shared by every process that uses the folder.
 
 :func:`acquire_key` locks one key.  On POSIX it locks one byte, chosen by the key, of a single file
 per folder that each process opens once: no file is created per key, and creating a file was most
 of what a cache miss cost (0.1-0.2 ms on ext4).  Two keys that share a byte only wait for each
 other.  POSIX byte locks belong to the process, not the thread, so a per-byte thread lock
-keeps this process's threads apart.  On Windows it holds a lock file per key.
+keeps this process's threads apart.  On Windows it holds a lock file per key (_file_lock.hold).
 
-Imports of cudaload: lifetime (to forget, in a forked child, the threads that held locks).
+Imports of cudaload: _file_lock, lifetime (to forget, in a forked child, the threads that held
+locks).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import stat
 import sys
 import time
 import _thread
 
-from .. import lifetime
+from ... import lifetime
+from ..._file_lock import hold, open_lock_file
 
-__all__ = ["hold", "acquire_key", "remove_if_free"]
+__all__ = ["KEYS_FILE", "acquire_key"]
 
 KEYS_FILE = ".locks"  # the per-folder file whose bytes are the POSIX key locks
 _SLOTS = 1 << 31  # bytes to choose from: distinct keys rarely share one
-# Never through a symbolic link (one planted in the folder would have the lock file created, as
-# whoever runs this, wherever it points), never waiting to open a pipe.
-_NOT_THROUGH = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) \
-    | getattr(os, "O_CLOEXEC", 0)
-
-
-def _open(path: str, mode: int = 0o600, create: bool = True) -> int:
-    """A descriptor of the lock file ``path``, open for writing.  Raises OSError, also when
-    ``path`` is a symbolic link or anything but a regular file."""
-    fd = os.open(path, os.O_RDWR | _NOT_THROUGH | (os.O_CREAT if create else 0), mode)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file, so not a lock file", path)
-        if mode & 0o070 and (st.st_mode & 0o777) != mode and st.st_uid == _euid() \
-                and hasattr(os, "fchmod"):
-            os.fchmod(fd, mode)  # a group's shared folder: its members lock through it too
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _euid() -> int:
-    return os.geteuid() if hasattr(os, "geteuid") else 0
-
-if sys.platform == "win32":
-    import msvcrt
-
-    def _lock(fd: int, wait: bool) -> bool:
-        while True:
-            try:
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-                return True
-            except OSError:
-                if not wait:
-                    return False
-                time.sleep(0.01)
-else:
-    import fcntl
-
-    def _lock(fd: int, wait: bool) -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
-
-
-def _same_file(fd: int, path: str) -> bool:
-    try:
-        held, named = os.fstat(fd), os.lstat(path)
-    except OSError:
-        return False
-    return (held.st_ino, held.st_dev) == (named.st_ino, named.st_dev)
-
-
-@contextlib.contextmanager
-def hold(path: str):
-    """Hold the lock of ``path`` (created if absent) for the ``with`` block, which gets the file's
-    descriptor.  Raises OSError."""
-    while True:
-        fd = _open(path)
-        try:
-            _lock(fd, wait=True)
-        except BaseException:
-            os.close(fd)
-            raise
-        if sys.platform == "win32" or _same_file(fd, path):
-            break
-        os.close(fd)
-    try:
-        yield fd
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-def remove_if_free(path: str) -> bool:
-    """Delete the lock file ``path`` unless a process holds it; True when it is gone."""
-    try:
-        fd = _open(path, create=False)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    try:
-        if not _lock(fd, wait=False):
-            return False
-        if sys.platform == "win32":
-            return False  # Windows cannot delete an open file; an idle lock file costs nothing
-        if _same_file(fd, path):
-            os.unlink(path)
-        return True
-    finally:
-        os.close(fd)
 
 
 if sys.platform == "win32":
@@ -137,6 +37,8 @@ if sys.platform == "win32":
         held.__enter__()
         return lambda: held.__exit__(None, None, None)
 else:
+    import fcntl
+
     _guard = _thread.allocate_lock()
     # Keep this process's threads apart: POSIX byte locks do not.  Two keys whose bytes share a
     # slot here only wait for each other.
@@ -155,10 +57,10 @@ else:
             if fd is None or fd == replaced:
                 path = os.path.join(folder, KEYS_FILE)
                 try:
-                    fd = _open(path, mode)
+                    fd = open_lock_file(path, mode)
                 except FileNotFoundError:  # the folder was removed by hand: make it, private
                     os.makedirs(folder, 0o700, exist_ok=True)
-                    fd = _open(path, mode)
+                    fd = open_lock_file(path, mode)
                 _files[folder] = fd
             _users[fd] = _users.get(fd, 0) + 1
             if replaced is not None:

@@ -1,7 +1,7 @@
 """The in-process kernel cache: compiled code by (program digest, request), bounded in bytes.
 
 Entries are held in least-recently-used order while their sizes add up to at most
-``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` (_limits.py); the oldest beyond that lose the cache's
+``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` (limits.py); the oldest beyond that lose the cache's
 reference, nothing else.  Code still alive elsewhere (the ObjectCode a compile returned, a Module
 loaded from it, a Kernel of that Module) stays findable through a weak reference, and a lookup
 that finds it holds it again: code in use is never compiled, read or loaded a second time, and a
@@ -11,7 +11,7 @@ An entry is ``(ObjectCode with .cached == "memory", witness, size)``; the witnes
 files its compile read (includes.still_valid() says whether the hit holds).  The ObjectCode a
 compile returns keeps the entry's copy alive, so while either lives the entry is found.
 
-Imports of cudaload: _log, _limits.
+Imports of cudaload: _log, limits.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -22,10 +22,10 @@ import _thread
 from _weakref import ref as _weak_ref  # weakref.ref itself; the weakref module costs 0.5 ms
 from collections import OrderedDict
 
-from . import _limits
-from .. import _log
+from . import limits
+from ... import _log
 
-__all__ = ["MemoryCache", "ENTRY_OVERHEAD"]
+__all__ = ["MEMORY", "MemoryCache", "ENTRY_OVERHEAD"]
 
 # What an entry costs beyond its code, log and source: the ObjectCode, its dicts, the key.
 ENTRY_OVERHEAD = 1024
@@ -34,7 +34,7 @@ ENTRY_OVERHEAD = 1024
 class MemoryCache:
     """The entries of this process; ``get``/``put``/``pop``/``clear``, ``nbytes`` held."""
 
-    def __init__(self, limit=_limits.memory_max_bytes):
+    def __init__(self, limit=limits.memory_max_bytes):
         self._limit = limit
         self._held: OrderedDict = OrderedDict()  # key -> entry, least recently used first
         self._weak: dict = {}  # key -> (weak reference to the entry's ObjectCode, entry's size...)
@@ -138,3 +138,8 @@ class MemoryCache:
             weak = self._weak.get(key)
             if weak is not None and weak[0] is ref:
                 del self._weak[key]
+
+
+# (program digest, (arch, output) normalised) -> (ObjectCode with .cached == "memory", the witness
+# of the files its compile read, size), least recently used beyond a bound dropped.
+MEMORY = MemoryCache()

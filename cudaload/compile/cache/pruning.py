@@ -1,5 +1,5 @@
 """Looking after a kernel cache folder: what ``cudaload cache info``, ``clear`` and ``prune`` do,
-and the sweep of stale temporary files.  Each function takes the cache.DiskCache to look after.
+and the sweep of stale temporary files.  Each function takes the disk.DiskCache to look after.
 
 Only cudaload's own names are touched (entry and lock files named by a key, ``.locks``, temporary
 files, ``toolchain.json``): a folder set by mistake to one that holds other files loses none of
@@ -8,7 +8,7 @@ while others compile costs them nothing but their entries.  ``CUDALOAD_CACHE_MAX
 the folder: after a write, least recently used entries (hits touch their modification time) are
 deleted, except any written or used in the last ``GRACE_S`` seconds.
 
-Imports of cudaload: _entry, _locking, _log, _untrusted, _writes.
+Imports of cudaload: _atomic, _file_lock, _log, _untrusted, entry, locks.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -21,9 +21,10 @@ import re
 import stat
 import time
 
-from . import _locking
-from .. import _log, _untrusted, _writes
-from ._entry import MAX_ENTRY_BYTES, decode
+from .entry import MAX_ENTRY_BYTES, decode
+from .locks import KEYS_FILE
+from ... import _atomic, _log, _untrusted
+from ..._file_lock import remove_if_free
 
 __all__ = ["GRACE_S", "STALE_TMP_S", "tally", "clear", "prune", "sweep_tmp"]
 
@@ -32,7 +33,7 @@ STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a cr
 
 # cudaload's own names in a format folder (v1, v2, ...)
 _FORMAT_FOLDER = re.compile(r"v[0-9]+")
-_OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock)|" + re.escape(_locking.KEYS_FILE))
+_OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock)|" + re.escape(KEYS_FILE))
 _ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.bin")
 
 
@@ -42,7 +43,7 @@ def sweep_tmp(folder: str, now: float | None = None) -> int:
     removed = 0
     with contextlib.suppress(OSError), os.scandir(folder) as it:
         for entry in it:
-            if entry.name.startswith(_writes.PREFIX):
+            if entry.name.startswith(_atomic.PREFIX):
                 with contextlib.suppress(OSError):
                     if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TMP_S:
                         os.unlink(entry.path)
@@ -98,7 +99,7 @@ def clear(disk) -> int:
     for folder in folders:
         with contextlib.suppress(OSError), os.scandir(folder) as it:
             for entry in list(it):
-                if _OWN_FILE.fullmatch(entry.name) or entry.name.startswith(_writes.PREFIX):
+                if _OWN_FILE.fullmatch(entry.name) or entry.name.startswith(_atomic.PREFIX):
                     try:
                         os.unlink(entry.path)
                     except OSError:  # a folder of that name, or gone meanwhile
@@ -180,5 +181,5 @@ def _drop_idle_locks(folder: str) -> int:
     with contextlib.suppress(OSError), os.scandir(folder) as it:
         for entry in it:
             if entry.name.endswith(".lock") and not os.path.exists(entry.path[:-5] + ".bin"):
-                count += _locking.remove_if_free(entry.path)
+                count += remove_if_free(entry.path)
     return count

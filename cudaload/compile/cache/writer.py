@@ -28,7 +28,7 @@ import _queue
 import _thread
 import sys
 
-from .. import lifetime
+from ... import lifetime
 
 __all__ = ["Writer", "DEFAULT"]
 

@@ -1,0 +1,165 @@
+"""The folder the kernel cache (compile/cache/) and ``toolchain.json`` (toolchain.py) are kept in:
+which one the environment names, whether it is on, and whether this process may use it.
+
+Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cache/cudaload``;
+``CUDALOAD_CACHE=0`` turns it off.  Layout::
+
+    toolchain.json            which NVRTC and header folders were last used (see toolchain.py)
+    v2/ab12…ef.bin            one kernel cache entry per key (sha256 hex); one flat folder:
+                              ext4/NTFS/APFS look names up by hash, and creating a shard folder
+                              cost 0.6 ms per miss
+    v2/.locks                 byte-range locks, one byte per key, taken around a compile (POSIX;
+                              Windows uses a ``<key>.lock`` file per key)
+    v2/.tmp-…                 a write in progress (swept when stale)
+
+Whoever can write the folder chooses the code a compile returns and, through ``toolchain.json``,
+the library loaded into the process, so it is trusted as ssh and pip trust theirs (_trust.py); a
+folder that is not is unused, with one :class:`CacheWarning` that names it and the fix.  One that
+cannot be created or written gives one warning and the process goes on without it.  Both verdicts
+are kept per folder for the rest of the process, in the one :class:`Folder` of its path, which the
+kernel cache and the toolchain record share.  Neither needs the other's modules: the status
+report reads ``toolchain.json`` without importing the kernel cache.
+
+Imports of cudaload: _trust.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+
+from .. import _trust
+
+__all__ = ["FORMAT", "CacheWarning", "Folder", "chosen", "configured"]
+
+# The format of the kernel cache's entries (cache/entry.py writes it into each one): entries of
+# each format have a folder of their own, so a version that reads another format never sees them.
+FORMAT = 2
+
+
+class CacheWarning(UserWarning):
+    """The disk cache cannot be used, or a cache setting is not understood; compiling goes on."""
+
+
+class Folder:
+    """The cache folder ``root`` (entries in ``root/v<FORMAT>``, the ``folder``), with what this
+    process found of it: ``trusted`` (owner and mode found fit), ``shared`` (a group's, by
+    ``CUDALOAD_CACHE_SHARED``) and ``broken`` (warned about, and off for the rest of the
+    process)."""
+
+    def __init__(self, root):
+        self.root = os.path.abspath(os.fspath(root))
+        self.folder = os.path.join(self.root, f"v{FORMAT}")
+        self.trusted = self.shared = self.broken = False
+
+    @property
+    def usable(self) -> bool:
+        """Whether the folder is used: it has not failed, and it may be trusted (see vouch)."""
+        return not self.broken and (self.trusted or self.vouch())
+
+    def make(self) -> None:
+        """Create the entries folder (and the cache folder, private) if needed.  Raises
+        OSError."""
+        try:
+            os.mkdir(self.folder, 0o700)
+        except FileExistsError:
+            return
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(self.root), exist_ok=True)  # ~/.cache, as programs do
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.root, 0o700)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.folder, 0o700)
+        if _trust.shared():  # a group's folder: its entries folder is the group's as well
+            os.chmod(self.folder, stat.S_IMODE(os.stat(self.root).st_mode) & 0o2770)
+
+    def problem(self) -> tuple[str, str] | None:
+        """(folder, why) when the cache folder or its entries folder may not be used, else None.
+        Raises FileNotFoundError when the cache folder does not exist yet."""
+        return _trust.cache_problem(self.root, self.folder, _trust.shared())
+
+    def check(self):
+        """The test each file read from the folder must pass (see _trust.py)."""
+        return _shared_problem if self.shared else _trust.problem
+
+    def vouch(self) -> bool:
+        """Whether the folder may be used; when not, warn once and leave it unused.  A folder
+        not made yet is checked again once it exists."""
+        shared = _trust.shared()
+        try:
+            found = _trust.cache_problem(self.root, self.folder, shared)
+        except FileNotFoundError:
+            return True  # made by this process, 0700, when its first entry is written
+        if found is not None:
+            folder, why = found
+            self._warn_once(
+                f"kernel cache folder {folder} is not used: {why}, and whoever may write it "
+                "would choose the code this process runs. Next step: make it yours and private "
+                f"(chown -R $USER {folder}; chmod 700 {folder}), remove it, or set "
+                "CUDALOAD_CACHE_DIR to a folder of your own; for a cache a group shares on "
+                f"purpose (chgrp GROUP; chmod 2770), set {_trust.SHARED_ENV}=1")
+            return False
+        self.trusted, self.shared = True, shared
+        return True
+
+    def give_up(self, exc: OSError, doing: str) -> None:
+        """Warn once that the folder failed while ``doing``, and leave it unused."""
+        self._warn_once(f"kernel cache folder {self.root} cannot be used ({doing}: {exc}); going "
+                        "on without the disk cache. Next step: set CUDALOAD_CACHE_DIR to a "
+                        "writable folder with free space, or CUDALOAD_CACHE=0 to silence this")
+
+    def _warn_once(self, text: str) -> None:
+        if not self.broken:
+            self.broken = True
+            import warnings  # here: a process whose cache works never imports it
+
+            warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
+
+
+def _shared_problem(st) -> str | None:
+    return _trust.problem(st, shared_by_group=True)
+
+
+_OFF_WORDS = ("0", "false", "no", "off")
+_by_root: dict[str, Folder] = {}  # one per folder: its trust and failure hold process-wide
+# (CUDALOAD_CACHE, CUDALOAD_CACHE_DIR, XDG_CACHE_HOME, HOME) -> the folder they name, or None when
+# off: resolved once per setting, since a compile asks for it and the environment reads are most
+# of a lookup
+_by_setting: dict[tuple, Folder | None] = {}
+
+
+def _for_root(root: str) -> Folder:
+    found = _by_root.get(root)
+    if found is None:
+        found = _by_root[root] = Folder(root)
+    return found
+
+
+def _root(configured_dir: str | None, xdg: str | None) -> str:
+    if configured_dir:
+        return os.path.abspath(os.path.expanduser(configured_dir))
+    return os.path.join(xdg or os.path.join(os.path.expanduser("~"), ".cache"), "cudaload")
+
+
+def chosen() -> Folder | None:
+    """The folder the environment names, or None when ``CUDALOAD_CACHE=0`` turns it off (used or
+    not: see :attr:`Folder.usable`)."""
+    env = os.environ
+    setting = (env.get("CUDALOAD_CACHE"), env.get("CUDALOAD_CACHE_DIR"),
+               env.get("XDG_CACHE_HOME"), env.get("HOME"))
+    try:
+        return _by_setting[setting]
+    except KeyError:
+        off = (setting[0] or "1").strip().lower() in _OFF_WORDS
+        found = _by_setting[setting] = None if off else _for_root(_root(setting[1], setting[2]))
+        return found
+
+
+def configured() -> Folder:
+    """The folder the environment names, even with ``CUDALOAD_CACHE=0`` (``cudaload cache``
+    looks after it then too)."""
+    env = os.environ
+    return _for_root(_root(env.get("CUDALOAD_CACHE_DIR"), env.get("XDG_CACHE_HOME")))

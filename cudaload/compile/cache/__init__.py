@@ -1,0 +1,32 @@
+"""The kernel cache: compiled code kept by key, first in a bounded cache per process
+(:data:`MEMORY`), then in a folder processes share (:class:`DiskCache`); :func:`default` gives
+the one compiles use now, :data:`NULL` when the disk part is off.
+
+Which folder, whether it is on and whether it may be trusted is _cache_folder.py's (the toolchain
+record lives there too).  The parts, each a module of this package:
+
+    entry.py      the bytes of one entry (bundles hold the same bytes)
+    memory.py     the in-process cache, bounded in bytes, and :data:`MEMORY`
+    disk.py       :class:`DiskCache` (look up, lock, store, evict) and :func:`default`
+    locks.py      the per-key locks processes take around a compile
+    writer.py     the thread that writes a miss's entry after its compile returned
+    limits.py     the size bounds ``CUDALOAD_CACHE_MAX_BYTES``, ``CUDALOAD_MEMORY_CACHE_MAX_BYTES``
+    pruning.py    ``cudaload cache info|clear|prune``, the size bound kept, stale files swept
+
+Imports of cudaload: _cache_folder, disk, entry, limits, memory, pruning.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+from .._cache_folder import FORMAT, CacheWarning
+from .disk import NULL, DiskCache, NullCache, configured, default, directory
+from .entry import HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
+from .limits import byte_count, max_bytes
+from .memory import MEMORY
+from .pruning import GRACE_S, STALE_TMP_S
+
+__all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP_S", "MEMORY",
+           "NULL", "CacheWarning", "DiskCache", "NullCache", "default", "configured",
+           "directory", "max_bytes", "byte_count", "encode", "decode"]
