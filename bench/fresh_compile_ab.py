@@ -44,7 +44,9 @@ print(json.dumps({"ms": (time.perf_counter() - start) * 1e3, "cached": obj.cache
 
 
 def _run(tree: str, source: str, cache: str, here: str) -> dict:
-    env = {**os.environ, "CUDALOAD_CACHE_DIR": cache, "PYTHONPATH": tree}
+    path = os.environ.get("PYTHONPATH")  # kept after the tree: cffi may come from there
+    env = {**os.environ, "CUDALOAD_CACHE_DIR": cache,
+           "PYTHONPATH": tree + (os.pathsep + path if path else "")}
     proc = subprocess.run([sys.executable, "-c", CHILD, source, here], env=env, cwd=here,
                           capture_output=True, text=True, timeout=300)
     if proc.returncode:
