@@ -6,7 +6,8 @@ A text stays registered exactly as long as its function lives (a finalizer remov
 registered text is bounded by what the launch state already keeps, one text per live function,
 about the size of the function's own code object; a count-bounded cache instead could drop the
 text of a function still in use.  The functions are built on the slow path only: naming them costs
-a launch nothing.
+a launch nothing (the same code runs, from another file name), and a process's first costs
+importing ``linecache`` once, unless something (numpy, logging, traceback) imported it before.
 
 Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
@@ -14,7 +15,6 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 from __future__ import annotations
 
 import itertools
-import linecache
 import weakref
 
 __all__ = ["define"]
@@ -26,6 +26,8 @@ _NAME_SHOWN = 60  # characters of a kernel's name in the file name (template nam
 def define(text: str, env: dict, name: str, what: str, kernel: str):
     """Run ``text`` in the globals ``env`` and return the function ``name`` it defines, whose code
     reads as the file ``<cudaload WHAT KERNEL#N>``."""
+    import linecache  # here: it imports tokenize, which a process that builds none need not
+
     shown = kernel if len(kernel) <= _NAME_SHOWN else kernel[:_NAME_SHOWN] + "..."
     filename = f"<cudaload {what} {shown}#{next(_serial)}>"
     exec(compile(text, filename, "exec"), env)  # noqa: S102 - callers build text from fixed names
