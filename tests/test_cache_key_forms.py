@@ -270,3 +270,26 @@ def test_after_a_traced_failure_nvrtc_traces_no_more_and_the_scan_is_trusted(cac
     assert json.loads(proc.stdout.splitlines()[-1]) == {"untraced": True, "value": 111}
     spec = dict(source='#include "v.h"\n' + KERNEL + "// after\n")  # the same program
     assert compile_value(tmp_path, **spec) == {"value": 111, "cached": "disk"}
+
+
+def test_a_trace_folder_removed_after_the_program_was_made_is_refused_not_an_abort(tmp_path):
+    """NVRTC aborts the process when it cannot write its trace: the path is checked again at
+    compile(), not only when the Program is made."""
+    code = (f"import os, shutil, cudaload\n"
+            f"p = cudaload.Program('__global__ void k() {{}}', options=["
+            f"'--fdevice-time-trace={tmp_path}/gone/t'])\n"
+            f"shutil.rmtree('{tmp_path}/gone')\n"
+            f"try:\n    p.compile(arch=90, output='ptx')\n"
+            f"except ValueError as exc:\n    print('refused:', exc)\n")
+    (tmp_path / "gone").mkdir()
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=child_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused:" in proc.stdout and "fdevice-time-trace" in proc.stdout
+
+
+def test_a_trace_asked_for_through_ptxas_is_the_callers_too():
+    from cudaload.compile import _reads
+
+    assert _reads.asked_by(["-Xptxas=--fdevice-time-trace=/tmp/x"])
+    assert not _reads.asked_by(["-Xptxas=-v", "-DTRACE=1"])

@@ -61,7 +61,7 @@ def mark_broken() -> None:
 def asked_by(options) -> bool:
     """Whether the caller's own options ask NVRTC for a trace: then no other is asked for, and the
     result is not kept on disk (a hit would write no trace)."""
-    return any(o.lstrip("-").startswith(OPTION[2:-1]) for o in options)
+    return any(OPTION[2:-1] in o for o in options)  # -Xptxas=--fdevice-time-trace=... too
 
 
 # NVRTC aborts the whole process when it cannot write its trace (LLVM's fatal error): a trace is

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from . import _linker, _reads, _targets, cache, includes, toolchain
+from . import _linker, _option_files, _reads, _targets, cache, includes, toolchain
 from .. import _log
 from ..errors import NvrtcError
 from .objectcode import ObjectCode
@@ -160,6 +160,9 @@ class Plan:
         from ..bindings import nvrtc
 
         program, tc, sure = self.program, self.tc, self.inputs.sure
+        # Checked when the Program was made, and again now: NVRTC aborts the process on a file
+        # option whose folder has gone since.
+        _option_files.check_files(program.options)
         gpu = target.sm() if kind == "cubin" else target.compute()
         options = (*program.options, f"--gpu-architecture={gpu}", *tc.include_options)
         made = "ltoir" if program._lto else kind
