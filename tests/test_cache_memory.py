@@ -217,8 +217,8 @@ def test_the_remembered_arguments_are_bounded(monkeypatch):
     _prepare.forget()
     for i in range(50):
         Program(f"// {i}")
-    assert len(_prepare._table) == 10
+    assert len(_prepare._remembered.table) == 10
     monkeypatch.setattr(_prepare, "MAX_CHARS", 1000)
     Program("x" * 600)
     Program("y" * 600)
-    assert _prepare._chars[0] <= 1000
+    assert _prepare._remembered.chars <= 1000

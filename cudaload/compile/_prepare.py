@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import _thread
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 from . import _option_files, options as _options
 from ._sha import sha256
@@ -33,21 +33,45 @@ MAX_ENTRIES = 1024
 MAX_CHARS = 16 << 20
 
 
-class Prepared(tuple):
-    """(source, name, headers as (name, text) pairs, include_paths, options, name_expressions,
-    the parts the digest covers, the digest, the characters of source and headers, whether the
-    program is linked by nvJitLink, and a cell that Program.compile keeps the request asked last
-    in, for every Program made with these arguments)."""
+# A named tuple: read by field name at the speed of a tuple (Program's properties are
+# attrgetters of these names).  ``asked`` is an :class:`Asked` that every Program made with these
+# arguments shares.
+Prepared = namedtuple("Prepared", (
+    "source", "name", "headers", "include_paths", "options", "name_expressions",
+    "parts", "digest", "chars", "lto", "asked"))
+Prepared.__doc__ = """A Program's checked arguments: source, name, headers as (name, text) pairs,
+include_paths, options, name_expressions; the parts the digest covers, the digest, the characters of
+source and headers (what the memory cache counts), whether nvJitLink links it, and ``asked``."""
 
-    __slots__ = ()
+
+class Asked:
+    """The request a Program made with these arguments was asked last, shared by all of them:
+    ``last`` is (arch, output, memory key), set as one tuple so a thread never reads half of one.
+    A Program made again and asked as the last one was then finds its memory key without hashing
+    anything (Program.compile)."""
+
+    __slots__ = ("last",)
+
+    def __init__(self):
+        self.last = NOTHING_ASKED
 
 
-_table: OrderedDict = OrderedDict()  # frozen arguments -> Prepared, least recently used first
-_chars = [0]
-_newest: list = [None]  # the result found last, which is the most recent in _table then
-_lock = _thread.allocate_lock()
+class _Remembered:
+    """The results remembered for frozen arguments, least recently used first, bounded in count
+    and in characters; ``newest`` is the one found last (the most recent in ``table`` then)."""
+
+    __slots__ = ("table", "chars", "newest", "lock")
+
+    def __init__(self):
+        self.table: OrderedDict = OrderedDict()
+        self.chars = 0
+        self.newest = None
+        self.lock = _thread.allocate_lock()
+
+
 _UNHASHABLE = object()
 NOTHING_ASKED = (_UNHASHABLE, None, None)  # no arch is this object
+_remembered = _Remembered()
 
 
 def _frozen(value, kind: str = ""):
@@ -67,52 +91,58 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
             fast_math, line_info, debug, max_registers, relocatable, lto) -> Prepared:
     """The prepared arguments of a Program.  Raises what :func:`_prepare` raises."""
     # The defaults ((), None) are taken as they are: building the key must cost little.
-    memo = (source, name.__class__, name,
-            options if options.__class__ is tuple else _frozen(options),
-            headers if headers is None else _frozen(headers),
-            include_paths if include_paths.__class__ is tuple else _frozen(include_paths),
-            name_expressions if name_expressions.__class__ is tuple else _frozen(name_expressions),
-            std, defines if defines is None else _frozen(defines, "defines"),
-            # With its type: True == 1, and True is refused where 1 is not.
-            fast_math, line_info, debug, max_registers.__class__, max_registers, relocatable, lto)
+    frozen = (options if options.__class__ is tuple else _frozen(options),
+              headers if headers is None else _frozen(headers),
+              include_paths if include_paths.__class__ is tuple else _frozen(include_paths),
+              name_expressions if name_expressions.__class__ is tuple
+              else _frozen(name_expressions),
+              std, defines if defines is None else _frozen(defines, "defines"))
+    # max_registers with its type: True == 1, and True is refused where 1 is not.
+    memo = (source, name.__class__, name, *frozen, fast_math, line_info, debug,
+            max_registers.__class__, max_registers, relocatable, lto)
+    remembered = _remembered
     try:
-        found = _table.get(memo)
+        found = remembered.table.get(memo)
     except TypeError:  # something unhashable inside
         found = memo = None  # type: ignore[assignment]  # no memo for this call
     if found is not None:
         # The same Program made again (the common case) is the most recent entry already.
         # (Threads racing here can leave it one place off: which entry is dropped first.)
-        if found is not _newest[0]:
+        if found is not remembered.newest:
             try:
-                _table.move_to_end(memo)
+                remembered.table.move_to_end(memo)
             except KeyError:  # dropped by another thread meanwhile
                 pass
-            _newest[0] = found
+            remembered.newest = found
         return found
     made = _prepare(source, name, options, headers, include_paths, name_expressions, std,
                     defines, (fast_math, line_info, debug, max_registers, relocatable, lto))
-    if memo is not None and _UNHASHABLE not in memo[3:9] and not (
-            _option_files.names_files(made[4])):
+    # Options that name a file are checked at each Program (the file may go): never remembered.
+    if memo is not None and _UNHASHABLE not in frozen and not (
+            _option_files.names_files(made.options)):
         _remember(memo, made)
     return made
 
 
 def _remember(memo, made: Prepared) -> None:
-    with _lock:
-        if memo in _table:
+    remembered = _remembered
+    with remembered.lock:
+        if memo in remembered.table:
             return
-        _table[memo] = made
-        _chars[0] += made[8]
-        while _table and (len(_table) > MAX_ENTRIES or _chars[0] > MAX_CHARS):
-            _key, old = _table.popitem(last=False)
-            _chars[0] -= old[8]
+        remembered.table[memo] = made
+        remembered.chars += made.chars
+        while remembered.table and (len(remembered.table) > MAX_ENTRIES
+                                    or remembered.chars > MAX_CHARS):
+            _key, old = remembered.table.popitem(last=False)
+            remembered.chars -= old.chars
 
 
 def forget() -> None:
     """Forget every remembered result."""
-    with _lock:
-        _table.clear()
-        _chars[0] = 0
+    remembered = _remembered
+    with remembered.lock:
+        remembered.table.clear()
+        remembered.chars = 0
 
 
 def _prepare(source, name, options, headers, include_paths, name_expressions, std, defines,
@@ -145,8 +175,8 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
     parts = ("program", name, source, *[x for item in sorted(pairs) for x in item],
              "options", *built, "names", *names, "files")
     chars = len(source) + sum(len(k) + len(v) for k, v in pairs)
-    return Prepared((source, name, pairs, include_paths, built, names, parts, digest(*parts),
-                     chars, _options.links(built), [NOTHING_ASKED]))
+    return Prepared(source, name, pairs, include_paths, built, names, parts, digest(*parts),
+                    chars, _options.links(built), Asked())
 
 
 def _name(value, what: str, example: str) -> str:

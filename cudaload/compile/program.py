@@ -18,6 +18,7 @@ Layer 2, compile: may import the foundation, bindings and compile.
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 
 from . import _hooks, _prepare, _targets, cache, includes, toolchain
 from .. import lifetime
@@ -31,9 +32,10 @@ __all__ = ["Program", "Origin", "recompile_refused"]
 OUTPUTS = ("auto", "cubin", "ptx")
 
 
-def _field(index: int, doc: str) -> property:
-    """Field ``index`` of a Program's prepared arguments (_prepare.Prepared), read-only."""
-    return property(lambda self: self._p[index], doc=doc)
+def _field(name: str, doc: str) -> property:
+    """Field ``name`` of a Program's prepared arguments (_prepare.Prepared), read-only (an
+    attrgetter: read in C, as fast as a tuple's item)."""
+    return property(attrgetter("_p." + name), doc=doc)
 
 
 class Program:
@@ -58,16 +60,17 @@ class Program:
         self._p = p = _prepare.prepare(
             source, name, options, headers, include_paths, name_expressions, std, defines,
             fast_math, line_info, debug, max_registers, relocatable, lto)
-        self.headers = dict(p[2]) if p[2] else {}
+        self.headers = dict(p.headers) if p.headers else {}
 
-    source = _field(0, "the text (bytes are decoded as UTF-8)")
-    name = _field(1, "the file name NVRTC reports in its log")
-    include_paths = _field(3, "the folders searched for #include, as given")
-    options = _field(4, "the NVRTC options the keywords and options= make")
-    name_expressions = _field(5, "C++ names instantiated and looked up")
-    _parts, _digest, _size = _field(6, "what the digest covers"), _field(7, "the digest"), \
-        _field(8, "characters of source and headers")
-    _lto = _field(9, "whether nvJitLink links it (lto=True)")
+    source = _field("source", "the text (bytes are decoded as UTF-8)")
+    name = _field("name", "the file name NVRTC reports in its log")
+    include_paths = _field("include_paths", "the folders searched for #include, as given")
+    options = _field("options", "the NVRTC options the keywords and options= make")
+    name_expressions = _field("name_expressions", "C++ names instantiated and looked up")
+    _parts = _field("parts", "what the digest covers")
+    _digest = _field("digest", "the digest")
+    _size = _field("chars", "characters of source and headers")
+    _lto = _field("lto", "whether nvJitLink links it (lto=True)")
 
     @classmethod
     def from_file(cls, path, **kw) -> Program:
@@ -113,8 +116,8 @@ class Program:
         # (arch, output, memory key) asked last of any Program made with these arguments: a
         # Program made again, asked as the last one was, looks its key up in the memory cache
         # as the same object, which is then the newest there already.
-        last = self._p[10]
-        asked = last[0]
+        shared = self._p.asked
+        asked = shared.last
         if arch is asked[0] and output is asked[1]:
             key = asked[2]
         else:
@@ -123,8 +126,8 @@ class Program:
             except (KeyError, TypeError):  # first asked, or not an arch: _request says which
                 request = _request(arch, output)
             # Only an arch _request took is remembered: hashable, so never changed in place.
-            key = (self._p[7], request)
-            last[0] = (arch, output, key)
+            key = (self._p.digest, request)
+            shared.last = (arch, output, key)
         # A hit holds while the files its compile read are as they were (nothing to check for
         # a program that reads none, the common case).
         hit = cache.MEMORY.get(key)
@@ -192,7 +195,7 @@ class Program:
         """The Program whose prepared arguments are ``prepared`` (an :class:`Origin`'s)."""
         program = cls.__new__(cls)
         program._p = prepared
-        program.headers = dict(prepared[2]) if prepared[2] else {}
+        program.headers = dict(prepared.headers) if prepared.headers else {}
         return program
 
 
