@@ -13,19 +13,21 @@ from .options import Arch, parse_arch
 
 __all__ = ["choose", "check_plausible", "driver_version", "assume_driver_version"]
 
-_assumed_driver: list = []  # in a compile worker: the calling process's answer (parallel.py)
+_NOT_ASSUMED = object()
+_assumed_driver: object = _NOT_ASSUMED  # in a compile worker: the calling process's answer
 
 
 def assume_driver_version(version: int | None) -> None:
     """From now on take ``version`` for the driver's, without loading libcuda: a compile worker
     (parallel.py) keys PTX as the process that asked for it does, and never touches CUDA."""
-    _assumed_driver[:] = [version]
+    global _assumed_driver
+    _assumed_driver = version
 
 
 def driver_version() -> int | None:
     """The driver's CUDA version (e.g. 13000), or None without a driver."""
-    if _assumed_driver:
-        return _assumed_driver[0]
+    if _assumed_driver is not _NOT_ASSUMED:
+        return _assumed_driver  # type: ignore[return-value]  # an int or None, as assumed
     try:
         from ..bindings import driver
 

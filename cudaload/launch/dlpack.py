@@ -68,7 +68,7 @@ _EXPORTS: dict[int, _Export] = {}
 # What _references says of an export whose capsule nothing else holds: measured the same way, so
 # that the interpreter's own counting is in it.
 _ALONE = _references(_Export(None, None, None, object(), b""))
-_sweeping = [False]
+_sweeping = False  # whether _sweep is running (a release it makes may call it again)
 
 
 def request(device: Device, stream, max_version, dl_device, copy) -> tuple[bool, bool, bool]:
@@ -168,9 +168,10 @@ def _release(record: _Export) -> None:
 
 def _sweep() -> None:
     """Let go of the capsules consumers took, and drop the exports nobody will take."""
-    if _sweeping[0]:
+    global _sweeping
+    if _sweeping:
         return
-    _sweeping[0] = True
+    _sweeping = True
     try:
         for address, record in list(_EXPORTS.items()):
             if record.capsule is None:
@@ -181,7 +182,7 @@ def _sweep() -> None:
             elif alone and _EXPORTS.pop(address, None) is record:
                 _release(record)
     finally:
-        _sweeping[0] = False
+        _sweeping = False
 
 
 # A consumer may free its view while the interpreter shuts down, after this module's globals are

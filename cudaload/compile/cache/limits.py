@@ -47,15 +47,17 @@ def max_bytes() -> int | None:
     return limit
 
 
-_memory_setting: list = [None, MEMORY_DEFAULT_BYTES]  # (the text last read, its bound)
+_memory_setting: tuple = (None, MEMORY_DEFAULT_BYTES)  # (the text last read, its bound)
 
 
 def memory_max_bytes() -> int:
     """The bound ``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` sets, else :data:`MEMORY_DEFAULT_BYTES` (also
     for a value that is not a number of bytes: warned about once per value)."""
+    global _memory_setting
     text = os.environ.get("CUDALOAD_MEMORY_CACHE_MAX_BYTES", "")
-    if text == _memory_setting[0]:
-        return _memory_setting[1]
+    read, bound = _memory_setting
+    if text == read:
+        return bound
     limit = byte_count(text.strip()) if text.strip() else MEMORY_DEFAULT_BYTES
     if limit is None:
         import warnings
@@ -64,5 +66,5 @@ def memory_max_bytes() -> int:
                       f"bytes; the default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning,
                       stacklevel=4)
         limit = MEMORY_DEFAULT_BYTES
-    _memory_setting[:] = [text, limit]
+    _memory_setting = (text, limit)  # one tuple: a thread never reads half of it
     return limit
