@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests.conftest import scenario_json
+from tests.conftest import run_json, scenario_json
 
 pytest.importorskip("numpy")
 
@@ -85,3 +85,17 @@ def test_generated_launcher_and_packer_show_their_text_and_go_with_the_kernel(re
     assert frames[packer[0]] == "pack_into(buf, 0, c0(a0))", frames
     assert "4 bytes given, the parameter has 8" in out["traceback"]
     assert out["left"] == []  # the texts live as long as the functions, no longer
+
+
+def test_the_launch_layer_imports_linecache_only_with_its_first_generated_function():
+    # linecache imports tokenize: a process that loads kernels but builds no launcher need not
+    out = run_json("""
+import json, sys
+import cffi
+from cudaload.launch import arguments, kernel, signature
+seen = [m in sys.modules for m in ("linecache", "tokenize")]
+p = arguments.Packer(cffi.FFI(), "k", signature.build_params(["int"], None), 0)
+p.plan((int,))
+print(json.dumps(seen + [m in sys.modules for m in ("linecache", "tokenize")]))
+""")
+    assert out == [False, False, True, True]

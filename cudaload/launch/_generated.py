@@ -30,8 +30,12 @@ def define(text: str, env: dict, name: str, what: str, kernel: str):
 
     shown = kernel if len(kernel) <= _NAME_SHOWN else kernel[:_NAME_SHOWN] + "..."
     filename = f"<cudaload {what} {shown}#{next(_serial)}>"
-    exec(compile(text, filename, "exec"), env)  # noqa: S102 - callers build text from fixed names
+    exec(text, env)  # noqa: S102 - callers build the text from integers and fixed names only
     function = env[name]
+    # Named after the fact: a process's first compile() sets up the classes of every ast node
+    # (10M instructions), which exec of a str does not need.  The texts define no nested
+    # functions, whose code would keep the old name.
+    function.__code__ = function.__code__.replace(co_filename=filename)
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     # atexit=False: at exit nothing reads the texts any more; leave the finalizer registry alone.
     weakref.finalize(function, linecache.cache.pop, filename, None).atexit = False
