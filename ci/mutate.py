@@ -42,6 +42,12 @@ _RUNNING: set = set()  # the pytest processes running now, ended with the run wh
 # the module.
 _LOG_GUARD = ("a guard that only spares building a DEBUG record's arguments: _log.debug itself "
               "sends nothing when the logger is off")
+_NO_WORD = ("a line whose first character cannot begin a name gives a word that is no directive "
+            "name (each begins with a letter), which the scan passes over as it does None")
+_NO_MARK = ("a text with neither '#' nor '%:' has no directive line: the scan of its lines finds "
+            "none and gives ((), False) as the early return does")
+_JOINED_PARTS = ("without '..', the parts of the path joined again are what normpath gives, but "
+                 "for a leading '//', which normpath keeps and Linux reads as '/': the same file")
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("cudaload/compile/cache/disk.py", "*", "condition -> True", 'if _log.enabled("cache"):'):
         _LOG_GUARD,
@@ -60,6 +66,33 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "either way",
     ("cudaload/_trust.py", "path_problem", "statement removed", "return None"):
         "path_problem's except clause: without it the function ends there and returns None too",
+    # _directives.py: shortcuts that spare work, not change answers.
+    ("cudaload/compile/_directives.py", "_word", "statement removed",
+     "if not line or line[0] not in _FIRST:"): _NO_WORD,
+    ("cudaload/compile/_directives.py", "_word", "condition -> False",
+     "if not line or line[0] not in _FIRST:"): _NO_WORD,
+    ("cudaload/compile/_directives.py", "_word", "statement removed", "return None"): _NO_WORD,
+    ("cudaload/compile/_directives.py", "_scan", "condition -> True", 'if "\\\\" in text:'):
+        "str.replace of a line splice in a text without a backslash changes nothing",
+    ("cudaload/compile/_directives.py", "_scan", "statement removed",
+     'if "#" not in text and "%:" not in text:'): _NO_MARK,
+    ("cudaload/compile/_directives.py", "_scan", "condition -> False",
+     'if "#" not in text and "%:" not in text:'): _NO_MARK,
+    ("cudaload/compile/_directives.py", "_scan", "statement removed", "return (), False"):
+        _NO_MARK,
+    ("cudaload/compile/_directives.py", "_scan", "statement removed", "continue"):
+        "the continue after an include's entry: the next test, word not in (if, elif, define), "
+        "continues for every include word too (the other continues of _scan are killed)",
+    # includes.py
+    ("cudaload/compile/includes.py", "resolve", "statement removed",
+     "candidates: list[tuple[str | None, int]]"):
+        "an annotation without a value: nothing runs for it in a function body",
+    ("cudaload/compile/includes.py", "_join", "statement removed", 'if ".." not in path:'):
+        _JOINED_PARTS,
+    ("cudaload/compile/includes.py", "_join", "condition -> False", 'if ".." not in path:'):
+        _JOINED_PARTS,
+    ("cudaload/compile/includes.py", "_join", "statement removed",
+     "return os.path.normpath(path)"): _JOINED_PARTS,
 }
 
 _NEGATED = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt,

@@ -406,6 +406,9 @@ def test_the_witness_sees_an_edit_and_a_move_of_the_current_folder(tree, monkeyp
     assert not includes.still_valid((str(tree), ()))
     assert includes.still_valid(())
     assert includes.Inputs((), (), True).still_valid() and not includes.Inputs((), (), True).sure
+    # one Inputs is kept per program in memory: no per-instance dict, and no attribute misspelt
+    with pytest.raises(AttributeError):
+        includes.Inputs((), (), True).witnes = ()
 
 
 def test_watching_adds_the_files_read_and_the_folders_an_include_of_them_is_looked_up_in(tree):
@@ -498,3 +501,39 @@ def test_from_package_refuses_a_missing_resource_and_text_that_is_not_utf8(packa
     with pytest.raises(ValueError, match=f"^{name}:bad.h is not UTF-8 text \\(byte 0xe9 at offset "
                                          "6\\); save it as UTF-8$"):
         includes.from_package(name, "k.cu")
+
+
+@pytest.mark.parametrize("source, sure", [
+    ('extern "C" __global__ void k() {}\n', True),
+    ("#include <a.h>\n#include <b/c.h>\n", True),
+    ('const char *s = "\\n";\n#include <a.h>\n', True),
+    ("#inc\\\nlude <a.h>\n", True),  # a splice the scan joins: the include it took
+    ("#inc\\\r\nlude <a.h>\n", True),
+    ("#include <a.h>\n// include x\n", False),
+    ("??=include <a.h>\n", False),
+    ("#\\u0069nclude <a.h>\n", False),
+    ("#\\U00000069nclude <a.h>\n", False),
+    ("#import <a.h>\n", False),
+    ("#inc\\ \nlude <a.h>\n", False),  # a backslash and blanks: a splice to some preprocessors
+    ("#inc\\\t\r\nlude <a.h>\n", False),
+    ("#if __has_include(<a.h>)\n#endif\n", False),
+])
+def test_sure_only_where_every_include_word_is_one_the_scan_took(tree, source, sure):
+    assert _resolve(tree, source).sure is sure
+
+
+def test_a_first_resolve_of_angle_includes_compiles_no_regular_expression():
+    """A kernel of <...> includes takes the fast path at every compile(): the pattern for a
+    backslash and blanks before a line break is compiled only for a text that has a backslash."""
+    from tests.conftest import run_json
+
+    got = run_json("""
+        import json, re
+        from cudaload.compile import includes
+        compiled = []
+        real = re._compile
+        re._compile = lambda *a, **k: compiled.append(a[0]) or real(*a, **k)
+        found = includes.resolve('#include <cuda_fp16.h>\\n#pragma once\\n', "k.cu", {}, (), [])
+        print(json.dumps({"sure": found.sure, "compiled": compiled}))
+    """)
+    assert got == {"sure": True, "compiled": []}

@@ -79,6 +79,8 @@ def test_includes_of_each_spelling(text, found, computed):
     ('#define HAS(x) __has_include(x)\n#define H (<d.h>) ("e.h")\n'
      '#if HAS(<v.h>) && HAS("w.h")\n#endif\n', (probe(False, "v.h"), probe(True, "w.h")), False),
     ('#define P __has_include(<d.h>)\n', (probe(False, "d.h"),), False),
+    ('#if HAS("w.h")\n#elif HAS(<v.h>)\n#endif\n', (probe(True, "w.h"), probe(False, "v.h")),
+     False),
     ("#if defined(X) && Y < 3\n#endif\n", (), False),
 ])
 def test_probes_of_each_spelling(text, found, computed):
