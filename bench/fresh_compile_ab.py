@@ -7,13 +7,15 @@ For each program (no include; CUDA's ``cuda_fp16.h``; a header of the user's fol
 repetition, both trees run back to back in fresh processes, in alternating order: a cold compile
 (an empty cache folder that holds the toolchain.json an earlier process wrote: NVRTC and the
 header folders already known) and then a disk hit (the folder the cold compile filled).  Each child
-times ``import cudaload`` and ``Program(...).compile(arch=90)`` itself.  Prints one JSON document:
+times ``import cudaload`` and ``Program(...).compile(arch=90)`` itself, both trees' bytecode
+compiled first (as an installed wheel has it).  Prints one JSON document:
 medians per tree and the median of the paired ratios (this tree / base).  Needs NVRTC, not a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -72,6 +74,8 @@ def main() -> None:
     with open(os.path.join(here, "v.h"), "w") as f:
         f.write("#define VAL 7\n")
     trees = {"this": ROOT, "base": base}
+    for tree in trees.values():  # bytecode first, as an installed wheel has it (bench/pycache.py)
+        compileall.compile_dir(os.path.join(tree, "cudaload"), quiet=1)
     rows: dict = {}
     try:
         for name, source in PROGRAMS.items():
