@@ -8,7 +8,6 @@ Layer 2, compile: may import the foundation, bindings and compile.
 
 from __future__ import annotations
 
-import numbers
 import operator
 import re
 
@@ -153,7 +152,7 @@ def _defines(defines) -> list[str]:
         if value is None:
             out.append(f"-D{name}")
             continue
-        if not isinstance(value, (str, numbers.Number)):
+        if not isinstance(value, (str, int, float)) and not _number(value):
             # Another object's text may hold its address ("<object object at 0x7f...>"): a macro,
             # and a cache key, that would differ in every process.
             raise TypeError(f"defines[{name!r}]: the value must be a str, a number or None, not "
@@ -165,6 +164,14 @@ def _defines(defines) -> list[str]:
                              "or NUL; a macro's value is one line of text")
         out.append(f"-D{name}={text}")
     return out
+
+
+def _number(value) -> bool:
+    """Whether ``value`` is a number of another type (numpy's, Fraction, Decimal); ``numbers`` is
+    imported for these only: a Program made in a fresh process should not pay for it."""
+    import numbers
+
+    return isinstance(value, numbers.Number)
 
 
 def _include_paths(paths) -> tuple[str, ...]:

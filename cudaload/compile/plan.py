@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from . import _linker, _option_files, _reads, _targets, cache, includes, toolchain
+from . import _linker, _option_files, _targets, cache, includes, toolchain
 from .. import _log
 from ..errors import NvrtcError
 from .objectcode import ObjectCode
@@ -158,6 +158,7 @@ class Plan:
         toolchain can be read (NVRTC's trace costs 2-3 ms of each compilation: not asked for
         then)."""
         from ..bindings import nvrtc
+        from . import _reads  # here: a Plan that builds nothing (a disk hit) needs no trace
 
         program, tc, sure = self.program, self.tc, self.inputs.sure
         # Checked when the Program was made, and again now: NVRTC aborts the process on a file
@@ -199,6 +200,8 @@ class Plan:
         """The files NVRTC read (``names``, from _nvrtc) that the key does not cover: [] when
         there are none or this NVRTC gives no trace (it has none, or its traces broke in this
         process: the scan is trusted there), None when which files were read is not known."""
+        from . import _reads
+
         program, key = self.program, self.key
         if names is None:
             if _reads.untraced() and not _reads.asked_by(program.options):

@@ -8,7 +8,7 @@ cache folder (_cache_folder.py; the kernel cache's modules are not needed for it
 with ``os.stat``.  ``CUDALOAD_LIBNVRTC`` always wins: its file is the one checked.  Once NVRTC is
 loaded in the process, the loaded library is the truth.
 
-Imports of cudaload: _atomic, _cache_folder, _file_lock, _headers, _log, _sha, _trust, _untrusted,
+Imports of cudaload: _atomic, _cache_folder, _file_lock (to write), _headers, _log, _sha, _trust, _untrusted,
 lifetime, bindings (_loader, nvrtc).
 
 Layer 2, compile: may import the foundation, bindings and compile.
@@ -24,7 +24,7 @@ import _thread
 from collections import namedtuple
 
 from . import _cache_folder
-from .. import _atomic, _file_lock, _log, _trust, _untrusted, lifetime
+from .. import _atomic, _log, _trust, _untrusted, lifetime
 from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
     find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
@@ -300,6 +300,8 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
         place.make()  # made private
         if not place.trusted and not place.vouch():
             return
+        from .. import _file_lock  # only to write the record: reading it takes no lock
+
         # Read again under the lock: a process of another environment may have added its entry
         # since ``record`` was read, and writing ours over it would lose that one.
         with _file_lock.hold(os.path.join(root, RECORD + ".lock")):

@@ -13,7 +13,7 @@ record lives there too).  The parts, each a module of this package:
     limits.py     the size bounds ``CUDALOAD_CACHE_MAX_BYTES``, ``CUDALOAD_MEMORY_CACHE_MAX_BYTES``
     pruning.py    ``cudaload cache info|clear|prune``, the size bound kept, stale files swept
 
-Imports of cudaload: _cache_folder, disk, entry, limits, memory, pruning.
+Imports of cudaload: _cache_folder, disk, entry, limits, memory, pruning (when asked).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -25,8 +25,16 @@ from .disk import NULL, DiskCache, NullCache, configured, default, directory
 from .entry import HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
 from .limits import byte_count, max_bytes
 from .memory import MEMORY
-from .pruning import GRACE_S, STALE_TMP_S
 
 __all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP_S", "MEMORY",
            "NULL", "CacheWarning", "DiskCache", "NullCache", "default", "configured",
            "directory", "max_bytes", "byte_count", "encode", "decode"]
+
+
+def __getattr__(name: str):
+    # pruning.py's constants, imported when asked for: a disk hit needs none of pruning.py.
+    if name in ("GRACE_S", "STALE_TMP_S"):
+        from . import pruning
+
+        return getattr(pruning, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,7 @@ import contextlib
 import os
 import _thread
 
-from . import locks, pruning, writer as _writer
+from . import writer as _writer
 from .entry import MAX_ENTRY_BYTES, decode, encode
 from .limits import max_bytes
 from .memory import MEMORY
@@ -149,6 +149,8 @@ class DiskCache:
         try:
             if not self.swept:
                 self.ready()
+            from . import locks  # a miss's: a disk hit takes no lock
+
             release = locks.acquire_key(self.folder, key, 0o660 if self.place.shared else 0o600)
         except OSError as exc:
             self.place.give_up(exc, "creating a lock file")
@@ -232,6 +234,8 @@ class DiskCache:
         it."""
         limit = max_bytes()
         if limit is not None:  # not self.prune: that waits for the writer, which runs this
+            from . import pruning
+
             pruning.prune(self, limit, keep=entry, verify=False)
 
     # ---- the folder -----------------------------------------------------------------------------
@@ -245,6 +249,8 @@ class DiskCache:
             if not self.place.trusted and not self.place.vouch():
                 raise PermissionError(f"{self.root} is not to be trusted")
             self.swept = True
+            from . import pruning  # a disk hit sweeps nothing
+
             pruning.sweep_tmp(self.folder)
 
     # ---- looking after it (``cudaload cache info|clear|prune``) ---------------------------------
@@ -253,6 +259,8 @@ class DiskCache:
         """Location, whether compiles in this process use it, the number of entries and their
         bytes; ``problem`` says why a folder that is not to be trusted is not used."""
         self.writer.wait()  # the entries of this process's misses are counted
+        from . import pruning
+
         count, size = pruning.tally(self)
         try:
             found = self.problem()
@@ -267,6 +275,8 @@ class DiskCache:
         """Delete cudaload's own files (see pruning.py) and this process's memory cache; return
         the number of entries deleted.  Raises PermissionError for a folder not to be trusted."""
         self.writer.wait()  # an entry of a miss before the clear is cleared too
+        from . import pruning
+
         count = pruning.clear(self)
         MEMORY.clear()
         return count
@@ -276,6 +286,8 @@ class DiskCache:
         """Delete the least recently used entries beyond ``max_bytes``, corrupt entries, stale
         temporary and idle lock files (see pruning.py); return what was removed."""
         self.writer.wait()
+        from . import pruning
+
         return pruning.prune(self, max_bytes, keep=keep, verify=verify)
 
 
