@@ -189,7 +189,9 @@ def test_a_quoted_include_found_beside_the_program_stops_the_search(tree):
     assert _states(_resolve(tree, '#include "a.h"\n', ["-Iuser"])) == [("a.h", _digest(b"here"))]
 
 
-def test_no_source_include_skips_the_programs_folder_but_not_a_headers(tree):
+def test_no_source_include_skips_the_folder_of_every_file_that_includes(tree):
+    """NVRTC 13.5 with --no-source-include: neither the program's folder nor a header's is
+    searched (found by the NVRTC-oracle test: a pre-included h.h including "h.h")."""
     (tree / "a.h").write_text("here")
     (tree / "user" / "b.h").write_text('#include "c.h"\n')
     (tree / "user" / "c.h").write_text("c")
@@ -199,6 +201,21 @@ def test_no_source_include_skips_the_programs_folder_but_not_a_headers(tree):
         ("user/a.h", "absent"), ("user/b.h", _digest(b'#include "c.h"\n')),
         ("user/c.h", _digest(b"c"))]
     assert _states(_resolve(tree, source)) == [("a.h", _digest(b"here")), ("b.h", "absent")]
+    # b.h found through -I., then "c.h": looked for in -I. and -Iuser, never beside b.h first.
+    (tree / "sub").mkdir()
+    (tree / "sub" / "b.h").write_text('#include "c.h"\n')
+    (tree / "sub" / "c.h").write_text("beside")
+    found = _states(_resolve(tree, '#include "sub/b.h"\n', ["--no-source-include", "-I.",
+                                                              "-Iuser"]))
+    assert ("sub/c.h", _digest(b"beside")) not in found
+    assert ("c.h", "absent") in found and ("user/c.h", _digest(b"c")) in found
+    # A pre-included file is still looked for in the current folder, its includes are not.
+    (tree / "pre.h").write_text('#include "c.h"\n')
+    (tree / "c.h").write_text("cwd")
+    found = _states(_resolve(tree, "\n", ["--no-source-include", "--pre-include=pre.h",
+                                          "-Iuser"]))
+    assert ("pre.h", _digest(b'#include "c.h"\n')) in found
+    assert ("user/c.h", _digest(b"c")) in found and ("c.h", _digest(b"cwd")) not in found
 
 
 def test_a_quoted_include_of_a_header_looks_in_the_headers_folder_first(tree):

@@ -12,6 +12,8 @@ NVRTC's search, as observed on NVRTC 12 and 13 and followed here:
 - ``"name"``: the folder of the including file, then each ``-I`` folder in order; the program's
   own folder is that of its name taken from the current folder at ``compile()`` time, and an
   in-memory header's is that of its name, likewise; a pre-included file's is the current folder;
+  with ``--no-source-include``, no file's own folder is searched (a pre-included file is still
+  looked for in the current folder first);
 - ``<name>``: each ``-I`` folder in order (the current folder is not searched);
 - ``#include_next``: the ``-I`` folders after the one the including file was found in;
 - only regular files count: a folder of that name is passed over.
@@ -159,13 +161,19 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     seen: set = set()
     # (scan() of a text, folder of the including file or None where NVRTC does not look there,
     # index in dirs where it was found or -1)
+    # With --no-source-include no include looks beside the file that has it, whichever file it
+    # is; the pre-included files themselves are still looked for in the current folder first.
+    beside = searches_source_folder(options)
+
+    def folder_of(path: str) -> str | None:
+        return os.path.dirname(path) if beside else None
+
     pending: list[tuple[tuple[tuple[tuple[str, bool, str], ...], bool], str | None, int]] = [
-        (found, os.path.dirname(_join(cwd, name)) if searches_source_folder(options) else None,
-         -1)]
+        (found, folder_of(_join(cwd, name)), -1)]
     # Every in-memory header is scanned, reached or not: one a toolchain header includes is not
     # seen when toolchain headers are not followed.
     for header_name, text in headers.items():
-        pending.append((scan(text), os.path.dirname(_join(cwd, header_name)), -1))
+        pending.append((scan(text), folder_of(_join(cwd, header_name)), -1))
     pending.append(((tuple(("include", True, f) for f in pre_included), False), cwd, -1))
 
     while pending:
@@ -194,7 +202,7 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
                         continue
                     if kind != "probe" and path not in seen:
                         seen.add(path)
-                        pending.append((scanned, os.path.dirname(path), where))
+                        pending.append((scanned, folder_of(path), where))
                     break
                 state, data, signature = _look(path, include)
                 material[path] = (state, signature)
@@ -202,8 +210,7 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
                     continue
                 if kind != "probe" and path not in seen:
                     seen.add(path)
-                    pending.append((scan(data.decode(errors="replace")), os.path.dirname(path),
-                                    where))
+                    pending.append((scan(data.decode(errors="replace")), folder_of(path), where))
                 break
     looked = sorted(material.items())
     # The witness is the stat each path had when it was looked at (a file's before it was read),

@@ -249,8 +249,9 @@ _NO_SOURCE_INCLUDE = frozenset({"--no-source-include", "-no-source-include"})
 
 
 def searches_source_folder(options) -> bool:
-    """Whether NVRTC looks for the program's own ``#include "..."`` in the program's folder:
-    ``--no-source-include`` turns that off (a header's includes still look beside the header)."""
+    """Whether NVRTC looks for an ``#include "..."`` beside the file that has it:
+    ``--no-source-include`` turns that off for every file, the program, its headers and the
+    pre-included ones (observed on NVRTC 13.5)."""
     return _NO_SOURCE_INCLUDE.isdisjoint(options)
 
 
