@@ -57,6 +57,14 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("cudaload/launch/arguments.py", "__init__", "> -> >=",
      'fmt += (f"{p.offset - pos}x" if p.offset > pos else "") + p.code'):
         "the same '0x' (zero pad bytes) at offset == pos",
+    ("cudaload/launch/arguments.py", "_bf16", "condition -> False",
+     "return (bits >> 16) | (0x40 if value != value else 0)  # NaN stays NaN"):
+        "struct's float32 pack on CPython 3.11 is a C cast, which quiets every NaN (signalling "
+        "ones included): bit 22, 0x40 of the top half, is set already; the | 0x40 is for a pack "
+        "that keeps a signalling NaN as it is, whose payload may lie in the low half alone",
+    ("cudaload/launch/arguments.py", "convert", "< -> <=",
+     'return value.to_bytes(size, "little", signed=value < 0)'):
+        "0 has the same bytes signed or not",
     ("cudaload/compile/cache/entry.py", "decode", "< -> <=", "if len(data) < _KEYLESS_HEADER.size:"):
         "an entry of exactly the bare header's size has empty metadata, which is no JSON: a miss "
         "either way",

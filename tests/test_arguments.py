@@ -365,3 +365,105 @@ def test_a_generated_packer_reads_as_a_named_file_for_as_long_as_it_lives():
     del plan, p, err
     gc.collect()
     assert name not in linecache.cache
+
+
+# --- the fast paths a plan takes, and the edges of each conversion -----------------------------
+
+def test_an_int_address_is_packed_as_it_is_and_none_as_a_null_pointer():
+    p = packer(["float*", "const int*"])
+    conversions, _order, _env = p.pieces((int, type(None)))
+    assert conversions[0] == (None, None)  # no conversion call in the generated packer
+    assert pack(p, (0x7000, None)) == struct.pack("<QQ", 0x7000, 0)
+
+
+def test_host_memory_without_dlpack_is_refused_with_the_way_to_copy_it():
+    class HostArray:  # the NumPy array interface only, as older array libraries have
+        __array_interface__: dict = {}
+
+    for host in (b"\0" * 8, bytearray(8), memoryview(b"\0" * 8), HostArray()):
+        with pytest.raises(LaunchArgumentError, match=r"it is host memory, but the kernel needs "
+                                                      r"device memory: copy it with cudaload"):
+            pack(packer(["float*"]), (host,))
+
+
+def test_a_device_buffer_is_read_inline_and_a_failed_guard_packs_nothing():
+    from types import SimpleNamespace
+
+    from cudaload.launch.memory import DeviceBuffer
+
+    p = packer(["float*"])
+    conversions, _order, env = p.pieces((DeviceBuffer,))
+    assert conversions == [("a0.ptr", "a0.ptr and a0.device.ordinal == D")] and env["D"] == 0
+    plan = p.plan((DeviceBuffer,))
+    assert plan((DeviceBuffer(0x7000, 16, SimpleNamespace(ordinal=0)),)) is True
+    # a freed buffer fails the guard: the plan says no (the caller asks fail() why), packs nothing
+    assert plan((DeviceBuffer(0, 16, SimpleNamespace(ordinal=0)),)) is False
+    assert bytes(p.buffer) == struct.pack("<Q", 0x7000)
+
+
+def test_a_numpy_float32_beyond_bfloat16_is_refused_as_a_python_float_is():
+    # the rounding reads the value as a double: in float32 arithmetic 2**128 is infinity, and the
+    # largest float32 values would round down to the largest bfloat16 instead of being refused
+    p = packer(["__nv_bfloat16"])
+    assert pack(p, (np.float32(1.5),)) == pack(p, (1.5,)) == struct.pack("<H", 0x3FC0)
+    for big in (np.float32(3.4e38), np.float32(-3.4e38)):
+        with pytest.raises(LaunchArgumentError, match="holds magnitudes up to 3.3895e38"):
+            pack(p, (big,))
+
+
+def test_parameters_known_only_by_size_take_numpy_integers():
+    p = arguments.Packer(FFI, "k", signature.build_params(None, [(0, 4), (4, 2)]), 0)
+    assert pack(p, (np.int32(-2), np.uint16(7))) == struct.pack("<ih", -2, 7)
+
+
+def test_types_of_other_libraries_never_make_the_packer_import_numpy(monkeypatch):
+    """A program that does not use NumPy does not pay for importing it at its first launch."""
+    import builtins
+
+    imported = []
+    real = builtins.__import__
+
+    def spy(name, *args, **kwargs):
+        if name == "numpy":
+            imported.append(name)
+        return real(name, *args, **kwargs)
+
+    class Tensor(_TorchTensor):  # an array type of another library, with a dtype of its own
+        __module__ = "torch"
+        dtype = "torch.float32"
+
+    p = packer(["int", "float", "bool", "float*", "const int*", "Pair"], [(0, 4), (4, 4), (8, 1),
+                                                                         (16, 8), (24, 8), (32, 2)])
+    monkeypatch.setattr(builtins, "__import__", spy)
+    data = pack(p, (1, 2.0, True, Tensor(0x7000, 0), None, b"ab"))
+    assert imported == [] and data[16:] == struct.pack("<QQ", 0x7000, 0) + b"ab"
+
+
+def test_a_numpy_that_cannot_be_imported_makes_no_type_a_numpy_scalar(monkeypatch):
+    import sys
+
+    class Scalar:  # what a NumPy type looks like from outside
+        __module__ = "numpy"
+        dtype = None
+
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy raises ImportError
+    with pytest.raises(LaunchArgumentError, match="an integer is needed"):
+        pack(packer(["int"]), (Scalar(),))
+
+
+def test_an_array_is_no_struct_value():
+    # a NumPy array has a dtype but is no scalar: an address was meant, or one element (a[()])
+    with pytest.raises(LaunchArgumentError, match="ndarray cannot be passed as Pair"):
+        pack(packer(["Pair"], [(0, 8)]), (np.zeros(2, np.float32),))
+
+
+@pytest.mark.parametrize("ctype, value, holds", [
+    ("int", 2 ** 31, "int holds -2147483648..2147483647"),
+    ("short", -2 ** 15 - 1, "short holds -32768..32767"),
+    ("unsigned char", 256, "unsigned char holds 0..255"),
+    ("unsigned int", -1, "unsigned int holds 0..4294967295"),
+])
+def test_an_integer_out_of_range_is_told_the_range_of_its_parameter(ctype, value, holds):
+    with pytest.raises(LaunchArgumentError) as err:
+        pack(packer([ctype]), (value,))
+    assert f"does not fit: {holds}; signature: k({ctype})" in str(err.value)
