@@ -293,3 +293,12 @@ def test_a_trace_asked_for_through_ptxas_is_the_callers_too():
 
     assert _reads.asked_by(["-Xptxas=--fdevice-time-trace=/tmp/x"])
     assert not _reads.asked_by(["-Xptxas=-v", "-DTRACE=1"])
+
+
+def test_a_plan_the_memory_cache_answered_has_every_field():
+    """compile_all's workers read a plan's key, kept and witness whatever answered it."""
+    from cudaload.compile.plan import Plan
+
+    plan = Plan.found(object(), 90, "auto", "code")
+    assert (plan.code, plan.key, plan.kept, plan.witness, plan.kind) == ("code", None, True,
+                                                                        None, None)
