@@ -66,7 +66,8 @@ class Plan:
         plan.program, plan.arch, plan.output, plan.code = program, arch, output, code
         plan.key, plan.kept, plan.explicit = None, True, arch is not None
         # Nothing was looked up: no key, inputs or witness of its own (the memory cache has them).
-        plan.tc = plan.inputs = plan.kind = plan.target = plan.linker = plan.witness = None
+        for name in ("tc", "inputs", "kind", "target", "linker", "witness"):
+            setattr(plan, name, None)
         return plan
 
     def _look(self, tc: toolchain.Toolchain) -> None:
