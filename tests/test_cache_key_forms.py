@@ -302,3 +302,32 @@ def test_a_plan_the_memory_cache_answered_has_every_field():
     plan = Plan.found(object(), 90, "auto", "code")
     assert (plan.code, plan.key, plan.kept, plan.witness, plan.kind) == ("code", None, True,
                                                                         None, None)
+
+
+NO_JSON_AFTER_A_FAILURE = r"""
+import json, os, sys
+os.chdir(sys.argv[1])
+import cudaload
+try:  # traced, and abandoned by NVRTC: its profiler stays on in this process
+    cudaload.Program('#include "nothere.h"\n__global__ void k() {}\n').compile(arch=90,
+                                                                              output="ptx")
+except cudaload.CompileError:
+    pass
+cudaload.Program('extern "C" __global__ void k(int *p) { *p = 1; }\n').compile(arch=90,
+                                                                             output="ptx")
+cudaload.Program('#include "v.h"\nextern "C" __global__ void k(int *p) { *p = VAL; }\n').compile(
+    arch=90, output="ptx")
+print(json.dumps(sorted(os.listdir("."))))
+"""
+
+
+def test_after_a_traced_failure_nothing_is_written_to_the_current_folder(cache_dir, tmp_path):
+    """NVRTC 13.5 keeps its profiler on after a traced compilation it abandoned, and writes the
+    trace of each later compilation that names none to ./.json."""
+    import json
+
+    write(tmp_path / "v.h", val(111))
+    proc = subprocess.run([sys.executable, "-c", NO_JSON_AFTER_A_FAILURE, str(tmp_path)],
+                          cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == ["cache", "v.h"]

@@ -13,8 +13,9 @@ An NVRTC without the option (it answers NVRTC_ERROR_INVALID_OPTION) is asked onc
 there the key rests on the scan alone.  A traced compilation that NVRTC abandons (a missing
 include, a syntax error inside a header) leaves NVRTC's profiler broken for the rest of the
 process: its later traces omit headers it read (NVRTC 13.5; its own built-in header among them).
-After such a failure no trace is asked for and the scan is trusted, as with an NVRTC without the
-option; a trace without the built-in header (broken by a traced failure outside cudaload) is
+After such a failure the scan is trusted, as with an NVRTC without the option, and every later
+compilation still names a trace file of ours, read by nobody: NVRTC's profiler stays on, and a
+compilation without the option would write its trace to ``.json`` in the current folder; a trace without the built-in header (broken by a traced failure outside cudaload) is
 taken as unknown: nothing that needed it goes to disk.  Where which files were read is not known,
 a program naming an include by a macro is kept in no cache (plan.py).
 
@@ -29,7 +30,7 @@ import itertools
 import os
 
 __all__ = ["OPTION", "Request", "request", "asked_by", "uncovered", "unsupported", "untraced",
-           "mark_unsupported", "mark_broken"]
+           "mark_unsupported", "mark_broken", "broken"]
 
 OPTION = "--fdevice-time-trace="
 _BUILTIN = "__nv_nvrtc_builtin_header.h"  # NVRTC's own, compiled into it
@@ -40,6 +41,11 @@ _broken = False  # whether a traced compilation failed in this process (see abov
 
 def unsupported() -> bool:
     return _unsupported
+
+
+def broken() -> bool:
+    """Whether a traced compilation failed in this process (see above)."""
+    return _broken
 
 
 def untraced() -> bool:
@@ -72,11 +78,8 @@ _ROOM = 64 << 20
 
 
 def request() -> Request | None:
-    """A trace for the next compilation, or None where none can be written safely or NVRTC's
-    traces are broken in this process.  (The folder is made with os.mkdir: importing tempfile
-    costs 5-18 ms of a fresh process's first compile.)"""
-    if _broken:
-        return None
+    """A trace for the next compilation, or None where none can be written safely.  (The folder
+    is made with os.mkdir: importing tempfile costs 5-18 ms of a fresh process's first compile.)"""
     parent = os.environ.get("TMPDIR") or "/tmp"
     for _attempt in range(16):
         folder = os.path.join(parent, f"cudaload-trace-{os.getpid()}-{next(_names)}-"

@@ -170,9 +170,10 @@ class Plan:
         gpu = target.sm() if kind == "cubin" else target.compute()
         options = (*program.options, f"--gpu-architecture={gpu}", *tc.include_options)
         made = "ltoir" if program._lto else kind
-        # A trace the caller asked for is theirs: none of ours beside it (see _unkeyed).
-        trace = asked = None if sure or _reads.unsupported() or _reads.asked_by(
-            program.options) else _reads.request()
+        # A trace the caller asked for is theirs: none of ours beside it (see _unkeyed).  Once
+        # NVRTC's profiler broke, every compilation names one, or NVRTC writes ./.json.
+        trace = asked = None if (sure and not _reads.broken()) or _reads.unsupported() or \
+            _reads.asked_by(program.options) else _reads.request()
         try:
             compiled = nvrtc.compile(program.source, program.name, options, program.headers,
                                      program.name_expressions, kind=made,
@@ -181,7 +182,7 @@ class Plan:
             # An NVRTC older than the option refuses it: asked once, then the scan is trusted.
             if trace is None or exc.code != nvrtc.INVALID_OPTION \
                     or _reads.OPTION[:-1] not in getattr(exc, "log", ""):
-                if trace is not None:
+                if trace is not None or _reads.asked_by(program.options):
                     _reads.mark_broken()  # NVRTC's later traces in this process are incomplete
                 raise
             _reads.mark_unsupported()
