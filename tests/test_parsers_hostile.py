@@ -107,7 +107,7 @@ def test_a_kernel_whose_name_is_past_the_bound_takes_its_types_from_the_source(m
 
     bomb = _tripling(13) + "Pf"
 
-    class Module:  # what _Core asks of a module: the symbol and the code
+    class Module:  # what _KernelState asks of a module: the symbol and the code
         code = None
 
         def symbol(self, name):
@@ -115,11 +115,11 @@ def test_a_kernel_whose_name_is_past_the_bound_takes_its_types_from_the_source(m
 
     source = "__global__ void f(float* x) {}"
     monkeypatch.setattr(kernel, "_driver_layout", lambda func: [(0, 8)] * 15)
-    core = kernel._Core(Module(), "f", source=source)
+    core = kernel._KernelState(Module(), "f", source=source)
     params = core._params_for(None, None)  # the source has one parameter, the layout fifteen
     assert [(p.kind, p.ctype) for p in params] == [("raw", None)] * 15
     monkeypatch.setattr(kernel, "_driver_layout", lambda func: [(0, 8)])
-    params = kernel._Core(Module(), "f", source=source)._params_for(None, None)
+    params = kernel._KernelState(Module(), "f", source=source)._params_for(None, None)
     assert [(p.kind, p.ctype, p.name) for p in params] == [("ptr", "float*", "x")]
 
 

@@ -128,7 +128,7 @@ def test_words_after_a_pointer_star_leave_it_a_pointer():
 def test_source_types_that_do_not_match_the_driver_layout_give_way_to_it(monkeypatch):
     from cudaload.launch import kernel
 
-    class Module:  # what _Core asks of a module: the symbol and the code
+    class Module:  # what _KernelState asks of a module: the symbol and the code
         code = None
 
         def symbol(self, name):
@@ -136,8 +136,8 @@ def test_source_types_that_do_not_match_the_driver_layout_give_way_to_it(monkeyp
 
     source = "template <class... Ts> __global__ void t9(Ts... xs) {}"
     monkeypatch.setattr(kernel, "_driver_layout", lambda func: [(0, 4), (8, 8)])
-    params = kernel._Core(Module(), "t9", source=source)._params_for(None, None)
+    params = kernel._KernelState(Module(), "t9", source=source)._params_for(None, None)
     assert [(p.offset, p.size, p.kind) for p in params] == [(0, 4, "raw"), (8, 8, "raw")]
-    declared = kernel._Core(Module(), "t9", signature="int")  # a declared one still must match
+    declared = kernel._KernelState(Module(), "t9", signature="int")  # a declared one still must match
     with pytest.raises(LaunchArgumentError, match="has 1 parameters but"):
         declared._params_for(None, None)

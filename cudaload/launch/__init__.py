@@ -1,5 +1,5 @@
 """Layer 3: running device code.  ``device`` (devices and their contexts), ``memory``, ``stream``,
-``graph``, ``module`` (loaded code), ``_residency`` (code kept loaded for graphs), ``kernel`` (the
+``graph``, ``module`` (loaded code), ``_graph_pins`` (code kept loaded for graphs), ``kernel`` (the
 launch path), ``attributes`` (what the driver says of a kernel, occupancy), ``arguments``
 (packing), ``signature`` and ``_demangle`` (parameter types), ``_foreign`` (other libraries'
 arrays and streams), ``dlpack`` (memory exported to them), ``_sizes``, ``_unpicklable`` (GPU

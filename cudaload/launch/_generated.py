@@ -1,4 +1,4 @@
-"""Functions made from generated source text (the express launcher, argument packers), compiled
+"""Functions made from generated source text (the fast-path launcher, argument packers), compiled
 under a pseudo-file name whose text ``linecache`` holds, so that tracebacks, ``inspect.getsource``
 and pdb show the generated lines instead of nothing.
 

@@ -13,7 +13,7 @@ from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate
 from ._foreign import stream_handle as handle_of
-from ._residency import pin, unpin
+from ._graph_pins import pin, unpin
 from ._unpicklable import GpuState
 
 TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
@@ -56,7 +56,7 @@ class Graph(GpuState):
         self._handles = [None, None]  # executable, graph: what the finalizer destroys
 
     def _set(self, handle) -> None:
-        """Take the captured graph and the pin its capture holds (see _residency.pin)."""
+        """Take the captured graph and the pin its capture holds (see _graph_pins.pin)."""
         self.handle = self._handles[1] = handle
         weakref.finalize(self, _release, self._handles, self.device).atexit = False
 

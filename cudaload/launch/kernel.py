@@ -1,8 +1,8 @@
 """Launching kernels: ``Kernel`` (from ``Module.get_kernel``); ``RawKernel`` is in rawkernel.py.
 
-In the thread that owns a kernel, ``kernel(grid, block, args)`` calls its express function: the
-whole hot path in one generated function (_express.py says how a Kernel gets it, and how to read
-it).  Elsewhere, and whenever something changed, it runs ``_Core.launch``: this thread's launch
+In the thread that owns a kernel, ``kernel(grid, block, args)`` calls its fast-path function: the
+whole hot path in one generated function (_fast_path.py says how a Kernel gets it, and how to read
+it).  Elsewhere, and whenever something changed, it runs ``_KernelState.launch``: this thread's launch
 state (a thread-local read), the cached ``CUlaunchConfig`` for (grid, block, shared_mem, stream) (a
 dict read), the packing plan generated for the argument types of the last call (one call: a type
 test and a ``struct.pack_into`` into a preallocated buffer that a ``void*[]`` already points into),
@@ -19,7 +19,7 @@ import functools
 import threading
 import weakref
 
-from . import _express, arguments
+from . import _fast_path, arguments
 from .attributes import KernelAttributes, Occupancy, occupancy as _occupancy
 from ..bindings import driver
 from . import signature as _signature
@@ -47,13 +47,13 @@ _REBIND = frozenset(map(_const, ("CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_CONTE
 _keep: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-class _Launch:
+class _ThreadState:
     """One thread's state for one kernel on one device: function, buffer, configs, packing plan."""
 
     __slots__ = ("device", "func", "packer", "pointers", "configs", "launch", "null", "pack",
-                 "types", "smem", "last", "own", "repeat", "expresses", "__weakref__")
+                 "types", "smem", "last", "own", "repeat", "fast_paths", "__weakref__")
 
-    def __init__(self, kernel: _Core, dev: Device):
+    def __init__(self, kernel: _KernelState, dev: Device):
         drv = activate(dev, owning=True)
         self.device = dev
         self.func = kernel._function(dev)
@@ -61,11 +61,11 @@ class _Launch:
                                        dev.ordinal)
         self.pointers = self.packer.pointers
         self.configs: dict = {}
-        # The last plain launch shape, compared by identity (see _Core.launch).
-        self.last = _express.Last(generation.value)
-        self.own = False  # whether this thread owns the kernel's express function
+        # The last plain launch shape, compared by identity (see _KernelState.launch).
+        self.last = _fast_path.LastLaunch(generation.value)
+        self.own = False  # whether this thread owns the kernel's fast-path function
         self.repeat = None  # the plan of the last launch that could have installed one
-        self.expresses: dict = {}  # plan -> its express function
+        self.fast_paths: dict = {}  # plan -> its fast-path function
         # cuLaunchKernelEx takes four pointers, which cffi passes in about a third of the time of
         # cuLaunchKernel's eleven arguments; the CUlaunchConfig is built once per launch shape.
         self.launch = drv.cuLaunchKernelEx
@@ -79,7 +79,7 @@ def _never(_args) -> bool:
     return False
 
 
-class _Core:
+class _KernelState:
     """Everything a kernel knows and caches; ``launch`` is what calling a :class:`Kernel` runs."""
 
     def __init__(self, module, name: str, signature: str | None = None, source: str | None = None):
@@ -88,25 +88,25 @@ class _Core:
         self._signature = signature
         self._source = source
         self._lock = _thread.allocate_lock()
-        # .state: the calling thread's _Launch for its current device; .states: its _Launch per
+        # .state: the calling thread's _ThreadState for its current device; .states: its _ThreadState per
         # device.  Thread-local, so a pool's finished threads take theirs with them.
         self._tls = threading.local()
         self._functions: dict[int, object] = {}
         self._params: tuple | None = None
         self._from_source = False  # whether the C types came from reading the source
         self._smem_enabled: dict[int, list[int]] = {}
-        self._kernel = _express.nothing  # the Kernel calling this core, by weak reference
-        self._owner = None  # the ident of the thread that owns the express function
-        self._express = None  # the plan whose express function the Kernel calls, if any
+        self._kernel = _fast_path.nothing  # the Kernel calling this core, by weak reference
+        self._owner = None  # the ident of the thread that owns the fast-path function
+        self._fast_plan = None  # the plan whose fast-path function the Kernel calls, if any
         self._watch = None  # a weak reference that reports the owner thread's end
         if signature is not None:
             _signature.signature_types(signature)  # a malformed signature fails here, not at launch
 
     # ---- the launch ----------------------------------------------------------------------------
 
-    def launch(self, grid, block, args, _=_express.POSITIONAL, *, shared_mem=0, stream=None,
+    def launch(self, grid, block, args, _=_fast_path.POSITIONAL, *, shared_mem=0, stream=None,
                cluster=None, cooperative=False):
-        if _ is not _express.POSITIONAL:
+        if _ is not _fast_path.POSITIONAL:
             raise TypeError(f"{self.name}: a kernel takes three positional arguments (grid, block, "
                             "args); pass shared_mem, stream, cluster and cooperative by name")
         try:
@@ -131,7 +131,7 @@ class _Core:
                                                 cooperative)
             if constant:
                 last.set_shape(grid, block, shared_mem, stream, config)
-        last.unpacked()  # the buffer holds these arguments, not an express function's
+        last.unpacked()  # the buffer holds these arguments, not an fast-path function's
         try:
             if not state.pack(args):
                 self._repack(state, args)
@@ -142,10 +142,10 @@ class _Core:
         rc = state.launch(config, state.func, state.pointers, state.null)
         if rc:
             self._failed(rc, state, config)
-        if state.own and self._express is not state.pack:
-            _express.install(self, state)
+        if state.own and self._fast_plan is not state.pack:
+            _fast_path.install(self, state)
 
-    def _repack(self, state: _Launch, args) -> None:
+    def _repack(self, state: _ThreadState, args) -> None:
         types = tuple(map(type, args))
         pack = state.pack = state.packer.plan(types)
         state.types = types
@@ -205,7 +205,7 @@ class _Core:
         """The kernel's signature as error messages show it."""
         return _signature.describe_signature(self.name, self.params)
 
-    def _prepare(self) -> _Launch:
+    def _prepare(self) -> _ThreadState:
         dev = current_device()
         try:
             states = self._tls.states
@@ -213,15 +213,15 @@ class _Core:
             states = self._tls.states = {}
         state = states.get(dev.ordinal)
         if state is None:
-            state = states[dev.ordinal] = _Launch(self, dev)
+            state = states[dev.ordinal] = _ThreadState(self, dev)
         else:
             activate(dev, owning=True)
             state.last.set_gen(generation.value)
-        state.own = _express.claim(self)
+        state.own = _fast_path.claim(self)
         self._tls.state = state
         return state
 
-    def _config(self, state: _Launch, grid, block, shared_mem, stream, cluster, cooperative):
+    def _config(self, state: _ThreadState, grid, block, shared_mem, stream, cluster, cooperative):
         """(CUlaunchConfig, whether launch may find this shape again by identity), cached."""
         # Decided here, once per shape, rather than on every launch.
         constant = cluster is None and not cooperative and _constant(grid) \
@@ -267,7 +267,7 @@ class _Core:
             pass
         return cfg, constant
 
-    def _stream_handle(self, state: _Launch, stream):
+    def _stream_handle(self, state: _ThreadState, stream):
         if stream is None:
             return driver.api().ffi.NULL
         from .stream import Stream
@@ -280,7 +280,7 @@ class _Core:
                              f"cudaload.Device({wrapped.device.ordinal}).set_current() first")
         return wrapped.handle
 
-    def _enable_smem(self, state: _Launch, nbytes: int) -> None:
+    def _enable_smem(self, state: _ThreadState, nbytes: int) -> None:
         dev = state.device
         limit = dev.attribute(_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         if nbytes > limit:
@@ -335,7 +335,7 @@ class Kernel(GpuState, functools.partial):
     Raises :class:`LaunchArgumentError` for arguments that do not fit, ``ValueError`` for a grid or
     block beyond the device's limits, :class:`DriverError` when the launch fails."""
 
-    # A partial over the bound ``_Core.launch``: CPython calls it through vectorcall, while an
+    # A partial over the bound ``_KernelState.launch``: CPython calls it through vectorcall, while an
     # instance with a Python ``__call__`` pays for a tuple and a keyword dict on every launch
     # (about 0.3 us, a tenth of the whole launch).
 
@@ -343,12 +343,12 @@ class Kernel(GpuState, functools.partial):
                      "obj.load().get_kernel(name) in the receiving process")
 
     def __new__(cls, module, name: str, signature: str | None = None):
-        return cls._wrap(_Core(module, name, signature=signature))
+        return cls._wrap(_KernelState(module, name, signature=signature))
 
-    _core: _Core
+    _core: _KernelState
 
     @classmethod
-    def _wrap(cls, core: _Core):
+    def _wrap(cls, core: _KernelState):
         self = functools.partial.__new__(cls, core.launch)
         self._core = core
         core._kernel = weakref.ref(self)

@@ -16,7 +16,7 @@ import weakref
 from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate, as_device, current_device
-from ._residency import unload as _unload
+from ._graph_pins import unload as _unload
 from ._unpicklable import GpuState
 from ..errors import DriverError
 

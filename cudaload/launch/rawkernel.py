@@ -9,13 +9,13 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 from __future__ import annotations
 
 from ..bindings import driver
-from .kernel import Kernel, _Core
+from .kernel import Kernel, _KernelState
 from ..compile.program import Program
 
 __all__ = ["RawKernel"]
 
 
-class _RawCore(_Core):
+class _RawCore(_KernelState):
     """A core whose module is compiled from source on first use."""
 
     def __init__(self, source, name, options, name_expressions, signature):

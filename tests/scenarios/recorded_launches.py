@@ -235,7 +235,7 @@ def thread_states() -> dict:
         for t in threads:
             t.join()
     gc.collect()
-    out["states"] = sum(type(o) is kernel._Launch for o in gc.get_objects())
+    out["states"] = sum(type(o) is kernel._ThreadState for o in gc.get_objects())
     out["launches"] = last(4)[0]
     return out
 

@@ -5,7 +5,7 @@ Entries are held in least-recently-used order while their sizes add up to at mos
 reference, nothing else.  Code still alive elsewhere (the ObjectCode a compile returned, a Module
 loaded from it, a Kernel of that Module) stays findable through a weak reference, and a lookup
 that finds it holds it again: code in use is never compiled, read or loaded a second time, and a
-kernel that a captured graph runs stays loaded through the graph (launch/_residency.py).
+kernel that a captured graph runs stays loaded through the graph (launch/_graph_pins.py).
 
 An entry is ``(ObjectCode with .cached == "memory", witness, size)``; the witness is that of the
 files its compile read (includes.still_valid() says whether the hit holds).  The ObjectCode a

@@ -1,7 +1,7 @@
-"""Launches that take a kernel's express function (cudaload/launch/_express.py), onto the recording
+"""Launches that take a kernel's fast-path function (cudaload/launch/_fast_path.py), onto the recording
 driver of tests/_fakelibs.py (named by $CUDALOAD_LIBCUDA), one fresh process each.
 
-    python -m tests.scenarios.express_launches SCENARIO
+    python -m tests.scenarios.fast_path_launches SCENARIO
 
 Each scenario returns what it saw, printed as JSON on the last line.
 """
@@ -32,7 +32,7 @@ def sent() -> list:
 
 
 def counting(k) -> list:
-    """Counts calls of the ordinary path from now on (the express function calls it by name)."""
+    """Counts calls of the ordinary path from now on (the fast-path function calls it by name)."""
     core, calls = k._core, []
     ordinary = core.launch
 
@@ -44,7 +44,7 @@ def counting(k) -> list:
 
 
 def express_path() -> dict:
-    """After two launches the Kernel calls its express function; repeated and changed arguments,
+    """After two launches the Kernel calls its fast-path function; repeated and changed arguments,
     equal computed grids, and what changes take the ordinary path again."""
     import numpy as np
 
@@ -67,7 +67,7 @@ def express_path() -> dict:
     out["express_calls"] = len(calls)  # only the new grid took the ordinary path
     k(1, 32, (other, np.int32(9), 2.0))  # new types: the ordinary path
     out["numpy"] = sent()
-    k(1, 32, (other, 8, -0.0))  # the express function again, though the buffer holds other values
+    k(1, 32, (other, 8, -0.0))  # the fast-path function again, though the buffer holds other values
     out["back"] = sent()
     out["calls"] = len(calls)
     out["other_ptr"] = other.ptr
@@ -76,7 +76,7 @@ def express_path() -> dict:
 
 
 def refusals() -> dict:
-    """With the express function installed, what does not fit is refused as precisely as before."""
+    """With the fast-path function installed, what does not fit is refused as precisely as before."""
     import numpy as np
 
     import cudaload
@@ -113,7 +113,7 @@ def refusals() -> dict:
 
 
 def threads() -> dict:
-    """Another thread launches through its own buffer; the owner's end hands the express function
+    """Another thread launches through its own buffer; the owner's end hands the fast-path function
     to the next thread that launches."""
     import ctypes
 
@@ -149,7 +149,7 @@ def threads() -> dict:
 
 
 def devices() -> dict:
-    """A device made current after the express function was installed gets the launch, with
+    """A device made current after the fast-path function was installed gets the launch, with
     its own function: (context, function) of each launch."""
     import ctypes
 
@@ -175,7 +175,7 @@ def devices() -> dict:
 
 
 def freed_at_once() -> dict:
-    """A kernel whose express function is installed is freed by reference counting alone."""
+    """A kernel whose fast-path function is installed is freed by reference counting alone."""
     import gc
     import weakref
 
@@ -193,7 +193,7 @@ def freed_at_once() -> dict:
 
 
 def generated_source() -> dict:
-    """The express launcher and the packer read as named files: a bad argument's traceback shows
+    """The fast-path launcher and the packer read as named files: a bad argument's traceback shows
     their lines, inspect finds their text, and the text goes with the kernel."""
     import gc
     import inspect

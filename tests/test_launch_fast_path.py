@@ -1,4 +1,4 @@
-"""The express launch (cudaload/launch/_express.py) without a GPU: after two launches a kernel's
+"""The fast-path launch (cudaload/launch/_fast_path.py) without a GPU: after two launches a kernel's
 calls run one generated function; what reaches the recording driver, what is refused, and which
 thread and device it serves must be what the ordinary path gives."""
 
@@ -13,7 +13,7 @@ pytest.importorskip("numpy")
 
 
 def run(recording_driver, scenario: str) -> dict:
-    return scenario_json("express_launches", scenario, env={"CUDALOAD_LIBCUDA": recording_driver})
+    return scenario_json("fast_path_launches", scenario, env={"CUDALOAD_LIBCUDA": recording_driver})
 
 
 def test_repeated_and_changed_arguments_reach_the_driver(recording_driver):
@@ -23,7 +23,7 @@ def test_repeated_and_changed_arguments_reach_the_driver(recording_driver):
     assert out["changed"] == [out["other_ptr"], 8, 0.0] and str(out["changed"][2]) == "-0.0"
     assert out["express_calls"] == 1  # a new grid: the ordinary path; an equal computed one: not
     assert out["numpy"] == [out["other_ptr"], 9, 2.0]
-    # the ordinary path packed other values meanwhile: the express function packs its own again
+    # the ordinary path packed other values meanwhile: the fast-path function packs its own again
     assert out["back"] == [out["other_ptr"], 8, 0.0] and out["calls"] == 2
 
 

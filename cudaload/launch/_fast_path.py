@@ -1,9 +1,9 @@
-"""The express launch: a kernel's whole hot path, generated as one function that the ``Kernel``
+"""The fast-path launch: a kernel's whole hot path, generated as one function that the ``Kernel``
 object calls directly, for one thread, one device and one tuple of argument types.
 
 The cffi call of ``cuLaunchKernelEx`` alone takes about 3,800 machine instructions (CPython 3.12);
-the ordinary path (``_Core.launch``) added 5,300 more with two arguments and 10,500 with sixteen,
-in Python calls, attribute reads and a packing call.  The express function checks that nothing
+the ordinary path (``_KernelState.launch``) added 5,300 more with two arguments and 10,500 with sixteen,
+in Python calls, attribute reads and a packing call.  The fast-path function checks that nothing
 changed since the last launch (the thread, the bound context, the launch shape by identity, the
 arguments), packs the arguments again only where they changed, and calls the driver; anything
 else goes to the ordinary path, which raises the precise errors and installs the function again.
@@ -15,12 +15,12 @@ Python objects are gone is freed at once, not by the cycle collector.
 
 How a ``Kernel`` gets its fast path.  A ``Kernel`` is a ``functools.partial`` (CPython calls one
 through vectorcall, with no argument tuple or keyword dict) whose function starts as the bound
-``_Core.launch``.  A launch in the owning thread ends in :func:`install`; the second one in a row
-with the same packing plan has :func:`build` write the express function's text (the plan's
+``_KernelState.launch``.  A launch in the owning thread ends in :func:`install`; the second one in a row
+with the same packing plan has :func:`build` write the fast-path function's text (the plan's
 conversions inlined, the launch state as globals of its own namespace) and swaps it in as the
 partial's function with ``functools.partial.__setstate__``: the object users hold stays the same.
-The ordinary path keeps those globals true through :class:`Last`; the owner thread's end puts
-``_Core.launch`` back.  To read or debug it: the text is registered as the file
+The ordinary path keeps those globals true through :class:`LastLaunch`; the owner thread's end puts
+``_KernelState.launch`` back.  To read or debug it: the text is registered as the file
 ``<cudaload launcher NAME#N>`` (``_generated.define``), so ``inspect.getsource(kernel.func)``,
 tracebacks and pdb show it, as they show the packers' ``<cudaload packer NAME#N>``.
 
@@ -37,16 +37,16 @@ from .arguments import PACK_ERRORS
 from ._generated import define
 from .device import generation
 
-__all__ = ["Last", "POSITIONAL", "build", "claim", "install", "nothing"]
+__all__ = ["LastLaunch", "POSITIONAL", "build", "claim", "install", "nothing"]
 
 
-_owners = _thread.allocate_lock()  # who owns a kernel's express function, and installing it
+_owners = _thread.allocate_lock()  # who owns a kernel's fast-path function, and installing it
 _setstate = functools.partial.__setstate__  # type: ignore[attr-defined]  # how a Kernel's function is replaced
 
 
-class Last:
+class LastLaunch:
     """One thread's launches of one kernel: the last constant launch shape and its configuration,
-    the context generation its state was checked at, and the globals of the express functions
+    the context generation its state was checked at, and the globals of the fast-path functions
     built for it (``envs``), which hold copies of these so that a launch reads plain globals.
     Written by the ordinary path, through the methods below."""
 
@@ -70,14 +70,14 @@ class Last:
             env["GEN"] = gen
 
     def unpacked(self) -> None:
-        """The parameter buffer now holds the ordinary path's arguments: every express function
+        """The parameter buffer now holds the ordinary path's arguments: every fast-path function
         packs its own again."""
         for env in self.envs:
             env.update(env["FORGET"])
 
 
-def _shape(last: Last) -> dict:
-    """The express globals of ``last``'s shape; none that a call could match before the ordinary
+def _shape(last: LastLaunch) -> dict:
+    """The fast-path globals of ``last``'s shape; none that a call could match before the ordinary
     path has made a configuration."""
     if last.config is None:
         return dict(G=_UNSET, B=_UNSET, M=_UNSET, S=_UNSET, CONFIG=None)
@@ -86,7 +86,7 @@ def _shape(last: Last) -> dict:
 
 # Stands for "no fourth positional argument".  Keyword-only parameters would make every call look
 # their defaults up in a dict (about 350 instructions); ordinary ones read a tuple, and a fourth
-# positional argument still reaches _Core.launch, which refuses it.
+# positional argument still reaches _KernelState.launch, which refuses it.
 POSITIONAL = object()
 _UNSET = object()  # what no argument was, and no shape is
 # The shape is compared by identity (repeated launches pass the same int, tuple and stream
@@ -117,7 +117,7 @@ _TAIL = """\
 
 
 def build(core, state, pieces):
-    """The express function of ``core`` (a kernel) for ``state`` (this thread's launch state on
+    """The fast-path function of ``core`` (a kernel) for ``state`` (this thread's launch state on
     one device) and the plan whose generated ``pieces`` (``Packer.pieces``) it inlines."""
     conversions, order, env = pieces
     n = len(conversions)
@@ -162,7 +162,7 @@ def build(core, state, pieces):
 
 
 def claim(core) -> bool:
-    """Whether this thread owns ``core``'s express function: the first thread to launch does,
+    """Whether this thread owns ``core``'s fast-path function: the first thread to launch does,
     until it ends (its thread-local data going reports that)."""
     ident = _thread.get_ident()
     with _owners:
@@ -174,20 +174,20 @@ def claim(core) -> bool:
 
 
 def install(core, state) -> None:
-    """Make the express function of this thread's plan the one a call of the Kernel runs, once
+    """Make the fast-path function of this thread's plan the one a call of the Kernel runs, once
     the plan served two launches running (argument types that alternate keep the ordinary path)."""
     if state.repeat is not state.pack:
         state.repeat = state.pack
         return
-    express = state.expresses.get(state.pack)
-    if express is None:
-        express = state.expresses[state.pack] = build(core, state,
+    fast = state.fast_paths.get(state.pack)
+    if fast is None:
+        fast = state.fast_paths[state.pack] = build(core, state,
                                                       state.packer.pieces(state.types))
     with _owners:
         kernel = core._kernel()
         if kernel is not None and state.own and core._owner == _thread.get_ident():
-            _setstate(kernel, (express, (), None, kernel.__dict__))
-            core._express = state.pack
+            _setstate(kernel, (fast, (), None, kernel.__dict__))
+            core._fast_plan = state.pack
 
 
 class _Token:
@@ -202,7 +202,7 @@ def _released(core_ref, _token) -> None:
     if core is None:
         return
     with _owners:
-        core._owner = core._express = core._watch = None
+        core._owner = core._fast_plan = core._watch = None
         kernel = core._kernel()
         if kernel is not None:
             _setstate(kernel, (core.launch, (), None, kernel.__dict__))
