@@ -7,15 +7,15 @@ Layers, each importing only from those before it (tests/test_layers.py checks, a
 import circle exists):
 
 0. foundation, in this folder: errors, lifetime (fork), _log, _version, releases (facts about
-   CUDA releases), _trust and _untrusted (reading files others may have written), _atomic
-   (atomic writes) and _file_lock (locks held through a file);
+   CUDA releases), _untrusted (files others may have written: whether to believe them, and
+   reading them safely), _atomic (atomic writes) and _file_lock (locks held through a file);
 1. ``bindings``: finding and opening libcuda and libnvrtc, and checked calls into them;
 2. ``compile``: programs, options, the include search, the toolchain, the kernel cache, bundles,
    compiled code (``ObjectCode``);
 3. ``launch``: devices, memory, streams, graphs, modules, kernels and their arguments;
 4. entry points, in this folder: availability (the status report) and _report (its text), cli
    and _compile_commands, ``wheelcheck`` (``cudaload check-wheel`` and the pytest plugin), and
-   this package, which also hands the launch side's two services to the compile side
+   this package, which also hands the launch side's loading of code to the compile side
    (compile/_hooks.py).
 
 Every lock is made with ``_thread`` (``_thread.allocate_lock()``, ``_thread.RLock()``: the very
@@ -47,20 +47,14 @@ from .compile import _hooks
 from ._version import __version__  # noqa: F401
 
 
-def _current_arch() -> int:
-    from .launch.device import current_arch
-
-    return current_arch()
-
-
 def _load(code):
     from .launch.module import load_once
 
     return load_once(code)
 
 
-# The compile side reaches the launch side only through these (see _hooks.py).
-_hooks.provide(_current_arch, _load)
+# The compile side reaches the launch side only through this (see _hooks.py).
+_hooks.provide(_load)
 
 # public name -> submodule that defines it; resolved by __getattr__ on first access.
 _LAZY = {

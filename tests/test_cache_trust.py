@@ -272,12 +272,12 @@ def test_a_lock_file_that_is_a_symbolic_link_is_not_followed(cache_dir, tmp_path
     ("", False), ("0", False), ("false", False), ("off", False), ("no", False), ("2", False),
     ("shared", False)])
 def test_the_shared_setting_takes_the_usual_words(monkeypatch, value, declared):
-    from cudaload import _trust
+    from cudaload import _untrusted
 
     monkeypatch.setenv("CUDALOAD_CACHE_SHARED", value)
-    assert _trust.shared() is declared
+    assert _untrusted.shared() is declared
     monkeypatch.delenv("CUDALOAD_CACHE_SHARED")
-    assert _trust.shared() is False
+    assert _untrusted.shared() is False
 
 
 def _st(mode: int, uid: int):
@@ -287,53 +287,53 @@ def _st(mode: int, uid: int):
 
 
 def test_a_group_may_write_only_what_is_declared_shared():
-    from cudaload import _trust
+    from cudaload import _untrusted
 
     group_writable = _st(0o770, OTHER)
-    assert _trust.problem(group_writable) is not None  # not shared unless said so
-    assert _trust.problem(group_writable, shared_by_group=True) is None
-    assert _trust.problem(_st(0o777, OTHER), True) == "every user may write it"
-    assert _trust.problem(_st(0o770, os.geteuid())) == "its group may write it"
-    assert _trust.problem(_st(0o755, os.geteuid())) is None
+    assert _untrusted.problem(group_writable) is not None  # not shared unless said so
+    assert _untrusted.problem(group_writable, shared_by_group=True) is None
+    assert _untrusted.problem(_st(0o777, OTHER), True) == "every user may write it"
+    assert _untrusted.problem(_st(0o770, os.geteuid())) == "its group may write it"
+    assert _untrusted.problem(_st(0o755, os.geteuid())) is None
 
 
 def test_without_owners_and_mode_bits_nothing_is_refused(monkeypatch, tmp_path):
     """On Windows st_uid is 0 and the mode bits are made up: judging by them would refuse every
     folder, so nothing is refused there."""
-    from cudaload import _trust
+    from cudaload import _untrusted
 
-    monkeypatch.setattr(_trust, "_POSIX", False)
-    assert _trust.problem(_st(0o777, OTHER)) is None
+    monkeypatch.setattr(_untrusted, "_POSIX", False)
+    assert _untrusted.problem(_st(0o777, OTHER)) is None
     open_folder = tmp_path / "open"
     open_folder.mkdir()
     os.chmod(open_folder, 0o777)
-    assert _trust.folder_problem(str(open_folder), True) is None
-    assert _trust.path_problem(str(open_folder)) is None
-    assert _trust.cache_problem(str(open_folder), str(open_folder / "v2"), False) is None
+    assert _untrusted.folder_problem(str(open_folder), True) is None
+    assert _untrusted.path_problem(str(open_folder)) is None
+    assert _untrusted.cache_problem(str(open_folder), str(open_folder / "v2"), False) is None
 
 
 def test_a_cache_folder_not_there_is_told_apart_from_one_that_cannot_be_looked_at(tmp_path):
-    from cudaload import _trust
+    from cudaload import _untrusted
 
     root = tmp_path / "cache"
     with pytest.raises(FileNotFoundError):  # not made yet: the caller looks again once it is
-        _trust.cache_problem(str(root), str(root / "v2"), False)
+        _untrusted.cache_problem(str(root), str(root / "v2"), False)
     dangling = tmp_path / "dangling"
     dangling.symlink_to(tmp_path / "nowhere")  # there, but leads nowhere: making it fails
-    assert _trust.cache_problem(str(dangling), str(dangling / "v2"), False) is None
+    assert _untrusted.cache_problem(str(dangling), str(dangling / "v2"), False) is None
     a_file = tmp_path / "file"
     a_file.write_text("")
-    assert _trust.cache_problem(str(a_file / "cache"), str(a_file / "cache" / "v2"), False) is None
+    assert _untrusted.cache_problem(str(a_file / "cache"), str(a_file / "cache" / "v2"), False) is None
     root.mkdir(mode=0o700)
     os.chmod(root, 0o700)
-    assert _trust.cache_problem(str(root), str(root / "v2"), False) is None  # no entries yet
+    assert _untrusted.cache_problem(str(root), str(root / "v2"), False) is None  # no entries yet
     (root / "v2").mkdir(mode=0o700)
     os.chmod(root / "v2", 0o770)
-    assert _trust.cache_problem(str(root), str(root / "v2"), False) == (
+    assert _untrusted.cache_problem(str(root), str(root / "v2"), False) == (
         str(root / "v2"), "its group may write it")
     os.chmod(root, 0o777)
-    assert _trust.cache_problem(str(root), str(root / "v2"), True) == (
+    assert _untrusted.cache_problem(str(root), str(root / "v2"), True) == (
         str(root), "every user may write it")
-    assert _trust.path_problem(str(root)) == "every user may write it"
-    assert _trust.path_problem(str(tmp_path / "nowhere")) is None
-    assert _trust.path_problem("a\0b") is None
+    assert _untrusted.path_problem(str(root)) == "every user may write it"
+    assert _untrusted.path_problem(str(tmp_path / "nowhere")) is None
+    assert _untrusted.path_problem("a\0b") is None

@@ -39,12 +39,12 @@ def test_an_architecture_nvrtc_dropped_names_the_last_release_that_has_it(tmp_pa
 
 
 def test_an_architecture_newer_than_nvrtc_names_the_release_that_adds_it():
-    from cudaload.compile import _targets, toolchain
+    from cudaload.compile import plan, toolchain
 
     nvrtc_12_4 = toolchain.Toolchain("/x/libnvrtc.so.12", (12, 4), "b", (50, 60, 70, 75, 80, 90),
                                      ())
     with pytest.raises(NvrtcError) as info:
-        _targets.choose(nvrtc_12_4, "sm_120", "cubin")
+        plan.choose(nvrtc_12_4, "sm_120", "cubin")
     message = str(info.value)
     assert "NVRTC 12.8 added sm_120" in message
     assert _requirement(message) == "nvidia-cuda-nvrtc-cu12>=12.8,<13"
@@ -108,11 +108,11 @@ def test_a_missing_header_of_the_program_itself_keeps_the_include_paths_hint(tmp
 @pytest.mark.parametrize("explicit, whose", [(True, "the arch asked for"),
                                              (False, "this GPU's arch")])
 def test_an_arch_error_says_whose_arch_it_is_and_carries_its_hint(explicit, whose):
-    from cudaload.compile import _targets, toolchain
+    from cudaload.compile import plan, toolchain
 
     nvrtc_13 = toolchain.Toolchain("/x/libnvrtc.so.13", (13, 0), "b", (75, 80, 90), ())
     with pytest.raises(NvrtcError) as info:
-        _targets.choose(nvrtc_13, "sm_52", "cubin", explicit)
+        plan.choose(nvrtc_13, "sm_52", "cubin", explicit)
     err = info.value
     assert whose in str(err) and ("asked for" in str(err)) == explicit
     assert err.hint and str(err).endswith(err.hint)

@@ -33,14 +33,14 @@ OTHER = 12345  # another user
 # Judged in the user's process: folder name -> [not shared, shared].
 JUDGE = r"""
 import json, os, sys
-from cudaload import _trust
+from cudaload import _untrusted
 
 top = sys.argv[1]
 out = {"ids": [os.geteuid(), os.getegid(), sorted(os.getgroups())]}
 for name in sorted(os.listdir(top)):
     path = os.path.join(top, name)
-    out[name] = [_trust.folder_problem(path, False), _trust.folder_problem(path, True),
-                 _trust.path_problem(path), _trust.problem(os.stat(path))]
+    out[name] = [_untrusted.folder_problem(path, False), _untrusted.folder_problem(path, True),
+                 _untrusted.path_problem(path), _untrusted.problem(os.stat(path))]
 print(json.dumps(out))
 """
 

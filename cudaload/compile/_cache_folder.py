@@ -13,14 +13,14 @@ Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cac
     v2/.tmp-…                 a write in progress (swept when stale)
 
 Whoever can write the folder chooses the code a compile returns and, through ``toolchain.json``,
-the library loaded into the process, so it is trusted as ssh and pip trust theirs (_trust.py); a
+the library loaded into the process, so it is trusted as ssh and pip trust theirs (_untrusted.py); a
 folder that is not is unused, with one :class:`CacheWarning` that names it and the fix.  One that
 cannot be created or written gives one warning and the process goes on without it.  Both verdicts
 are kept per folder for the rest of the process, in the one :class:`Folder` of its path, which the
 kernel cache and the toolchain record share.  Neither needs the other's modules: the status
 report reads ``toolchain.json`` without importing the kernel cache.
 
-Imports of cudaload: _trust.
+Imports of cudaload: _untrusted.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -31,7 +31,7 @@ import contextlib
 import os
 import stat
 
-from .. import _trust
+from .. import _untrusted
 
 __all__ = ["FORMAT", "CacheWarning", "Folder", "chosen", "configured"]
 
@@ -73,24 +73,24 @@ class Folder:
                 os.mkdir(self.root, 0o700)
             with contextlib.suppress(FileExistsError):
                 os.mkdir(self.folder, 0o700)
-        if _trust.shared():  # a group's folder: its entries folder is the group's as well
+        if _untrusted.shared():  # a group's folder: its entries folder is the group's as well
             os.chmod(self.folder, stat.S_IMODE(os.stat(self.root).st_mode) & 0o2770)
 
     def problem(self) -> tuple[str, str] | None:
         """(folder, why) when the cache folder or its entries folder may not be used, else None.
         Raises FileNotFoundError when the cache folder does not exist yet."""
-        return _trust.cache_problem(self.root, self.folder, _trust.shared())
+        return _untrusted.cache_problem(self.root, self.folder, _untrusted.shared())
 
     def check(self):
-        """The test each file read from the folder must pass (see _trust.py)."""
-        return _shared_problem if self.shared else _trust.problem
+        """The test each file read from the folder must pass (see _untrusted.py)."""
+        return _shared_problem if self.shared else _untrusted.problem
 
     def vouch(self) -> bool:
         """Whether the folder may be used; when not, warn once and leave it unused.  A folder
         not made yet is checked again once it exists."""
-        shared = _trust.shared()
+        shared = _untrusted.shared()
         try:
-            found = _trust.cache_problem(self.root, self.folder, shared)
+            found = _untrusted.cache_problem(self.root, self.folder, shared)
         except FileNotFoundError:
             return True  # made by this process, 0700, when its first entry is written
         if found is not None:
@@ -100,7 +100,7 @@ class Folder:
                 "would choose the code this process runs. Next step: make it yours and private "
                 f"(chown -R $USER {folder}; chmod 700 {folder}), remove it, or set "
                 "CUDALOAD_CACHE_DIR to a folder of your own; for a cache a group shares on "
-                f"purpose (chgrp GROUP; chmod 2770), set {_trust.SHARED_ENV}=1")
+                f"purpose (chgrp GROUP; chmod 2770), set {_untrusted.SHARED_ENV}=1")
             return False
         self.trusted, self.shared = True, shared
         return True
@@ -120,7 +120,7 @@ class Folder:
 
 
 def _shared_problem(st) -> str | None:
-    return _trust.problem(st, shared_by_group=True)
+    return _untrusted.problem(st, shared_by_group=True)
 
 
 _OFF_WORDS = ("0", "false", "no", "off")

@@ -6,7 +6,7 @@ aborts the whole interpreter with SIGABRT; a FIFO where any of these files shoul
 wait forever; the others fail with an error that names no path.  The checks see the file system
 as it is when they run; NVRTC opens the paths at compile time, relative to the current folder.
 
-Imports of cudaload: nothing.
+Imports of cudaload: options (which options name a file).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -16,28 +16,12 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["names_files", "check_files"]
+from .options import FILE_OPTIONS, file_option
 
-# option (less its one or two dashes) -> (how NVRTC uses the path, the suffix it adds, an example)
-_OPTIONS = {"fdevice-time-trace": ("write", ".json", "trace/kernel (written to trace/kernel.json)"),
-            "time": ("write", "", "times.csv (or - for standard output)"),
-            "create-pch": ("write", "", "kernel.pch"),
-            "use-pch": ("read", "", "kernel.pch"),
-            "pch-dir": ("folder", "", "pch")}
+__all__ = ["check_files"]
+
 # The kernel's own file systems: no trace or header file of NVRTC's can be made there.
 _SYSTEM = ("/proc", "/sys", "/dev")
-
-
-def _named(option: str) -> tuple[str, str] | None:
-    """(the option's name, the path it gives) for an option of _OPTIONS, else None."""
-    head, eq, path = option.partition("=")
-    name = head[2:] if head.startswith("--") else head[1:] if head.startswith("-") else ""
-    return (name, path) if eq and name in _OPTIONS else None
-
-
-def names_files(options) -> bool:
-    """Whether ``options`` name a file or folder that :func:`check_files` looks at."""
-    return any(_named(option) for option in options)
 
 
 def check_files(options) -> None:
@@ -45,13 +29,13 @@ def check_files(options) -> None:
     not use: one under /proc, /sys or /dev, in no folder one can write in (for the files NVRTC
     writes), an existing thing that is no regular file (no folder, for ``--pch-dir``)."""
     for option in options:
-        named = _named(option)
+        named = file_option(option)
         if named is not None:
             _check(option, *named)
 
 
 def _check(option: str, name: str, path: str) -> None:
-    use, suffix, example = _OPTIONS[name]
+    use, suffix, example = FILE_OPTIONS[name]
     fix = f"e.g. --{name}={example}"
     if name == "time" and path == "-":
         return

@@ -11,7 +11,8 @@ equal arguments give equal results: define values are compared with their types 
 Options that name a file NVRTC opens (a time trace, a precompiled header) are checked each time a
 Program is made with them, never remembered: the check is of the file system as it is then.
 
-Imports of cudaload: _option_files, _sha, options.
+Imports of cudaload: _option_files (for options that name a file), _sha, options.  A Program made
+in a fresh process imports nothing else (neither ``collections`` nor ``re``): 5 ms at most.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -20,9 +21,8 @@ from __future__ import annotations
 
 import os
 import _thread
-from collections import OrderedDict, namedtuple
 
-from . import _option_files, options as _options
+from . import options as _options
 from ._sha import sha256
 
 __all__ = ["Prepared", "prepare", "digest"]
@@ -33,15 +33,23 @@ MAX_ENTRIES = 1024
 MAX_CHARS = 16 << 20
 
 
-# A named tuple: read by field name at the speed of a tuple (Program's properties are
-# attrgetters of these names).  ``asked`` is an :class:`Asked` that every Program made with these
-# arguments shares.
-Prepared = namedtuple("Prepared", (
-    "source", "name", "headers", "include_paths", "options", "name_expressions",
-    "parts", "digest", "chars", "lto", "asked"))
-Prepared.__doc__ = """A Program's checked arguments: source, name, headers as (name, text) pairs,
-include_paths, options, name_expressions; the parts the digest covers, the digest, the characters of
-source and headers (what the memory cache counts), whether nvJitLink links it, and ``asked``."""
+class Prepared:
+    """A Program's checked arguments: source, name, headers as (name, text) pairs,
+    include_paths, options, name_expressions; the parts the digest covers, the digest, the
+    characters of source and headers (what the memory cache counts), whether nvJitLink links it,
+    and ``asked``, an :class:`Asked` that every Program made with these arguments shares.  Read
+    by field name (Program's properties are attrgetters of these names), never changed."""
+
+    __slots__ = ("source", "name", "headers", "include_paths", "options", "name_expressions",
+                 "parts", "digest", "chars", "lto", "asked")
+
+    def __init__(self, source, name, headers, include_paths, options, name_expressions, parts,
+                 digest, chars, lto, asked):
+        self.source, self.name, self.headers, self.include_paths = source, name, headers, \
+            include_paths
+        self.options, self.name_expressions, self.parts, self.digest = options, \
+            name_expressions, parts, digest
+        self.chars, self.lto, self.asked = chars, lto, asked
 
 
 class Asked:
@@ -63,7 +71,7 @@ class _Remembered:
     __slots__ = ("table", "chars", "newest", "lock")
 
     def __init__(self):
-        self.table: OrderedDict = OrderedDict()
+        self.table: dict = {}  # insertion order is use order: a use moves its entry to the end
         self.chars = 0
         self.newest = None
         self.lock = _thread.allocate_lock()
@@ -109,8 +117,9 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
         # The same Program made again (the common case) is the most recent entry already.
         # (Threads racing here can leave it one place off: which entry is dropped first.)
         if found is not remembered.newest:
+            table = remembered.table
             try:
-                remembered.table.move_to_end(memo)
+                table[memo] = table.pop(memo)  # now the most recent
             except KeyError:  # dropped by another thread meanwhile
                 pass
             remembered.newest = found
@@ -118,8 +127,7 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
     made = _prepare(source, name, options, headers, include_paths, name_expressions, std,
                     defines, (fast_math, line_info, debug, max_registers, relocatable, lto))
     # Options that name a file are checked at each Program (the file may go): never remembered.
-    if memo is not None and _UNHASHABLE not in frozen and not (
-            _option_files.names_files(made.options)):
+    if memo is not None and _UNHASHABLE not in frozen and not _options.names_files(made.options):
         _remember(memo, made)
     return made
 
@@ -133,8 +141,8 @@ def _remember(memo, made: Prepared) -> None:
         remembered.chars += made.chars
         while remembered.table and (len(remembered.table) > MAX_ENTRIES
                                     or remembered.chars > MAX_CHARS):
-            _key, old = remembered.table.popitem(last=False)
-            remembered.chars -= old.chars
+            oldest = next(iter(remembered.table))
+            remembered.chars -= remembered.table.pop(oldest).chars
 
 
 def forget() -> None:
@@ -167,7 +175,10 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
                            max_registers=max_registers, relocatable=relocatable, lto=lto)
     if any(o.split("=")[0] in _ARCH_OPTIONS or o.startswith("-arch") for o in built):
         raise ValueError("give the architecture to compile(arch=...), not as an option")
-    _option_files.check_files(built)
+    if _options.names_files(built):
+        from ._option_files import check_files  # here: only such options need it
+
+        check_files(built)
     names = _options.strings(name_expressions, "name_expressions", "('scale<float>',)")
     # What NVRTC reads besides this text (files it includes, and whether they exist) is looked
     # up at compile(), where NVRTC looks: the current folder and the files may change after the

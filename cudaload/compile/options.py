@@ -9,10 +9,13 @@ Layer 2, compile: may import the foundation, bindings and compile.
 from __future__ import annotations
 
 import operator
-import re
 
 __all__ = ["build", "strings", "include_inputs", "searches_source_folder", "Arch", "parse_arch",
-           "split_cli", "LTO_OPTION", "links"]
+           "split_cli", "LTO_OPTION", "links", "OUTPUTS", "virtual", "FILE_OPTIONS", "file_option",
+           "names_files"]
+
+# What ``compile(output=...)`` may ask for.
+OUTPUTS = ("auto", "cubin", "ptx")
 
 # NVRTC's option for LTO IR, in both its spellings: a program compiled with it is linked by
 # nvJitLink (compile/_linker.py) into the code it asked for.
@@ -116,19 +119,19 @@ def _check(option: str, where: str) -> None:
             f"one string, e.g. '{joined}'; a bare {option} would swallow the option after it")
 
 
-# A macro name, or a function-like macro's name and parameter list: "N", "SQ(x)", "LOG(fmt, ...)".
-_MACRO = re.compile(r"([A-Za-z_]\w*)(?:\(([^()]*)\))?", re.ASCII)
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*", re.ASCII)
-
-
 def _macro_name(name: str) -> bool:
-    match = _MACRO.fullmatch(name)
+    """Whether ``name`` is a macro name, or a function-like macro's name and parameter list:
+    "N", "SQ(x)", "LOG(fmt, ...)"."""
+    import re  # here: only a Program with defines checks them, and re costs a fresh process 4 ms
+
+    identifier = re.compile(r"[A-Za-z_]\w*", re.ASCII)
+    match = re.fullmatch(r"([A-Za-z_]\w*)(?:\(([^()]*)\))?", name, re.ASCII)
     if match is None or match.group(2) is None or not match.group(2).strip():
         return match is not None
     params = [p.strip() for p in match.group(2).split(",")]
     if params[-1] == "...":
         params.pop()
-    return all(_IDENTIFIER.fullmatch(p) for p in params)
+    return all(identifier.fullmatch(p) for p in params)
 
 
 def _defines(defines) -> list[str]:
@@ -201,8 +204,20 @@ class Arch(tuple):
         return f"compute_{self[0]}{self[1]}"
 
 
-_ARCH = re.compile(r"^(?:sm_|compute_)?(\d{2,3})([af]?)$")
 _parsed: dict = {}
+
+
+def _arch_name(text: str) -> tuple[int, str] | None:
+    """(number, suffix) of an arch name ("90", "sm_90", "compute_90a", "sm_100f"), else None."""
+    for prefix in ("sm_", "compute_"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+            break
+    suffix = text[-1:] if text[-1:] in ("a", "f") else ""
+    digits = text[:len(text) - len(suffix)]
+    if 2 <= len(digits) <= 3 and digits.isascii() and digits.isdigit():
+        return int(digits), suffix
+    return None
 
 
 def parse_arch(arch) -> Arch:
@@ -216,17 +231,45 @@ def parse_arch(arch) -> Arch:
                              "or 'sm_90'")
         result = Arch((arch[0] * 10 + arch[1], ""))
     else:
-        match = _ARCH.match(str(arch).strip().lower())
-        if not match:
+        named = _arch_name(str(arch).strip().lower())
+        if named is None:
             raise ValueError(f"arch {arch!r} is not a compute capability: use e.g. 90, 'sm_90' "
                              "or 'sm_90a'")
-        result = Arch((int(match.group(1)), match.group(2)))
+        result = Arch(named)
         if result.number < 10:  # "00", "05": no compute capability has major 0
             raise ValueError(f"arch {arch!r} is not a compute capability: use e.g. 90, 'sm_90' "
                              "or 'sm_90a'")
     if not isinstance(arch, list):
         _parsed[arch] = result
     return result
+
+
+def virtual(arch, output: str) -> str:
+    """``output``, except that "auto" for a virtual arch ("compute_90") asks for PTX."""
+    if output == "auto" and isinstance(arch, str) and arch.strip().lower().startswith("compute_"):
+        return "ptx"
+    return output
+
+
+# Options that name a file or folder NVRTC opens itself (less their one or two dashes) -> (how
+# NVRTC uses the path, the suffix it adds, an example); _option_files.py checks the paths.
+FILE_OPTIONS = {"fdevice-time-trace": ("write", ".json", "trace/kernel (written to trace/kernel.json)"),
+                "time": ("write", "", "times.csv (or - for standard output)"),
+                "create-pch": ("write", "", "kernel.pch"),
+                "use-pch": ("read", "", "kernel.pch"),
+                "pch-dir": ("folder", "", "pch")}
+
+
+def file_option(option: str) -> tuple[str, str] | None:
+    """(the option's name, the path it gives) for an option of FILE_OPTIONS, else None."""
+    head, eq, path = option.partition("=")
+    name = head[2:] if head.startswith("--") else head[1:] if head.startswith("-") else ""
+    return (name, path) if eq and name in FILE_OPTIONS else None
+
+
+def names_files(options) -> bool:
+    """Whether ``options`` name a file or folder NVRTC opens (see _option_files.py)."""
+    return any(file_option(option) for option in options)
 
 
 def include_inputs(options) -> tuple[list[str], list[str]]:

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import os
 
-from . import _targets, _workers, program as _program
+from . import _workers, program as _program
+from .plan import assume_driver_version, driver_version
 from .. import _log
 from ..errors import CompileError, CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
@@ -113,7 +114,7 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
     """Compile each pending key on one of ``n`` spawned processes; fill ``results``/``errors``.
     This process only waits for them (see _workers.py: so that Ctrl-C ends compile_all at once)."""
     kinds = {plan.kind for waiting in pending.values() for _i, plan in waiting}
-    driver = _targets.driver_version() if "ptx" in kinds else None  # part of a PTX key
+    driver = driver_version() if "ptx" in kinds else None  # part of a PTX key
     jobs = {}
     for key, waiting in pending.items():
         plan = waiting[0][1]
@@ -175,9 +176,9 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
 
 
 def _start_worker(driver: int | None, topics: tuple) -> None:
-    """A worker's start: the caller's driver version (see :func:`_targets.assume_driver_version`),
+    """A worker's start: the caller's driver version (see :func:`plan.assume_driver_version`),
     and its log's topics kept to be sent back with each result."""
-    _targets.assume_driver_version(driver)
+    assume_driver_version(driver)
     _log.keep_for_parent(topics)
 
 

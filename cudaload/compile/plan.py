@@ -7,6 +7,10 @@ when either has it); otherwise it holds the key, kind and target NVRTC compiles 
 plans, has the keys nobody holds compiled on its workers, and hands each plan what came back
 (:meth:`Plan.accept`).  :meth:`Plan.replace` is the other build: code the driver refused.
 
+Which code a request makes, the kind (CUBIN or PTX) and target architecture, is chosen from
+NVRTC's supported architectures and the driver's version (:func:`choose`, with the errors for a
+request that cannot be met).
+
 What a build may keep: on disk, only a result whose inputs did not change while NVRTC read them
 and for which NVRTC read no file the key lacks (its trace, _reads.py); in memory, a result whose
 inputs did not change, watched by the files NVRTC read (those the scan missed too).
@@ -18,20 +22,13 @@ from __future__ import annotations
 
 import os
 
-from . import _linker, _option_files, _targets, cache, includes, toolchain
+from . import _linker, _option_files, cache, includes, toolchain
 from .. import _log
-from ..errors import NvrtcError
+from ..errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
-from .options import Arch, parse_arch
+from .options import Arch, parse_arch, virtual
 
-__all__ = ["Plan", "virtual"]
-
-
-def virtual(arch, output: str) -> str:
-    """``output``, except that "auto" for a virtual arch ("compute_90") asks for PTX."""
-    if output == "auto" and isinstance(arch, str) and arch.strip().lower().startswith("compute_"):
-        return "ptx"
-    return output
+__all__ = ["Plan", "choose", "check_plausible", "driver_version", "assume_driver_version"]
 
 
 class Plan:
@@ -57,7 +54,7 @@ class Plan:
                 return
         self._look(tc or toolchain.current())
         if explicit:
-            _targets.check_plausible(arch, self.tc)
+            check_plausible(arch, self.tc)
 
     @classmethod
     def found(cls, program, arch, output: str, code: ObjectCode) -> Plan:
@@ -75,7 +72,7 @@ class Plan:
         program = self.program
         self.tc, self.inputs = tc, program._inputs(tc)
         self.witness = self.inputs.witness
-        self.kind, self.target = _targets.choose(tc, self.arch, virtual(self.arch, self.output),
+        self.kind, self.target = choose(tc, self.arch, virtual(self.arch, self.output),
                                                  self.explicit)
         self.linker = _linker.identity() if program._lto else None
         self.key = program._key(program._inputs_digest(self.inputs), tc, self.kind, self.target,
@@ -227,3 +224,98 @@ class Plan:
         program = self.program
         return includes.watching(self.inputs.witness, unkeyed, includes.searched_folders(
             program.name, program.headers, program.options))
+
+
+# ---- which code a request makes ---------------------------------------------------------------
+
+_NOT_ASSUMED = object()
+_assumed_driver: object = _NOT_ASSUMED  # in a compile worker: the calling process's answer
+
+
+def assume_driver_version(version: int | None) -> None:
+    """From now on take ``version`` for the driver's, without loading libcuda: a compile worker
+    (parallel.py) keys PTX as the process that asked for it does, and never touches CUDA."""
+    global _assumed_driver
+    _assumed_driver = version
+
+
+def driver_version() -> int | None:
+    """The driver's CUDA version (e.g. 13000), or None without a driver."""
+    if _assumed_driver is not _NOT_ASSUMED:
+        return _assumed_driver  # type: ignore[return-value]  # an int or None, as assumed
+    try:
+        from ..bindings import driver
+
+        return driver.version() or None
+    except CudaLoadError:
+        return None
+
+
+# Compute capability majors beyond the newest NVRTC knows by more than this are taken for typos
+# ("sm_900") when written out; a device's own, however new, is always tried (as PTX).
+_MAJORS_AHEAD = 3
+
+
+def check_plausible(arch, tc: toolchain.Toolchain) -> None:
+    want, newest = parse_arch(arch), max(tc.archs)
+    if want.number // 10 > newest // 10 + _MAJORS_AHEAD:
+        guess = f" Did you mean sm_{want.number // 10}?" if want.number % 10 == 0 else ""
+        raise ValueError(f"arch {arch!r} is no GPU architecture: NVRTC knows up to sm_{newest}, "
+                         f"and compute capability {want.number // 10}.{want.number % 10} is far "
+                         f"beyond it.{guess}")
+
+
+def choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
+            ) -> tuple[str, Arch]:
+    """(kind, target arch) for a request, from NVRTC's supported archs and the driver's version;
+    ``explicit``: whether ``arch`` was asked for (else it is the device's)."""
+    supported = sorted(tc.archs)
+    # With no arch and no device: CUBIN for NVRTC's newest; PTX for its oldest, which the driver
+    # compiles forward for every newer GPU (never back), so it is the portable choice.
+    default = supported[0] if output == "ptx" else supported[-1]
+    want = Arch((default, "")) if arch is None else parse_arch(arch)
+    known = want.number in supported
+    if output != "auto" or known:
+        if not known:
+            from ..releases import arch_support
+
+            raise NvrtcError(
+                f"NVRTC {_v(tc)} cannot compile for {want.sm()} ({_whose(explicit)}): it "
+                f"supports {_list(supported)}",
+                hint=f"pick one of those, or {arch_support(want.number, tc.version)}", name="arch")
+        return ("cubin" if output == "auto" else output), want
+    older = [a for a in supported if a < want.number]
+    if not older:
+        from ..releases import arch_support
+
+        raise NvrtcError(
+            f"{want.sm()} ({_whose(explicit)}) is older than anything NVRTC {_v(tc)} supports "
+            f"({_list(supported)})", hint=arch_support(want.number, tc.version), name="arch")
+    same_major = [a for a in older if a // 10 == want.number // 10]
+    if want.number < supported[-1] and same_major:  # a CUBIN of the same major runs on it
+        return "cubin", Arch((same_major[-1], ""))
+    driver = driver_version()
+    if driver is None or driver >= tc.version_number():
+        return "ptx", Arch((older[-1], ""))
+    if same_major:
+        return "cubin", Arch((same_major[-1], ""))
+    from ..bindings.driver import format_version
+    from ..releases import arch_support
+
+    raise NvrtcError(
+        f"cannot make code for {want.sm()}: NVRTC {_v(tc)} does not know this GPU, and its PTX "
+        f"would need a driver for CUDA {_v(tc)} or newer, but the driver is for CUDA "
+        f"{format_version(driver)}",
+        hint=f"upgrade the NVIDIA driver, or {arch_support(want.number, tc.version)}", name="arch")
+
+
+def _whose(explicit: bool) -> str:
+    return "the arch asked for" if explicit else "this GPU's arch, as no arch was given"
+
+
+def _v(tc: toolchain.Toolchain) -> str:
+    return f"{tc.version[0]}.{tc.version[1]}"
+
+
+def _list(archs) -> str:
+    return ", ".join(f"sm_{a}" for a in archs)

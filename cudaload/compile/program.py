@@ -12,6 +12,10 @@ format, for PTX the driver version, and for a program linked by nvJitLink (``lto
 linker's build.  Each NVRTC compilation is logged at DEBUG to
 ``cudaload.compile`` with its key (``record.key``), each recompilation after a refusal too.
 
+Making a Program imports only what checks its arguments (_prepare.py); the first ``compile()``
+imports the rest of the compile path (``_compile_path``): a host that makes Programs it may never
+compile, or makes them at import, pays 1-2 ms, not the 30-40 ms of the whole path.
+
 Layer 2, compile: may import the foundation, bindings and compile.
 """
 
@@ -20,16 +24,32 @@ from __future__ import annotations
 import os
 from operator import attrgetter
 
-from . import _hooks, _prepare, _targets, cache, includes, toolchain
+from . import _prepare
 from .. import lifetime
 from ..errors import CudaLoadError
-from .objectcode import ObjectCode
-from .options import Arch, parse_arch
-from .plan import Plan, virtual
+from .options import OUTPUTS
 
-__all__ = ["Program", "Origin", "recompile_refused"]
+TYPE_CHECKING = False  # typing is not imported: a Program made in a fresh process must cost little
+if TYPE_CHECKING:
+    from . import includes, toolchain
+    from .objectcode import ObjectCode
+    from .options import Arch
+    from .plan import Plan
 
-OUTPUTS = ("auto", "cubin", "ptx")
+__all__ = ["Program", "Origin", "recompile_refused", "OUTPUTS"]
+
+_memory = None  # the memory cache (cache/memory.py), bound by _compile_path() at the first compile
+
+
+def _compile_path():
+    """Import what compiling needs, once: the memory cache, returned; the rest (plan.py and what
+    it imports) is imported by plan.py on the way."""
+    global _memory
+    from . import plan  # noqa: F401  (deferred: see the module docstring)
+    from .cache.memory import MEMORY
+
+    _memory = MEMORY
+    return MEMORY
 
 
 def _field(name: str, doc: str) -> property:
@@ -84,7 +104,9 @@ class Program:
             try:
                 source = f.read()
             except UnicodeDecodeError as exc:
-                raise includes.not_utf8(path, exc) from None
+                from .includes import not_utf8  # deferred: only a file that is no text needs it
+
+                raise not_utf8(path, exc) from None
         kw.setdefault("name", os.path.basename(path))
         kw["include_paths"] = (os.path.dirname(os.path.abspath(path)), *kw.get("include_paths", ()))
         return cls(source, **kw)
@@ -93,7 +115,9 @@ class Program:
     def from_resource(cls, package: str, resource: str, **kw) -> Program:
         """The program in the package data file ``resource`` of ``package``, with the sibling files
         it includes passed as in-memory headers.  Raises FileNotFoundError, ModuleNotFoundError."""
-        source, found = includes.from_package(package, resource)
+        from .includes import from_package  # deferred: see the module docstring
+
+        source, found = from_package(package, resource)
         kw["headers"] = {**found, **(kw.get("headers") or {})}
         kw.setdefault("name", resource)
         return cls(source, **kw)
@@ -130,9 +154,11 @@ class Program:
             shared.last = (arch, output, key)
         # A hit holds while the files its compile read are as they were (nothing to check for
         # a program that reads none, the common case).
-        hit = cache.MEMORY.get(key)
-        if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
+        hit = (_memory or _compile_path()).get(key)
+        if hit is not None and (not hit[1] or _still_valid(hit[1])):
             return hit[0]
+        from .plan import Plan  # deferred: imported by _compile_path() already
+
         return Plan(self, arch, output, explicit).build()
 
     def plan(self, arch=None, output: str = "auto") -> Plan:
@@ -143,8 +169,10 @@ class Program:
         explicit = arch is not None
         if arch is None:
             arch = _device_arch()
-        hit = cache.MEMORY.get((self._digest, _request(arch, output)))
-        if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
+        hit = (_memory or _compile_path()).get((self._digest, _request(arch, output)))
+        from .plan import Plan  # deferred: imported by _compile_path() already
+
+        if hit is not None and (not hit[1] or _still_valid(hit[1])):
             return Plan.found(self, arch, output, hit[0])
         return Plan(self, arch, output, explicit)
 
@@ -152,8 +180,10 @@ class Program:
         """What NVRTC will read for this program now, with ``tc``'s header folders.  Without
         ``tc`` (code shipped in a bundle is looked up without NVRTC), the files outside CUDA's
         header folders that the program itself reaches."""
+        from .includes import resolve  # deferred: imported by _compile_path() already
+
         folders = [o[2:] for o in tc.include_options] if tc is not None else []
-        return includes.resolve(self.source, self.name, self.headers, self.options, folders)
+        return resolve(self.source, self.name, self.headers, self.options, folders)
 
     def _bundle_digest(self) -> bytes:
         """The digest a bundle files this program under: with the files it reads now, as a lookup
@@ -173,14 +203,17 @@ class Program:
         ``keep``, the memory cache's."""
         self._own(obj, arch, output, key)
         if keep:
-            cache.MEMORY.put((self._digest, _request(arch, output)), obj, witness,
+            (_memory or _compile_path()).put((self._digest, _request(arch, output)), obj, witness,
                              self._size + len(obj.code) + len(obj.log))
 
     def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch,
              linker: str | None = None) -> str:
         """The disk key; ``linker``: the nvJitLink build that links this program (``lto``)."""
-        driver = str(_targets.driver_version() or 0) if kind == "ptx" else "-"
-        return _prepare.digest(str(cache.FORMAT), digest.hex(), kind, target.sm(), tc.key,
+        from ._cache_folder import FORMAT
+        from .plan import driver_version  # deferred: imported by _compile_path() already
+
+        driver = str(driver_version() or 0) if kind == "ptx" else "-"
+        return _prepare.digest(str(FORMAT), digest.hex(), kind, target.sm(), tc.key,
                                driver, *(() if linker is None else ("nvJitLink", linker))).hex()
 
     def _own(self, obj: ObjectCode, arch, output: str, key: str | None) -> None:
@@ -216,6 +249,9 @@ def recompile_refused(refused: ObjectCode) -> ObjectCode | None:
     origin = getattr(refused, "origin", None)
     if not isinstance(origin, Origin):
         return None
+    from . import cache, toolchain
+    from .plan import Plan
+
     program = Program._from_prepared(origin.prepared)
     cache.MEMORY.pop((program._digest, _request(origin.arch, origin.output)), None)
     tc = toolchain.live()
@@ -224,6 +260,13 @@ def recompile_refused(refused: ObjectCode) -> ObjectCode | None:
     cache.default().evict(origin.key)
     return Plan(program, origin.arch, origin.output, False, shipped=False, tc=tc).replace(
         refused, origin.key, _device_arch())
+
+
+def _still_valid(witness) -> bool:
+    """Whether the files a memory hit's compile read look as they did (includes.still_valid)."""
+    from .includes import still_valid  # deferred: only a hit whose compile read files needs it
+
+    return still_valid(witness)
 
 
 _no_device = False
@@ -235,7 +278,9 @@ def _device_arch():
     if _no_device:
         return None
     try:
-        return _hooks.current_arch()
+        from ..bindings import thread_device  # deferred: loads the driver's bindings
+
+        return thread_device.arch()
     except CudaLoadError:
         # No driver, no device or a failed cuInit stays so for the life of the process (the driver
         # remembers), so the memory-hit path need not ask again: 3-7 us per call otherwise.
@@ -266,6 +311,8 @@ def _request(arch, output: str) -> str:
                         f"(major, minor) tuple, not {type(arch).__name__}") from None
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+    from .options import parse_arch, virtual
+
     request = f"{'-' if arch is None else parse_arch(arch).sm()}/{virtual(arch, output)}"
     if len(_requests) > 256:  # only odd spellings ("SM_90 ", ...) could fill it
         _requests.clear()

@@ -8,7 +8,7 @@ cache folder (_cache_folder.py; the kernel cache's modules are not needed for it
 with ``os.stat``.  ``CUDALOAD_LIBNVRTC`` always wins: its file is the one checked.  Once NVRTC is
 loaded in the process, the loaded library is the truth.
 
-Imports of cudaload: _atomic, _cache_folder, _file_lock (to write), _headers, _log, _sha, _trust, _untrusted,
+Imports of cudaload: _atomic, _cache_folder, _file_lock (to write), _headers, _log, _sha, _untrusted,
 lifetime, bindings (_loader, nvrtc).
 
 Layer 2, compile: may import the foundation, bindings and compile.
@@ -24,7 +24,7 @@ import _thread
 from collections import namedtuple
 
 from . import _cache_folder
-from .. import _atomic, _log, _trust, _untrusted, lifetime
+from .. import _atomic, _log, _untrusted, lifetime
 from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
     find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
@@ -138,13 +138,13 @@ _RECORD_DEPTH = 8  # {"nvrtc": {env: {"search": [[folder, [stat]]]}}} is 6 deep
 
 def _read_record() -> dict:
     """What ``toolchain.json`` holds, or {} when it is absent, damaged, anything but a regular
-    file, not to be trusted (see _trust.py), or in a cache a group shares, which never names a
+    file, not to be trusted (see _untrusted.py), or in a cache a group shares, which never names a
     library to load."""
-    if _trust.shared():
+    if _untrusted.shared():
         return {}
     try:
         data = _untrusted.read_regular(os.path.join(_cache_folder.configured().root, RECORD),
-                                       _RECORD_MAX_BYTES, _trust.problem)
+                                       _RECORD_MAX_BYTES, _untrusted.problem)
         record = _untrusted.load_json(data, _RECORD_DEPTH)
     except (OSError, ValueError):
         return {}
@@ -160,7 +160,7 @@ def _entries(record: dict) -> dict:
         return {}
     return {env: entry for env, entry in found.items()
             if isinstance(env, str) and _well_formed(entry) and
-            not any(path and _trust.path_problem(path) for _n, path, _i in entry["headers"])}
+            not any(path and _untrusted.path_problem(path) for _n, path, _i in entry["headers"])}
 
 
 def _path_text(value) -> bool:
@@ -194,8 +194,8 @@ def _still_valid(entry) -> bool:
     if not entry or entry["stat"] is None:
         return False
     path = entry["path"]
-    return (_stat_id(path) == entry["stat"] and _trust.path_problem(path) is None
-            and _trust.path_problem(os.path.dirname(path) or ".") is None
+    return (_stat_id(path) == entry["stat"] and _untrusted.path_problem(path) is None
+            and _untrusted.path_problem(os.path.dirname(path) or ".") is None
             and entry.get("search") == _search_stamp())
 
 
@@ -292,7 +292,7 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
     entry = {"path": tc.nvrtc_path, "stat": stat, "version": list(tc.version), "build": tc.build,
              "archs": list(tc.archs), "found_via": tc.found_via,
              "headers": [list(h) for h in tc.headers], "search": _search_stamp()}
-    if _trust.shared() or _entries(record).get(_selector()) == entry:
+    if _untrusted.shared() or _entries(record).get(_selector()) == entry:
         return  # a cache a group shares never names a library to load
     place = _cache_folder.configured()
     root = place.root

@@ -12,13 +12,12 @@ from __future__ import annotations
 import _thread
 import threading
 
-from ..bindings import driver
+from ..bindings import driver, thread_device
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ..errors import DriverUnavailableError
 
-__all__ = ["Device", "device_count", "visible_devices", "current_device", "current_arch",
-           "activate"]
+__all__ = ["Device", "device_count", "visible_devices", "current_device", "activate"]
 
 _lock = _thread.allocate_lock()
 _devices: dict[int, Device] = {}
@@ -159,6 +158,7 @@ class Device:
     def set_current(self) -> None:
         """Make this the calling thread's device (its primary context current here)."""
         _tls.device = self
+        thread_device.choose(self.ordinal)
         activate(self)
 
     def synchronize(self) -> None:
@@ -180,15 +180,7 @@ def current_device() -> Device:
     dev = getattr(_tls, "device", None)
     if dev is not None:
         return dev
-    drv = driver.init()
-    ctx = drv.ffi.new("CUcontext *")
-    driver.check(drv.cuCtxGetCurrent(ctx), "cuCtxGetCurrent")
-    ordinal = 0
-    if ctx[0] != drv.ffi.NULL:
-        out = drv.ffi.new("CUdevice *")
-        driver.check(drv.cuCtxGetDevice(out), "cuCtxGetDevice")
-        ordinal = out[0]
-    dev = _tls.device = Device(ordinal)
+    dev = _tls.device = Device(thread_device.ordinal())
     return dev
 
 
@@ -233,11 +225,6 @@ def _current_context(drv):
     if drv.cuCtxGetCurrent(out):
         return None  # then bind ours: a failure to bind is reported by cuCtxSetCurrent
     return out[0]
-
-
-def current_arch() -> int:
-    """Compute capability of the current device as an int, e.g. 90.  Raises :class:`CudaLoadError`."""
-    return current_device().arch
 
 
 def as_device(device) -> Device:

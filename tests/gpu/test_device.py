@@ -16,7 +16,7 @@ def test_device_properties_and_primary_context():
     d = cudaload.Device(0)
     assert d is cudaload.Device(0)
     assert d.total_memory > 0 and d.compute_capability[0] >= 5
-    assert device_mod.current_arch() == d.arch
+    assert thread_device.arch() == d.arch
     free, total = d.mem_info()
     assert 0 < free <= total
     with pytest.raises(ValueError, match="no CUDA device"):

@@ -30,7 +30,7 @@ def key_changes(inc: str) -> None:
     """Where the code came from after each input of the key changed, one at a time; ``inc`` holds
     ``user.cuh``, which is appended to."""
     from cudaload import Program
-    from cudaload.compile import cache, toolchain
+    from cudaload.compile import _cache_folder, cache, toolchain
 
     src = '#include "user.cuh"\n#include "mem.cuh"\n' + SAXPY
     base = dict(headers={"mem.cuh": "#define M 1\n"}, include_paths=[inc], options=("-DA=1",),
@@ -56,9 +56,9 @@ def key_changes(inc: str) -> None:
         toolchain._live = tc._replace(**{field: value})
         out["nvrtc_" + field] = compile()
     toolchain._live = tc
-    cache.FORMAT += 1
+    _cache_folder.FORMAT += 1  # the key covers it (the folder, named when first used, stays)
     out["format"] = compile()
-    cache.FORMAT -= 1
+    _cache_folder.FORMAT -= 1
     print(json.dumps(out))
 
 

@@ -94,7 +94,7 @@ class DiskCache:
         return self.place.problem()
 
     def check(self):
-        """The test each file read from the folder must pass (see _trust.py)."""
+        """The test each file read from the folder must pass (see _untrusted.py)."""
         return self.place.check()
 
     def path(self, key: str, suffix: str = ".bin") -> str:
