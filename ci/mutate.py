@@ -1,6 +1,6 @@
 """Mutation testing: change one thing in a module, run the tests that cover it, see them fail.
 
-    python ci/mutate.py cudaload/_trust.py tests/test_cache_trust.py [more test files]
+    python ci/mutate.py cudaload/_untrusted.py tests/test_cache_trust.py [more test files]
         [--timeout S] [--lines A-B] [--only N,M] [--list] [--jobs N] [--json FILE]
 
 Each mutant is one change to the module: a comparison negated or moved by one (``==``/``!=``,
@@ -72,7 +72,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if version == FORMAT and len(data) >= HEADER.size:"):
         "an entry of exactly the header's size has empty metadata, which is no JSON: a miss "
         "either way",
-    ("cudaload/_trust.py", "path_problem", "statement removed", "return None"):
+    ("cudaload/_untrusted.py", "path_problem", "statement removed", "return None"):
         "path_problem's except clause: without it the function ends there and returns None too",
     # _directives.py: shortcuts that spare work, not change answers.
     ("cudaload/compile/_directives.py", "_word", "statement removed",
@@ -251,7 +251,7 @@ def _run_tests(tree: str, tests: list[str], timeout: float) -> tuple[str, float]
 
 def _parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("module", help="the module to mutate, e.g. cudaload/_trust.py")
+    parser.add_argument("module", help="the module to mutate, e.g. cudaload/_untrusted.py")
     parser.add_argument("tests", nargs="*", help="the test files that cover it")
     parser.add_argument("--timeout", type=float, default=300,
                         help="seconds one mutant's tests may take (default 300)")

@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from cudaload.compile.cache import entry as _entry
+from cudaload.compile import objectcode as _entry
 from cudaload.compile.objectcode import ObjectCode
 
 KEY = "ab" * 32

@@ -122,18 +122,18 @@ def test_a_replaced_entry_whose_old_code_dies_keeps_the_new_one():
 @pytest.mark.parametrize("value, expected", [("", 64 << 20), ("1000", 1000), ("0", 0),
                                              (" 2048 ", 2048)])
 def test_the_bound_comes_from_the_environment(monkeypatch, value, expected):
-    from cudaload.compile.cache import limits as _limits
+    from cudaload.compile.cache import memory as _memory
 
     monkeypatch.setenv("CUDALOAD_MEMORY_CACHE_MAX_BYTES", value)
-    assert _limits.memory_max_bytes() == expected
+    assert _memory.memory_max_bytes() == expected
 
 
 def test_a_bound_that_is_no_number_warns_and_keeps_the_default(monkeypatch):
-    from cudaload.compile.cache import limits as _limits
+    from cudaload.compile.cache import memory as _memory
 
     monkeypatch.setenv("CUDALOAD_MEMORY_CACHE_MAX_BYTES", "lots")
-    with pytest.warns(_limits.CacheWarning, match="not a number of bytes"):
-        assert _limits.memory_max_bytes() == _limits.MEMORY_DEFAULT_BYTES
+    with pytest.warns(_memory.CacheWarning, match="not a number of bytes"):
+        assert _memory.memory_max_bytes() == _memory.MEMORY_DEFAULT_BYTES
 
 
 def test_compiling_beyond_the_bound_keeps_memory_flat_and_live_code_a_hit():

@@ -105,7 +105,7 @@ def test_compile_all_links_in_its_workers(tmp_path):
 def test_the_linked_flag_is_kept_in_the_entry_and_checked():
     import json
 
-    from cudaload.compile.cache import entry as _entry
+    from cudaload.compile import objectcode as _entry
     from cudaload.compile.objectcode import ObjectCode
 
     key = "ab" * 32
@@ -115,7 +115,7 @@ def test_the_linked_flag_is_kept_in_the_entry_and_checked():
     assert _entry.decode(_entry.encode(plain, key), key).linked is False
     assert b"linked" not in _entry.encode(plain, key)  # other entries are as before
     # An entry whose flag is not a bool is not what this version writes: a miss.
-    from cudaload.compile._sha import sha256
+    from cudaload.compile._prepare import sha256
 
     def forged(flag):
         meta = json.dumps({"arch": "sm_90", "kind": "cubin", "linked": flag, "log": "",

@@ -6,7 +6,11 @@ Compiling for "the current device" (``compile(arch=None)``) needs only its archi
 asks here, below the launch layer that owns ``Device`` objects: no climb from compiling up to
 launching.  ``launch/device.py`` keeps its ``Device`` objects in step through :func:`choose`.
 
-Imports of cudaload: driver.
+Both are attributes of :data:`state`, a thread-local, so that a compile that finds them there
+makes no call at all (``state.arch`` is None until :func:`arch` has asked the driver in this
+thread, and again after a fork: the child must not use what its parent's driver answered).
+
+Imports of cudaload: driver, lifetime.
 
 Layer 1, bindings: may import the foundation and bindings.
 """
@@ -16,22 +20,31 @@ from __future__ import annotations
 import threading
 
 from . import driver
+from .. import lifetime
 
-__all__ = ["ordinal", "choose", "arch"]
+__all__ = ["state", "ordinal", "choose", "arch"]
 
-_tls = threading.local()  # .ordinal: the thread's device
-_archs: dict[int, int] = {}  # ordinal -> compute capability (90): fixed for the life of a process
+
+class _State(threading.local):
+    """One thread's device: ``ordinal`` and ``arch`` (compute capability, e.g. 90), or None."""
+
+    ordinal: int | None = None
+    arch: int | None = None
+
+
+state = _State()
+_archs: dict[int, int] = {}  # ordinal -> compute capability: fixed for the life of a process
 
 
 def choose(ordinal_: int) -> None:
     """Make device ``ordinal_`` the calling thread's."""
-    _tls.ordinal = ordinal_
+    state.ordinal, state.arch = ordinal_, None
 
 
 def ordinal() -> int:
     """The calling thread's device ordinal.  Raises :class:`CudaLoadError` where CUDA is
     unavailable or the driver cannot say."""
-    found = getattr(_tls, "ordinal", None)
+    found = state.ordinal
     if found is not None:
         return found
     drv = driver.init()
@@ -42,14 +55,15 @@ def ordinal() -> int:
         out = drv.ffi.new("CUdevice *")
         driver.check(drv.cuCtxGetDevice(out), "cuCtxGetDevice")
         found = out[0]
-    _tls.ordinal = found
+    state.ordinal = found
     return found
 
 
 def arch() -> int:
-    """Compute capability of the calling thread's device as an int, e.g. 90.  Raises
-    :class:`CudaLoadError` where CUDA is unavailable or no such device exists."""
-    drv = driver.init()  # first: after fork, or without CUDA, this raises, whatever is remembered
+    """Compute capability of the calling thread's device as an int, e.g. 90, also set as
+    ``state.arch``.  Raises :class:`CudaLoadError` where CUDA is unavailable (after fork too) or
+    no such device exists."""
+    drv = driver.init()
     which = ordinal()
     found = _archs.get(which)
     if found is None:
@@ -59,9 +73,16 @@ def arch() -> int:
         major_minor = []
         for name in ("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
                      "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"):
-            attribute = ffi.integer_const(name)
-            driver.check(drv.cuDeviceGetAttribute(value, attribute, handle[0]),
+            driver.check(drv.cuDeviceGetAttribute(value, ffi.integer_const(name), handle[0]),
                          "cuDeviceGetAttribute")
             major_minor.append(value[0])
         found = _archs[which] = major_minor[0] * 10 + major_minor[1]
+    state.arch = found
     return found
+
+
+def _after_fork_in_child() -> None:
+    state.arch = None  # arch() asks again, and so raises ForkedProcessError
+
+
+lifetime.on_fork_in_child(_after_fork_in_child)

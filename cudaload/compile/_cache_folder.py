@@ -35,7 +35,7 @@ from .. import _untrusted
 
 __all__ = ["FORMAT", "CacheWarning", "Folder", "chosen", "configured"]
 
-# The format of the kernel cache's entries (cache/entry.py writes it into each one): entries of
+# The format of the kernel cache's entries (objectcode.encode writes it into each one): entries of
 # each format have a folder of their own, so a version that reads another format never sees them.
 FORMAT = 2
 

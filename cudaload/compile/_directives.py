@@ -10,7 +10,10 @@ compiling the regular expressions of the rarer cases costs 0.15-0.3 ms each in a
 and they were most of the first ``compile()`` of a kernel found on disk (1.3 ms of 2).  Each is
 compiled the first time a line needs it.
 
-Imports of cudaload: nothing.
+:func:`only_toolchain` answers for the common kernel, whose includes are all ``<...>`` with no user
+folder: it reads nothing outside the toolchain, and includes.py's search is not needed.
+
+Imports of cudaload: options (the include folders an option list names).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -18,9 +21,15 @@ Layer 2, compile: may import the foundation, bindings and compile.
 from __future__ import annotations
 
 import functools
-import re
+import os
 
-__all__ = ["scan"]
+from .options import include_inputs
+
+TYPE_CHECKING = False  # typing and re are not imported: see the module docstring
+if TYPE_CHECKING:
+    import re
+
+__all__ = ["scan", "only_toolchain"]
 
 _INCLUDES = ("include", "include_next", "import")
 # What may stand before a directive's "#" and between its words: EDG takes the form feed and the
@@ -31,13 +40,15 @@ _FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 
 _SOURCES = {
     # Within a directive's line: comments go, string literals stay (a "/*" in one is no comment).
-    "comment_or_string": (r'//.*|/\*(?:.*?\*/|.*)|"(?:[^"\\]|\\.)*"?', re.S),
+    "comment_or_string": (r'//.*|/\*(?:.*?\*/|.*)|"(?:[^"\\]|\\.)*"?', "S"),
     "has_include": (
-        r'__has_include(_next)?[ \t\f\v\r]*\([ \t\f\v\r]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))', 0),
+        r'__has_include(_next)?[ \t\f\v\r]*\([ \t\f\v\r]*(?:"([^"\n]*)"|<([^>\n]*)>|([^)\n]*))', ""),
     # A header name given to any macro in a condition (CCCL's _CCCL_HAS_INCLUDE(<x>) wraps
     # __has_include): taken as a probe too, which at worst keys one more path.
-    "condition_name": (r'\([ \t\f\v\r]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t\f\v\r]*\)', 0),
-    "trigraph": (r"\?\?([=/'()!<>-])", 0),
+    "condition_name": (r'\([ \t\f\v\r]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t\f\v\r]*\)', ""),
+    "trigraph": (r"\?\?([=/'()!<>-])", ""),
+    # A backslash and blanks before a line break, which some preprocessors take as a splice.
+    "spaced_splice": (r"\\[ \t\f\v]+\r?\n", ""),
 }
 _TRIGRAPHS = {"=": "#", "/": "\\", "'": "^", "(": "[", ")": "]", "!": "|", "<": "{", ">": "}",
               "-": "~"}
@@ -45,7 +56,10 @@ _TRIGRAPHS = {"=": "#", "/": "\\", "'": "^", "(": "[", ")": "]", "!": "|", "<": 
 
 @functools.lru_cache(maxsize=None)
 def _pattern(name: str) -> re.Pattern:
-    return re.compile(*_SOURCES[name])
+    import re  # deferred: compiled only for a text that needs it (see the module docstring)
+
+    source, flag = _SOURCES[name]
+    return re.compile(source, getattr(re, flag) if flag else 0)
 
 
 def _mark_length(text: str, at: int) -> int:
@@ -179,3 +193,37 @@ def _scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
                 quoted = probe.group(1) is not None
                 found.append(("probe", quoted, probe.group(1) if quoted else probe.group(2)))
     return tuple(found), computed
+
+
+def only_toolchain(source: str, headers, options) -> tuple[bool, bool] | None:
+    """(certain, sure) for a program whose ``source`` makes NVRTC read no file outside the
+    toolchain's header folders: no in-memory headers, no user include folder or pre-included file
+    in ``options``, and only ``<...>`` includes, each looked up in the toolchain's folders alone,
+    which its identity covers (most kernels).  ``certain``: no include is named by a macro;
+    ``sure``: see :func:`_surely_only_toolchain`.  None for any other program: includes.resolve
+    follows NVRTC's search then."""
+    if headers:
+        return None
+    user_folders, pre_included = include_inputs(options)
+    if user_folders or pre_included:
+        return None
+    found, computed = scan(source)
+    if any(quoted or os.path.isabs(name) for _kind, quoted, name in found):
+        return None
+    return not computed, _surely_only_toolchain(source, found)
+
+
+def _surely_only_toolchain(source: str, found) -> bool:
+    """Whether ``source``, whose scan ``found`` only ``<...>`` includes (and there are no user
+    folders, pre-included files or in-memory headers), can make NVRTC read nothing else: each
+    word "include" in it is one the scan took, and nothing could spell a directive that the
+    word does not show (a trigraph, a universal character name, a backslash and blanks before a
+    line break, which some preprocessors take as a line splice)."""
+    if "??" in source or "\\u" in source or "\\U" in source or "import" in source:
+        return False
+    if "\\" in source:
+        if _pattern("spaced_splice").search(source):
+            return False
+        source = source.replace("\\\r\n", "").replace("\\\n", "")
+    return source.count("include") == sum(kind != "probe" for kind, _q, _n in found) \
+        and "__has_include" not in source

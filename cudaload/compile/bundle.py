@@ -13,7 +13,7 @@ Layout::
     MAGIC, format (u16), index length (u32)      BUNDLE_HEADER
     index: JSON {"cudaload": version, "entries": [{"program", "name", "kind", "arch",
                  "name_expressions", "offset", "length"}, ...]}
-    entries: each one the bytes of a kernel cache entry (cache/entry.py), with its own integrity hash
+    entries: each one the bytes of a kernel cache entry (objectcode.encode), with its own integrity hash
 
 A CUBIN runs on its own arch and on later minor revisions of the same major (sm_80 code runs on
 sm_86 and sm_89), so the bundle picks the exact arch, else the newest same-major one not newer than
@@ -31,7 +31,7 @@ import struct
 import warnings
 
 from .. import _atomic, _untrusted
-from .cache.entry import decode, encode
+from .objectcode import decode, encode
 from .objectcode import ObjectCode
 from .options import parse_arch
 

@@ -37,11 +37,10 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-import re
 import stat
 
-from ._directives import scan
-from ._sha import sha256
+from ._directives import only_toolchain, scan
+from ._prepare import sha256
 from .options import include_inputs, searches_source_folder
 
 __all__ = ["Inputs", "resolve", "scan", "from_package", "not_utf8", "still_valid", "watching",
@@ -59,7 +58,7 @@ class Inputs:
     folder and each path's ``stat``; empty when nothing outside the toolchain was looked at.
     ``certain``: False when an include named by a macro was found anywhere.
     ``sure``: True only where NVRTC can read no file outside the toolchain whatever the scan
-    missed (see :func:`_surely_only_toolchain`): no trace of what it read is needed then.
+    missed (see _directives.only_toolchain): no trace of what it read is needed then.
     """
 
     __slots__ = ("material", "witness", "certain", "sure")
@@ -70,6 +69,12 @@ class Inputs:
 
     def still_valid(self) -> bool:
         return still_valid(self.witness)
+
+
+# What a program that reads no file outside the toolchain reads, by (certain, sure): see
+# _directives.only_toolchain.
+NOTHING_READ = {(certain, sure): Inputs((), (), certain, sure)
+                for certain in (False, True) for sure in (False, True)}
 
 
 def still_valid(witness) -> bool:
@@ -144,13 +149,11 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     Raises ValueError when a file NVRTC would open is not a regular file (a FIFO or a device would
     block NVRTC or never end) or is too large to be a header.
     """
+    quick = only_toolchain(source, headers, options)
+    if quick is not None:
+        return NOTHING_READ[quick]
     user_folders, pre_included = include_inputs(options)
     found = scan(source)
-    if not (user_folders or pre_included or headers) and not any(
-            quoted or os.path.isabs(name) for _kind, quoted, name in found[0]):
-        # Only <...> includes and no user folder: every one is looked up in the toolchain's
-        # folders alone, which its identity covers (most kernels; a miss's cost stays small).
-        return Inputs((), (), not found[1], _surely_only_toolchain(source, found[0]))
     cwd = os.getcwd()
     user_dirs = [_join(cwd, d) for d in user_folders]
     tc_dirs = [os.path.normpath(d) for d in toolchain_dirs]
@@ -218,22 +221,6 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     witness = (cwd, tuple((path, signature) for path, (_state, signature) in looked)) \
         if looked else ()
     return Inputs(tuple((path, state) for path, (state, _sig) in looked), witness, certain)
-
-
-def _surely_only_toolchain(source: str, found) -> bool:
-    """Whether ``source``, whose scan ``found`` only ``<...>`` includes (and there are no user
-    folders, pre-included files or in-memory headers), can make NVRTC read nothing else: each
-    word "include" in it is one the scan took, and nothing could spell a directive that the
-    word does not show (a trigraph, a universal character name, a backslash and blanks before a
-    line break, which some preprocessors take as a line splice)."""
-    if "??" in source or "\\u" in source or "\\U" in source or "import" in source:
-        return False
-    if "\\" in source:
-        if re.search(r"\\[ \t\f\v]+\r?\n", source):  # compiled only for such a text
-            return False
-        source = source.replace("\\\r\n", "").replace("\\\n", "")
-    return source.count("include") == sum(kind != "probe" for kind, _q, _n in found) \
-        and "__has_include" not in source
 
 
 def _join(folder: str, name: str) -> str:

@@ -1,4 +1,14 @@
-"""ObjectCode: compiled device code (CUBIN or PTX) and what is known about it.
+"""ObjectCode: compiled device code (CUBIN or PTX) and what is known about it, and its bytes as
+the kernel cache and bundles keep it (:func:`encode`, :func:`decode`).
+
+The bytes of an entry: ``HEADER`` (magic, format version, metadata length, code length, the key it
+was stored under, sha256 of key, metadata and code), then the metadata as JSON (kind, arch, log,
+lowered names), then the code.  The key makes an entry prove where it belongs: one copied or
+renamed to another key's file is a miss there.  Bundle entries are stored under no key (zeros),
+and a bundle written before keys were recorded holds entries of format 1, which lack the field;
+both are read only when no key is asked for.
+
+Imports of cudaload: _cache_folder (the format's number), _hooks, _prepare (sha256), _untrusted.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -6,18 +16,25 @@ Layer 2, compile: may import the foundation, bindings and compile.
 from __future__ import annotations
 
 import os
-import re
 import struct
 import _thread
 
 from . import _hooks
+from .. import _untrusted
+from ._cache_folder import FORMAT
+from ._prepare import sha256
 
-__all__ = ["ObjectCode"]
+__all__ = ["ObjectCode", "FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "encode", "decode"]
 
 KINDS = ("cubin", "ptx", "fatbin")
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"
-_PTX_TARGET = re.compile(rb"^\s*\.target\s+(sm_\w+)", re.M)
-_PTX_VERSION = re.compile(rb"^\s*\.version\s+\d", re.M)
+
+
+def _ptx_line(pattern: bytes, data: bytes):
+    """The first match of ``pattern`` at the start of a line of PTX ``data``, or None."""
+    import re  # deferred: only PTX given as bytes or a file is read this way
+
+    return re.search(pattern, data, re.M)
 
 
 class ObjectCode:
@@ -86,7 +103,7 @@ class ObjectCode:
             raise ValueError("these bytes are not a fatbin (no fatbin header)")
         if kind == "ptx":
             data = data.rstrip(b"\0")
-            if not _PTX_VERSION.search(data[:65536]):
+            if not _ptx_line(rb"^\s*\.version\s+\d", data[:65536]):
                 raise ValueError("these bytes are not PTX (no .version directive); CUDA C++ "
                                  "source is compiled with cudaload.Program(source).compile()")
         return cls(data, kind, _arch_of(data, kind))
@@ -135,6 +152,83 @@ def _arch_of(data: bytes, kind: str) -> str | None:
     if kind == "cubin" and len(data) >= 0x34 and data[4] == 2:  # 64-bit ELF: e_flags at 0x30
         return f"sm_{(struct.unpack_from('<I', data, 0x30)[0] >> 8) & 0xFF}"
     if kind == "ptx":
-        match = _PTX_TARGET.search(data[:4096])
+        match = _ptx_line(rb"^\s*\.target\s+(sm_\w+)", data[:4096])
         return match.group(1).decode() if match else None
     return None
+
+
+# ---- the bytes of an ObjectCode, in the kernel cache and in bundles ---------------------------
+
+MAX_ENTRY_BYTES = 1 << 30  # far beyond any CUBIN; a larger file is not an entry
+MAGIC = b"CUDALDKC"
+HEADER = struct.Struct("<8sHIQ32s32s")
+_KEYLESS_FORMAT = 1  # entries without a key, still found in older bundles
+_KEYLESS_HEADER = struct.Struct("<8sHIQ32s")
+_PREFIX = struct.Struct("<8sH")
+_NO_KEY = bytes(32)
+_META_DEPTH = 3  # {"lowered_names": {...}}: anything deeper is not what this version writes
+
+
+def _key_bytes(key: str | None) -> bytes:
+    if key is None:
+        return _NO_KEY
+    if len(key) == 64:
+        try:
+            return bytes.fromhex(key)  # the cache's keys are sha256 hex digests
+        except ValueError:
+            pass
+    return sha256(key.encode()).digest()
+
+
+def encode(obj: ObjectCode, key: str | None = None) -> bytes:
+    """The bytes of the cache entry holding ``obj`` stored under ``key`` (None: a bundle's)."""
+    # "linked" only where true: the entries of other programs stay as earlier versions wrote them.
+    import json  # deferred: a process that only reads entries never imports it
+
+    meta = json.dumps({"kind": obj.kind, "arch": obj.arch, "log": obj.log,
+                       "lowered_names": obj.lowered_names, **({"linked": True} if obj.linked else {})},
+                      sort_keys=True).encode()
+    tag = _key_bytes(key)
+    digest = sha256(tag + meta + obj.code).digest()
+    return HEADER.pack(MAGIC, FORMAT, len(meta), len(obj.code), tag, digest) + meta + obj.code
+
+
+def decode(data: bytes, key: str | None = None) -> ObjectCode | None:
+    """The ObjectCode in a cache entry, or None if the entry is truncated, corrupt, foreign, or
+    (with ``key``) stored under another key."""
+    if len(data) < _KEYLESS_HEADER.size:
+        return None
+    magic, version = _PREFIX.unpack_from(data)
+    if magic != MAGIC:
+        return None
+    if version == FORMAT and len(data) >= HEADER.size:
+        _m, _v, meta_len, code_len, tag, digest = HEADER.unpack_from(data)
+        if key is not None and tag != _key_bytes(key):
+            return None
+        start = HEADER.size
+    elif version == _KEYLESS_FORMAT and key is None:
+        _m, _v, meta_len, code_len, digest = _KEYLESS_HEADER.unpack_from(data)
+        tag, start = None, _KEYLESS_HEADER.size
+    else:
+        return None
+    if len(data) != start + meta_len + code_len:
+        return None
+    body = memoryview(data)[start:]
+    hashed = sha256(tag or b"", len(body))
+    hashed.update(body)
+    if hashed.digest() != digest:
+        return None
+    try:
+        meta = _untrusted.load_json(bytes(body[:meta_len]), _META_DEPTH)
+        kind, arch, log, names = meta["kind"], meta["arch"], meta["log"], meta["lowered_names"]
+        linked = meta.get("linked", False)
+    except (ValueError, KeyError, TypeError):
+        return None
+    # An entry whose hash matches but whose fields are not what this version writes (another
+    # writer using the same format number) is a miss, not an ObjectCode the driver chokes on.
+    if kind not in ("cubin", "ptx") or not isinstance(arch, (str, type(None))) \
+            or not isinstance(log, str) or not isinstance(names, dict) or type(linked) is not bool \
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+        return None
+    return ObjectCode(bytes(body[meta_len:]), kind, arch, log=log, lowered_names=dict(names),
+                      cached="disk", linked=linked is True)

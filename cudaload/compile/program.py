@@ -180,10 +180,15 @@ class Program:
         """What NVRTC will read for this program now, with ``tc``'s header folders.  Without
         ``tc`` (code shipped in a bundle is looked up without NVRTC), the files outside CUDA's
         header folders that the program itself reaches."""
-        from .includes import resolve  # deferred: imported by _compile_path() already
+        from . import includes  # deferred: imported by _compile_path() already
+        from ._directives import only_toolchain
 
+        # Most kernels include only the toolchain's headers: no search to follow then.
+        quick = only_toolchain(self.source, self.headers, self.options)
+        if quick is not None:
+            return includes.NOTHING_READ[quick]
         folders = [o[2:] for o in tc.include_options] if tc is not None else []
-        return resolve(self.source, self.name, self.headers, self.options, folders)
+        return includes.resolve(self.source, self.name, self.headers, self.options, folders)
 
     def _bundle_digest(self) -> bytes:
         """The digest a bundle files this program under: with the files it reads now, as a lookup
@@ -270,16 +275,24 @@ def _still_valid(witness) -> bool:
 
 
 _no_device = False
+_thread_device = None  # bindings/thread_device.py's state, once imported
 
 
 def _device_arch():
     """The current device's compute capability (e.g. 90), or None without a usable device."""
-    global _no_device
     if _no_device:
         return None
+    state = _thread_device
+    found = state.arch if state is not None else None  # found by this thread before: no call
+    return found if found is not None else _ask_device()
+
+
+def _ask_device():
+    global _no_device, _thread_device
     try:
         from ..bindings import thread_device  # deferred: loads the driver's bindings
 
+        _thread_device = thread_device.state
         return thread_device.arch()
     except CudaLoadError:
         # No driver, no device or a failed cuInit stays so for the life of the process (the driver

@@ -8,7 +8,7 @@ cache folder (_cache_folder.py; the kernel cache's modules are not needed for it
 with ``os.stat``.  ``CUDALOAD_LIBNVRTC`` always wins: its file is the one checked.  Once NVRTC is
 loaded in the process, the loaded library is the truth.
 
-Imports of cudaload: _atomic, _cache_folder, _file_lock (to write), _headers, _log, _sha, _untrusted,
+Imports of cudaload: _atomic, _cache_folder, _file_lock (to write), _headers, _log, _prepare (sha256), _untrusted,
 lifetime, bindings (_loader, nvrtc).
 
 Layer 2, compile: may import the foundation, bindings and compile.
@@ -68,7 +68,7 @@ class Toolchain(_Fields):
 
 @functools.lru_cache(maxsize=16)  # asked for on every cache miss; cold after NVRTC, it cost 20+ us
 def _key_of(version, build, headers) -> str:
-    from ._sha import sha256
+    from ._prepare import sha256
 
     return sha256(json.dumps(
         [list(version), build, [list(h) for h in headers]]).encode()).hexdigest()
@@ -261,7 +261,7 @@ def _log_choice(tc: Toolchain, how: str) -> None:
 
 def fingerprint(path: str) -> str:
     """Which build the library file ``path`` is: its size and the sha256 of both ends."""
-    from ._sha import sha256
+    from ._prepare import sha256
 
     digest = sha256(size=2 * _FINGERPRINT_SPAN)
     with open(path, "rb") as f:

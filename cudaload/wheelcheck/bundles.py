@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compile.cache.entry import decode
+from ..compile.objectcode import decode
 from ..compile.bundle import Bundle
 from ..compile.options import parse_arch
 from . import elf

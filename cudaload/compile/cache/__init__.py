@@ -5,15 +5,17 @@ the one compiles use now, :data:`NULL` when the disk part is off.
 Which folder, whether it is on and whether it may be trusted is _cache_folder.py's (the toolchain
 record lives there too).  The parts, each a module of this package:
 
-    entry.py      the bytes of one entry (bundles hold the same bytes)
-    memory.py     the in-process cache, bounded in bytes, and :data:`MEMORY`
+    memory.py     the in-process cache, bounded in bytes (``CUDALOAD_MEMORY_CACHE_MAX_BYTES``),
+                  and :data:`MEMORY`
     disk.py       :class:`DiskCache` (look up, lock, store, evict) and :func:`default`
     locks.py      the per-key locks processes take around a compile
     writer.py     the thread that writes a miss's entry after its compile returned
-    limits.py     the size bounds ``CUDALOAD_CACHE_MAX_BYTES``, ``CUDALOAD_MEMORY_CACHE_MAX_BYTES``
+    limits.py     the folder's size bound ``CUDALOAD_CACHE_MAX_BYTES``
     pruning.py    ``cudaload cache info|clear|prune``, the size bound kept, stale files swept
 
-Imports of cudaload: _cache_folder, disk, entry, limits, memory, pruning (when asked).
+The bytes of an entry are compiled code's own (objectcode.py: bundles hold the same bytes).
+
+Imports of cudaload: _cache_folder, disk, limits, memory, objectcode, pruning (when asked).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from .._cache_folder import FORMAT, CacheWarning
 from .disk import NULL, DiskCache, NullCache, configured, default, directory
-from .entry import HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
+from ..objectcode import HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
 from .limits import byte_count, max_bytes
 from .memory import MEMORY
 

@@ -6,7 +6,7 @@
 which keeps nothing) when the disk part is off, its folder failed or is not to be trusted.  A
 DiskCache made for another folder is independent of it.
 
-An entry (entry.py) records the key it was stored under, and an integrity hash; one that fails
+An entry (objectcode.encode) records the key it was stored under, and an integrity hash; one that fails
 any check, or was stored under another key, is a miss.  Entries are written to a temporary file in
 the same folder and renamed into place, so a reader sees a whole entry or none, while the key's
 lock (locks.py) is held: another process waiting for the key finds the entry once it gets the lock
@@ -20,7 +20,7 @@ Only regular files are read (without following a symbolic link, without blocking
 The "cudaload.cache" logger reports disk hits, misses, stores, evictions and refused entries at
 DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more).
 
-Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, entry, limits, locks, memory,
+Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, limits, locks, memory, objectcode,
 objectcode, pruning, writer.
 
 Layer 2, compile: may import the foundation, bindings and compile.
@@ -33,7 +33,7 @@ import os
 import _thread
 
 from . import writer as _writer
-from .entry import MAX_ENTRY_BYTES, decode, encode
+from ..objectcode import MAX_ENTRY_BYTES, decode, encode
 from .limits import max_bytes
 from .memory import MEMORY
 from .. import _cache_folder

@@ -1,7 +1,7 @@
 """The in-process kernel cache: compiled code by (program digest, request), bounded in bytes.
 
 Entries are held in least-recently-used order while their sizes add up to at most
-``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` (limits.py); the oldest beyond that lose the cache's
+``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` (64 MiB unless set); the oldest beyond that lose the cache's
 reference, nothing else.  Code still alive elsewhere (the ObjectCode a compile returned, a Module
 loaded from it, a Kernel of that Module) stays findable through a weak reference, and a lookup
 that finds it holds it again: code in use is never compiled, read or loaded a second time, and a
@@ -11,7 +11,7 @@ An entry is ``(ObjectCode with .cached == "memory", witness, size)``; the witnes
 files its compile read (includes.still_valid() says whether the hit holds).  The ObjectCode a
 compile returns keeps the entry's copy alive, so while either lives the entry is found.
 
-Imports of cudaload: _log, limits.
+Imports of cudaload: _log, limits (a number of bytes, read).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -22,10 +22,16 @@ import _thread
 from _weakref import ref as _weak_ref  # weakref.ref itself; the weakref module costs 0.5 ms
 from collections import OrderedDict
 
-from . import limits
+import os
+
+from .limits import CacheWarning, byte_count
 from ... import _log
 
-__all__ = ["MEMORY", "MemoryCache", "ENTRY_OVERHEAD"]
+__all__ = ["MEMORY", "MemoryCache", "ENTRY_OVERHEAD", "memory_max_bytes", "MEMORY_DEFAULT_BYTES"]
+
+# Enough for a few hundred typical kernels with their source (a family of 64 elementwise kernels
+# on a 3,000-line header, code and source together, holds about 12 MiB), little for a process.
+MEMORY_DEFAULT_BYTES = 64 << 20
 
 # What an entry costs beyond its code, log and source: the ObjectCode, its dicts, the key.
 ENTRY_OVERHEAD = 1024
@@ -34,8 +40,8 @@ ENTRY_OVERHEAD = 1024
 class MemoryCache:
     """The entries of this process; ``get``/``put``/``pop``/``clear``, ``nbytes`` held."""
 
-    def __init__(self, limit=limits.memory_max_bytes):
-        self._limit = limit
+    def __init__(self, limit=None):
+        self._limit = limit or memory_max_bytes  # () -> the bound in bytes
         self._held: OrderedDict = OrderedDict()  # key -> entry, least recently used first
         self._weak: dict = {}  # key -> (weak reference to the entry's ObjectCode, entry's size...)
         self._bytes = 0
@@ -138,6 +144,29 @@ class MemoryCache:
             weak = self._weak.get(key)
             if weak is not None and weak[0] is ref:
                 del self._weak[key]
+
+
+_memory_setting: tuple = (None, MEMORY_DEFAULT_BYTES)  # (the text last read, its bound)
+
+
+def memory_max_bytes() -> int:
+    """The bound ``CUDALOAD_MEMORY_CACHE_MAX_BYTES`` sets, else :data:`MEMORY_DEFAULT_BYTES` (also
+    for a value that is not a number of bytes: warned about once per value)."""
+    global _memory_setting
+    text = os.environ.get("CUDALOAD_MEMORY_CACHE_MAX_BYTES", "")
+    read, bound = _memory_setting
+    if text == read:
+        return bound
+    limit = byte_count(text.strip()) if text.strip() else MEMORY_DEFAULT_BYTES
+    if limit is None:
+        import warnings
+
+        warnings.warn(f"cudaload: CUDALOAD_MEMORY_CACHE_MAX_BYTES={text!r} is not a number of "
+                      f"bytes; the default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning,
+                      stacklevel=4)
+        limit = MEMORY_DEFAULT_BYTES
+    _memory_setting = (text, limit)  # one tuple: a thread never reads half of it
+    return limit
 
 
 # (program digest, (arch, output) normalised) -> (ObjectCode with .cached == "memory", the witness

@@ -8,7 +8,7 @@ while others compile costs them nothing but their entries.  ``CUDALOAD_CACHE_MAX
 the folder: after a write, least recently used entries (hits touch their modification time) are
 deleted, except any written or used in the last ``GRACE_S`` seconds.
 
-Imports of cudaload: _atomic, _file_lock, _log, _untrusted, entry, locks.
+Imports of cudaload: _atomic, _file_lock, _log, _untrusted, locks, objectcode.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -21,7 +21,7 @@ import re
 import stat
 import time
 
-from .entry import MAX_ENTRY_BYTES, decode
+from ..objectcode import MAX_ENTRY_BYTES, decode
 from .locks import KEYS_FILE
 from ... import _atomic, _log, _untrusted
 from ..._file_lock import remove_if_free
