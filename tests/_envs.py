@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from .conftest import ROOT, scenario_json
+from ._support import ROOT, scenario_json
 
 HIDE_BY_PATHFINDER = os.path.join(ROOT, "tests", "_hide_toolkits")
 HEADERS = ["cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cooperative_groups.h", "cuComplex.h",

@@ -26,7 +26,7 @@ import sys
 import pytest
 
 import cudaload
-from tests.conftest import ROOT
+from tests._support import ROOT
 
 DOC = os.path.join(ROOT, "docs", "api.md")
 STUB = "> **TODO-REF**"  # the line that marks a heading as a stub

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests._fakelibs import RECORDING_DRIVER, build_shared_library, recording_driver  # noqa: F401
-from tests.conftest import scenario_json
+from tests._support import scenario_json
 
 
 def run(recording_driver, scenario: str) -> dict:

@@ -10,7 +10,7 @@ import pytest
 from tests._fakelibs import (NO_DRIVER_SYMBOLS, build_shared_library,
                              no_symbols_library, one_device_driver, partial_driver,  # noqa: F401
                              text_file)  # (fixtures)
-from tests.conftest import run_json, scenario_json
+from tests._support import run_json, scenario_json
 
 NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1",
            "CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}

@@ -16,8 +16,9 @@ from cudaload.compile import cache
 from cudaload.compile.bundle import Bundle, BundleWarning
 from cudaload.compile.objectcode import ObjectCode
 from cudaload.compile.program import Program
-from tests.conftest import ROOT, run_json, scenario_json
-from tests.test_program import cache_dir  # noqa: F401  (autouse: a fresh cache folder per test)
+from tests._support import ROOT, run_json, scenario_json
+
+pytestmark = pytest.mark.usefixtures("cache_dir")  # each test compiles into a folder of its own
 
 SRC = 'template <class T> __global__ void scale(T *x, T a) { x[threadIdx.x] *= a; }\n'
 HEADER = "#pragma once\n#define FACTOR 2\n"

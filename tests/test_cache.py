@@ -15,20 +15,8 @@ import time
 import pytest
 
 from tests._fakelibs import pretend_driver
-from tests.conftest import (ROOT, run_json, run_py, run_scenario, scenario_command,
+from tests._support import (ROOT, run_json, run_py, run_scenario, scenario_command,
                             scenario_json)
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    """A fresh cache folder for this test, in this process and in the subprocesses it starts."""
-    from cudaload.compile import cache
-
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(folder))
-    for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_MAX_BYTES"):
-        monkeypatch.delenv(name, raising=False)
-    cache.MEMORY.clear()
-    return folder
 
 
 def _entries(folder) -> list[str]:

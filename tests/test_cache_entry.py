@@ -1,5 +1,5 @@
-"""The bytes of one cache entry (cudaload/compile/cache/entry.py), field by field: what is written, and
-each way an entry read back is refused."""
+"""The bytes of one cache entry (cudaload/compile/objectcode.py, encode/decode), field by
+field: what is written, and each way an entry read back is refused."""
 
 from __future__ import annotations
 

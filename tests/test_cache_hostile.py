@@ -17,8 +17,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import ROOT, run_py, run_scenario, scenario_command
-from tests.test_cache import cache_dir  # noqa: F401  (fixture: a fresh cache folder)
+from tests._support import ROOT, run_py, run_scenario, scenario_command
 
 KERNEL = 'extern "C" __global__ void k(int *x) { x[0] = 7; }\n'
 NO_DRIVER = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"}

@@ -11,17 +11,10 @@ import os
 
 import pytest
 
-from .conftest import ROOT, scenario_json
+from ._support import ROOT, scenario_json
 
 KERNEL = 'extern "C" __global__ void k(int *p) { *p = VAL; }\n'
 
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(folder))
-    monkeypatch.delenv("CUDALOAD_CACHE", raising=False)
-    return folder
 
 
 def compile_value(tmp_path, **spec) -> dict:

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from .conftest import ROOT, child_env
-from .test_cache_key import KERNEL, cache_dir, compile_value, val, write  # noqa: F401
+from ._support import ROOT, child_env
+from .test_cache_key import KERNEL, compile_value, val, write
 
 
 def _tree(tmp_path, files: dict) -> None:

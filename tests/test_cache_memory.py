@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from tests.conftest import scenario_json
+from tests._support import scenario_json
 
 
 def _code(n: int, tag: int = 0):

@@ -16,8 +16,7 @@ import stat
 import pytest
 
 from tests._fakelibs import build_shared_library
-from tests.conftest import run_py, scenario_json
-from tests.test_cache import cache_dir  # noqa: F401  (fixture: a fresh cache folder)
+from tests._support import run_py, scenario_json
 
 OTHER = 12345  # a uid no one here uses
 KERNEL = 'extern "C" __global__ void k(int *x) {{ x[0] = {n}; }}\n'

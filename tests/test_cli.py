@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests.conftest import ROOT
+from tests._support import ROOT
 
 NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1",
            "CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}

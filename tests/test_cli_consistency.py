@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests._fakelibs import pretend_driver
-from tests.conftest import ROOT, run_json, scenario_json
+from tests._support import ROOT, run_json, scenario_json
 
 TEMPLATE = "template <class T>\n__global__ void k(T *p) { *p = T(1); }\n"
 PLAIN = 'extern "C" __global__ void k(float *p) { *p = 1; }\n'

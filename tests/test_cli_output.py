@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from tests import _wheels
-from tests.conftest import child_env
+from tests._support import child_env
 
 KERNEL = 'extern "C" __global__ void k(int *x) { x[0] = 7; }\n'
 NO_DRIVER = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"}

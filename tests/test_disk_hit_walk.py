@@ -9,7 +9,7 @@ driver reports a device (compute capability 9.0), so ``compile()`` with no arch 
 from __future__ import annotations
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests.conftest import scenario_json
+from tests._support import scenario_json
 
 MAX_FILES = 12
 # What a disk hit may call into: the foundation (this folder's private modules and errors), the

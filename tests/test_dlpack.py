@@ -9,7 +9,7 @@ import pytest
 
 from cudaload.bindings._dlpack_ffi import ffi
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests.conftest import run_scenario, scenario_json
+from tests._support import run_scenario, scenario_json
 
 
 def run(recording_driver, scenario: str) -> dict:

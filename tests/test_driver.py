@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_json, scenario_json
+from tests._support import run_json, scenario_json
 from cudaload.bindings import driver
 
 def test_entry_points_resolve_through_cuGetProcAddress_and_check_results(libcuda_535):

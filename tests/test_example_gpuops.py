@@ -9,7 +9,7 @@ import os
 import pytest
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests.conftest import ROOT, scenario_json
+from tests._support import ROOT, scenario_json
 
 EXAMPLE = os.path.join(ROOT, "examples", "gpuops")
 

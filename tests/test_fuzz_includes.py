@@ -94,7 +94,7 @@ def test_the_scan_agrees_with_the_regular_expressions_on_any_text(text):
 def test_a_first_scan_of_common_directives_compiles_no_regular_expression():
     """Compiling the scan's patterns cost a fresh process 1.3 ms of its first compile() of a kernel
     found on disk: an include, a pragma and a define need none of them."""
-    from tests.conftest import run_json
+    from tests._support import run_json
 
     got = run_json("""
         import json, re

@@ -62,7 +62,7 @@ def test_upgrading_a_header_wheel_changes_its_identity(environment, name):
 
 
 def test_the_report_says_an_edited_header_is_not_seen_and_what_to_run():
-    from .conftest import ROOT, child_env
+    from ._support import ROOT, child_env
 
     proc = subprocess.run([sys.executable, "-m", "cudaload", "doctor"], cwd=ROOT, env=child_env(),
                           capture_output=True, text=True, timeout=120)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import run_json, scenario_json
+from tests._support import run_json, scenario_json
 
 HEAVY = ["pycparser", "cuda.pathfinder", "numpy", "cffi", "_cffi_backend", "dataclasses"]
 

@@ -542,7 +542,7 @@ def test_sure_only_where_every_include_word_is_one_the_scan_took(tree, source, s
 def test_a_first_resolve_of_angle_includes_compiles_no_regular_expression():
     """A kernel of <...> includes takes the fast path at every compile(): the pattern for a
     backslash and blanks before a line break is compiled only for a text that has a backslash."""
-    from tests.conftest import run_json
+    from tests._support import run_json
 
     got = run_json("""
         import json, re

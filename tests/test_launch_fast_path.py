@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests.conftest import run_json, scenario_json
+from tests._support import run_json, scenario_json
 
 pytest.importorskip("numpy")
 

@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests.conftest import ROOT, scenario_json
+from tests._support import ROOT, scenario_json
 
 pytest.importorskip("numpy")
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tests.conftest import ROOT
+from tests._support import ROOT
 
 PACKAGE = os.path.join(ROOT, "cudaload")
 FOUNDATION = {"errors", "lifetime", "_log", "_version", "releases", "_untrusted",

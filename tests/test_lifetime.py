@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tests._fakelibs import one_device_driver  # noqa: F401  (a fixture)
-from tests.conftest import scenario_json
+from tests._support import scenario_json
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests._fakelibs import no_symbols_library, partial_driver, text_file  # noqa: F401  (fixtures)
-from tests.conftest import run_json, scenario_json
+from tests._support import run_json, scenario_json
 
 NOWHERE = "/nonexistent/libcuda.so.1"
 

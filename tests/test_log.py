@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from tests.conftest import run_json, scenario_json
+from tests._support import run_json, scenario_json
 
 def test_a_compile_logs_nvrtc_the_toolchain_and_the_compilation(tmp_path):
     records = scenario_json("log_records", "compile_twice",

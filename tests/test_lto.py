@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import run_json, scenario_json
+from tests._support import run_json, scenario_json
 
 UNSET = ("CUDALOAD_LIBNVRTC", "CUDALOAD_LIBNVJITLINK")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from tests.conftest import run_json, scenario_json
+from tests._support import run_json, scenario_json
 
 
 def _nvrtc(code: str, **kw):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from cudaload.compile.objectcode import ObjectCode
-from tests.conftest import scenario_json
+from tests._support import scenario_json
 
 
 @pytest.fixture(scope="module")

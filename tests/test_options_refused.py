@@ -10,7 +10,7 @@ import pickle
 
 import pytest
 
-from tests.conftest import run_scenario
+from tests._support import run_scenario
 
 KERNEL = 'extern "C" __global__ void k(int *x) { x[0] = 1; }\n'
 

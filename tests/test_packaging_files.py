@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tomllib
 
-from tests.conftest import ROOT
+from tests._support import ROOT
 
 
 def _pyproject() -> dict:

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests import _fakelibs
-from tests.conftest import (ROOT, child_env, last_json, run_scenario, scenario_command,
+from tests._support import (ROOT, child_env, last_json, run_scenario, scenario_command,
                             scenario_json)
 
 

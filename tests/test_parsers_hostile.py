@@ -13,7 +13,7 @@ from cudaload.launch import _demangle, arguments, signature
 from cudaload.compile import options
 from cudaload.errors import LaunchArgumentError
 from tests._fakelibs import build_shared_library, recording_driver  # noqa: F401  (fixture)
-from tests.conftest import run_json, scenario_json
+from tests._support import run_json, scenario_json
 
 LONG = "f" * 200  # a function-pointer parameter's name: 26 characters once took 5 s, 40 forever
 

@@ -11,7 +11,7 @@ import pytest
 
 from cudaload.compile.objectcode import ObjectCode
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests.conftest import scenario_json
+from tests._support import scenario_json
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
 

@@ -9,16 +9,10 @@ import re
 import pytest
 
 from tests._fakelibs import pretend_driver
-from tests.conftest import run_py, run_scenario, scenario_json
+from tests._support import run_py, run_scenario, scenario_json
 
 
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "cache"
-    monkeypatch.setenv("CUDALOAD_CACHE_DIR", str(folder))
-    for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_MAX_BYTES"):
-        monkeypatch.delenv(name, raising=False)
-    return folder
+pytestmark = pytest.mark.usefixtures("cache_dir")  # each test compiles into a folder of its own
 
 
 def test_cuda_headers_compile_without_include_paths():

@@ -3,7 +3,7 @@ a finding registers, at its import, how to forget it (lifetime.on_forget)."""
 
 from __future__ import annotations
 
-from tests.conftest import run_json
+from tests._support import run_json
 
 NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", "CUDALOAD_CACHE": "0"}
 

@@ -15,9 +15,8 @@ import time
 
 import pytest
 
-from tests.conftest import (ROOT, run_json, run_py, scenario_command,
+from tests._support import (ROOT, run_json, run_py, scenario_command,
                             scenario_json)
-from tests.test_cache import cache_dir  # noqa: F401  (fixture: a fresh cache folder)
 
 KERNEL = 'extern "C" __global__ void k{n}(int *x) {{ x[0] = {n}; }}\n'
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cudaload.compile import options
-from tests.conftest import run_scenario
+from tests._support import run_scenario
 
 KERNEL = 'extern "C" __global__ void k(int *x) { x[0] = 1; }\n'
 MB10 = 10 * 1024 * 1024

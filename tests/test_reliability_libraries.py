@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from tests._fakelibs import build_shared_library, no_symbols_library  # noqa: F401  (fixture)
-from tests.conftest import run_py, run_scenario
+from tests._support import run_py, run_scenario
 
 def probe(which: str, path: str, compile_too: bool = False) -> dict:
     """What loading ``path`` as the driver ("driver") or NVRTC ("nvrtc") gives, in a subprocess."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from tests.conftest import ROOT, run_json
+from tests._support import ROOT, run_json
 
 FOLDER = os.path.join(ROOT, "tests", "scenarios")
 NAMES = sorted(f[:-3] for f in os.listdir(FOLDER) if f.endswith(".py") and f != "__init__.py")

@@ -8,7 +8,7 @@ import pytest
 
 from cudaload.launch import signature
 from cudaload.errors import LaunchArgumentError
-from tests.conftest import run_json
+from tests._support import run_json
 
 
 def test_natural_layout_without_driver_info():

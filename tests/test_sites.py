@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_json
+from tests._support import run_json
 
 
 def test_the_same_libraries_and_header_folders_as_cuda_pathfinder():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests._fakelibs import one_device_driver  # noqa: F401  (fixture)
-from tests.conftest import scenario_json
+from tests._support import scenario_json
 
 
 def test_handle_of_every_stream_kind(one_device_driver):

@@ -19,7 +19,7 @@ import tempfile
 
 import pytest
 
-from tests.conftest import child_env
+from tests._support import child_env
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0,

@@ -11,7 +11,7 @@ import pytest
 
 from tests._fakelibs import (build_shared_library,  # noqa: F401  (fixtures)
                              no_symbols_library, recording_driver, text_file)
-from tests.conftest import scenario_json
+from tests._support import scenario_json
 
 NOWHERE = "/nonexistent/libcuda.so.1"
 ENTRY_POINTS = ["alloc", "alloc(device=0)", "DeviceBuffer.copy_from_host", "Device(0)",

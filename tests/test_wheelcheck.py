@@ -21,7 +21,7 @@ from cudaload.compile.program import Program
 from cudaload.wheelcheck import elf, pe
 from cudaload.wheelcheck.libraries import cuda_library
 from tests import _wheels
-from tests.conftest import ROOT
+from tests._support import ROOT
 
 FAST = settings(max_examples=300, deadline=timedelta(milliseconds=500),
                 suppress_health_check=[HealthCheck.too_slow])

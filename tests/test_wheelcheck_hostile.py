@@ -18,7 +18,7 @@ import pytest
 from cudaload.compile.bundle import MAGIC as BUNDLE_MAGIC
 from cudaload.wheelcheck import elf, pe
 from cudaload.wheelcheck.blob import Blob
-from tests.conftest import run_py
+from tests._support import run_py
 from tests.test_wheelcheck import pe_image
 
 ADDRESS_SPACE = 1 << 30  # far below the members' sizes

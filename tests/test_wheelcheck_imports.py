@@ -13,7 +13,7 @@ import pytest
 
 from cudaload.wheelcheck import environments, install
 from tests import _wheels
-from tests.conftest import ROOT
+from tests._support import ROOT
 from tests.test_wheelcheck import check_wheel, ext_wheel, one_line_error
 
 PROBE = os.path.join(ROOT, "cudaload", "wheelcheck", "_probe.py")

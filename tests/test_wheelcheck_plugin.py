@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from cudaload.wheelcheck.environments import CudaProcess, no_driver_env, without_gpu_env
-from tests.conftest import ROOT
+from tests._support import ROOT
 
 PLUGIN = ["-p", "no:cudaload", "-p", "cudaload.wheelcheck.pytest_plugin"]  # entry point or not
 

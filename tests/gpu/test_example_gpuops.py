@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests._support import ROOT
 
 EXAMPLE = os.path.join(ROOT, "examples", "gpuops")
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpuops_worker.py")

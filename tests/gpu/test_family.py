@@ -11,7 +11,7 @@ import pytest
 import cudaload
 from cudaload.compile import cache
 
-from tests.conftest import scenario_json
+from tests._support import scenario_json
 
 np = pytest.importorskip("numpy")
 

@@ -9,7 +9,7 @@ import pytest
 import cudaload
 from cudaload.errors import LaunchArgumentError
 
-from ..conftest import run_scenario
+from .._support import run_scenario
 from .kernels import KINDS, SAXPY, SHARED, TEMPLATED
 
 np = pytest.importorskip("numpy")

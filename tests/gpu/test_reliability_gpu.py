@@ -16,7 +16,7 @@ import pytest
 import cudaload
 from cudaload.errors import DriverError, LaunchArgumentError
 
-from ..conftest import scenario_json
+from .._support import scenario_json
 
 np = pytest.importorskip("numpy")
 

@@ -8,7 +8,7 @@ import pytest
 
 import cudaload
 
-from ..conftest import scenario_json
+from .._support import scenario_json
 from ..test_unavailable import ENTRY_POINTS, assert_unavailable
 
 
