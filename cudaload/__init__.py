@@ -39,6 +39,7 @@ from .errors import (  # noqa: F401  (the exception tree is cheap and always imp
     LaunchArgumentError,
     LibraryLoadError,
     LibraryNotFoundError,
+    LinkError,
     MissingSymbolError,
     NvrtcError,
 )
@@ -59,8 +60,14 @@ def _load(code):
     return load_once(code)
 
 
+def _activate() -> None:
+    from .launch.device import activate
+
+    activate(owning=True)  # the link's state belongs to the context current: ours, bound again
+
+
 # The compile side reaches the launch side only through these (see _hooks.py).
-_hooks.provide(_current_arch, _load)
+_hooks.provide(_current_arch, _load, _activate)
 
 # public name -> submodule that defines it; resolved by __getattr__ on first access.
 _LAZY = {
@@ -81,11 +88,12 @@ _LAZY = {
     "Event": "launch.stream",
     "Graph": "launch.graph",
     "Bundle": "compile.bundle",
+    "Linker": "compile.linker",
 }
 
 __all__ = sorted([*_LAZY, "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",
                   "DriverError", "ForkedProcessError", "LaunchArgumentError", "LibraryLoadError",
-                  "LibraryNotFoundError", "MissingSymbolError", "NvrtcError"])
+                  "LibraryNotFoundError", "LinkError", "MissingSymbolError", "NvrtcError"])
 
 
 def __getattr__(name: str):

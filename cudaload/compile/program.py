@@ -29,7 +29,7 @@ from .plan import Plan, virtual
 
 __all__ = ["Program", "Origin", "recompile_refused"]
 
-OUTPUTS = ("auto", "cubin", "ptx")
+OUTPUTS = ("auto", "cubin", "ptx", "ltoir")
 
 
 def _field(name: str, doc: str) -> property:
@@ -51,9 +51,16 @@ class Program:
                  include_paths=(), name_expressions=(), std: str | None = "c++17",
                  defines=None, fast_math: bool = False, line_info: bool = False,
                  debug: bool = False, max_registers: int | None = None,
-                 relocatable: bool = False, lto: bool = False, bundle=None):
+                 relocatable: bool = False, lto: bool = False, bundle=None,
+                 code_type: str = "c++"):
         if bundle is not None:
             self.bundle = bundle
+        if code_type != "c++":  # PTX: linked to CUBIN, by nvJitLink rather than NVRTC
+            from . import _ptx_input
+
+            self._p = _ptx_input.prepare(code_type, source, name, options)
+            self.headers = {}
+            return
         # Checked, normalised and digested once per distinct arguments (_prepare.py), and kept
         # whole: setting each of its fields as an attribute cost a new Program a quarter of its
         # time (hosts that build kernel text per call make one per call).
@@ -80,13 +87,17 @@ class Program:
         UTF-8 text.
         """
         path = os.fspath(path)
+        if path.lower().endswith(".ptx"):
+            kw.setdefault("code_type", "ptx")
         with open(path, encoding="utf-8") as f:
             try:
                 source = f.read()
             except UnicodeDecodeError as exc:
                 raise includes.not_utf8(path, exc) from None
         kw.setdefault("name", os.path.basename(path))
-        kw["include_paths"] = (os.path.dirname(os.path.abspath(path)), *kw.get("include_paths", ()))
+        if kw.get("code_type", "c++") == "c++":
+            kw["include_paths"] = (os.path.dirname(os.path.abspath(path)),
+                                   *kw.get("include_paths", ()))
         return cls(source, **kw)
 
     @classmethod
@@ -133,6 +144,8 @@ class Program:
         hit = cache.MEMORY.get(key)
         if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
             return hit[0]
+        if self._parts[0] == "ptx":  # PTX input (_ptx_input.py): no Plan, no NVRTC
+            return _linked_ptx(self, arch, output, key)
         return Plan(self, arch, output, explicit).build()
 
     def plan(self, arch=None, output: str = "auto") -> Plan:
@@ -143,9 +156,12 @@ class Program:
         explicit = arch is not None
         if arch is None:
             arch = _device_arch()
-        hit = cache.MEMORY.get((self._digest, _request(arch, output)))
+        key = (self._digest, _request(arch, output))
+        hit = cache.MEMORY.get(key)
         if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
             return Plan.found(self, arch, output, hit[0])
+        if self._parts[0] == "ptx":  # linked now: compile_all has nothing for its workers
+            return Plan.found(self, arch, output, _linked_ptx(self, arch, output, key))
         return Plan(self, arch, output, explicit)
 
     def _inputs(self, tc: toolchain.Toolchain | None) -> includes.Inputs:
@@ -188,6 +204,7 @@ class Program:
         compiled it (for ``arch``/``output`` as asked, under ``key``), which
         :func:`recompile_refused` is given when the driver refuses it."""
         obj.source = self.source
+        obj.name = self.name
         obj.origin = Origin(self._p, arch, output, key)
 
     @classmethod
@@ -224,6 +241,16 @@ def recompile_refused(refused: ObjectCode) -> ObjectCode | None:
     cache.default().evict(origin.key)
     return Plan(program, origin.arch, origin.output, False, shipped=False, tc=tc).replace(
         refused, origin.key, _device_arch())
+
+
+def _linked_ptx(program: Program, arch, output: str, memory_key) -> ObjectCode:
+    """The CUBIN of PTX ``program`` for ``arch``, kept in the memory cache under
+    ``memory_key`` as compiled code is.  Raises as :meth:`Linker.link` does."""
+    from . import _ptx_input
+
+    obj = _ptx_input.link(program, arch, output)
+    cache.MEMORY.put(memory_key, obj, None, program._size + len(obj.code))
+    return obj
 
 
 _no_device = False

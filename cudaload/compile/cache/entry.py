@@ -31,6 +31,7 @@ _KEYLESS_FORMAT = 1  # entries without a key, still found in older bundles
 _KEYLESS_HEADER = struct.Struct("<8sHIQ32s")
 _PREFIX = struct.Struct("<8sH")
 _NO_KEY = bytes(32)
+_KINDS = ("cubin", "ptx", "ltoir")  # what compiles and links make
 _META_DEPTH = 3  # {"lowered_names": {...}}: anything deeper is not what this version writes
 
 
@@ -89,7 +90,7 @@ def decode(data: bytes, key: str | None = None) -> ObjectCode | None:
         return None
     # An entry whose hash matches but whose fields are not what this version writes (another
     # writer using the same format number) is a miss, not an ObjectCode the driver chokes on.
-    if kind not in ("cubin", "ptx") or not isinstance(arch, (str, type(None))) \
+    if kind not in _KINDS or not isinstance(arch, (str, type(None))) \
             or not isinstance(log, str) or not isinstance(names, dict) or type(linked) is not bool \
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
         return None
