@@ -40,12 +40,12 @@ SAMPLES = [
     errors.DriverUnavailableError("cuInit failed: CUDA_ERROR_NO_DEVICE (100): none", code=100,
                                   name="CUDA_ERROR_NO_DEVICE", function="cuInit", detail="none",
                                   hint="check `nvidia-smi`"),
+]
+# Errors of the launch side's objects and exports, and of a link, pickled like the others.
+LAUNCH_SAMPLES = [
     errors.LinkError("nvJitLink could not link a.cu+b.cu", log="error   : Undefined reference "
                      "to '_Z1ci' in 'b.cu'", info_log="", symbol="_Z1ci", linker="nvJitLink",
                      result="NVJITLINK_ERROR_INTERNAL", hint="add the code that defines _Z1ci"),
-]
-# Errors of the launch side's objects and exports, pickled like the others.
-LAUNCH_SAMPLES = [
     errors.NotPicklableError("a Module cannot be pickled", hint="send its ObjectCode"),
     errors.DLPackError("no host copy of 0 bytes", hint="export a buffer of one byte or more"),
 ]
