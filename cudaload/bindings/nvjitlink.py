@@ -70,8 +70,12 @@ def link_inputs(inputs, options, kind: str = "cubin") -> tuple[bytes, str]:
     options = [ffi.new("char[]", o.encode()) for o in (*options, *(("-ptx",) if kind == "ptx"
                                                                   else ()))]
     handle = ffi.new("nvJitLinkHandle *")
-    _check(lib.nvJitLinkCreate(handle, len(options), ffi.new("char *[]", options)),
-           "nvJitLinkCreate")
+    rc = lib.nvJitLinkCreate(handle, len(options), ffi.new("char *[]", options))
+    if rc in (lib.NVJITLINK_ERROR_UNRECOGNIZED_OPTION, lib.NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS):
+        words = " ".join(ffi.string(o).decode() for o in options)
+        raise LinkError(f"{_describe(rc)} ({rc}): this nvJitLink refuses the options {words}",
+                        linker="nvJitLink", result=_describe(rc))
+    _check(rc, "nvJitLinkCreate")
     try:
         rc, failed = 0, "the link"
         for input_kind, data, name in inputs:

@@ -32,8 +32,8 @@ def _count(value: str) -> int:
 
 
 def _level(value: str) -> int:
-    if value not in ("0", "1", "2", "3", "4"):
-        raise ValueError("takes a level from 0 to 4")
+    if value not in ("0", "3"):  # nvJitLink refuses the others (the driver takes 0 to 4)
+        raise ValueError("takes 0 or 3")
     return int(value)
 
 
@@ -56,7 +56,7 @@ _NVJITLINK_ONLY = ("-Xptxas=", "-kernels-used=", "-variables-used=", "-split-com
                    "-jump-table-density=", "-device-stack-protector=", "-time", "-verbose",
                    "-no-cache")
 _ARGUMENTS = {"-arch": "arch=", "-lto": "lto=True", "-ptx": "link(output='ptx')"}
-_VALUES = {_level: "N", _count: "N", _switch: "true|false", None: ""}
+_VALUES = {_level: "0|3", _count: "N", _switch: "true|false", None: ""}
 TAKEN = ", ".join([*(o + _VALUES[read] for o, (_jit, read) in _BOTH.items()),
                    *(o + ("..." if o.endswith("=") else "") for o in _NVJITLINK_ONLY)])
 

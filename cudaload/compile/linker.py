@@ -67,6 +67,31 @@ class Linker:
         self.info_log = self.error_log = ""
         self.linker: str | None = None  # which linked last: "nvJitLink" or "driver"
 
+    @staticmethod
+    def cudadevrt() -> str:
+        """The path of ``libcudadevrt.a``, the device runtime a kernel that launches kernels
+        (dynamic parallelism) is linked with: from the nvidia-cuda-runtime wheel, else where
+        cuda.pathfinder finds it (a toolkit, conda).  Raises LibraryNotFoundError with the
+        places searched and the next step."""
+        from ..bindings import _sites
+
+        found = _sites.static_library("cudadevrt")
+        if found is not None:
+            return found
+        tried = ["the nvidia-cuda-runtime wheel in site-packages: not there"]
+        try:
+            from cuda import pathfinder
+
+            return pathfinder.find_static_lib("cudadevrt")
+        except AttributeError:  # a cuda.pathfinder before find_static_lib
+            tried.append("cuda.pathfinder: too old to find static libraries")
+        except Exception as exc:  # its StaticLibNotFoundError
+            tried.append(f"cuda.pathfinder: {exc}")
+        raise LibraryNotFoundError(
+            f"libcudadevrt.a not found; tried {'; '.join(tried)}", library="cudadevrt",
+            tried=tried, hint="pip install nvidia-cuda-runtime (the nvrtc extra brings it), or "
+                              "pass the path of a CUDA toolkit's lib64/libcudadevrt.a")
+
     def __repr__(self) -> str:
         return f"<cudaload.Linker {' + '.join(o.name or o.kind for o in self.objects)}>"
 

@@ -56,7 +56,7 @@ def fallback() -> None:
     import cudaload
 
     linker = cudaload.Linker(*_inputs(), arch="sm_90",
-                             options=("-lineinfo", "-O2", "-maxrregcount=32", "-ftz=true"))
+                             options=("-lineinfo", "-O3", "-maxrregcount=32", "-ftz=true"))
     obj = linker.link()
     print(json.dumps({"linker": linker.linker, "kind": obj.kind, "arch": obj.arch,
                       "name": obj.name, "cached": obj.cached, "info_log": linker.info_log,
