@@ -226,3 +226,13 @@ def test_text_that_is_no_ptx_and_outputs_other_than_cubin_are_refused():
     for output in ("ptx", "ltoir"):
         with pytest.raises(ValueError, match="compiles to CUBIN"):
             program.compile(arch=90, output=output)
+
+
+def test_a_ptx_program_takes_the_link_keywords_and_refuses_the_cxx_ones():
+    program = cudaload.Program(PTX, code_type="ptx", line_info=True, debug=True,
+                               max_registers=32, options=("-O3",))
+    assert program.options == ("-lineinfo", "-g", "-maxrregcount=32", "-O3")
+    for kw in ({"headers": {"a.h": ""}}, {"lto": True}, {"name_expressions": ["k"]},
+               {"relocatable": True}, {"defines": {"N": 1}}):
+        with pytest.raises(ValueError, match=f"{next(iter(kw))}: keywords for CUDA C\\+\\+"):
+            cudaload.Program(PTX, code_type="ptx", **kw)

@@ -4,8 +4,9 @@ compiled, cached as the Linker caches.
 
 A PTX program is a Program whose prepared arguments (_prepare.Prepared) have "ptx" as the first
 of their digested parts, so that its memory-cache key can be no C++ program's, and whose options
-are link options.  It has no headers, include folders or name expressions, and no NVRTC compiles
-it: CUDA C++ keywords are refused with the reason.
+are link options (``line_info``, ``debug`` and ``max_registers`` among them).  It has no headers,
+include folders or name expressions, and no NVRTC compiles it: CUDA C++ keywords are refused with
+the reason.
 
 Imports of cudaload: _link_options, _prepare, linker, objectcode, options.
 
@@ -16,21 +17,35 @@ from __future__ import annotations
 
 from . import _link_options, _prepare
 from .objectcode import ObjectCode
+from .options import strings
 
 __all__ = ["CODE_TYPES", "prepare", "link"]
 
 CODE_TYPES = ("c++", "ptx")
+_LINK_KEYWORDS = ("line_info", "debug", "max_registers")  # Program's keywords a link takes
 
 
-def prepare(code_type, source, name, options) -> _prepare.Prepared:
-    """The prepared arguments of a program of PTX ``source``.  Raises ValueError for an unknown
-    code type or text that is no PTX, TypeError for a name that is no str, and what the link
-    options' check raises (compile/_link_options.py)."""
+def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepared:
+    """The prepared arguments of a program of PTX ``source``; ``keywords``: Program's other
+    keywords as given.  ``line_info``, ``debug`` and ``max_registers`` become link options, the
+    C++ ones must be left out.  Raises ValueError for an unknown code type, text that is no PTX
+    or a C++ keyword given, TypeError for a name that is no str, and what the link options'
+    check raises (compile/_link_options.py)."""
     if code_type not in CODE_TYPES:
         raise ValueError(f"code_type must be one of {', '.join(CODE_TYPES)}, not {code_type!r}")
     text = _prepare._text(source, "source")
     name = _prepare._name(name, "name", "name='kernel.ptx'")
     ObjectCode.from_bytes(text.encode(), "ptx")  # raises ValueError for text that is no PTX
+    given = [k for k, v in keywords.items() if k not in _LINK_KEYWORDS and v not in (None, False)
+             and v != () and v != [] and v != {}]
+    if given:
+        raise ValueError(f"{', '.join(given)}: keywords for CUDA C++ source, not for PTX "
+                         "(code_type='ptx'), which is linked, not compiled; leave them out")
+    options = (*(("-lineinfo",) if keywords["line_info"] else ()),
+               *(("-g",) if keywords["debug"] else ()),
+               *((f"-maxrregcount={keywords['max_registers']}",)
+                 if keywords["max_registers"] is not None else ()),
+               *strings(options, "options", "('-lineinfo',)"))
     options = _link_options.check(options)
     parts = ("ptx", name, text, "options", *options)
     return _prepare.Prepared(text, name, (), (), options, (), parts, _prepare.digest(*parts),

@@ -58,7 +58,11 @@ class Program:
         if code_type != "c++":  # PTX: linked to CUBIN, by nvJitLink rather than NVRTC
             from . import _ptx_input
 
-            self._p = _ptx_input.prepare(code_type, source, name, options)
+            self._p = _ptx_input.prepare(code_type, source, name, options, {
+                "headers": headers, "include_paths": include_paths, "defines": defines,
+                "name_expressions": name_expressions, "fast_math": fast_math,
+                "relocatable": relocatable, "lto": lto, "line_info": line_info,
+                "debug": debug, "max_registers": max_registers})
             self.headers = {}
             return
         # Checked, normalised and digested once per distinct arguments (_prepare.py), and kept
