@@ -129,15 +129,21 @@ class Linker:
             if found is not None:
                 cache.MEMORY.put(memory_key, found, None, len(found.code))
                 return self._done(found, "disk hit")
+            fallback: Exception | None = None
             try:
                 obj = self._nvjitlink(target, output)
             except LinkError as err:
                 if err.result not in _TOO_OLD or any(o.kind == "ltoir" for o in self.objects):
                     raise
-                _log.debug("compile", "nvJitLink cannot link for %s (%s): the driver links",
-                           target.sm(), err.result)
-                return self._by_driver(target, output, digest, memory_key, err)
-            publish(obj)
+                fallback = err
+            except LibraryNotFoundError as err:  # found, but the loader refused the file
+                fallback = err
+            else:
+                publish(obj)
+        if fallback is not None:  # the key's lock released: the driver's link has its own key
+            _log.debug("compile", "nvJitLink cannot link %s for %s (%s): the driver links",
+                       self._name(), target.sm(), fallback)
+            return self._by_driver(target, output, digest, memory_key, fallback)
         cache.MEMORY.put(memory_key, obj, None, len(obj.code))
         return obj
 
