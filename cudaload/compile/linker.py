@@ -36,6 +36,7 @@ OUTPUTS = ("cubin", "ptx")
 # nvJitLink's answers that it is older than the code or target: the driver may know them.
 _TOO_OLD = ("NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "NVJITLINK_ERROR_UNSUPPORTED_ARCH",
             "NVJITLINK_ERROR_OUTDATED_LIBRARY")
+_REFUSED_OPTIONS = ("NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS")
 
 
 class Linker:
@@ -243,10 +244,15 @@ def _input(obj, i: int) -> ObjectCode:
 def _explained(err: LinkError, name: str) -> LinkError:
     """``err`` with the message a user reads: what was linked, the symbol, the log, what to do."""
     symbol = f": {err.symbol!r} is not defined in any input" if err.symbol else ""
-    hint = (f"add the code that defines {err.symbol} (compiled with relocatable=True, or as "
-            "LTO IR) to the Linker's inputs" if err.symbol else
-            "read the log above; the inputs must be for one arch, and nvJitLink of their CUDA "
-            "release or newer (pip install -U nvidia-nvjitlink)")
+    if err.symbol:
+        hint = (f"add the code that defines {err.symbol} (compiled with relocatable=True, or "
+                "as LTO IR) to the Linker's inputs")
+    elif err.result in _REFUSED_OPTIONS:
+        hint = ("fix or remove the option it refuses (the values of the options only nvJitLink "
+                "takes are its to check)")
+    else:
+        hint = ("read the log above; the inputs must be for one arch, and nvJitLink of their "
+                "CUDA release or newer (pip install -U nvidia-nvjitlink)")
     return LinkError(f"{err.linker} could not link {name}{symbol} ({err.args[0]})"
                      + (f"\n{err.log}" if err.log else ""), log=err.log, info_log=err.info_log,
                      symbol=err.symbol, linker=err.linker, result=err.result, hint=hint)

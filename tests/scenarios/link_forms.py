@@ -165,7 +165,22 @@ def precompiled(bundle_path: str) -> None:
                       "mixed": [[o.kind, o.name] for o in mixed], "linked": linked.kind}))
 
 
-SCENARIOS = {f.__name__: f for f in (forms, undefined, dynamic, keys, precompiled)}
+def refused_option() -> None:
+    """A link option whose value only nvJitLink checks, refused by it: the error."""
+    import cudaload
+
+    obj = cudaload.Program(C, name="c.cu", relocatable=True).compile(arch=90, output="cubin")
+    try:
+        cudaload.Linker(obj, arch=90, options=("-device-stack-protector=maybe",)).link()
+    except cudaload.LinkError as err:
+        print(json.dumps({"type": type(err).__name__, "result": err.result, "message": str(err),
+                          "hint": err.hint}))
+        return
+    print(json.dumps({"type": None}))
+
+
+SCENARIOS = {f.__name__: f for f in (forms, undefined, dynamic, keys, precompiled,
+                                     refused_option)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
