@@ -13,8 +13,8 @@ and bytes), the options, the arch, LTO and the output; on disk under that digest
 linker's identity (nvJitLink's build, or the driver's version).  So a second process links
 nothing, and another nvJitLink build or another input's bytes is a miss.
 
-Imports of cudaload: errors, bindings (nvjitlink, driver_linker, driver), _hooks, _linker,
-_link_options, _prepare, cache, objectcode, options.
+Imports of cudaload: errors, _log, bindings (nvjitlink, driver_linker, driver, _sites), _hooks,
+_linker, _link_options, _prepare, cache, objectcode, options.
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """

@@ -9,7 +9,8 @@ output: the program's inputs (source, name, in-memory headers, options, name exp
 path NVRTC's include search looks at when ``compile()`` runs, with the contents of the files it
 reads, the target kind and arch, NVRTC's version and build, the CUDA header folders, the cache
 format, for PTX the driver version, and for a program linked by nvJitLink (``lto=True``) the
-linker's build.  Each NVRTC compilation is logged at DEBUG to
+linker's build.  ``output="ltoir"`` is NVRTC's LTO IR, unlinked, for ``cudaload.Linker``.
+Each NVRTC compilation is logged at DEBUG to
 ``cudaload.compile`` with its key (``record.key``), each recompilation after a refusal too.
 
 Layer 2, compile: may import the foundation, bindings and compile.
@@ -39,7 +40,8 @@ def _field(name: str, doc: str) -> property:
 
 
 class Program:
-    """CUDA C++ source with the headers, options and name expressions to compile it with.
+    """CUDA C++ source with the headers, options and name expressions to compile it with; with
+    ``code_type="ptx"``, PTX text, linked to CUBIN instead (_ptx_input.py).
 
     Raises ValueError/TypeError for malformed arguments (source or headers that are not UTF-8,
     options without their value); reading include files never raises.
