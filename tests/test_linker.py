@@ -98,6 +98,11 @@ def test_a_link_error_is_typed_with_the_log_and_names_the_undefined_symbol(tmp_p
         got["message"] and "Next step: add the code that defines _Z1ci" in got["message"]
 
 
+def test_a_link_keeps_device_variables_unless_asked_to_drop_the_unused(tmp_path):
+    got = _forms(tmp_path, args=("variables",))
+    assert got == {"kept": True, "dropped": False, "linked": [False, False]}
+
+
 def test_an_option_nvjitlink_refuses_is_a_link_error_that_names_it(tmp_path):
     got = _forms(tmp_path, args=("refused_option",))
     assert got["type"] == "LinkError" and got["result"] == "NVJITLINK_ERROR_UNRECOGNIZED_OPTION"

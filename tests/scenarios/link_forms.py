@@ -165,6 +165,21 @@ def precompiled(bundle_path: str) -> None:
                       "mixed": [[o.kind, o.name] for o in mixed], "linked": linked.kind}))
 
 
+def variables() -> None:
+    """The three programs' IR and a program holding only a device variable, linked with LTO,
+    without and with -optimize-unused-variables: whether the variable is in each module."""
+    import cudaload
+
+    ir = [p.compile(arch=90, output="ltoir") for p in _programs()]
+    counter = cudaload.Program("__device__ int calls;", name="calls.cu").compile(
+        arch=90, output="ltoir")
+    kept = cudaload.Linker(*ir, counter, arch=90, lto=True).link()
+    dropped = cudaload.Linker(*ir, counter, arch=90, lto=True,
+                              options=("-optimize-unused-variables",)).link()
+    print(json.dumps({"kept": b"calls" in kept.code, "dropped": b"calls" in dropped.code,
+                      "linked": [kept.linked, dropped.linked]}))
+
+
 def refused_option() -> None:
     """A link option whose value only nvJitLink checks, refused by it: the error."""
     import cudaload
@@ -179,7 +194,7 @@ def refused_option() -> None:
     print(json.dumps({"type": None}))
 
 
-SCENARIOS = {f.__name__: f for f in (forms, undefined, dynamic, keys, precompiled,
+SCENARIOS = {f.__name__: f for f in (forms, undefined, dynamic, keys, precompiled, variables,
                                      refused_option)}
 
 if __name__ == "__main__":
