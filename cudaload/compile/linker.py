@@ -177,7 +177,10 @@ class Linker:
         code, info = self._logged(lambda: nvjitlink.link_inputs(self._inputs(), options, output))
         _log.debug("compile", "nvJitLink linked %s to %s for %s", self._name(), output,
                    target.sm())
-        return ObjectCode(code, output, target.sm(), log=info, name=self._name())
+        # Unused variables removed: the host must not reach the module's variables (as for
+        # Program(lto=True), ObjectCode.linked).
+        return ObjectCode(code, output, target.sm(), log=info, name=self._name(),
+                          linked=self.lto and "-optimize-unused-variables" in self.options)
 
     def _by_driver(self, target: Arch, output: str, digest: bytes, memory_key,
                    why: Exception) -> ObjectCode:
