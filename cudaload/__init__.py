@@ -11,12 +11,12 @@ import circle exists):
    (atomic writes) and _file_lock (locks held through a file);
 1. ``bindings``: finding and opening libcuda and libnvrtc, and checked calls into them;
 2. ``compile``: programs, options, the include search, the toolchain, the kernel cache, bundles,
-   compiled code (``ObjectCode``);
+   compiled code (``ObjectCode``) and the linker;
 3. ``launch``: devices, memory, streams, graphs, modules, kernels and their arguments;
-4. entry points, in this folder: availability (the status report) and _report (its text), cli
-   and _compile_commands, ``wheelcheck`` (``cudaload check-wheel`` and the pytest plugin), and
-   this package, which also hands the launch side's two services to the compile side
-   (compile/_hooks.py).
+4. entry points, in this folder: availability (the status report) and _report (its text), cli,
+   _compile_commands and _link_command, ``wheelcheck`` (``cudaload check-wheel`` and the pytest
+   plugin), and this package, which also hands the launch side's three services to the compile
+   side (compile/_hooks.py).
 
 Every lock is made with ``_thread`` (``_thread.allocate_lock()``, ``_thread.RLock()``: the very
 objects ``threading.Lock()`` and ``threading.RLock()`` return), never with ``threading``: neither

@@ -88,8 +88,9 @@ def _compile_words(words) -> tuple[dict, list, list]:
             own[key].append(value)
         else:
             own[key] = value
-    if sum(bool(own.get(k)) for k in ("ptx", "cubin", "ltoir")) > 1:
-        raise ValueError("give one of --ptx, --cubin and --ltoir")
+    given = [f"--{k}" for k in ("ptx", "cubin", "ltoir") if own.get(k)]
+    if len(given) > 1:
+        raise ValueError(f"give {' or '.join(given[:2])}, not both")
     return own, files, nvrtc
 
 
