@@ -228,8 +228,9 @@ def _add_precompile_parser(sub) -> None:
         help="compile programs for given architectures into the kernel cache or, with -o, into "
              "a bundle a package ships",
         usage="cudaload precompile [FILE.cu ...] [--package PKG --resource RES ...] "
-              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [-o OUT.bundle]",
-        description="Each program is compiled to CUBIN for each --arch through the kernel cache. "
+              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [--ltoir] [-o OUT.bundle]",
+        description="Each program is compiled to CUBIN (LTO IR with --ltoir) for each --arch "
+                    "through the kernel cache. "
                     "With -o the results are also written to a bundle file: a package that ships "
                     "it and passes bundle=cudaload.Bundle.from_resource(...) to its "
                     "Programs runs them without NVRTC. A bundle entry is used only for the same "

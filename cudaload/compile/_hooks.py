@@ -1,6 +1,6 @@
-"""What compiling asks of the launch side: the current device's architecture (``compile(arch=None)``),
-loading compiled code (``ObjectCode.load()``) and making the current device's context current (the
-driver's linker links in it: compile/linker.py).
+"""What compiling asks of the launch side: the current device's architecture
+(``compile(arch=None)``), loading compiled code (``ObjectCode.load()``) and making the current
+device's context current (the driver's linker links in it: compile/linker.py).
 
 The launch side is the layer above compiling, so no compile module imports it: the package
 (cudaload/__init__.py) hands these functions over when it is imported, each importing the
