@@ -40,8 +40,8 @@ class ObjectCode:
     no Program, so a dropped Program is collected while its code lives on.
 
     It pickles as its data alone: code, kind, arch, name, log, lowered names, linked and source,
-    so that the receiving process rebuilds it without loading any CUDA library and launches its kernels with
-    the same parameter types.  What belongs to this process stays here: the loaded module,
+    so that the receiving process rebuilds it without loading any CUDA library and launches its
+    kernels with the same parameter types.  What belongs to this process stays here: the loaded module,
     ``.cached`` (how this process's caches found it: None in the receiver) and ``.origin``,
     which would carry the program's inputs and this process's cache key along; a driver there that
     refuses the code raises its error (send the Program instead where the receiver should
