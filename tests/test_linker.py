@@ -104,6 +104,13 @@ def test_a_link_keeps_device_variables_unless_asked_to_drop_the_unused(tmp_path)
     assert got == {"kept": True, "dropped": False, "linked": [False, True]}
 
 
+def test_damaged_inputs_of_every_kind_are_link_errors_that_name_them(tmp_path):
+    got = _forms(tmp_path, args=("damaged",))
+    assert set(got) == {"cubin", "ltoir", "library", "fatbin", "ptx"}
+    for kind, (error, result, named) in got.items():
+        assert error == "LinkError" and result.startswith("NVJITLINK_ERROR_") and named, kind
+
+
 def test_an_option_nvjitlink_refuses_is_a_link_error_that_names_it(tmp_path):
     got = _forms(tmp_path, args=("refused_option",))
     assert got["type"] == "LinkError" and got["result"] == "NVJITLINK_ERROR_UNRECOGNIZED_OPTION"

@@ -180,6 +180,27 @@ def variables() -> None:
                       "linked": [kept.linked, dropped.linked]}))
 
 
+# Bytes that pass ObjectCode.from_bytes (the right header) but are no code of their kind.
+DAMAGED = {"cubin": b"\x7fELF" + bytes(60), "ltoir": b"\xedCN\x7f" + bytes(60),
+           "library": b"!<arch>\n" + b"x" * 50, "fatbin": b"\x50\xed\x55\xba" + bytes(60),
+           "ptx": b".version 8.0\n.target sm_90\nnot ptx"}
+
+
+def damaged() -> None:
+    """Each kind of damaged input linked alone: the error each raised."""
+    import cudaload
+
+    out = {}
+    for kind, data in DAMAGED.items():
+        obj = cudaload.ObjectCode.from_bytes(data, kind, name=f"bad.{kind}")
+        try:
+            cudaload.Linker(obj, arch=90, lto=kind == "ltoir").link()
+            out[kind] = None
+        except cudaload.CudaLoadError as err:
+            out[kind] = [type(err).__name__, getattr(err, "result", ""), f"bad.{kind}" in str(err)]
+    print(json.dumps(out))
+
+
 def refused_option() -> None:
     """A link option whose value only nvJitLink checks, refused by it: the error."""
     import cudaload
@@ -195,7 +216,7 @@ def refused_option() -> None:
 
 
 SCENARIOS = {f.__name__: f for f in (forms, undefined, dynamic, keys, precompiled, variables,
-                                     refused_option)}
+                                     damaged, refused_option)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
