@@ -256,3 +256,20 @@ def test_a_ptx_program_takes_the_link_keywords_and_refuses_the_cxx_ones():
                {"relocatable": True}, {"defines": {"N": 1}}):
         with pytest.raises(ValueError, match=f"{next(iter(kw))}: keywords for CUDA C\\+\\+"):
             cudaload.Program(PTX, code_type="ptx", **kw)
+
+
+def test_without_libcudadevrt_the_error_lists_where_it_was_looked_for(monkeypatch):
+    from cuda import pathfinder
+
+    from cudaload.bindings import _sites
+
+    def nowhere(name):
+        raise pathfinder.StaticLibNotFoundError(f"{name}: searched conda and CUDA_HOME")
+
+    monkeypatch.setattr(_sites, "static_library", lambda name: None)
+    monkeypatch.setattr(pathfinder, "find_static_lib", nowhere)
+    with pytest.raises(cudaload.LibraryNotFoundError) as info:
+        cudaload.Linker.cudadevrt()
+    assert info.value.library == "cudadevrt" and len(info.value.tried) == 2
+    assert "nvidia-cuda-runtime wheel" in str(info.value) and "CUDA_HOME" in str(info.value)
+    assert "pip install nvidia-cuda-runtime" in info.value.hint
