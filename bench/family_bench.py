@@ -360,25 +360,28 @@ def table(result: dict) -> str:
         row("warm, fresh process", warm["error"][:60])
     if "gpu_mib" in warm:
         row("GPU memory over a bare context", f"{warm['gpu_mib']:.2f} MiB", "target <= 2 MiB")
-    if "lto_parallel_s" in s:
-        row("lto=True: compile_all cold", f"{s['lto_parallel_s']:.2f} s",
-            f"({s['lto_parallel_over_plain']}x the plain compile_all)")
-    elif "error" in rows.get("lto_parallel_cold", {}):
-        row("lto=True: compile_all cold", rows["lto_parallel_cold"]["error"][:60])
+    def cold(label, seconds, run, note):
+        """The row of a cold run: its seconds (summary key ``seconds``) and ``note()``, or the
+        error of ``run``."""
+        if seconds in s:
+            row(label, f"{s[seconds]:.2f} s", note())
+        elif "error" in rows.get(run, {}):
+            row(label, rows[run]["error"][:60])
+
+    cold("lto=True: compile_all cold", "lto_parallel_s", "lto_parallel_cold",
+         lambda: f"({s['lto_parallel_over_plain']}x the plain compile_all)")
     if "lto_warm_ms" in s:
         row("lto=True: warm, fresh process", f"{s['lto_warm_ms']:.1f} ms", "target <= 60 ms")
     if "lto_gpu_mib" in s:
         row("lto=True: GPU memory over a bare context", f"{s['lto_gpu_mib']:.2f} MiB",
             f"target <= 2 MiB ({s.get('lto_code_kib')} KiB a module, plain "
             f"{warm.get('code_kib')} KiB)")
-    if "linked_cold_s" in s:
-        row("one linked module: compile_all + link cold", f"{s['linked_cold_s']:.2f} s",
-            f"(the link {s['linked_link_s']} s; {s['linked_module_kib']} KiB in all)")
-    elif "error" in rows.get("linked_cold", {}):
-        row("one linked module: compile_all + link cold", rows["linked_cold"]["error"][:60])
+    cold("one linked module: compile_all + link cold", "linked_cold_s", "linked_cold",
+         lambda: f"(the link {s['linked_link_s']} s; {s['linked_module_kib']} KiB in all)")
     if "linked_warm_ms" in s:
         row("one linked module: warm, fresh process", f"{s['linked_warm_ms']:.1f} ms",
-            f"(its load {s.get('linked_load_ms')} ms; plain {warm.get('load_ms')} ms)")
+            f"(its load {s['linked_load_ms']} ms; 64 modules' {warm.get('load_ms')} ms)"
+            if "linked_load_ms" in s else "")
     if "linked_gpu_mib" in s:
         row("one linked module: GPU memory over a bare context",
             f"{s['linked_gpu_mib']:.2f} MiB", f"(64 modules: {warm.get('gpu_mib')} MiB)")
