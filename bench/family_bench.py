@@ -1,7 +1,7 @@
 """Kernel-family benchmark: 64 elementwise kernels on one 3,300-line header, compiled and loaded.
 
     python bench/family_bench.py [--out FILE] [--workers N] [--kernels 64] [--no-pch] [--no-lto]
-                                 [--quick]
+                                 [--no-linked] [--quick]
 
 The family (bench/family_header.py): a common header of type traits, math wrappers, operator
 functors, casts, vector loads, shapes and reductions over every dtype, written for this benchmark
@@ -26,6 +26,11 @@ a fresh process with its own cache folder; in one run:
                      then warm_ms and gpu_mib in a fresh process on that folder (lto_warm).  NVRTC
                      emits the header's static constexpr members into every module; linking by
                      nvJitLink removes them (the GPU memory target is met with this build)
+  linked             the family as LTO IR (``compile(output="ltoir")``, by compile_all) linked by
+                     one ``cudaload.Linker(..., lto=True, options=("-optimize-unused-variables",))``
+                     into ONE module: compile_all and the link cold (linked_cold, link_s apart),
+                     then warm_ms, the module's load and gpu_mib in a fresh process on that folder
+                     (linked_warm): what one linked module costs against 64 separate ones
 
 Prints a short table, and the JSON with --out.  Needs NVRTC; the GPU rows need a GPU.
 """
@@ -48,6 +53,19 @@ MIB = 2 ** 20
 
 
 # ---- in a child process ---------------------------------------------------------------------------
+
+# The options of the link of the whole family into one module: the header's constants, emitted
+# into every program's IR, are removed as lto=True removes them from each module.
+LINK_OPTIONS = ("-optimize-unused-variables",)
+
+
+def _linked(objs, arch):
+    """The family's LTO IR ``objs`` linked into one module (found in the cache when linked
+    before)."""
+    import cudaload
+
+    return cudaload.Linker(*objs, arch=arch, lto=True, options=LINK_OPTIONS).link()
+
 
 def _programs(tag: str, count: int, options: tuple, lto: bool = False):
     sys.path.insert(0, BENCH)
@@ -72,7 +90,16 @@ def child_compile(how: str, tag: str, count: str, workers: str, pch: str, lto: s
     arch = _arch()
     progs = _programs(tag, int(count), ("-pch",) if pch == "1" else (), lto == "1")
     t = time.perf_counter()
-    if how == "serial":
+    link_s = module_kib = None
+    if how == "linked":  # LTO IR of each program, then one link of them all
+        irs = cudaload.compile_all([p for _n, p in progs], arch=arch, output="ltoir",
+                                   workers=int(workers) or None)
+        t1 = time.perf_counter()
+        objs = [_linked(irs, arch)]
+        link_s = round(time.perf_counter() - t1, 3)
+        module_kib = round(len(objs[0].code) / 1024, 1)
+        each: list = []
+    elif how == "serial":
         objs, each = [], []
         for _name, prog in progs:
             t1 = time.perf_counter()
@@ -91,7 +118,8 @@ def child_compile(how: str, tag: str, count: str, workers: str, pch: str, lto: s
             "first_ms": round(each[0], 1) if each else None,
             "median_ms": round(sorted(each)[len(each) // 2], 1) if each else None,
             "cached": sorted({str(o.cached) for o in objs}),
-            "workers": (int(workers) or parallel.cores()) if how == "parallel" else 1}
+            "workers": (int(workers) or parallel.cores()) if how != "serial" else 1,
+            **({"link_s": link_s, "module_kib": module_kib} if how == "linked" else {})}
 
 
 def child_warm(tag: str, count: str, lto: str = "0") -> dict:
@@ -110,7 +138,11 @@ def child_warm(tag: str, count: str, lto: str = "0") -> dict:
         out["context_ms"] = round((time.perf_counter() - t) * 1e3, 2)
     t = time.perf_counter()
     progs = _programs(tag, int(count), (), lto == "1")
-    objs = cudaload.compile_all([p for _n, p in progs], arch=_arch())
+    if lto == "linked":  # the programs' IR and the one linked module, all found on disk
+        irs = cudaload.compile_all([p for _n, p in progs], arch=_arch(), output="ltoir")
+        objs = [_linked(irs, _arch())]
+    else:
+        objs = cudaload.compile_all([p for _n, p in progs], arch=_arch())
     out["programs_and_lookups_ms"] = round((time.perf_counter() - t) * 1e3, 2)
     out["cached"] = sorted({str(o.cached) for o in objs})
     out["code"] = _digest(objs)
@@ -120,7 +152,8 @@ def child_warm(tag: str, count: str, lto: str = "0") -> dict:
         out["gpu"] = False
         return out
     t = time.perf_counter()
-    kernels = [obj.load().get_kernel(name) for (name, _p), obj in zip(progs, objs)]
+    modules = [objs[0]] * len(progs) if lto == "linked" else objs
+    kernels = [obj.load().get_kernel(name) for (name, _p), obj in zip(progs, modules)]
     out["load_ms"] = round((time.perf_counter() - t) * 1e3, 2)
     out["warm_ms"] = round(out["programs_and_lookups_ms"] + out["load_ms"], 2)
     for (name, _p), k in zip(progs, kernels):
@@ -202,6 +235,10 @@ def run(args) -> dict:
         rows["lto_parallel_cold"] = _child(["compile", "parallel", tag, count, workers, "0", "1"],
                                            folder("lto"), timeout)
         rows["lto_warm"] = _child(["warm", tag, count, "1"], folder("lto"), timeout)
+    if not args.no_linked:
+        rows["linked_cold"] = _child(["compile", "linked", tag, count, workers, "0"],
+                                     folder("linked"), timeout)
+        rows["linked_warm"] = _child(["warm", tag, count, "linked"], folder("linked"), timeout)
     out["effective_cpus_after"] = effective_cpus(cores)
     out["summary"] = summary(rows)
     out["nvrtc"] = _nvrtc_version()
@@ -272,6 +309,13 @@ def summary(rows: dict) -> dict:
     for key in ("warm_ms", "gpu_mib", "code_kib"):
         if key in lto_warm:
             s[f"lto_{key}"] = lto_warm[key]
+    linked, linked_warm = rows.get("linked_cold") or {}, rows.get("linked_warm") or {}
+    if linked.get("seconds"):
+        s["linked_cold_s"], s["linked_link_s"] = linked["seconds"], linked.get("link_s")
+        s["linked_module_kib"] = linked.get("module_kib")
+    for key in ("warm_ms", "gpu_mib", "load_ms"):
+        if key in linked_warm:
+            s[f"linked_{key}"] = linked_warm[key]
     pch_serial, pch_par = sec("pch_serial_cold"), sec("pch_parallel_cold")
     if pch_serial and serial:
         s["pch_serial_speedup"] = round(serial / pch_serial, 2)
@@ -316,17 +360,31 @@ def table(result: dict) -> str:
         row("warm, fresh process", warm["error"][:60])
     if "gpu_mib" in warm:
         row("GPU memory over a bare context", f"{warm['gpu_mib']:.2f} MiB", "target <= 2 MiB")
-    if "lto_parallel_s" in s:
-        row("lto=True: compile_all cold", f"{s['lto_parallel_s']:.2f} s",
-            f"({s['lto_parallel_over_plain']}x the plain compile_all)")
-    elif "error" in rows.get("lto_parallel_cold", {}):
-        row("lto=True: compile_all cold", rows["lto_parallel_cold"]["error"][:60])
+    def cold(label, seconds, run, note):
+        """The row of a cold run: its seconds (summary key ``seconds``) and ``note()``, or the
+        error of ``run``."""
+        if seconds in s:
+            row(label, f"{s[seconds]:.2f} s", note())
+        elif "error" in rows.get(run, {}):
+            row(label, rows[run]["error"][:60])
+
+    cold("lto=True: compile_all cold", "lto_parallel_s", "lto_parallel_cold",
+         lambda: f"({s['lto_parallel_over_plain']}x the plain compile_all)")
     if "lto_warm_ms" in s:
         row("lto=True: warm, fresh process", f"{s['lto_warm_ms']:.1f} ms", "target <= 60 ms")
     if "lto_gpu_mib" in s:
         row("lto=True: GPU memory over a bare context", f"{s['lto_gpu_mib']:.2f} MiB",
             f"target <= 2 MiB ({s.get('lto_code_kib')} KiB a module, plain "
             f"{warm.get('code_kib')} KiB)")
+    cold("one linked module: compile_all + link cold", "linked_cold_s", "linked_cold",
+         lambda: f"(the link {s['linked_link_s']} s; {s['linked_module_kib']} KiB in all)")
+    if "linked_warm_ms" in s:
+        row("one linked module: warm, fresh process", f"{s['linked_warm_ms']:.1f} ms",
+            f"(its load {s['linked_load_ms']} ms; 64 modules' {warm.get('load_ms')} ms)"
+            if "linked_load_ms" in s else "")
+    if "linked_gpu_mib" in s:
+        row("one linked module: GPU memory over a bare context",
+            f"{s['linked_gpu_mib']:.2f} MiB", f"(64 modules: {warm.get('gpu_mib')} MiB)")
     if "pch_serial_speedup" in s:
         row("-pch: serial speedup", f"{s['pch_serial_speedup']:.2f}x",
             f"same code: {s['pch_same_code']}")
@@ -343,6 +401,8 @@ def main(argv=None) -> int:
     ap.add_argument("--kernels", type=int, default=64, help="how many of the family (default 64)")
     ap.add_argument("--no-pch", action="store_true", help="skip the -pch runs")
     ap.add_argument("--no-lto", action="store_true", help="skip the lto=True runs")
+    ap.add_argument("--no-linked", action="store_true",
+                    help="skip the runs of the family linked into one module")
     ap.add_argument("--quick", action="store_true", help="16 kernels, no -pch runs")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per process")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)

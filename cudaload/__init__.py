@@ -11,12 +11,12 @@ import circle exists):
    reading them safely), _atomic (atomic writes) and _file_lock (locks held through a file);
 1. ``bindings``: finding and opening libcuda and libnvrtc, and checked calls into them;
 2. ``compile``: programs, options, the include search, the toolchain, the kernel cache, bundles,
-   compiled code (``ObjectCode``);
+   compiled code (``ObjectCode``) and the linker;
 3. ``launch``: devices, memory, streams, graphs, modules, kernels and their arguments;
-4. entry points, in this folder: availability (the status report) and _report (its text), cli
-   and _compile_commands, ``wheelcheck`` (``cudaload check-wheel`` and the pytest plugin), and
-   this package, which also hands the launch side's loading of code to the compile side
-   (compile/_hooks.py).
+4. entry points, in this folder: availability (the status report) and _report (its text), cli,
+   _compile_commands and _link_command, ``wheelcheck`` (``cudaload check-wheel`` and the pytest
+   plugin), and this package, which also hands the launch side's two services (loading code, binding a context) to the compile
+   side (compile/_hooks.py).
 
 Every lock is made with ``_thread`` (``_thread.allocate_lock()``, ``_thread.RLock()``: the very
 objects ``threading.Lock()`` and ``threading.RLock()`` return), never with ``threading``: neither
@@ -39,6 +39,7 @@ from .errors import (  # noqa: F401  (the exception tree is cheap and always imp
     LaunchArgumentError,
     LibraryLoadError,
     LibraryNotFoundError,
+    LinkError,
     MissingSymbolError,
     NvrtcError,
 )
@@ -53,8 +54,14 @@ def _load(code):
     return load_once(code)
 
 
-# The compile side reaches the launch side only through this (see _hooks.py).
-_hooks.provide(_load)
+def _activate() -> None:
+    from .launch.device import activate
+
+    activate(owning=True)  # the link's state belongs to the context current: ours, bound again
+
+
+# The compile side reaches the launch side only through these (see _hooks.py).
+_hooks.provide(_load, _activate)
 
 # public name -> submodule that defines it; resolved by __getattr__ on first access.
 _LAZY = {
@@ -75,11 +82,12 @@ _LAZY = {
     "Event": "launch.stream",
     "Graph": "launch.graph",
     "Bundle": "compile.bundle",
+    "Linker": "compile.linker",
 }
 
 __all__ = sorted([*_LAZY, "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",
                   "DriverError", "ForkedProcessError", "LaunchArgumentError", "LibraryLoadError",
-                  "LibraryNotFoundError", "MissingSymbolError", "NvrtcError"])
+                  "LibraryNotFoundError", "LinkError", "MissingSymbolError", "NvrtcError"])
 
 
 def __getattr__(name: str):

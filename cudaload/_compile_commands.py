@@ -1,4 +1,5 @@
-"""``cudaload compile`` and ``cudaload precompile``: CUDA C++ files to CUBIN, PTX or a bundle.
+"""``cudaload compile`` and ``cudaload precompile``: CUDA C++ (or PTX) files to CUBIN, PTX, LTO IR
+or a bundle.
 
 Both build the same ``Program.from_file(FILE, options=..., name_expressions=...)`` as Python code
 does, with Program's defaults (``-std=c++17`` unless an option gives ``-std``), so what
@@ -23,13 +24,15 @@ _COMPILE_OPTIONS = (
     (("--ptx", "-ptx"), "ptx", None, "emit PTX"),
     (("--cubin", "-cubin"), "cubin", None,
      "emit CUBIN (default: CUBIN where NVRTC knows the arch)"),
+    (("--ltoir", "-dlto"), "ltoir", None, "emit LTO IR, to be linked by `cudaload link --lto`"),
     (("-o", "--output-file"), "out", "OUT", "output file"),
     (("--name-expression",), "name_expressions", "EXPR",
      "a kernel template to instantiate, e.g. 'scale<float>' (repeatable); its lowered name is "
      "printed"),
 )
 _REPEATABLE = frozenset({"name_expressions"})
-_COMPILE_USAGE = ("cudaload compile FILE.cu [--arch sm_90] [--ptx|--cubin] [-o OUT] "
+_COMPILE_USAGE = ("cudaload compile FILE.cu|FILE.ptx [--arch sm_90] [--ptx|--cubin|--ltoir] "
+                  "[-o OUT] "
                   "[--name-expression 'k<float>' ...] [nvrtc options...]")
 
 
@@ -41,7 +44,9 @@ def _add_compile_parser(sub) -> None:
         description="Options cudaload does not know (-DX=1, -I dir, -std=c++20, --use_fast_math, "
                     "...) go to NVRTC, before or after FILE.cu; -std=c++17 unless one gives "
                     "-std, as for Program. Without -o the output is FILE.cubin or FILE.ptx beside "
-                    "FILE.cu. The kernel cache is used and filled: the entries are those of "
+                    "FILE.cu. A FILE.ptx is linked to CUBIN (Program(text, code_type='ptx')), "
+                    "its other options being link options. "
+                    "The kernel cache is used and filled: the entries are those of "
                     "Program.from_file(FILE.cu, options=[...], name_expressions=[...]) and of "
                     "cudaload precompile. A source whose kernels are all templates, none "
                     "instantiated, is an error: it would give code without a kernel.")
@@ -83,8 +88,9 @@ def _compile_words(words) -> tuple[dict, list, list]:
             own[key].append(value)
         else:
             own[key] = value
-    if own.get("ptx") and own.get("cubin"):
-        raise ValueError("give --ptx or --cubin, not both")
+    given = [f"--{k}" for k in ("ptx", "cubin", "ltoir") if own.get(k)]
+    if len(given) > 1:
+        raise ValueError(f"give {' or '.join(given[:2])}, not both")
     return own, files, nvrtc
 
 
@@ -163,7 +169,7 @@ def _cmd_compile(words) -> int:
         print(f"usage: {_COMPILE_USAGE}\ncudaload compile: {err}", file=sys.stderr)
         return 2
     source = files[0]
-    output = "ptx" if own.get("ptx") else "cubin" if own.get("cubin") else "auto"
+    output = next((k for k in ("ptx", "cubin", "ltoir") if own.get(k)), "auto")
     problem = _untrusted.regular_problem(source, _MAX_SOURCE_BYTES)
     if problem:
         return _report(f"cudaload compile: cannot read {source}: {problem}")
@@ -222,8 +228,9 @@ def _add_precompile_parser(sub) -> None:
         help="compile programs for given architectures into the kernel cache or, with -o, into "
              "a bundle a package ships",
         usage="cudaload precompile [FILE.cu ...] [--package PKG --resource RES ...] "
-              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [-o OUT.bundle]",
-        description="Each program is compiled to CUBIN for each --arch through the kernel cache. "
+              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [--ltoir] [-o OUT.bundle]",
+        description="Each program is compiled to CUBIN (LTO IR with --ltoir) for each --arch "
+                    "through the kernel cache. "
                     "With -o the results are also written to a bundle file: a package that ships "
                     "it and passes bundle=cudaload.Bundle.from_resource(...) to its "
                     "Programs runs them without NVRTC. A bundle entry is used only for the same "
@@ -246,6 +253,9 @@ def _add_precompile_parser(sub) -> None:
                      help="write a bundle (replacing the file, unless --append)")
     pre.add_argument("--append", action="store_true",
                      help="keep the entries already in OUT.bundle (e.g. built by another NVRTC)")
+    pre.add_argument("--ltoir", action="store_true",
+                     help="compile to LTO IR (output='ltoir'), in the cache or the bundle, for "
+                          "programs linked at run time by cudaload.Linker(..., lto=True)")
     pre.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                      help="compile on N processes (default: one per CPU; programs already in the "
                           "kernel cache are only read)")
@@ -332,7 +342,8 @@ def _cmd_precompile(args) -> int:
         program.bundle = None  # compile afresh: the code must not come from an older bundle
     items = [(program, arch) for program in programs for arch in args.arch]
     try:
-        results, failures = compile_many(items, "cubin" if args.out else "auto", args.jobs)
+        output = "ltoir" if args.ltoir else "cubin" if args.out else "auto"
+        results, failures = compile_many(items, output, args.jobs)
     except (CudaLoadError, ValueError) as err:
         print(f"cudaload precompile: {err}", file=sys.stderr)
         return 1

@@ -1,4 +1,4 @@
-"""The ``cudaload`` command (also ``python -m cudaload``): doctor, demo, compile, precompile,
+"""The ``cudaload`` command (also ``python -m cudaload``): doctor, demo, compile, link, precompile,
 cache.
 
 Entry point: may import every layer.
@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from ._compile_commands import _add_compile_parser, _add_precompile_parser, _cmd_compile
+from ._link_command import add_parser as _add_link_parser
 from .wheelcheck.command import add_parser as _add_check_wheel_parser
 
 __all__ = ["main"]
@@ -137,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
                           help="compile a small kernel; on a GPU, launch it and check it")
     demo.set_defaults(func=_cmd_demo)
     _add_compile_parser(sub)
+    _add_link_parser(sub)
     _add_cache_parser(sub)
     _add_check_wheel_parser(sub)
     return parser

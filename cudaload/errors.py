@@ -23,6 +23,7 @@ __all__ = [
     "DriverError",
     "NvrtcError",
     "CompileError",
+    "LinkError",
     "LaunchArgumentError",
     "NotPicklableError",
     "DLPackError",
@@ -151,6 +152,25 @@ class CompileError(NvrtcError):
         CudaLoadError.__init__(self, message, hint=hint, code=code, function="nvrtcCompileProgram",
                                log=log, source=source, options=tuple(options), name=name,
                                message=log, failures=tuple(failures))
+
+
+class LinkError(CudaLoadError, RuntimeError):
+    """A link of device code failed (``cudaload.Linker``).  ``.log`` is the linker's error log,
+    ``.info_log`` its info log, ``.symbol`` the undefined symbol the log names ("" when the
+    failure is another), ``.linker`` which linker ran ("nvJitLink" or "driver") and ``.result``
+    the name of its answer (``NVJITLINK_ERROR_PTX_COMPILE``, ``CUDA_ERROR_INVALID_IMAGE``)."""
+
+    _NEXT_STEP = "\nNext step: "  # after the log
+    log: str
+    info_log: str
+    symbol: str
+    linker: str
+    result: str
+
+    def __init__(self, message: str = "", *, log: str = "", info_log: str = "", symbol: str = "",
+                 linker: str = "", result: str = "", hint: str = "") -> None:
+        super().__init__(message, hint=hint, log=log, info_log=info_log, symbol=symbol,
+                         linker=linker, result=result)
 
 
 class LaunchArgumentError(CudaLoadError, TypeError):

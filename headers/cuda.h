@@ -52,6 +52,7 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUlib_st *CUlibrary;
 typedef struct CUkern_st *CUkernel;
+typedef struct CUlinkState_st *CUlinkState;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
 typedef struct CUgraph_st *CUgraph;
@@ -768,6 +769,12 @@ CUresult cuModuleUnload(CUmodule hmod);
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name);
 CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode);
+
+/* Linker: cudaload.Linker's fallback where nvJitLink is missing (needs a current context) */
+CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut);
+CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name, unsigned int numOptions, CUjit_option *options, void **optionValues);
+CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut);
+CUresult cuLinkDestroy(CUlinkState state);
 
 /* Library management */
 CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions);

@@ -179,6 +179,55 @@ int fake_occupancy(int *block, size_t *smem, size_t *potential, int *limit) {
     *block = occupancy_block; *smem = occupancy_smem; *potential = potential_smem;
     *limit = potential_limit; return potential_callback != 0;
 }
+/* The driver's linker, recorded: the options cuLinkCreate got (the log buffers' among them), the
+   context current then, each input's type and name, and how many states were destroyed.
+   cuLinkComplete gives an image whose ELF header says sm_90, followed by the inputs' names; an
+   input named "undefined" makes it fail with an undefined reference in the error log. */
+static int link_option[64], link_options, link_types[16], link_inputs, link_destroyed, link_calls;
+static long link_value[64];
+static char link_names[1024], *link_error, *link_info;
+static size_t link_error_size, link_info_size;
+static void *link_context;
+static unsigned char link_image[1200];
+int cuLinkCreate_v2(unsigned n, int *options, void **values, void **state) {
+    link_options = n; link_inputs = 0; link_names[0] = 0; link_context = current; ++link_calls;
+    for (unsigned i = 0; i < n && i < 64; i++) {
+        link_option[i] = options[i]; link_value[i] = (long)values[i];
+        if (options[i] == 3) link_info = values[i];
+        if (options[i] == 4) link_info_size = (size_t)values[i];
+        if (options[i] == 5) link_error = values[i];
+        if (options[i] == 6) link_error_size = (size_t)values[i];
+    }
+    *state = (void *)0x6000; return 0;
+}
+int cuLinkAddData_v2(void *state, int type, void *data, size_t size, const char *name,
+                     unsigned n, void *o, void *v) {
+    if (link_inputs < 16) link_types[link_inputs++] = type;
+    strncat(link_names, name, sizeof link_names - strlen(link_names) - 2);
+    strcat(link_names, ";");
+    return 0;
+}
+int cuLinkComplete(void *state, void **out, size_t *size) {
+    if (strstr(link_names, "undefined;")) {
+        strncpy(link_error, "error   : Undefined reference to '_Z6helperv' in 'undefined'",
+                link_error_size);
+        return 1;
+    }
+    strncpy(link_info, "linked by the recording driver", link_info_size);
+    memset(link_image, 0, sizeof link_image);
+    memcpy(link_image, "\x7f" "ELF\x02", 5);
+    link_image[0x31] = 90;  /* e_flags: sm_90 */
+    strcpy((char *)link_image + 0x40, link_names);
+    *out = link_image; *size = 0x40 + strlen(link_names); return 0;
+}
+int cuLinkDestroy(void *state) { ++link_destroyed; return 0; }
+int fake_link(int *options, long *values, int *types, char *names, void **context,
+              int *destroyed) {
+    memcpy(options, link_option, sizeof link_option); memcpy(values, link_value, sizeof link_value);
+    memcpy(types, link_types, sizeof link_types); strcpy(names, link_names);
+    *context = link_context; *destroyed = link_destroyed; return link_options;
+}
+int fake_link_calls(void) { return link_calls; }
 void fake_set_layout(int n, const size_t *off, const size_t *size) {
     nparams = n; memcpy(offsets, off, n * sizeof *off); memcpy(sizes, size, n * sizeof *size);
 }

@@ -41,8 +41,11 @@ SAMPLES = [
                                   name="CUDA_ERROR_NO_DEVICE", function="cuInit", detail="none",
                                   hint="check `nvidia-smi`"),
 ]
-# Errors of the launch side's objects and exports, pickled like the others.
+# Errors of the launch side's objects and exports, and of a link, pickled like the others.
 LAUNCH_SAMPLES = [
+    errors.LinkError("nvJitLink could not link a.cu+b.cu", log="error   : Undefined reference "
+                     "to '_Z1ci' in 'b.cu'", info_log="", symbol="_Z1ci", linker="nvJitLink",
+                     result="NVJITLINK_ERROR_INTERNAL", hint="add the code that defines _Z1ci"),
     errors.NotPicklableError("a Module cannot be pickled", hint="send its ObjectCode"),
     errors.DLPackError("no host copy of 0 bytes", hint="export a buffer of one byte or more"),
 ]
@@ -117,6 +120,7 @@ def test_fields_are_what_the_constructor_was_given():
     (errors.NvrtcError, (errors.CudaLoadError, RuntimeError)),
     (errors.CompileError, (errors.NvrtcError,)),
     (errors.LaunchArgumentError, (errors.CudaLoadError, TypeError)),
+    (errors.LinkError, (errors.CudaLoadError, RuntimeError)),
     (errors.DriverNotFoundError, (errors.LibraryNotFoundError, OSError,
                                   errors.CudaUnavailableError, RuntimeError)),
     (errors.DriverLoadError, (errors.LibraryLoadError, errors.LibraryNotFoundError, OSError,

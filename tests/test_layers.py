@@ -15,7 +15,8 @@ from tests._support import ROOT
 PACKAGE = os.path.join(ROOT, "cudaload")
 FOUNDATION = {"errors", "lifetime", "_log", "_version", "releases", "_untrusted",
               "_atomic", "_file_lock", "_elf"}
-ENTRY = {"availability", "_report", "cli", "_compile_commands", "__main__", "__init__"}
+ENTRY = {"availability", "_report", "cli", "_compile_commands", "_link_command", "__main__",
+         "__init__"}
 RANK = {"bindings": 1, "compile": 2, "launch": 3, "wheelcheck": 4}
 
 

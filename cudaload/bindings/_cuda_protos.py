@@ -61,6 +61,12 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuLibraryLoadData': 'CUresult(*)(struct CUlib_st * *, void const *, CUjit_option *, void * *, '
                       'unsigned int, CUlibraryOption *, void * *, unsigned int)',
  'cuLibraryUnload': 'CUresult(*)(struct CUlib_st *)',
+ 'cuLinkAddData_v2': 'CUresult(*)(struct CUlinkState_st *, CUjitInputType, void *, size_t, char '
+                     'const *, unsigned int, CUjit_option *, void * *)',
+ 'cuLinkComplete': 'CUresult(*)(struct CUlinkState_st *, void * *, size_t *)',
+ 'cuLinkCreate_v2': 'CUresult(*)(unsigned int, CUjit_option *, void * *, struct CUlinkState_st * '
+                    '*)',
+ 'cuLinkDestroy': 'CUresult(*)(struct CUlinkState_st *)',
  'cuMemAllocHost_v2': 'CUresult(*)(void * *, size_t)',
  'cuMemAlloc_v2': 'CUresult(*)(unsigned long long *, size_t)',
  'cuMemFreeHost': 'CUresult(*)(void *)',

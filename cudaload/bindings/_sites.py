@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["library", "header_folder", "site_folders", "mapped"]
+__all__ = ["library", "static_library", "header_folder", "site_folders", "mapped"]
 
 # cuda.pathfinder's descriptors: where the CUDA 13 wheels, then the CUDA 12 ones, put each
 # library (folders, then file names, each in its order)
@@ -31,6 +31,7 @@ _LIBRARIES = {"nvrtc": (("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"),
                         ("libnvrtc.so.13", "libnvrtc.so.12")),
               "nvjitlink": (("nvidia/cu13/lib", "nvidia/nvjitlink/lib"),
                             ("libnvJitLink.so.13", "libnvJitLink.so.12"))}
+_STATIC = {"cudadevrt": (("nvidia/cu13/lib", "nvidia/cuda_runtime/lib"), "libcudadevrt.a")}
 _HEADERS = {"cudart": (("nvidia/cu13/include", "nvidia/cuda_runtime/include"), "cuda_runtime.h"),
             "cccl": (("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include"),
                      os.path.join("cuda", "std", "version"))}
@@ -67,6 +68,17 @@ def library(which: str) -> str | None:
                 path = os.path.join(folder, name)
                 if os.path.isfile(path):
                     return path
+    return None
+
+
+def static_library(name: str) -> str | None:
+    """The file of static library ``name`` ("cudadevrt") in a wheel, or None."""
+    relatives, file_name = _STATIC[name]
+    folders = site_folders()
+    for relative in relatives:
+        for folder in _under(relative, folders):
+            if os.path.isfile(os.path.join(folder, file_name)):
+                return os.path.join(folder, file_name)
     return None
 
 

@@ -1,9 +1,11 @@
-"""What compiling asks of the launch side: loading compiled code (``ObjectCode.load()``).
+"""What compiling asks of the launch side: loading compiled code (``ObjectCode.load()``) and
+making the current device's context current (the driver's linker links in it: linker.py).
 
 The launch side is the layer above compiling, so no compile module imports it: the package
-(cudaload/__init__.py) hands this function over when it is imported; it imports the launch module
-it needs on its first call.  Importing cudaload therefore still loads nothing.  (The current
-device's architecture, which ``compile(arch=None)`` needs, is the bindings' thread_device.py.)
+(cudaload/__init__.py) hands these functions over when it is imported, each importing the launch
+module it needs on its first call.  Importing cudaload therefore still loads nothing.  (The
+current device's architecture, which ``compile(arch=None)`` needs, is the bindings'
+thread_device.py.)
 
 Imports of cudaload: nothing.
 
@@ -12,19 +14,21 @@ Layer 2, compile: may import the foundation, bindings and compile.
 
 from __future__ import annotations
 
-__all__ = ["provide", "load"]
+__all__ = ["provide", "load", "activate"]
 
 TYPE_CHECKING = False  # mypy reads it as true; importing typing would cost the import its budget
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 _load: Callable[[object], object] | None = None
+_activate: Callable[[], object] | None = None
 
 
-def provide(load: Callable[[object], object]) -> None:
-    """Install the launch side's ``load(ObjectCode) -> Module``."""
-    global _load
-    _load = load
+def provide(load: Callable[[object], object], activate: Callable[[], object]) -> None:
+    """Install the launch side's ``load(ObjectCode) -> Module`` and ``activate()``, which makes
+    the current device's primary context current in this thread."""
+    global _load, _activate
+    _load, _activate = load, activate
 
 
 def load(code):  # -> the launch side's Module, a layer this one may not name
@@ -32,3 +36,11 @@ def load(code):  # -> the launch side's Module, a layer this one may not name
     if _load is None:
         raise RuntimeError("cudaload.compile used before the package provided its hooks")
     return _load(code)
+
+
+def activate() -> None:
+    """Make the current device's primary context current in this thread.  Raises CudaLoadError
+    (CudaUnavailableError without a device)."""
+    if _activate is None:
+        raise RuntimeError("cudaload.compile used before the package provided its hooks")
+    _activate()

@@ -17,7 +17,8 @@ Layout::
 
 A CUBIN runs on its own arch and on later minor revisions of the same major (sm_80 code runs on
 sm_86 and sm_89), so the bundle picks the exact arch, else the newest same-major one not newer than
-the device.  Arch-specific targets (sm_90a) are only used for exactly that arch.
+the device.  Arch-specific targets (sm_90a) are only used for exactly that arch, and so is LTO IR
+(``output="ltoir"``, linked later by ``cudaload.Linker``).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -138,8 +139,9 @@ class Bundle:
             return None
         want = parse_arch(arch)
         key = (digest or program._bundle_digest()).hex()
-        entry = entries.get((key, "cubin", want.sm()))
-        if entry is None and not want[1] and output == "auto":
+        kind = "ltoir" if output == "ltoir" else "cubin"  # LTO IR: for exactly the arch asked
+        entry = entries.get((key, kind, want.sm()))
+        if entry is None and not want[1] and output == "auto":  # a CUBIN of an older minor
             usable = [parse_arch(a) for d, k, a in entries
                       if d == key and k == "cubin"]
             usable = [a for a in usable if not a[1] and a.number // 10 == want.number // 10
@@ -159,10 +161,11 @@ class Bundle:
     def add(self, program, obj: ObjectCode) -> None:
         """Add ``obj``, compiled from ``program``, replacing an entry for the same kind and arch.
 
-        Raises ValueError for code that is not a CUBIN with a known arch."""
-        if obj.kind != "cubin" or not obj.arch:
-            raise ValueError(f"a bundle holds CUBINs for a known arch, not {obj!r}: compile with "
-                             "output='cubin' and an arch NVRTC supports")
+        Raises ValueError for code that is not a CUBIN or LTO IR with a known arch."""
+        if obj.kind not in _KINDS or not obj.arch:
+            raise ValueError(f"a bundle holds CUBINs and LTO IR for a known arch, not {obj!r}: "
+                             "compile with output='cubin' (or 'ltoir') and an arch NVRTC "
+                             "supports")
         meta = {"program": program._bundle_digest().hex(), "name": program.name, "kind": obj.kind,
                 "arch": obj.arch, "name_expressions": list(program.name_expressions)}
         self._new = [(m, b) for m, b in self._new if _key(m) != _key(meta)]
@@ -200,6 +203,7 @@ def _key(entry: dict) -> tuple[str, str, str]:
     return (str(entry["program"]), str(entry["kind"]), str(entry["arch"]))
 
 
+_KINDS = ("cubin", "ltoir")  # what a bundle holds
 _ENTRY_KEYS = frozenset({"program", "name", "kind", "arch", "name_expressions", "offset", "length"})
 _MAX_BYTES = 1 << 32  # a bundle is read whole; a larger file is none
 _INDEX_DEPTH = 4  # {"entries": [{"name_expressions": [...]}]}
@@ -218,8 +222,9 @@ def _check_fields(e: dict) -> None:
             or not isinstance(e["name_expressions"], list) \
             or not all(isinstance(n, str) for n in e["name_expressions"]):
         raise ValueError("an entry has fields of the wrong type")
-    if e["kind"] != "cubin" or parse_arch(e["arch"]).sm() != e["arch"]:
-        raise ValueError(f"an entry is {e['kind']} for {e['arch']!r}, not a CUBIN for an arch")
+    if e["kind"] not in _KINDS or parse_arch(e["arch"]).sm() != e["arch"]:
+        raise ValueError(f"an entry is {e['kind']} for {e['arch']!r}, not a CUBIN or LTO IR "
+                         "for an arch")
 
 
 def _parse(data: bytes) -> dict:

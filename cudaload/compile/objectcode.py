@@ -1,5 +1,5 @@
-"""ObjectCode: compiled device code (CUBIN or PTX) and what is known about it, and its bytes as
-the kernel cache and bundles keep it (:func:`encode`, :func:`decode`).
+"""ObjectCode: device code (CUBIN, PTX, fatbin, LTO IR or a library) and what is known about it,
+and its bytes as the kernel cache and bundles keep it (:func:`encode`, :func:`decode`).
 
 The bytes of an entry: ``HEADER`` (magic, format version, metadata length, code length, the key it
 was stored under, sha256 of key, metadata and code), then the metadata as JSON (kind, arch, log,
@@ -26,8 +26,12 @@ from ._prepare import sha256
 
 __all__ = ["ObjectCode", "FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "encode", "decode"]
 
-KINDS = ("cubin", "ptx", "fatbin")
+KINDS = ("cubin", "ptx", "fatbin", "ltoir", "library")
+LINK_ONLY = ("ltoir", "library")  # kinds the driver cannot load: inputs of cudaload.Linker
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"
+
+_LTOIR_MAGIC = b"\xedCN\x7f"  # NVRTC's and nvcc's LTO IR (an NVVM container)
+_LIBRARY_MAGIC = b"!<arch>\n"  # an ar archive such as libcudadevrt.a
 
 
 def _ptx_line(pattern: bytes, data: bytes):
@@ -38,11 +42,14 @@ def _ptx_line(pattern: bytes, data: bytes):
 
 
 class ObjectCode:
-    """Device code ready for the driver: ``.code`` (bytes), ``.kind``, ``.arch``, ``.log``,
+    """Device code: ``.code`` (bytes), ``.kind``, ``.arch``, ``.name`` (the program or file it
+    came from, None where unknown), ``.log``,
     ``.lowered_names`` (name expression -> mangled name), ``.cached`` (None, "memory", "disk")
     and ``.linked``: whether nvJitLink made it from LTO IR (``Program(..., lto=True)``), which
     removes the device variables device code does not need and folds the reads of those it
     never writes, so that the host cannot reach them (its module's ``get_global`` refuses).
+    CUBIN, PTX and fatbins load; LTO IR and libraries (``.a``) are linked first
+    (``cudaload.Linker``).
 
     Plain data.  What made it may add two fields: ``.source``, the CUDA source, where the launch
     side reads parameter types a mangled name does not give; and ``.origin``, what compiled it, as
@@ -50,9 +57,9 @@ class ObjectCode:
     back when the driver refuses this code (cudaload.compile.program.recompile_refused): it holds
     no Program, so a dropped Program is collected while its code lives on.
 
-    It pickles as its data alone: code, kind, arch, log, lowered names, linked and source, so that the
-    receiving process rebuilds it without loading any CUDA library and launches its kernels with
-    the same parameter types.  What belongs to this process stays here: the loaded module,
+    It pickles as its data alone: code, kind, arch, name, log, lowered names, linked and source,
+    so that the receiving process rebuilds it without loading any CUDA library and launches its
+    kernels with the same parameter types.  What belongs to this process stays here: the loaded module,
     ``.cached`` (how this process's caches found it: None in the receiver) and ``.origin``,
     which would carry the program's inputs and this process's cache key along; a driver there that
     refuses the code raises its error (send the Program instead where the receiver should
@@ -61,8 +68,9 @@ class ObjectCode:
     def __init__(self, code: bytes, kind: str, arch: str | None = None, *, log: str = "",
                  lowered_names: dict | None = None, cached: str | None = None,
                  source: str | None = None, origin=None, module: list | None = None,
-                 linked: bool = False):
+                 linked: bool = False, name: str | None = None):
         self.code = code
+        self.name = name
         self.linked = linked
         self.kind = kind
         self.arch = arch
@@ -77,21 +85,24 @@ class ObjectCode:
 
     def __repr__(self) -> str:
         via = f", cached={self.cached!r}" if self.cached else ""
-        return f"<ObjectCode {self.kind} {self.arch or '?'} {len(self.code)} bytes{via}>"
+        of = f" of {self.name}" if self.name else ""
+        return f"<ObjectCode {self.kind}{of} {self.arch or '?'} {len(self.code)} bytes{via}>"
 
     def __reduce__(self) -> tuple:
         return (_rebuild, ({"code": self.code, "kind": self.kind, "arch": self.arch,
                             "log": self.log, "lowered_names": dict(self.lowered_names),
-                            "source": self.source, "linked": self.linked},))
+                            "source": self.source, "linked": self.linked, "name": self.name},))
 
     def _as(self, cached: str | None) -> ObjectCode:
         return ObjectCode(self.code, self.kind, self.arch, log=self.log,
                           lowered_names=self.lowered_names, cached=cached, source=self.source,
-                          origin=self.origin, module=self._module, linked=self.linked)
+                          origin=self.origin, module=self._module, linked=self.linked,
+                          name=self.name)
 
     @classmethod
-    def from_bytes(cls, data, kind: str) -> ObjectCode:
-        """Wrap device code made elsewhere.  Raises ValueError for an unknown kind or wrong bytes."""
+    def from_bytes(cls, data, kind: str, name: str | None = None) -> ObjectCode:
+        """Wrap device code made elsewhere (``name``: where it came from, shown in link errors).
+        Raises ValueError for an unknown kind or wrong bytes."""
         data = bytes(data)
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
@@ -101,16 +112,23 @@ class ObjectCode:
             raise ValueError("these bytes are not a CUBIN (no ELF header)")
         if kind == "fatbin" and not data.startswith(_FATBIN_MAGIC):
             raise ValueError("these bytes are not a fatbin (no fatbin header)")
+        if kind == "ltoir" and not data.startswith(_LTOIR_MAGIC):
+            raise ValueError("these bytes are not LTO IR (no NVVM container header); NVRTC makes "
+                             "it with Program(source).compile(output='ltoir')")
+        if kind == "library" and not data.startswith(_LIBRARY_MAGIC):
+            raise ValueError("these bytes are not a library (no ar archive header, as "
+                             "libcudadevrt.a has)")
         if kind == "ptx":
             data = data.rstrip(b"\0")
             if not _ptx_line(rb"^\s*\.version\s+\d", data[:65536]):
                 raise ValueError("these bytes are not PTX (no .version directive); CUDA C++ "
                                  "source is compiled with cudaload.Program(source).compile()")
-        return cls(data, kind, _arch_of(data, kind))
+        return cls(data, kind, _arch_of(data, kind), name=name)
 
     @classmethod
     def from_file(cls, path) -> ObjectCode:
-        """Read a .cubin, .ptx or .fatbin file (kind from the extension, else from the contents).
+        """Read a .cubin, .ptx, .fatbin, .ltoir or .a file (kind from the extension, else from
+        the contents), named by the file's name.
 
         Raises OSError when unreadable, ValueError when the contents are not device code.
         """
@@ -119,13 +137,11 @@ class ObjectCode:
         ext = os.path.splitext(os.fspath(path))[1].lower().lstrip(".")
         if ext in KINDS:
             kind = ext
-        elif data.startswith(b"\x7fELF"):
-            kind = "cubin"
-        elif data.startswith(_FATBIN_MAGIC):
-            kind = "fatbin"
+        elif ext == "a" or data.startswith(_LIBRARY_MAGIC):
+            kind = "library"
         else:
-            kind = "ptx"
-        return cls.from_bytes(data, kind)
+            kind = next((k for k, magic in _MAGICS if data.startswith(magic)), "ptx")
+        return cls.from_bytes(data, kind, name=os.path.basename(os.fspath(path)))
 
     def load(self):
         """The Module holding this code, loaded on the first call and the same one after it.
@@ -133,7 +149,11 @@ class ObjectCode:
         A RawKernel made again from the same source (as code written for CuPy does in a loop)
         then costs no new load, and the module stays loaded while the code is in the memory
         cache, so a CUDA graph that captured its kernels can still replay them after the kernel
-        objects are gone.  ``cudaload.Module(obj)`` loads a separate copy."""
+        objects are gone.  ``cudaload.Module(obj)`` loads a separate copy.  Raises ValueError
+        for LTO IR or a library, which the driver cannot load."""
+        if self.kind in LINK_ONLY:
+            raise ValueError(f"{self!r} cannot be loaded: {self.kind} is linked first, e.g. "
+                             f"cudaload.Linker(obj).link() gives a CUBIN that loads")
         module = self._module[0]
         if module is None:
             module = _hooks.load(self)  # module.load_once: the launch side, above this module
@@ -145,7 +165,10 @@ def _rebuild(fields: dict) -> ObjectCode:
     ignored, so code pickled by it still loads here."""
     return ObjectCode(fields["code"], fields["kind"], fields.get("arch"), log=fields.get("log", ""),
                       lowered_names=fields.get("lowered_names"), source=fields.get("source"),
-                      linked=fields.get("linked") is True)
+                      linked=fields.get("linked") is True, name=fields.get("name"))
+
+
+_MAGICS = (("cubin", b"\x7fELF"), ("fatbin", _FATBIN_MAGIC), ("ltoir", _LTOIR_MAGIC))
 
 
 def _arch_of(data: bytes, kind: str) -> str | None:
@@ -166,6 +189,7 @@ _KEYLESS_FORMAT = 1  # entries without a key, still found in older bundles
 _KEYLESS_HEADER = struct.Struct("<8sHIQ32s")
 _PREFIX = struct.Struct("<8sH")
 _NO_KEY = bytes(32)
+_ENTRY_KINDS = ("cubin", "ptx", "ltoir")  # what compiles and links make
 _META_DEPTH = 3  # {"lowered_names": {...}}: anything deeper is not what this version writes
 
 
@@ -226,7 +250,7 @@ def decode(data: bytes, key: str | None = None) -> ObjectCode | None:
         return None
     # An entry whose hash matches but whose fields are not what this version writes (another
     # writer using the same format number) is a miss, not an ObjectCode the driver chokes on.
-    if kind not in ("cubin", "ptx") or not isinstance(arch, (str, type(None))) \
+    if kind not in _ENTRY_KINDS or not isinstance(arch, (str, type(None))) \
             or not isinstance(log, str) or not isinstance(names, dict) or type(linked) is not bool \
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
         return None

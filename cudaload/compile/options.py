@@ -15,7 +15,7 @@ __all__ = ["build", "strings", "include_inputs", "searches_source_folder", "Arch
            "names_files"]
 
 # What ``compile(output=...)`` may ask for.
-OUTPUTS = ("auto", "cubin", "ptx")
+OUTPUTS = ("auto", "cubin", "ptx", "ltoir")
 
 # NVRTC's option for LTO IR, in both its spellings: a program compiled with it is linked by
 # nvJitLink (compile/_linker.py) into the code it asked for.

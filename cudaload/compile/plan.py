@@ -26,7 +26,7 @@ from . import _linker, _option_files, cache, includes, toolchain
 from .. import _log
 from ..errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
-from .options import Arch, parse_arch, virtual
+from .options import LTO_OPTION, Arch, parse_arch, virtual
 
 __all__ = ["Plan", "choose", "check_plausible", "driver_version", "assume_driver_version"]
 
@@ -74,7 +74,8 @@ class Plan:
         self.witness = self.inputs.witness
         self.kind, self.target = choose(tc, self.arch, virtual(self.arch, self.output),
                                                  self.explicit)
-        self.linker = _linker.identity() if program._lto else None
+        # LTO IR asked for is NVRTC's, unlinked: no linker in its key
+        self.linker = _linker.identity() if program._lto and self.kind != "ltoir" else None
         self.key = program._key(program._inputs_digest(self.inputs), tc, self.kind, self.target,
                                 self.linker)
         self.code = self._disk().lookup(self.key)
@@ -99,7 +100,7 @@ class Plan:
                     break
                 # The NVRTC (or nvJitLink) that loads may not be the one the key was made for.
                 loaded = toolchain.live()
-                if loaded != self.tc or (program._lto and _linker.load() != self.linker):
+                if loaded != self.tc or (self.linker is not None and _linker.load() != self.linker):
                     self._look(loaded)
                     continue
                 obj, names = self._nvrtc(self.kind, self.target)
@@ -165,8 +166,12 @@ class Plan:
         # option whose folder has gone since.
         _option_files.check_files(program.options)
         gpu = target.sm() if kind == "cubin" else target.compute()
-        options = (*program.options, f"--gpu-architecture={gpu}", *tc.include_options)
-        made = "ltoir" if program._lto else kind
+        # NVRTC makes LTO IR for lto=True (nvJitLink links it into ``kind``) and where LTO IR
+        # is asked for (returned unlinked: -dlto added where the program lacks it).
+        links = program._lto and kind != "ltoir"
+        made = "ltoir" if program._lto or kind == "ltoir" else kind
+        dlto = (LTO_OPTION,) if made == "ltoir" and not program._lto else ()
+        options = (*program.options, *dlto, f"--gpu-architecture={gpu}", *tc.include_options)
         # A trace the caller asked for is theirs: none of ours beside it (see _unkeyed).  Once
         # NVRTC's profiler broke, every compilation names one, or NVRTC writes ./.json.
         trace = asked = None if (sure and not _reads.broken()) or _reads.unsupported() or \
@@ -188,13 +193,13 @@ class Plan:
                                      program.name_expressions, kind=made)
         finally:  # read (and removed) however the compilation ended
             read = asked.names() if asked is not None else None
-        code, log = (_linker.link(compiled, program.name, gpu, kind) if program._lto
+        code, log = (_linker.link(compiled, program.name, gpu, kind) if links
                      else (compiled.code, compiled.log))
         _log.debug("compile", "NVRTC compiled %s to %s for %s%s, key %s", program.name, kind,
-                   target.sm(), ", linked by nvJitLink" if program._lto else "", self.key,
+                   target.sm(), ", linked by nvJitLink" if links else "", self.key,
                    key=self.key)
         return (ObjectCode(code, kind, target.sm(), log=log,
-                           lowered_names=dict(compiled.lowered_names), linked=program._lto),
+                           lowered_names=dict(compiled.lowered_names), linked=links),
                 read if trace is not None else () if sure else None)
 
     def _unkeyed(self, names: tuple[str, ...] | None) -> list[str] | None:

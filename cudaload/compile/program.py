@@ -9,7 +9,8 @@ output: the program's inputs (source, name, in-memory headers, options, name exp
 path NVRTC's include search looks at when ``compile()`` runs, with the contents of the files it
 reads, the target kind and arch, NVRTC's version and build, the CUDA header folders, the cache
 format, for PTX the driver version, and for a program linked by nvJitLink (``lto=True``) the
-linker's build.  Each NVRTC compilation is logged at DEBUG to
+linker's build.  ``output="ltoir"`` is NVRTC's LTO IR, unlinked, for ``cudaload.Linker``.
+Each NVRTC compilation is logged at DEBUG to
 ``cudaload.compile`` with its key (``record.key``), each recompilation after a refusal too.
 
 Making a Program imports only what checks its arguments (_prepare.py); the first ``compile()``
@@ -59,7 +60,8 @@ def _field(name: str, doc: str) -> property:
 
 
 class Program:
-    """CUDA C++ source with the headers, options and name expressions to compile it with.
+    """CUDA C++ source with the headers, options and name expressions to compile it with; with
+    ``code_type="ptx"``, PTX text, linked to CUBIN instead (_ptx_input.py).
 
     Raises ValueError/TypeError for malformed arguments (source or headers that are not UTF-8,
     options without their value); reading include files never raises.
@@ -71,9 +73,20 @@ class Program:
                  include_paths=(), name_expressions=(), std: str | None = "c++17",
                  defines=None, fast_math: bool = False, line_info: bool = False,
                  debug: bool = False, max_registers: int | None = None,
-                 relocatable: bool = False, lto: bool = False, bundle=None):
+                 relocatable: bool = False, lto: bool = False, bundle=None,
+                 code_type: str = "c++"):
         if bundle is not None:
             self.bundle = bundle
+        if code_type != "c++":  # PTX: linked to CUBIN, by nvJitLink rather than NVRTC
+            from . import _ptx_input
+
+            self._p = _ptx_input.prepare(code_type, source, name, options, {
+                "headers": headers, "include_paths": include_paths, "defines": defines,
+                "name_expressions": name_expressions, "fast_math": fast_math,
+                "relocatable": relocatable, "lto": lto, "line_info": line_info,
+                "debug": debug, "max_registers": max_registers})
+            self.headers = {}
+            return
         # Checked, normalised and digested once per distinct arguments (_prepare.py), and kept
         # whole: setting each of its fields as an attribute cost a new Program a quarter of its
         # time (hosts that build kernel text per call make one per call).
@@ -100,6 +113,8 @@ class Program:
         UTF-8 text.
         """
         path = os.fspath(path)
+        if path.lower().endswith(".ptx"):
+            kw.setdefault("code_type", "ptx")
         with open(path, encoding="utf-8") as f:
             try:
                 source = f.read()
@@ -108,7 +123,9 @@ class Program:
 
                 raise not_utf8(path, exc) from None
         kw.setdefault("name", os.path.basename(path))
-        kw["include_paths"] = (os.path.dirname(os.path.abspath(path)), *kw.get("include_paths", ()))
+        if kw.get("code_type", "c++") == "c++":
+            kw["include_paths"] = (os.path.dirname(os.path.abspath(path)),
+                                   *kw.get("include_paths", ()))
         return cls(source, **kw)
 
     @classmethod
@@ -159,6 +176,8 @@ class Program:
             return hit[0]
         from .plan import Plan  # deferred: imported by _compile_path() already
 
+        if self._parts[0] == "ptx":  # PTX input (_ptx_input.py): no Plan, no NVRTC
+            return _linked_ptx(self, arch, output, key)
         return Plan(self, arch, output, explicit).build()
 
     def plan(self, arch=None, output: str = "auto") -> Plan:
@@ -169,11 +188,14 @@ class Program:
         explicit = arch is not None
         if arch is None:
             arch = _device_arch()
-        hit = (_memory or _compile_path()).get((self._digest, _request(arch, output)))
+        key = (self._digest, _request(arch, output))
+        hit = (_memory or _compile_path()).get(key)
         from .plan import Plan  # deferred: imported by _compile_path() already
 
         if hit is not None and (not hit[1] or _still_valid(hit[1])):
             return Plan.found(self, arch, output, hit[0])
+        if self._parts[0] == "ptx":  # linked now: compile_all has nothing for its workers
+            return Plan.found(self, arch, output, _linked_ptx(self, arch, output, key))
         return Plan(self, arch, output, explicit)
 
     def _inputs(self, tc: toolchain.Toolchain | None) -> includes.Inputs:
@@ -226,6 +248,7 @@ class Program:
         compiled it (for ``arch``/``output`` as asked, under ``key``), which
         :func:`recompile_refused` is given when the driver refuses it."""
         obj.source = self.source
+        obj.name = self.name
         obj.origin = Origin(self._p, arch, output, key)
 
     @classmethod
@@ -272,6 +295,16 @@ def _still_valid(witness) -> bool:
     from .includes import still_valid  # deferred: only a hit whose compile read files needs it
 
     return still_valid(witness)
+
+
+def _linked_ptx(program: Program, arch, output: str, memory_key) -> ObjectCode:
+    """The CUBIN of PTX ``program`` for ``arch``, kept in the memory cache under
+    ``memory_key`` as compiled code is.  Raises as :meth:`Linker.link` does."""
+    from . import _ptx_input
+
+    obj = _ptx_input.link(program, arch, output)
+    (_memory or _compile_path()).put(memory_key, obj, None, program._size + len(obj.code))
+    return obj
 
 
 _no_device = False

@@ -160,8 +160,8 @@ class Module(GpuState):
                 f"get_global({name!r}): this module's program was compiled with lto=True, and "
                 "link-time optimisation removes the device variables its code does not need and "
                 "folds the reads of those it never writes, so what the host reads or writes "
-                "there would not be what the kernels use; compile it without lto=True to reach "
-                "its variables from the host")
+                "there would not be what the kernels use; compile it without lto=True (link it "
+                "without -optimize-unused-variables) to reach its variables from the host")
         dev = as_device(device)
         drv = activate(dev, owning=True)
         ptr, size = drv.ffi.new("CUdeviceptr *"), drv.ffi.new("size_t *")

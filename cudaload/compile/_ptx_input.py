@@ -1,0 +1,67 @@
+"""PTX as a program's input (``Program(ptx_text, code_type="ptx")``): checked when the Program is
+made, and linked to CUBIN by :class:`~cudaload.Linker` (nvJitLink, else the driver) when it is
+compiled, cached as the Linker caches.
+
+A PTX program is a Program whose prepared arguments (_prepare.Prepared) have "ptx" as the first
+of their digested parts, so that its memory-cache key can be no C++ program's, and whose options
+are link options (``line_info``, ``debug`` and ``max_registers`` among them).  It has no headers,
+include folders or name expressions, and no NVRTC compiles it: CUDA C++ keywords are refused with
+the reason.
+
+Imports of cudaload: _link_options, _prepare, linker, objectcode, options.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+from . import _link_options, _prepare
+from .objectcode import ObjectCode
+from .options import strings
+
+__all__ = ["CODE_TYPES", "prepare", "link"]
+
+CODE_TYPES = ("c++", "ptx")
+_LINK_KEYWORDS = ("line_info", "debug", "max_registers")  # Program's keywords a link takes
+
+
+def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepared:
+    """The prepared arguments of a program of PTX ``source``; ``keywords``: Program's other
+    keywords as given.  ``line_info``, ``debug`` and ``max_registers`` become link options, the
+    C++ ones must be left out.  Raises ValueError for an unknown code type, text that is no PTX
+    or a C++ keyword given, TypeError for a name that is no str, and what the link options'
+    check raises (compile/_link_options.py)."""
+    if code_type not in CODE_TYPES:
+        raise ValueError(f"code_type must be one of {', '.join(CODE_TYPES)}, not {code_type!r}")
+    text = _prepare._text(source, "source")
+    name = _prepare._name(name, "name", "name='kernel.ptx'")
+    ObjectCode.from_bytes(text.encode(), "ptx")  # raises ValueError for text that is no PTX
+    given = [k for k, v in keywords.items() if k not in _LINK_KEYWORDS and v not in (None, False)
+             and v != () and v != [] and v != {}]
+    if given:
+        raise ValueError(f"{', '.join(given)}: keywords for CUDA C++ source, not for PTX "
+                         "(code_type='ptx'), which is linked, not compiled; leave them out")
+    options = (*(("-lineinfo",) if keywords["line_info"] else ()),
+               *(("-g",) if keywords["debug"] else ()),
+               *((f"-maxrregcount={keywords['max_registers']}",)
+                 if keywords["max_registers"] is not None else ()),
+               *strings(options, "options", "('-lineinfo',)"))
+    options = _link_options.check(options)
+    parts = ("ptx", name, text, "options", *options)
+    return _prepare.Prepared(text, name, (), (), options, (), parts, _prepare.digest(*parts),
+                             len(text), False, _prepare.Asked())
+
+
+def link(program, arch, output: str) -> ObjectCode:
+    """The CUBIN of PTX ``program`` for ``arch`` (None: the PTX's own target, ``.target``).
+    Raises ValueError for an output other than CUBIN, and as :meth:`Linker.link` does."""
+    from .linker import Linker
+
+    if output not in ("auto", "cubin"):
+        raise ValueError(f"a PTX program compiles to CUBIN, not {output!r}: its PTX is "
+                         f"ObjectCode.from_bytes(text, 'ptx'), which loads as it is")
+    ptx = ObjectCode.from_bytes(program.source.encode(), "ptx", name=program.name)
+    obj = Linker(ptx, arch=arch if arch is not None else ptx.arch,
+                 options=program.options).link("cubin")
+    obj.name = program.name
+    return obj

@@ -1,0 +1,266 @@
+"""Linker: device code of several pieces (CUBIN, PTX, LTO IR, fatbins, libraries such as
+``libcudadevrt.a``) linked into one CUBIN (or, from LTO IR, PTX), each result cached.
+
+nvJitLink links (the ``nvidia-nvjitlink`` wheel of the ``nvrtc`` extra, found as for
+``Program(lto=True)``: compile/_linker.py).  Where it is missing, or refuses the target as newer
+than it knows, the driver's linker (``cuLink*``) links instead, in the current device's context:
+it needs a GPU, and it cannot link LTO IR.  Both logs are kept on the Linker after the link
+(``info_log``, ``error_log``); a failed link raises :class:`~cudaload.errors.LinkError` with the
+error log and the undefined symbol it names.
+
+The result is cached as a compile is: in memory by a digest of every input (each one's kind, name
+and bytes), the options, the arch, LTO and the output; on disk under that digest and the
+linker's identity (nvJitLink's build, or the driver's version).  So a second process links
+nothing, and another nvJitLink build or another input's bytes is a miss.
+
+Imports of cudaload: errors, _log, bindings (nvjitlink, driver_linker, driver, _sites,
+thread_device), _hooks, _linker, _link_options, _prepare, cache, objectcode, options.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import _hooks, _link_options, _linker, cache
+from ._prepare import digest as _digest
+from .. import _log
+from ..bindings import thread_device
+from ..errors import CudaLoadError, CudaUnavailableError, LibraryNotFoundError, LinkError
+from .objectcode import ObjectCode
+from .options import Arch, parse_arch
+
+__all__ = ["Linker", "OUTPUTS"]
+
+OUTPUTS = ("cubin", "ptx")
+# nvJitLink's answers that it is older than the code or target: the driver may know them.
+_TOO_OLD = ("NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "NVJITLINK_ERROR_UNSUPPORTED_ARCH",
+            "NVJITLINK_ERROR_OUTDATED_LIBRARY")
+_REFUSED_OPTIONS = ("NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS")
+
+
+class Linker:
+    """``objects`` (each an ObjectCode, or the path of a .cubin, .ptx, .fatbin, .ltoir or .a
+    file) to be linked for ``arch`` (None: the current device's; without one, the inputs'),
+    with link-time optimisation of LTO IR inputs where ``lto``, and nvJitLink ``options``
+    (compile/_link_options.py lists them: ``-lineinfo``, ``-g``, ``-O3``, ``-ftz=true``, ...).
+
+    Raises ValueError for no input, code that is no device code, an option not taken, LTO IR
+    without ``lto=True``; TypeError for an input that is neither code nor a path; OSError for a
+    file that cannot be read.
+    """
+
+    def __init__(self, *objects, arch=None, lto: bool = False, options=()):
+        if not objects:
+            raise ValueError("Linker needs the code to link, e.g. Linker(obj_a, obj_b, "
+                             "'libcudadevrt.a')")
+        self.objects = tuple(_input(o, i) for i, o in enumerate(objects))
+        if arch is not None:
+            parse_arch(arch)  # a typo is refused now, not at the link
+        if not isinstance(lto, bool):
+            raise TypeError(f"lto must be True or False, not {type(lto).__name__}")
+        self.arch, self.lto = arch, lto
+        self.options = _link_options.check(options)
+        ir = [o.name or "LTO IR" for o in self.objects if o.kind == "ltoir"]
+        if ir and not lto:
+            raise ValueError(f"{', '.join(ir)}: LTO IR is linked with link-time optimisation: "
+                             "make the Linker with lto=True")
+        self.info_log = self.error_log = ""
+        self.linker: str | None = None  # which linked last: "nvJitLink" or "driver"
+
+    @staticmethod
+    def cudadevrt() -> str:
+        """The path of ``libcudadevrt.a``, the device runtime a kernel that launches kernels
+        (dynamic parallelism) is linked with: from the nvidia-cuda-runtime wheel, else where
+        cuda.pathfinder finds it (a toolkit, conda).  Raises LibraryNotFoundError with the
+        places searched and the next step."""
+        from ..bindings import _sites
+
+        found = _sites.static_library("cudadevrt")
+        if found is not None:
+            return found
+        tried = ["the nvidia-cuda-runtime wheel in site-packages: not there"]
+        try:
+            from cuda import pathfinder
+
+            return pathfinder.find_static_lib("cudadevrt")
+        except AttributeError:  # a cuda.pathfinder before find_static_lib
+            tried.append("cuda.pathfinder: too old to find static libraries")
+        except Exception as exc:  # its StaticLibNotFoundError
+            tried.append(f"cuda.pathfinder: {exc}")
+        raise LibraryNotFoundError(
+            f"libcudadevrt.a not found; tried {'; '.join(tried)}", library="cudadevrt",
+            tried=tried, hint="pip install nvidia-cuda-runtime (the nvrtc extra brings it), or "
+                              "pass the path of a CUDA toolkit's lib64/libcudadevrt.a")
+
+    def __repr__(self) -> str:
+        return f"<cudaload.Linker {' + '.join(o.name or o.kind for o in self.objects)}>"
+
+    def link(self, output: str = "cubin") -> ObjectCode:
+        """The linked code as ``output`` ("cubin", or "ptx" of LTO IR inputs), found in the
+        cache or linked now.
+
+        Raises LinkError with the linker's log when the link fails (``.symbol``: an undefined
+        one), ValueError for an unknown output or arch, the loader's error when nvJitLink is
+        missing and the driver cannot link instead (no GPU, LTO IR, an option it lacks).
+        """
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+        if output == "ptx" and not (self.lto and all(o.kind == "ltoir" for o in self.objects)):
+            raise ValueError("only LTO IR links to PTX: give LTO IR inputs and lto=True, or "
+                             "link to output='cubin'")
+        target = self._target()
+        parts: list[str | bytes] = ["link", output, target.sm(), str(self.lto), *self.options,
+                                    "inputs"]
+        for obj in self.objects:
+            parts += [obj.kind, obj.name or "", obj.code]
+        digest = _digest(*parts)
+        memory_key = (digest, "link")
+        hit = cache.MEMORY.get(memory_key)
+        if hit is not None:
+            return self._done(hit[0], "memory hit")
+        try:
+            identity = "nvJitLink " + _linker.identity()
+        except LibraryNotFoundError as missing:
+            return self._by_driver(target, output, digest, memory_key, missing)
+        key = _key(digest, identity)
+        disk = cache.default()
+        with disk.lock(key) as publish:
+            found = disk.lookup(key)
+            if found is not None:
+                cache.MEMORY.put(memory_key, found, None, len(found.code))
+                return self._done(found, "disk hit")
+            fallback: Exception | None = None
+            try:
+                obj = self._nvjitlink(target, output)
+            except LinkError as err:
+                if err.result not in _TOO_OLD or any(o.kind == "ltoir" for o in self.objects):
+                    raise
+                fallback = err
+            except LibraryNotFoundError as err:  # found, but the loader refused the file
+                fallback = err
+            else:
+                publish(obj)
+        if fallback is not None:  # the key's lock released: the driver's link has its own key
+            _log.debug("compile", "nvJitLink cannot link %s for %s (%s): the driver links",
+                       self._name(), target.sm(), fallback)
+            return self._by_driver(target, output, digest, memory_key, fallback)
+        cache.MEMORY.put(memory_key, obj, None, len(obj.code))
+        return obj
+
+    def _target(self) -> Arch:
+        """The arch to link for: the one asked, else the current device's, else the inputs'."""
+        if self.arch is not None:
+            return parse_arch(self.arch)
+        try:
+            return parse_arch(thread_device.arch())
+        except CudaLoadError:
+            pass
+        known = sorted({parse_arch(o.arch) for o in self.objects if o.arch})
+        if not known:
+            raise ValueError("no GPU here and no input says its arch: give Linker(..., "
+                             "arch='sm_90')")
+        return known[-1]
+
+    def _inputs(self) -> list[tuple[str, bytes, str]]:
+        return [(o.kind, o.code, o.name or f"{o.kind}{i}") for i, o in enumerate(self.objects)]
+
+    def _name(self) -> str:
+        return "+".join(name for _kind, _code, name in self._inputs())
+
+    def _nvjitlink(self, target: Arch, output: str) -> ObjectCode:
+        from ..bindings import nvjitlink
+
+        gpu = target.compute() if output == "ptx" else target.sm()
+        options = (f"-arch={gpu}", *(("-lto",) if self.lto else ()), *self.options)
+        self.linker = "nvJitLink"
+        code, info = self._logged(lambda: nvjitlink.link_inputs(self._inputs(), options, output))
+        _log.debug("compile", "nvJitLink linked %s to %s for %s", self._name(), output,
+                   target.sm())
+        # Unused variables removed: the host must not reach the module's variables (as for
+        # Program(lto=True), ObjectCode.linked).
+        return ObjectCode(code, output, target.sm(), log=info, name=self._name(),
+                          linked=self.lto and "-optimize-unused-variables" in self.options)
+
+    def _by_driver(self, target: Arch, output: str, digest: bytes, memory_key,
+                   why: Exception) -> ObjectCode:
+        """The link by the driver's linker, where nvJitLink cannot (``why``): cached under the
+        driver's version.  Raises ``why`` where the driver cannot either."""
+        from ..bindings import driver, driver_linker
+
+        ir = [o.name or o.kind for o in self.objects if o.kind == "ltoir"]
+        try:
+            if ir or output == "ptx":
+                raise ValueError(f"the driver's linker links no LTO IR ({', '.join(ir)})")
+            options = _link_options.for_driver(self.options, target)
+            _hooks.activate()
+            version = driver.version()
+        except (ValueError, CudaUnavailableError) as cannot:
+            if isinstance(why, LibraryNotFoundError):
+                raise LibraryNotFoundError(
+                    f"{why.args[0]}; the driver's linker cannot link instead: {cannot}",
+                    library=why.library, tried=why.tried, hint=why.hint) from cannot
+            raise why from cannot
+        key = _key(digest, f"driver {version}")
+        disk = cache.default()
+        with disk.lock(key) as publish:
+            found = disk.lookup(key)
+            if found is not None:
+                cache.MEMORY.put(memory_key, found, None, len(found.code))
+                return self._done(found, "disk hit", "driver")
+            self.linker = "driver"
+            code, info = self._logged(lambda: driver_linker.link(self._inputs(), options))
+            _log.debug("compile", "the driver linked %s for %s (nvJitLink: %s)", self._name(),
+                       target.sm(), why)
+            obj = ObjectCode(code, "cubin", target.sm(), log=info, name=self._name())
+            publish(obj)
+        cache.MEMORY.put(memory_key, obj, None, len(obj.code))
+        return obj
+
+    def _logged(self, run):
+        """``run()``'s (code, info log), with both logs kept on the Linker; a LinkError gets
+        the message that names the inputs, the symbol and the next step."""
+        self.info_log = self.error_log = ""
+        try:
+            code, self.info_log = run()
+        except LinkError as err:
+            self.info_log, self.error_log = err.info_log, err.log
+            raise _explained(err, self._name()) from None
+        return code, self.info_log
+
+    def _done(self, obj: ObjectCode, how: str, linker: str | None = None) -> ObjectCode:
+        self.info_log, self.error_log, self.linker = obj.log, "", linker or self.linker
+        obj.name = self._name()
+        _log.debug("cache", "%s: link %s", obj.name, how)
+        return obj
+
+
+def _input(obj, i: int) -> ObjectCode:
+    if isinstance(obj, ObjectCode):
+        return obj
+    if isinstance(obj, (str, os.PathLike)):
+        return ObjectCode.from_file(obj)
+    raise TypeError(f"Linker input {i} is {type(obj).__name__}: give an ObjectCode or the path "
+                    "of a .cubin, .ptx, .fatbin, .ltoir or .a file")
+
+
+def _explained(err: LinkError, name: str) -> LinkError:
+    """``err`` with the message a user reads: what was linked, the symbol, the log, what to do."""
+    symbol = f": {err.symbol!r} is not defined in any input" if err.symbol else ""
+    if err.symbol:
+        hint = (f"add the code that defines {err.symbol} (compiled with relocatable=True, or "
+                "as LTO IR) to the Linker's inputs")
+    elif err.result in _REFUSED_OPTIONS:
+        hint = ("fix or remove the option it refuses (the values of the options only nvJitLink "
+                "takes are its to check)")
+    else:
+        hint = ("read the log above; the inputs must be for one arch, and nvJitLink of their "
+                "CUDA release or newer (pip install -U nvidia-nvjitlink)")
+    return LinkError(f"{err.linker} could not link {name}{symbol} ({err.args[0]})"
+                     + (f"\n{err.log}" if err.log else ""), log=err.log, info_log=err.info_log,
+                     symbol=err.symbol, linker=err.linker, result=err.result, hint=hint)
+
+
+def _key(digest: bytes, linker: str) -> str:
+    return _digest(str(cache.FORMAT), digest.hex(), linker).hex()

@@ -1,0 +1,108 @@
+"""Linked code on a real GPU: the A -> B -> C programs linked as relocatable CUBINs and as LTO IR
+give the right numbers, a kernel launches kernels through libcudadevrt.a, a PTX program runs,
+and the driver's linker (where nvJitLink is missing) links code that runs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import cudaload
+
+from tests._support import scenario_json
+from ..scenarios.gpu_links import run_chain, run_dynamic
+from ..scenarios.link_forms import A, B, C, DYNAMIC, KERNEL
+
+np = pytest.importorskip("numpy")
+
+CHAIN = [(i + 1) * 2 for i in range(64)]
+DYNAMIC_VALUES = list(range(64))  # two blocks of 32: each child writes base + i, base 0 and 32
+
+
+def _programs(tag, **kw):
+    return [cudaload.Program(text + f"\n// {tag}", name=name, **kw)
+            for text, name in ((A, "a.cu"), (B, "b.cu"), (C, "c.cu"))]
+
+
+def _cudadevrt() -> str:
+    try:
+        return cudaload.Linker.cudadevrt()
+    except cudaload.LibraryNotFoundError as err:
+        pytest.skip(f"no libcudadevrt.a here: {err}")
+
+
+def test_three_relocatable_programs_linked_give_the_right_numbers():
+    cubins = [p.compile(output="cubin") for p in _programs(time.time_ns(), relocatable=True)]
+    linker = cudaload.Linker(*cubins)  # arch=None: this GPU's, as the programs were compiled
+    obj = linker.link()
+    major, minor = cudaload.Device(0).compute_capability
+    assert obj.kind == "cubin" and obj.arch == f"sm_{major}{minor}"
+    assert obj.name == "a.cu+b.cu+c.cu" and linker.linker == "nvJitLink"
+    assert run_chain(obj) == CHAIN
+
+
+def test_an_lto_link_across_three_programs_runs_and_keeps_its_variables():
+    tag = time.time_ns()
+    ir = [p.compile(output="ltoir") for p in _programs(tag)]
+    counter = cudaload.Program(f"__device__ int calls;\n// {tag}", name="calls.cu").compile(
+        output="ltoir")
+    obj = cudaload.Linker(*ir, counter, lto=True).link()
+    assert obj.kind == "cubin" and not obj.linked
+    assert run_chain(obj) == CHAIN
+    # A Linker's link keeps the device variables (no -optimize-unused-variables): reachable.
+    assert obj.load().get_global("calls").nbytes == 4
+
+
+def test_lto_ir_linked_to_ptx_runs_where_the_driver_reads_that_ptx():
+    ir = [p.compile(output="ltoir") for p in _programs(time.time_ns())]
+    obj = cudaload.Linker(*ir, lto=True).link("ptx")
+    assert obj.kind == "ptx" and b".entry ka" in obj.code
+    try:
+        values = run_chain(obj)
+    except cudaload.DriverError as err:
+        if err.name != "CUDA_ERROR_UNSUPPORTED_PTX_VERSION":
+            raise
+        pytest.skip(f"the driver is older than nvJitLink's PTX: {err}")
+    assert values == CHAIN
+
+
+@pytest.mark.parametrize("form", ["cubin", "ltoir"])
+def test_a_kernel_launches_kernels_through_libcudadevrt(form):
+    program = cudaload.Program(DYNAMIC + f"\n// {time.time_ns()}", name="dynamic.cu",
+                               relocatable=True)
+    obj = cudaload.Linker(program.compile(output=form), _cudadevrt(), lto=form == "ltoir").link()
+    assert obj.name == "dynamic.cu+libcudadevrt.a"
+    assert run_dynamic(obj) == DYNAMIC_VALUES
+
+
+def test_a_ptx_program_runs():
+    text = cudaload.Program(KERNEL + f"\n// {time.time_ns()}", name="fill.cu").compile(
+        arch=75, output="ptx").code
+    obj = cudaload.Program(text, name="fill.ptx", code_type="ptx").compile()
+    major, minor = cudaload.Device(0).compute_capability
+    assert obj.kind == "cubin" and obj.arch == f"sm_{major}{minor}" and obj.name == "fill.ptx"
+    out = cudaload.alloc(64 * 4)
+    out.memset(0)
+    obj.load().get_kernel("fill")(1, 64, (out,))
+    cudaload.Device(0).synchronize()
+    assert (np.frombuffer(out.copy_to_host(), np.int32) == 7).all()
+
+
+def test_the_driver_linker_links_code_that_runs_where_nvjitlink_is_missing(tmp_path):
+    _cudadevrt()
+    got = scenario_json("gpu_links", "fallback", time.time_ns(), timeout=300,
+                        env={"CUDALOAD_LIBNVJITLINK": str(tmp_path / "no" / "libnvJitLink.so"),
+                             "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")})
+    for label, expected in (("chain", CHAIN), ("dynamic", DYNAMIC_VALUES)):
+        result = got[label]
+        assert result["linker"] == "driver", result
+        if "refused" in result:
+            # The driver's linker is of the driver's CUDA release: code of a newer NVRTC may be
+            # beyond it.  Anything else is a failure.
+            driver, nvrtc = (tuple(map(int, got[k].split("."))) for k in ("driver", "nvrtc"))
+            if driver >= nvrtc:
+                pytest.fail(f"the driver's linker refused {label}: {result['refused']}")
+            pytest.skip(f"driver {got['driver']} is older than NVRTC {got['nvrtc']}: "
+                        f"{result['refused']}")
+        assert result["values"] == expected, label

@@ -1,0 +1,275 @@
+"""cudaload.Linker and the forms of device code it links: LTO IR as a Program output, PTX as a
+Program input, relocatable CUBINs, libraries (libcudadevrt.a).  Real NVRTC and nvJitLink from the
+wheels, no GPU; each scenario in a fresh process (tests/scenarios/link_forms.py).  The driver's
+linker, the fallback, is tested against the recording driver (tests/scenarios/recorded_links.py):
+it links only in a context, on a GPU (tests/gpu/test_linker.py)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+
+import pytest
+
+import cudaload
+from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
+from tests._support import run_json, scenario_json
+
+UNSET = ("CUDALOAD_LIBNVRTC", "CUDALOAD_LIBNVJITLINK")
+IR = b"\xedCN\x7f" + bytes(60)  # an NVVM container's first bytes: LTO IR as from_bytes sees it
+
+
+def _forms(cache_dir, **kw):
+    return scenario_json("link_forms", *kw.pop("args", ("forms",)), timeout=300, unset=UNSET,
+                         env={"CUDALOAD_CACHE_DIR": str(cache_dir), **kw.pop("env", {})})
+
+
+def test_every_form_compiles_links_and_a_second_process_finds_it_on_disk(tmp_path):
+    first, again = _forms(tmp_path), _forms(tmp_path)
+    assert [o["kind"] for o in first["ir"]] == ["ltoir"] * 3
+    assert [o["name"] for o in first["ir"]] == ["a.cu", "b.cu", "c.cu"]
+    assert first["linked"]["kind"] == "cubin" and first["linked"]["name"] == "a.cu+b.cu+c.cu"
+    assert first["linked_ptx"]["kind"] == "ptx" and first["ptx_entry"]
+    assert not first["ptx_calls_out"]  # LTO resolved b() and c() inside the one module
+    assert first["rdc"]["kind"] == "cubin" and first["rdc_has"] == [True, True, True]
+    assert first["from_ptx"] == {**first["from_ptx"], "kind": "cubin", "arch": "sm_90",
+                                 "name": "fill.ptx"}
+    assert first["linker"] == "nvJitLink" and "LTOIR" in first["info_log"]
+    assert first["pickled"] == ["ltoir", "a.cu", "sm_90", True]
+    assert first["nvrtc"] and first["nvjitlink"]
+    for form in ("linked", "linked_ptx", "rdc", "from_ptx"):
+        assert first[form]["cached"] is None, form
+        assert again[form]["cached"] == "disk" and again[form]["sha"] == first[form]["sha"], form
+    assert [o["cached"] for o in again["ir"] + again["cubins"]] == ["disk"] * 6
+    assert again["info_log"] == first["info_log"]  # the log is kept with the linked code
+    # Everything on disk: neither NVRTC nor nvJitLink is loaded (nvJitLink is known by its file).
+    assert not again["nvrtc"] and not again["nvjitlink"]
+
+
+def test_a_broken_link_entry_is_a_miss(tmp_path):
+    first = _forms(tmp_path)
+    entries = [os.path.join(d, f) for d, _s, files in os.walk(tmp_path) for f in files
+               if f.endswith(".bin")]
+    assert entries
+    for path in entries:
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+    again = _forms(tmp_path)
+    assert again["linked"]["cached"] is None and again["linked"]["sha"] == first["linked"]["sha"]
+    assert again["rdc"]["cached"] is None and again["from_ptx"]["cached"] is None
+
+
+def test_the_link_key_covers_every_input_option_arch_and_output(tmp_path):
+    got = _forms(tmp_path, args=("keys",))
+    assert got["same"] == ["memory", True]
+    for changed in ("input", "option", "arch", "output"):
+        assert got[changed] == [None, False], changed
+
+
+def test_another_nvjitlink_build_links_again(tmp_path):
+    real = run_json("""
+        import json
+        from cudaload.bindings import _sites
+        print(json.dumps(_sites.library("nvjitlink")))
+    """, unset=UNSET)
+    other = tmp_path / "other" / os.path.basename(real)
+    other.parent.mkdir()
+    shutil.copyfile(real, other)
+    with open(other, "ab") as f:  # the same library with other bytes at its end: another build
+        f.write(b"\0" * 64)
+    cache = tmp_path / "cache"
+    assert _forms(cache)["linked"]["cached"] is None
+    moved = _forms(cache, env={"CUDALOAD_LIBNVJITLINK": str(other)})
+    assert moved["linked"]["cached"] is None and moved["rdc"]["cached"] is None
+    assert moved["ir"][0]["cached"] == "disk"  # NVRTC's LTO IR is not the linker's
+    assert _forms(cache)["linked"]["cached"] == "disk"
+
+
+@pytest.mark.parametrize("form, words", [("cubin", "Undefined reference"),
+                                         ("ltoir", "Unresolved extern function")])
+def test_a_link_error_is_typed_with_the_log_and_names_the_undefined_symbol(tmp_path, form,
+                                                                           words):
+    got = _forms(tmp_path, args=("undefined", form))
+    assert got["type"] == "LinkError" and got["runtime"] and got["linker"] == "nvJitLink"
+    assert got["symbol"] == "_Z1ci"  # c(int), defined by the program left out
+    assert words in got["log"] and got["error_log"] == got["log"]
+    assert "a.cu+b.cu" in got["message"] and "'_Z1ci' is not defined in any input" in \
+        got["message"] and "Next step: add the code that defines _Z1ci" in got["message"]
+
+
+def test_a_link_keeps_device_variables_unless_asked_to_drop_the_unused(tmp_path):
+    got = _forms(tmp_path, args=("variables",))
+    # the module without them refuses the host its variables, as Program(lto=True)'s does
+    assert got == {"kept": True, "dropped": False, "linked": [False, True]}
+
+
+def test_damaged_inputs_of_every_kind_are_link_errors_that_name_them(tmp_path):
+    got = _forms(tmp_path, args=("damaged",))
+    assert set(got) == {"cubin", "ltoir", "library", "fatbin", "ptx"}
+    for kind, (error, result, named) in got.items():
+        assert error == "LinkError" and result.startswith("NVJITLINK_ERROR_") and named, kind
+
+
+def test_an_option_nvjitlink_refuses_is_a_link_error_that_names_it(tmp_path):
+    got = _forms(tmp_path, args=("refused_option",))
+    assert got["type"] == "LinkError" and got["result"] == "NVJITLINK_ERROR_UNRECOGNIZED_OPTION"
+    assert "-device-stack-protector=maybe" in got["message"]
+    assert got["hint"].startswith("fix or remove the option")
+
+
+def test_a_kernel_that_launches_kernels_links_with_libcudadevrt(tmp_path):
+    try:
+        library = cudaload.Linker.cudadevrt()
+    except cudaload.LibraryNotFoundError as err:
+        pytest.skip(f"no libcudadevrt.a here: {err}")
+    got = _forms(tmp_path, args=("dynamic", library))
+    assert got["missing"].startswith("__cudaCDP2")  # the device runtime's launch entry point
+    assert got["name"] == "dynamic.cu+libcudadevrt.a" and got["kind"] == "cubin"
+    assert got["kernels"] == [True, True] and got["bigger"]
+
+
+def test_lto_ir_is_bundled_and_compile_all_makes_every_form(tmp_path):
+    got = _forms(tmp_path, args=("precompiled", tmp_path / "ir.bundle"))
+    assert got["entries"] == [["a.cu", "ltoir", "sm_90"], ["b.cu", "ltoir", "sm_90"],
+                              ["c.cu", "ltoir", "sm_90"]]
+    assert got["found"] == [["bundle", "ltoir"]] * 3
+    assert got["mixed"] == [["cubin", "fill.ptx"], ["cubin", "fill.cu"]]
+    assert got["linked"] == "cubin"
+
+
+# ---- the driver's linker, recorded --------------------------------------------------------------
+
+def _recorded(recording_driver, cache_dir, *args):
+    return scenario_json("recorded_links", *args, timeout=300, unset=("CUDALOAD_LIBNVRTC",),
+                         env={"CUDALOAD_LIBCUDA": recording_driver,
+                              "CUDALOAD_CACHE_DIR": str(cache_dir),
+                              "CUDALOAD_LIBNVJITLINK": str(cache_dir / "no" / "libnvJitLink.so")})
+
+
+def test_without_nvjitlink_the_driver_links_in_the_device_context(recording_driver, tmp_path):
+    got = _recorded(recording_driver, tmp_path, "fallback")
+    assert got["linker"] == "driver" and got["kind"] == "cubin" and got["arch"] == "sm_90"
+    assert got["names"] == ["caller.cu", "helper.cu", "libdevrt.a"]
+    assert got["types"] == [0, 1, 4]  # CU_JIT_INPUT_CUBIN, _PTX, _LIBRARY
+    # CU_JIT_TARGET 90; -lineinfo, -O3, -maxrregcount=32, -ftz=true as CU_JIT options; the two
+    # log buffers' sizes
+    assert got["options"] == {"9": 90, "13": 1, "7": 3, "0": 32, "21": 1, "4": 65536,
+                              "6": 65536}
+    assert got["context"] == 0x1000  # device 0's primary context, made current for the link
+    assert got["destroyed"] == 1 and got["calls"] == 1
+    assert got["info_log"] == "linked by the recording driver" and got["error_log"] == ""
+    assert got["tail"] == "caller.cu;helper.cu;libdevrt.a;"  # the driver's image, as it gave it
+    again = _recorded(recording_driver, tmp_path, "fallback")
+    assert again["cached"] == "disk" and again["calls"] == 0  # keyed by the driver's version
+
+
+def test_a_link_the_driver_fails_is_a_link_error_with_its_log(recording_driver, tmp_path):
+    got = _recorded(recording_driver, tmp_path, "undefined")
+    assert got["type"] == "LinkError" and got["linker"] == "driver"
+    assert got["symbol"] == "_Z6helperv" and "Undefined reference" in got["log"]
+    assert got["kept"] == got["log"] and got["pickled"] == [got["symbol"], got["log"]]
+    assert "driver could not link caller.cu+undefined" in got["message"]
+    assert got["destroyed"] == 1  # the link state is destroyed after a failure too
+
+
+@pytest.mark.parametrize("what, why", [("ltoir", "links no LTO IR"),
+                                       ("option", "no form of the link option '-Xptxas=-v'")])
+def test_what_the_driver_cannot_link_raises_the_missing_nvjitlink(recording_driver, tmp_path,
+                                                                  what, why):
+    got = _recorded(recording_driver, tmp_path, "cannot", what)
+    assert got["error"]["type"] == "LibraryNotFoundError" and got["calls"] == 0
+    assert "libnvJitLink" in got["error"]["message"] and why in got["error"]["message"]
+    assert "cudaload[nvrtc]" in got["error"]["message"]
+
+
+# ---- refusals, without any CUDA library ---------------------------------------------------------
+
+def test_code_the_driver_cannot_load_is_refused_before_it(tmp_path):
+    ir = cudaload.ObjectCode.from_bytes(IR, "ltoir", name="a.cu")
+    assert ir.arch is None and ir.name == "a.cu" and pickle.loads(pickle.dumps(ir)).name == "a.cu"
+    with pytest.raises(ValueError, match="cudaload.Linker"):
+        ir.load()
+    path = tmp_path / "libdev.a"
+    path.write_bytes(b"!<arch>\n")
+    library = cudaload.ObjectCode.from_file(path)
+    assert (library.kind, library.name) == ("library", "libdev.a")
+    with pytest.raises(ValueError, match="not LTO IR"):
+        cudaload.ObjectCode.from_bytes(b"\x7fELF" + bytes(60), "ltoir")
+    with pytest.raises(ValueError, match="not a library"):
+        cudaload.ObjectCode.from_bytes(b"text", "library")
+
+
+@pytest.mark.parametrize("args, kw, error, words", [
+    ((), {}, ValueError, "needs the code to link"),
+    ((IR,), {}, TypeError, "input 0 is bytes"),
+    (("ir",), {}, ValueError, "make the Linker with lto=True"),
+    (("ir",), {"lto": True, "options": ("-arch=sm_90",)}, ValueError, "arch="),
+    (("ir",), {"lto": True, "options": ("-lto",)}, ValueError, "lto=True"),
+    (("ir",), {"lto": True, "options": ("-O2",)}, ValueError, "-O takes 0 or 3"),
+    (("ir",), {"lto": True, "options": ("-fast",)}, ValueError, "no link option"),
+    (("ir",), {"lto": True, "options": "-g"}, TypeError, "not one string"),
+    (("ir",), {"lto": True, "arch": "sm_9000"}, ValueError, "not a compute capability"),
+    (("ir",), {"lto": 1}, TypeError, "lto must be True or False"),
+])
+def test_a_linker_that_cannot_link_is_refused_when_made(args, kw, error, words):
+    inputs = [cudaload.ObjectCode.from_bytes(IR, "ltoir") if a == "ir" else a for a in args]
+    with pytest.raises(error, match=words):
+        cudaload.Linker(*inputs, **kw)
+
+
+def test_an_output_the_inputs_cannot_give_is_refused_before_linking():
+    cubin = cudaload.ObjectCode(b"\x7fELF" + bytes(60), "cubin", "sm_90")
+    with pytest.raises(ValueError, match="only LTO IR links to PTX"):
+        cudaload.Linker(cubin, arch=90).link("ptx")
+    with pytest.raises(ValueError, match="output must be one of cubin, ptx"):
+        cudaload.Linker(cubin, arch=90).link("ltoir")
+
+
+PTX = ".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry k() { ret; }\n"
+
+
+@pytest.mark.parametrize("kw, error, words", [
+    ({"code_type": "fortran"}, ValueError, "code_type must be one of c\\+\\+, ptx"),
+    ({"code_type": "ptx", "options": ("-lineinfo", "-bogus")}, ValueError, "no link option"),
+])
+def test_a_ptx_program_with_wrong_arguments_is_refused_when_made(kw, error, words):
+    with pytest.raises(error, match=words):
+        cudaload.Program(PTX, **kw)
+
+
+def test_text_that_is_no_ptx_and_outputs_other_than_cubin_are_refused():
+    with pytest.raises(ValueError, match="not PTX"):
+        cudaload.Program("__global__ void k() {}", code_type="ptx")
+    program = cudaload.Program(PTX, name="k.ptx", code_type="ptx")
+    assert (program.name, program.source, program.options) == ("k.ptx", PTX, ())
+    for output in ("ptx", "ltoir"):
+        with pytest.raises(ValueError, match="compiles to CUBIN"):
+            program.compile(arch=90, output=output)
+
+
+def test_a_ptx_program_takes_the_link_keywords_and_refuses_the_cxx_ones():
+    program = cudaload.Program(PTX, code_type="ptx", line_info=True, debug=True,
+                               max_registers=32, options=("-O3",))
+    assert program.options == ("-lineinfo", "-g", "-maxrregcount=32", "-O3")
+    for kw in ({"headers": {"a.h": ""}}, {"lto": True}, {"name_expressions": ["k"]},
+               {"relocatable": True}, {"defines": {"N": 1}}):
+        with pytest.raises(ValueError, match=f"{next(iter(kw))}: keywords for CUDA C\\+\\+"):
+            cudaload.Program(PTX, code_type="ptx", **kw)
+
+
+def test_without_libcudadevrt_the_error_lists_where_it_was_looked_for(monkeypatch):
+    from cuda import pathfinder
+
+    from cudaload.bindings import _sites
+
+    def nowhere(name):
+        raise pathfinder.StaticLibNotFoundError(f"{name}: searched conda and CUDA_HOME")
+
+    monkeypatch.setattr(_sites, "static_library", lambda name: None)
+    monkeypatch.setattr(pathfinder, "find_static_lib", nowhere)
+    with pytest.raises(cudaload.LibraryNotFoundError) as info:
+        cudaload.Linker.cudadevrt()
+    assert info.value.library == "cudadevrt" and len(info.value.tried) == 2
+    assert "nvidia-cuda-runtime wheel" in str(info.value) and "CUDA_HOME" in str(info.value)
+    assert "pip install nvidia-cuda-runtime" in info.value.hint
