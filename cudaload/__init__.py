@@ -15,8 +15,8 @@ import circle exists):
 3. ``launch``: devices, memory, streams, graphs, modules, kernels and their arguments;
 4. entry points, in this folder: availability (the status report) and _report (its text), cli,
    _compile_commands and _link_command, ``wheelcheck`` (``cudaload check-wheel`` and the pytest
-   plugin), and this package, which also hands the launch side's two services (loading code, binding a context) to the compile
-   side (compile/_hooks.py).
+   plugin), and this package, which also hands two services of the launch side (loading code,
+   binding a context) to the compile side (compile/_hooks.py).
 
 Every lock is made with ``_thread`` (``_thread.allocate_lock()``, ``_thread.RLock()``: the very
 objects ``threading.Lock()`` and ``threading.RLock()`` return), never with ``threading``: neither
@@ -49,13 +49,13 @@ from ._version import __version__  # noqa: F401
 
 
 def _load(code):
-    from .launch.module import load_once
+    from .launch.module import load_once  # deferred: import cudaload loads no launch module
 
     return load_once(code)
 
 
 def _activate() -> None:
-    from .launch.device import activate
+    from .launch.device import activate  # deferred: import cudaload loads no launch module
 
     activate(owning=True)  # the link's state belongs to the context current: ours, bound again
 

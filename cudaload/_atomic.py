@@ -95,7 +95,7 @@ def check_output(path: str) -> str:
         return path
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    from ._untrusted import kind
+    from ._untrusted import kind  # deferred: only this path needs it
 
     raise OSError(errno.EEXIST, f"it is {kind(st.st_mode)}, and only a regular file is replaced",
                   path)

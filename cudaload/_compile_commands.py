@@ -10,6 +10,7 @@ Entry point: may import every layer.
 
 from __future__ import annotations
 
+import os
 import argparse
 import re
 import struct
@@ -60,7 +61,7 @@ def _add_compile_parser(sub) -> None:
 def _compile_words(words) -> tuple[dict, list, list]:
     """(cudaload's options, the files, NVRTC's options) of ``compile``'s words.  Raises
     ValueError.  Only whole names are matched: "-c" is not taken for "-cubin"."""
-    from .compile.options import split_cli
+    from .compile.options import split_cli  # deferred: each command imports what it runs
 
     by_name = {name: (key, metavar is not None)
                for names, key, metavar, _t in _COMPILE_OPTIONS for name in names}
@@ -125,7 +126,7 @@ def _holds_kernel(code: bytes, kind: str) -> bool | None:
 
 def _template_kernels(source: str) -> list[str]:
     """The names of the ``__global__`` function templates declared in ``source``."""
-    from .launch.signature import _without_comments
+    from .launch.signature import _without_comments  # deferred: each command imports what it runs
 
     text = _without_comments(source)
     names = []
@@ -152,11 +153,10 @@ def _no_kernel_problem(source_path: str, program, obj) -> str | None:
 
 
 def _cmd_compile(words) -> int:
-    import os
 
-    from . import _atomic, _untrusted
-    from .errors import CompileError, CudaLoadError
-    from .compile.program import Program
+    from . import _atomic, _untrusted  # deferred: each command imports what it runs
+    from .errors import CompileError, CudaLoadError  # deferred: each command imports what it runs
+    from .compile.program import Program  # deferred: each command imports what it runs
 
     try:
         own, files, nvrtc_options = _compile_words(words)
@@ -280,11 +280,10 @@ def _jobs(text: str) -> int:
 
 def _precompile_programs(args) -> list:
     """The Program objects named on the command line.  Raises ValueError, ImportError, OSError."""
-    import importlib
-    import os
+    import importlib  # deferred: each command imports what it runs
 
-    from .compile.options import split_cli
-    from .compile.program import Program
+    from .compile.options import split_cli  # deferred: each command imports what it runs
+    from .compile.program import Program  # deferred: each command imports what it runs
 
     if args.resource and not args.package:
         raise ValueError("--resource needs --package (the package that holds the file)")
@@ -309,12 +308,11 @@ def _precompile_programs(args) -> list:
 
 
 def _cmd_precompile(args) -> int:
-    import os
 
-    from . import _atomic
-    from .compile.bundle import Bundle
-    from .compile.parallel import compile_many
-    from .errors import CudaLoadError
+    from . import _atomic  # deferred: each command imports what it runs
+    from .compile.bundle import Bundle  # deferred: each command imports what it runs
+    from .compile.parallel import compile_many  # deferred: each command imports what it runs
+    from .errors import CudaLoadError  # deferred: each command imports what it runs
 
     try:
         programs = _precompile_programs(args)

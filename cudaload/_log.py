@@ -63,7 +63,7 @@ def keep_for_parent(topics) -> None:
     """In a worker process: keep the DEBUG records of ``topics`` for :func:`taken` from now on."""
     if not topics:
         return
-    import logging
+    import logging  # deferred: only this path needs it
 
     class Keep(logging.Handler):
         def emit(self, record) -> None:
@@ -89,7 +89,7 @@ def replay(records) -> None:
     here; each keeps the worker's process id and time."""
     if not records:
         return
-    import logging
+    import logging  # deferred: only this path needs it
 
     for fields in records:
         record = logging.makeLogRecord(fields)
@@ -113,7 +113,7 @@ def _pickles(value) -> bool:
         return True
     if not isinstance(value, (dict, tuple, list)):
         return False
-    import pickle
+    import pickle  # deferred: only this path needs it
 
     try:
         pickle.dumps(value)

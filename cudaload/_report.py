@@ -23,7 +23,7 @@ def _describe_dir(name: str, entry: dict) -> str:
 
 def text(report: dict) -> str:
     """The human report."""
-    from ._version import __version__
+    from ._version import __version__  # deferred: each part of the report, when it runs
 
     drv, nv = report["driver"], report["nvrtc"]
     verdict = "available" if report["available"] else "NOT available"

@@ -156,10 +156,10 @@ def regular_problem(path, limit: int) -> str | None:
 def load_json(data: bytes, depth: int):
     """``data`` parsed as JSON, refused when arrays and objects nest more than ``depth`` deep.
     Raises ValueError."""
-    import json  # here: a process that reads no JSON never imports it (1-2 ms)
+    import json  # deferred: a process that reads no JSON never imports it (1-2 ms)
 
     if data.count(b"[") + data.count(b"{") > depth:  # only then can it nest deeper
-        import re  # here: only text that could nest too deep is scanned
+        import re  # deferred: only text that could nest too deep is scanned
 
         level = 0
         strings, brackets = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S), re.compile(rb"[\[\]{}]")

@@ -30,7 +30,7 @@ _PROBE_SOURCE = 'extern "C" __global__ void cudaload_probe(float *x) { x[threadI
 def is_available() -> bool:
     """True when the driver loads, ``cuInit`` succeeds and a device is visible; never raises."""
     try:
-        from .launch.device import device_count
+        from .launch.device import device_count  # deferred: each part of the report, when it runs
 
         return device_count() > 0
     except Exception:
@@ -53,7 +53,7 @@ class Status:
 
     def as_dict(self) -> dict:
         """A copy of the report; docs/api.md lists its keys."""
-        import copy
+        import copy  # deferred: each part of the report, when it runs
 
         return copy.deepcopy(self._report)
 
@@ -61,7 +61,7 @@ class Status:
         return f"<Status available={self.available} problems={len(self._report['problems'])}>"
 
     def __str__(self):
-        from ._report import text
+        from ._report import text  # deferred: each part of the report, when it runs
 
         return text(self._report)
 
@@ -166,7 +166,7 @@ def _probe_driver(report: dict, problems: list) -> int:
         return 0
     version = 0
     try:
-        from .bindings import driver
+        from .bindings import driver  # deferred: each part of the report, when it runs
 
         version = driver.version()
         section["version"] = driver.format_version(version) if version else None
@@ -195,6 +195,7 @@ def _probe_driver(report: dict, problems: list) -> int:
 
 
 def _probe_devices(problems: list) -> list[dict]:
+    # deferred: each part of the report, when it runs
     from .launch.device import Device, visible_devices
 
     count = visible_devices()  # device_count() would hide why it cannot say
@@ -229,7 +230,7 @@ def _probe_nvrtc(section: dict, problems: list) -> tuple[int, int] | None:
     if override and not os.path.exists(override):
         _open("nvrtc", section, problems)  # the loader's own "not found", naming the path
         return None
-    from .compile import toolchain
+    from .compile import toolchain  # deferred: each part of the report, when it runs
 
     try:
         tc = toolchain.current()
@@ -256,8 +257,8 @@ def _probe_nvjitlink(section: dict, problems: list, nvrtc_version) -> None:
     problem; a file that cannot be it is, and so is one of another CUDA major than NVRTC, which
     cannot link NVRTC's LTO IR.  It is found as a link finds it, loaded only where no variable or
     wheel names a file (compile/_linker.py)."""
-    from .compile import _linker
-    from .errors import LibraryNotFoundError
+    from .compile import _linker  # deferred: each part of the report, when it runs
+    from .errors import LibraryNotFoundError  # deferred: each part of the report, when it runs
 
     try:
         path, how = _linker.found()
@@ -279,7 +280,7 @@ def _probe_nvjitlink(section: dict, problems: list, nvrtc_version) -> None:
     section.update(found=True, cuda_major=int(major) if major.isascii() and major.isdigit()
                    else None)
     if section["cuda_major"] and nvrtc_version and section["cuda_major"] != nvrtc_version[0]:
-        from . import releases
+        from . import releases  # deferred: each part of the report, when it runs
 
         problems.append(_problem(
             f"nvJitLink at {path} is of CUDA {major}, NVRTC of CUDA {nvrtc_version[0]}: it "
@@ -297,7 +298,7 @@ _HEADER_SETS = {"cudart": ("CUDA's runtime headers", "cuda_fp16.h, cuda_runtime.
 def _header_dirs(tc, problems: list) -> dict:
     """Each header folder with the release it comes from; a missing set, or one of another CUDA
     major than NVRTC, is a problem whose hint installs the set that matches."""
-    from . import releases
+    from . import releases  # deferred: each part of the report, when it runs
 
     dirs = {}
     for name, path, _ident in tc.headers:
@@ -324,8 +325,8 @@ _BUILTINS_HINT = ("libnvrtc-builtins must sit next to libnvrtc with the same ver
 
 def _builtins_load(section: dict, problems: list) -> bool:
     """Whether libnvrtc-builtins loads: only a real compilation tells."""
-    from .bindings import nvrtc
-    from .errors import NvrtcError
+    from .bindings import nvrtc  # deferred: each part of the report, when it runs
+    from .errors import NvrtcError  # deferred: each part of the report, when it runs
 
     try:
         nvrtc.compile(_PROBE_SOURCE, "cudaload_probe.cu", kind="ptx",
@@ -353,7 +354,7 @@ def _builtins_present(nvrtc_path: str, section: dict, problems: list) -> bool:
 
 def _ptx_loadable(driver_version: int, nvrtc_version: tuple[int, int], problems: list) -> bool:
     # A driver JIT-compiles PTX only up to the PTX ISA of its own CUDA version.
-    from .bindings.driver import format_version
+    from .bindings.driver import format_version  # deferred: each part of the report, when it runs
 
     major, minor = nvrtc_version
     if driver_version >= major * 1000 + minor * 10:

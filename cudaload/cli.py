@@ -6,6 +6,7 @@ Entry point: may import every layer.
 
 from __future__ import annotations
 
+import os
 import argparse
 import sys
 
@@ -92,8 +93,7 @@ class _Output:
         return getattr(self.stream, name)
 
     def _lose(self, err: OSError) -> None:
-        import contextlib
-        import os
+        import contextlib  # deferred: each command imports what it runs
 
         self.lost = err
         # What the stream still holds would fail again in Python's flush at exit, with a
@@ -119,7 +119,7 @@ class _Output:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ._version import __version__
+    from ._version import __version__  # deferred: each command imports what it runs
 
     parser = argparse.ArgumentParser(
         prog="cudaload",
@@ -145,11 +145,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_doctor(args) -> int:
-    from .availability import status
+    from .availability import status  # deferred: each command imports what it runs
 
     report = status()
     if args.json:
-        import json
+        import json  # deferred: each command imports what it runs
 
         text = json.dumps(report.as_dict(), indent=2)
     else:
@@ -159,13 +159,13 @@ def _cmd_doctor(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from .availability import status
-    from .errors import CudaLoadError
+    from .availability import status  # deferred: each command imports what it runs
+    from .errors import CudaLoadError  # deferred: each command imports what it runs
 
     report = status()
     try:
-        from .bindings import nvrtc
-        from .compile.program import Program
+        from .bindings import nvrtc  # deferred: each command imports what it runs
+        from .compile.program import Program  # deferred: each command imports what it runs
 
         oldest = min(nvrtc.supported_archs())
         program = Program(SAXPY, name="saxpy.cu")
@@ -189,10 +189,10 @@ def _cmd_demo(args) -> int:
 
 def _launch_saxpy() -> int:
     """Run saxpy through the public launch API and check the result on the host."""
-    from array import array
+    from array import array  # deferred: each command imports what it runs
 
-    import cudaload
-    from .errors import CudaLoadError
+    import cudaload  # deferred: each command imports what it runs
+    from .errors import CudaLoadError  # deferred: each command imports what it runs
 
     n, a = 1 << 16, 2.0
     x = array("f", (float(i) for i in range(n)))
@@ -238,7 +238,7 @@ def _add_cache_parser(sub) -> None:
 
 
 def _byte_count(text: str) -> int:
-    from .compile.cache import byte_count
+    from .compile.cache import byte_count  # deferred: each command imports what it runs
 
     value = byte_count(text)
     if value is None:
@@ -247,7 +247,7 @@ def _byte_count(text: str) -> int:
 
 
 def _cmd_cache(args) -> int:
-    from .compile import cache
+    from .compile import cache  # deferred: each command imports what it runs
 
     disk = cache.configured()  # looked after even with CUDALOAD_CACHE=0
     try:
@@ -262,10 +262,9 @@ def _cmd_cache(args) -> int:
 
 
 def _cache_action(disk, action: str, args) -> int:
-    import json
-    import os
+    import json  # deferred: each command imports what it runs
 
-    from .compile import cache
+    from .compile import cache  # deferred: each command imports what it runs
 
     if action == "clear":
         count = disk.clear()

@@ -135,3 +135,22 @@ def test_the_checks_see_the_imports_inside_functions():
     # import of it even when written inside a function.
     assert "cudaload.launch.module" not in GRAPH["cudaload.compile.objectcode"]
     assert "cudaload.launch.module" in GRAPH["cudaload"]  # imported inside a function there
+
+
+def test_every_import_inside_a_function_says_why_it_is_deferred():
+    # An import inside a function is deliberate (import cost, or a layer it may reach only on
+    # first use); each says so with a "# deferred: why" comment, on its line or the one above,
+    # so a reader can tell it from one that merely forgot to be at the top.
+    unmarked = []
+    for module, path in MODULES.items():
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    here, above = lines[sub.lineno - 1], lines[sub.lineno - 2]
+                    if "deferred" not in here and not above.strip().startswith("# deferred"):
+                        unmarked.append(f"{module}:{sub.lineno}: {here.strip()}")
+    assert sorted(set(unmarked)) == [], "\n".join(sorted(set(unmarked)))

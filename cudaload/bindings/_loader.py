@@ -204,7 +204,7 @@ def _toolkit_candidates(name: str, remembered: str | None):
     if wheel is not None:
         yield wheel, FROM_WHEEL
     try:
-        from cuda import pathfinder
+        from cuda import pathfinder  # deferred: only this path needs it
     except ImportError as exc:
         raise LibraryNotFoundError(
             f"{label} not found: cuda.pathfinder is not importable ({exc}); "
@@ -223,11 +223,11 @@ def _toolkit_candidates(name: str, remembered: str | None):
 
 def _open_ffi(name: str):
     if name == "cuda":
-        from ._cuda_ffi import ffi
+        from ._cuda_ffi import ffi  # deferred: only this path needs it
     elif name == "nvrtc":
-        from ._nvrtc_ffi import ffi
+        from ._nvrtc_ffi import ffi  # deferred: only this path needs it
     else:
-        from ._nvjitlink_ffi import ffi
+        from ._nvjitlink_ffi import ffi  # deferred: only this path needs it
     return ffi
 
 
@@ -309,7 +309,7 @@ def _elf_problem(path: str) -> str | None:
     """
     if not sys.platform.startswith("linux") or "/" not in path:
         return None
-    from .. import _elf  # here: only a library named by a path is read
+    from .. import _elf  # deferred: only a library named by a path is read
 
     try:
         with open(path, "rb") as f:

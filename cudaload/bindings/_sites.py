@@ -39,7 +39,7 @@ _HEADERS = {"cudart": (("nvidia/cu13/include", "nvidia/cuda_runtime/include"), "
 
 def site_folders() -> list[str]:
     """The site-packages folders in the order cuda.pathfinder searches them."""
-    import site
+    import site  # deferred: only this path needs it
 
     folders = list(getattr(site, "getsitepackages", list)())
     if site.ENABLE_USER_SITE:

@@ -55,7 +55,7 @@ class Driver:
         return fn
 
     def _resolve(self, name: str):
-        from ._cuda_protos import PROTOTYPES
+        from ._cuda_protos import PROTOTYPES  # deferred: only this path needs it
 
         proto = PROTOTYPES.get(name)
         if proto is None:
@@ -159,7 +159,7 @@ def describe(code: int) -> tuple[str, str]:
         name_p, text_p = ffi.new("char **"), ffi.new("char **")
         if not drv.cuGetErrorName(code, name_p) and not drv.cuGetErrorString(code, text_p):
             return ffi.string(name_p[0]).decode(), ffi.string(text_p[0]).decode()
-    from ._cuda_ffi import ffi
+    from ._cuda_ffi import ffi  # deferred: only this path needs it
 
     name = ffi.string(ffi.cast("CUresult", code))
     return (name if not name.isdigit() else f"CUresult {code}"), "unknown error"
@@ -210,7 +210,7 @@ def unavailable_code(code: int) -> bool:
     """Whether a failed call's ``code`` means CUDA cannot be used in this process at all."""
     global _unavailable_codes
     if _unavailable_codes is None:
-        from ._cuda_ffi import ffi
+        from ._cuda_ffi import ffi  # deferred: only this path needs it
 
         _unavailable_codes = frozenset(map(ffi.integer_const, _UNAVAILABLE_NAMES))
     return code in _unavailable_codes

@@ -111,7 +111,7 @@ def _read(ffi, lib, handle, what: str) -> bytes:
 
 
 def _describe(code: int) -> str:
-    from ._nvjitlink_ffi import ffi
+    from ._nvjitlink_ffi import ffi  # deferred: only this path needs it
 
     return ffi.string(ffi.cast("nvJitLinkResult", code))
 

@@ -8,6 +8,7 @@ Layer 1, bindings: may import the foundation and bindings.
 
 from __future__ import annotations
 
+import os
 import re
 
 from . import _loader
@@ -62,7 +63,7 @@ def describe(code: int) -> str:
         ffi, lib = _lib()
         return ffi.string(lib.nvrtcGetErrorString(code)).decode()
     except Exception:  # the library itself may be what failed; fall back to the declarations
-        from ._nvrtc_ffi import ffi
+        from ._nvrtc_ffi import ffi  # deferred: only this path needs it
 
         return ffi.string(ffi.cast("nvrtcResult", code))
 
@@ -150,8 +151,7 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
 
 def _builtins_error(rc: int, log: str) -> NvrtcError:
     """The error for a compilation that failed because NVRTC could not use libnvrtc-builtins."""
-    import glob
-    import os
+    import glob  # deferred: only this path needs it
 
     path = _loader.nvrtc().path
     folder = os.path.dirname(os.path.abspath(path))
@@ -207,7 +207,7 @@ _HINT_NAME_EXPRESSION = ("each name expression ({}) must name a __global__ funct
 
 def _include_hint(log: str) -> str:
     """The next step for a log that shows a missing or host-only header, else ""."""
-    from .. import releases
+    from .. import releases  # deferred: only this path needs it
 
     # Host code first: a host-only header may also include a host header NVRTC lacks (CCCL 3.0's
     # <cub/cub.cuh> reaches <cstdint>), and no include path would fix that.

@@ -114,7 +114,7 @@ class Folder:
     def _warn_once(self, text: str) -> None:
         if not self.broken:
             self.broken = True
-            import warnings  # here: a process whose cache works never imports it
+            import warnings  # deferred: a process whose cache works never imports it
 
             warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
 

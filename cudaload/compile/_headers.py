@@ -48,12 +48,12 @@ def find(chosen: dict | None = None) -> dict:
     """Every folder holding each header set, in search order: cuda.pathfinder's choice (``chosen``
     when given: its answer found without it), then the wheels of each site-packages, then the
     toolkits CUDA_PATH, CUDA_HOME and CONDA_PREFIX name."""
-    import site
+    import site  # deferred: only this path needs it
 
     pathfinder = None
     if chosen is None:
         try:
-            from cuda import pathfinder  # type: ignore[no-redef]
+            from cuda import pathfinder  # type: ignore[no-redef]  # deferred
         except ImportError:
             pass
     sites = [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
@@ -75,7 +75,7 @@ def choose(found: dict, nvrtc_path: str, nvrtc_version) -> tuple:
     cudart nearest its version, not newer where possible, and the newest CCCL), the toolkit or
     wheel NVRTC itself comes from first among equals.  A set found only for another major is
     used all the same, and the report lists the mismatch with its fix."""
-    from .. import releases
+    from .. import releases  # deferred: only this path needs it
 
     own_root = os.path.dirname(os.path.dirname(os.path.abspath(nvrtc_path)))
     major, minor = nvrtc_version
@@ -117,11 +117,11 @@ def find_meanwhile():
         found_now = find(chosen)
         return lambda: found_now
     try:
-        from cuda import pathfinder  # noqa: F401
+        from cuda import pathfinder  # noqa: F401  # deferred
     except ImportError:
         pass
     found: list = []
-    import threading
+    import threading  # deferred: only this path needs it
 
     thread = threading.Thread(target=lambda: found.append(find()), daemon=True,
                               name="cudaload-headers")

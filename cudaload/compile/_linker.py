@@ -32,8 +32,9 @@ _found: dict = {}  # -> (file, how found)
 def identity() -> str:
     """The build of the nvJitLink that links now.  Raises the loader's errors (LibraryNotFound-
     Error with the next step) where there is none."""
-    from . import toolchain  # here: the status report finds nvJitLink without the cache's modules
-    from ._headers import stat_id
+    # deferred: the status report finds nvJitLink without the cache's modules
+    from . import toolchain
+    from ._headers import stat_id  # deferred: only this path needs it
 
     path = _find(recheck=False)[0]
     stat = stat_id(path)
@@ -69,7 +70,7 @@ def load() -> str:
 def link(compiled, name: str, arch: str, kind: str) -> tuple[bytes, str]:
     """(code, log) of NVRTC's ``compiled`` LTO IR of program ``name`` linked for ``arch`` as
     ``kind``: the log holds NVRTC's warnings, then nvJitLink's."""
-    from ..bindings import nvjitlink
+    from ..bindings import nvjitlink  # deferred: only this path needs it
 
     code, notes = nvjitlink.link(compiled.code, name, arch, kind)
     return code, "\n".join(part for part in (compiled.log, notes) if part)

@@ -186,7 +186,7 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
     if any(o.split("=")[0] in _ARCH_OPTIONS or o.startswith("-arch") for o in built):
         raise ValueError("give the architecture to compile(arch=...), not as an option")
     if _options.names_files(built):
-        from ._option_files import check_files  # here: only such options need it
+        from ._option_files import check_files  # deferred: only such options need it
 
         check_files(built)
     names = _options.strings(name_expressions, "name_expressions", "('scale<float>',)")
@@ -265,7 +265,7 @@ class _Hasher:
             self.left -= size
             return self.builtin(data)  # type: ignore[misc]  # left > 0 only with a builtin
         if self.openssl is None:
-            import hashlib
+            import hashlib  # deferred: only this path needs it
 
             self.openssl, self.left = hashlib.sha256, 0
         return self.openssl(data)

@@ -55,7 +55,7 @@ def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepar
 def link(program, arch, output: str) -> ObjectCode:
     """The CUBIN of PTX ``program`` for ``arch`` (None: the PTX's own target, ``.target``).
     Raises ValueError for an output other than CUBIN, and as :meth:`Linker.link` does."""
-    from .linker import Linker
+    from .linker import Linker  # deferred: only this path needs it
 
     if output not in ("auto", "cubin"):
         raise ValueError(f"a PTX program compiles to CUBIN, not {output!r}: its PTX is "

@@ -122,7 +122,7 @@ class Request:
     def names(self) -> tuple[str, ...] | None:
         """The header names NVRTC read, or None when the trace is missing or unreadable; the
         trace and its folder are removed."""
-        import json  # here, not at import: a program that needs no trace needs no json
+        import json  # deferred: here, not at import: a program that needs no trace needs no json
 
         try:
             with open(os.path.join(self._folder, "trace.json"), "rb") as f:

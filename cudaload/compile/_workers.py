@@ -96,7 +96,7 @@ class Workers:
     every process (see the module's docstring)."""
 
     def __init__(self, n: int, target, initializer, initargs: tuple) -> None:
-        import multiprocessing  # imported when there are jobs, not with cudaload
+        import multiprocessing  # deferred: imported when there are jobs, not with cudaload
 
         self._context = multiprocessing.get_context("spawn")
         self._n, self._start = n, (target, initializer, initargs)
@@ -118,7 +118,7 @@ class Workers:
         """Run ``target(*args)`` for each ``tag: args`` of ``jobs``; yields (tag, True, what it
         returned), (tag, False, what it raised) or (tag, False, :class:`Died`) for each, as each
         finishes.  Raises what ends the wait (KeyboardInterrupt)."""
-        from multiprocessing.connection import wait
+        from multiprocessing.connection import wait  # deferred: only this path needs it
 
         todo = collections.deque(jobs.items())
         idle = [self._spawn() for _ in range(min(self._n, len(todo)))]  # all start at once

@@ -74,7 +74,7 @@ class Bundle:
     def from_resource(cls, package: str, resource: str) -> Bundle:
         """The bundle shipped as package data; missing is empty, as for :meth:`from_file`."""
         def read() -> bytes | None:
-            from importlib import resources
+            from importlib import resources  # deferred: only this path needs it
 
             node = resources.files(package).joinpath(*resource.split("/"))
             if not node.is_file():
@@ -173,7 +173,7 @@ class Bundle:
 
     def to_bytes(self) -> bytes:
         """The bundle file: entries read from the origin and those added, one per key."""
-        from .._version import __version__
+        from .._version import __version__  # deferred: only this path needs it
 
         merged = {k: (e, self._data[e["offset"]:e["offset"] + e["length"]])
                   for k, e in self._entries().items()}

@@ -310,7 +310,7 @@ def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
 
     Raises FileNotFoundError when the resource is missing.
     """
-    from importlib import resources
+    from importlib import resources  # deferred: only this path needs it
 
     root = resources.files(package)
 

@@ -75,14 +75,14 @@ class Linker:
         (dynamic parallelism) is linked with: from the nvidia-cuda-runtime wheel, else where
         cuda.pathfinder finds it (a toolkit, conda).  Raises LibraryNotFoundError with the
         places searched and the next step."""
-        from ..bindings import _sites
+        from ..bindings import _sites  # deferred: only this path needs it
 
         found = _sites.static_library("cudadevrt")
         if found is not None:
             return found
         tried = ["the nvidia-cuda-runtime wheel in site-packages: not there"]
         try:
-            from cuda import pathfinder
+            from cuda import pathfinder  # deferred: only this path needs it
 
             return pathfinder.find_static_lib("cudadevrt")
         except AttributeError:  # a cuda.pathfinder before find_static_lib
@@ -170,7 +170,7 @@ class Linker:
         return "+".join(name for _kind, _code, name in self._inputs())
 
     def _nvjitlink(self, target: Arch, output: str) -> ObjectCode:
-        from ..bindings import nvjitlink
+        from ..bindings import nvjitlink  # deferred: only this path needs it
 
         gpu = target.compute() if output == "ptx" else target.sm()
         options = (f"-arch={gpu}", *(("-lto",) if self.lto else ()), *self.options)
@@ -187,7 +187,7 @@ class Linker:
                    why: Exception) -> ObjectCode:
         """The link by the driver's linker, where nvJitLink cannot (``why``): cached under the
         driver's version.  Raises ``why`` where the driver cannot either."""
-        from ..bindings import driver, driver_linker
+        from ..bindings import driver, driver_linker  # deferred: only this path needs it
 
         ir = [o.name or o.kind for o in self.objects if o.kind == "ltoir"]
         try:

@@ -122,7 +122,8 @@ def _check(option: str, where: str) -> None:
 def _macro_name(name: str) -> bool:
     """Whether ``name`` is a macro name, or a function-like macro's name and parameter list:
     "N", "SQ(x)", "LOG(fmt, ...)"."""
-    import re  # here: only a Program with defines checks them, and re costs a fresh process 4 ms
+    # deferred: only a Program with defines checks them, and re costs a fresh process 4 ms
+    import re
 
     identifier = re.compile(r"[A-Za-z_]\w*", re.ASCII)
     match = re.fullmatch(r"([A-Za-z_]\w*)(?:\(([^()]*)\))?", name, re.ASCII)
@@ -172,7 +173,7 @@ def _defines(defines) -> list[str]:
 def _number(value) -> bool:
     """Whether ``value`` is a number of another type (numpy's, Fraction, Decimal); ``numbers`` is
     imported for these only: a Program made in a fresh process should not pay for it."""
-    import numbers
+    import numbers  # deferred: only this path needs it
 
     return isinstance(value, numbers.Number)
 

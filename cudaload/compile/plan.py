@@ -158,8 +158,8 @@ class Plan:
         None where that is not known; () where the inputs are sure that none outside the
         toolchain can be read (NVRTC's trace costs 2-3 ms of each compilation: not asked for
         then)."""
-        from ..bindings import nvrtc
-        from . import _reads  # here: a Plan that builds nothing (a disk hit) needs no trace
+        from ..bindings import nvrtc  # deferred: only this path needs it
+        from . import _reads  # deferred: a Plan that builds nothing (a disk hit) needs no trace
 
         program, tc, sure = self.program, self.tc, self.inputs.sure
         # Checked when the Program was made, and again now: NVRTC aborts the process on a file
@@ -206,7 +206,7 @@ class Plan:
         """The files NVRTC read (``names``, from _nvrtc) that the key does not cover: [] when
         there are none or this NVRTC gives no trace (it has none, or its traces broke in this
         process: the scan is trusted there), None when which files were read is not known."""
-        from . import _reads
+        from . import _reads  # deferred: only this path needs it
 
         program, key = self.program, self.key
         if names is None:
@@ -249,7 +249,7 @@ def driver_version() -> int | None:
     if _assumed_driver is not _NOT_ASSUMED:
         return _assumed_driver  # type: ignore[return-value]  # an int or None, as assumed
     try:
-        from ..bindings import driver
+        from ..bindings import driver  # deferred: only this path needs it
 
         return driver.version() or None
     except CudaLoadError:
@@ -282,7 +282,7 @@ def choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
     known = want.number in supported
     if output != "auto" or known:
         if not known:
-            from ..releases import arch_support
+            from ..releases import arch_support  # deferred: only this path needs it
 
             raise NvrtcError(
                 f"NVRTC {_v(tc)} cannot compile for {want.sm()} ({_whose(explicit)}): it "
@@ -291,7 +291,7 @@ def choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
         return ("cubin" if output == "auto" else output), want
     older = [a for a in supported if a < want.number]
     if not older:
-        from ..releases import arch_support
+        from ..releases import arch_support  # deferred: only this path needs it
 
         raise NvrtcError(
             f"{want.sm()} ({_whose(explicit)}) is older than anything NVRTC {_v(tc)} supports "
@@ -304,8 +304,8 @@ def choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
         return "ptx", Arch((older[-1], ""))
     if same_major:
         return "cubin", Arch((same_major[-1], ""))
-    from ..bindings.driver import format_version
-    from ..releases import arch_support
+    from ..bindings.driver import format_version  # deferred: only this path needs it
+    from ..releases import arch_support  # deferred: only this path needs it
 
     raise NvrtcError(
         f"cannot make code for {want.sm()}: NVRTC {_v(tc)} does not know this GPU, and its PTX "

@@ -47,7 +47,7 @@ def _compile_path():
     it imports) is imported by plan.py on the way."""
     global _memory
     from . import plan  # noqa: F401  (deferred: see the module docstring)
-    from .cache.memory import MEMORY
+    from .cache.memory import MEMORY  # deferred: only this path needs it
 
     _memory = MEMORY
     return MEMORY
@@ -78,7 +78,7 @@ class Program:
         if bundle is not None:
             self.bundle = bundle
         if code_type != "c++":  # PTX: linked to CUBIN, by nvJitLink rather than NVRTC
-            from . import _ptx_input
+            from . import _ptx_input  # deferred: only this path needs it
 
             self._p = _ptx_input.prepare(code_type, source, name, options, {
                 "headers": headers, "include_paths": include_paths, "defines": defines,
@@ -203,7 +203,7 @@ class Program:
         ``tc`` (code shipped in a bundle is looked up without NVRTC), the files outside CUDA's
         header folders that the program itself reaches."""
         from . import includes  # deferred: imported by _compile_path() already
-        from ._directives import only_toolchain
+        from ._directives import only_toolchain  # deferred: only this path needs it
 
         # Most kernels include only the toolchain's headers: no search to follow then.
         quick = only_toolchain(self.source, self.headers, self.options)
@@ -236,7 +236,7 @@ class Program:
     def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch,
              linker: str | None = None) -> str:
         """The disk key; ``linker``: the nvJitLink build that links this program (``lto``)."""
-        from ._cache_folder import FORMAT
+        from ._cache_folder import FORMAT  # deferred: only this path needs it
         from .plan import driver_version  # deferred: imported by _compile_path() already
 
         driver = str(driver_version() or 0) if kind == "ptx" else "-"
@@ -277,8 +277,8 @@ def recompile_refused(refused: ObjectCode) -> ObjectCode | None:
     origin = getattr(refused, "origin", None)
     if not isinstance(origin, Origin):
         return None
-    from . import cache, toolchain
-    from .plan import Plan
+    from . import cache, toolchain  # deferred: only this path needs it
+    from .plan import Plan  # deferred: only this path needs it
 
     program = Program._from_prepared(origin.prepared)
     cache.MEMORY.pop((program._digest, _request(origin.arch, origin.output)), None)
@@ -300,7 +300,7 @@ def _still_valid(witness) -> bool:
 def _linked_ptx(program: Program, arch, output: str, memory_key) -> ObjectCode:
     """The CUBIN of PTX ``program`` for ``arch``, kept in the memory cache under
     ``memory_key`` as compiled code is.  Raises as :meth:`Linker.link` does."""
-    from . import _ptx_input
+    from . import _ptx_input  # deferred: only this path needs it
 
     obj = _ptx_input.link(program, arch, output)
     (_memory or _compile_path()).put(memory_key, obj, None, program._size + len(obj.code))
@@ -357,7 +357,7 @@ def _request(arch, output: str) -> str:
                         f"(major, minor) tuple, not {type(arch).__name__}") from None
     if output not in OUTPUTS:
         raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
-    from .options import parse_arch, virtual
+    from .options import parse_arch, virtual  # deferred: only this path needs it
 
     request = f"{'-' if arch is None else parse_arch(arch).sm()}/{virtual(arch, output)}"
     if len(_requests) > 256:  # only odd spellings ("SM_90 ", ...) could fill it

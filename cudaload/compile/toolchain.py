@@ -68,7 +68,7 @@ class Toolchain(_Fields):
 
 @functools.lru_cache(maxsize=16)  # asked for on every cache miss; cold after NVRTC, it cost 20+ us
 def _key_of(version, build, headers) -> str:
-    from ._prepare import sha256
+    from ._prepare import sha256  # deferred: only this path needs it
 
     return sha256(json.dumps(
         [list(version), build, [list(h) for h in headers]]).encode()).hexdigest()
@@ -114,7 +114,7 @@ def _selector() -> str:
         return override
     # What a search depends on that may differ between processes of one environment has an
     # entry of its own, so that such processes do not take turns invalidating one entry.
-    import site
+    import site  # deferred: only this path needs it
 
     steering = [f"{name}={os.environ[name]}" for name in ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX")
                 if os.environ.get(name)]
@@ -126,7 +126,7 @@ def _search_stamp() -> list | None:
     remembered NVRTC found elsewhere is not used once a wheel may have come."""
     if os.environ.get("CUDALOAD_LIBNVRTC"):
         return None
-    import site
+    import site  # deferred: only this path needs it
 
     folders = [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]
     return [[folder, _stat_id(folder)] for folder in folders]
@@ -213,7 +213,7 @@ def _from_record(record: dict) -> Toolchain | None:
 
 
 def _probe() -> Toolchain:
-    from ..bindings import _loader, nvrtc
+    from ..bindings import _loader, nvrtc  # deferred: only this path needs it
 
     record = _read_record() if _in_use() else {}
     known = _entries(record).get(_selector())
@@ -261,7 +261,7 @@ def _log_choice(tc: Toolchain, how: str) -> None:
 
 def fingerprint(path: str) -> str:
     """Which build the library file ``path`` is: its size and the sha256 of both ends."""
-    from ._prepare import sha256
+    from ._prepare import sha256  # deferred: only this path needs it
 
     digest = sha256(size=2 * _FINGERPRINT_SPAN)
     with open(path, "rb") as f:
@@ -300,7 +300,7 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
         place.make()  # made private
         if not place.trusted and not place.vouch():
             return
-        from .. import _file_lock  # only to write the record: reading it takes no lock
+        from .. import _file_lock  # deferred: only to write the record: reading it takes no lock
 
         # Read again under the lock: a process of another environment may have added its entry
         # since ``record`` was read, and writing ours over it would lose that one.

@@ -42,7 +42,7 @@ class Inline:
 
 
 def _is_device_buffer(tp) -> bool:
-    from .memory import DeviceBuffer
+    from .memory import DeviceBuffer  # deferred: only this path needs it
 
     return issubclass(tp, DeviceBuffer)
 

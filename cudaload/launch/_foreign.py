@@ -79,7 +79,7 @@ def pointer_device(ptr: int):
 
 def dlpack_pointer(value) -> int:
     """Data address of a DLPack tensor (DLTensor: data at 0, byte_offset at 40)."""
-    import ctypes
+    import ctypes  # deferred: only this path needs it
 
     capsule = value.__dlpack__()
     get = ctypes.pythonapi.PyCapsule_GetPointer

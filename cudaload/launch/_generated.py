@@ -26,7 +26,7 @@ _NAME_SHOWN = 60  # characters of a kernel's name in the file name (template nam
 def define(text: str, env: dict, name: str, what: str, kernel: str):
     """Run ``text`` in the globals ``env`` and return the function ``name`` it defines, whose code
     reads as the file ``<cudaload WHAT KERNEL#N>``."""
-    import linecache  # here: it imports tokenize, which a process that builds none need not
+    import linecache  # deferred: it imports tokenize, which a process that builds none need not
 
     shown = kernel if len(kernel) <= _NAME_SHOWN else kernel[:_NAME_SHOWN] + "..."
     filename = f"<cudaload {what} {shown}#{next(_serial)}>"

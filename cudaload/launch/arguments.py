@@ -276,7 +276,7 @@ def _numpy_kind(tp):
     if tp.__module__ != "numpy" or not hasattr(tp, "dtype"):
         return None
     try:
-        import numpy
+        import numpy  # deferred: only this path needs it
     except ImportError:
         return None
     if not issubclass(tp, numpy.generic):

@@ -114,7 +114,7 @@ def wait(stream, device: Device) -> None:
     """Make the consumer's ``stream`` wait for the work on the legacy default stream."""
     if stream in _LEGACY_STREAMS:
         return
-    from .stream import Event, Stream
+    from .stream import Event, Stream  # deferred: only this path needs it
 
     done = Event(device, timing=False).record(None)
     Stream.from_handle(stream, device.ordinal).wait(done)
@@ -203,7 +203,7 @@ class _Python:
     """The C API functions used on capsules (through ctypes' pythonapi: called with the GIL)."""
 
     def __init__(self):
-        import ctypes
+        import ctypes  # deferred: only this path needs it
 
         api = ctypes.pythonapi
         proto = ctypes.PYFUNCTYPE

@@ -270,7 +270,7 @@ class _KernelState:
     def _stream_handle(self, state: _ThreadState, stream):
         if stream is None:
             return driver.api().ffi.NULL
-        from .stream import Stream
+        from .stream import Stream  # deferred: only this path needs it
 
         wrapped = Stream.from_handle(stream, state.device.ordinal
                                      if not isinstance(stream, Stream) else None)

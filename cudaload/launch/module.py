@@ -100,7 +100,7 @@ class Module(GpuState):
                 raise
             # Imported here, after a refusal only: code made elsewhere (ObjectCode.from_bytes)
             # loads without the compile path's imports.
-            from ..compile.program import recompile_refused
+            from ..compile.program import recompile_refused  # deferred: only this path needs it
 
             fresh = recompile_refused(self._obj)
             if fresh is None:
@@ -145,14 +145,14 @@ class Module(GpuState):
         mangled name nor the source says them.  Raises :class:`DriverError` if there is no such
         kernel (on first use), :class:`LaunchArgumentError` for a malformed signature,
         ValueError for a name that is empty or contains NUL."""
-        from .kernel import Kernel
+        from .kernel import Kernel  # deferred: only this path needs it
 
         return Kernel(self, name, signature=signature)
 
     def get_global(self, name: str, device=None):
         """A ``__device__``/``__constant__`` variable as a :class:`DeviceBuffer` view."""
-        from .kernel import symbol_name
-        from .memory import DeviceBuffer
+        from .kernel import symbol_name  # deferred: only this path needs it
+        from .memory import DeviceBuffer  # deferred: only this path needs it
 
         symbol_name(name, "variable name")
         if getattr(self._obj, "linked", False):

@@ -101,7 +101,7 @@ class Stream(GpuState):
 
     def capture(self, mode: str = "thread_local"):
         """Context manager: launches on this stream are recorded into a :class:`Graph`."""
-        from .graph import capture
+        from .graph import capture  # deferred: only this path needs it
 
         return capture(self, mode)
 

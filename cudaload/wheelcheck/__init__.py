@@ -18,7 +18,7 @@ __all__ = ["check_wheel"]
 
 def __getattr__(name: str):
     if name == "check_wheel":
-        from .command import check_wheel
+        from .command import check_wheel  # deferred: only the check that needs it
 
         return check_wheel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -42,7 +42,7 @@ def _mapped() -> list[str] | None:
 
 def _status() -> dict:
     try:
-        import cudaload
+        import cudaload  # deferred: only the check that needs it
 
         report = cudaload.status().as_dict()
     except BaseException as exc:  # a broken cudaload is what the check must say

@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _arch(text: str) -> str:
-    from .bundles import arch_name
+    from .bundles import arch_name  # deferred: each command imports what it runs
 
     try:
         return arch_name(text)
@@ -56,8 +56,8 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
     "imports"}`` (``bundles`` with ``archs`` only, ``imports`` with ``imports`` only).
 
     Raises WheelError when the wheel cannot be read or installed."""
-    from . import bundles as bundle_report
-    from .wheel import scan
+    from . import bundles as bundle_report  # deferred: each command imports what it runs
+    from .wheel import scan  # deferred: each command imports what it runs
 
     files, shipped = scan(path)
     failures: list[str] = []
@@ -75,7 +75,7 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
                              for b in shipped]
         failures += [line for b in report["bundles"] for line in b["failures"]]
     if imports:
-        from .install import check_imports
+        from .install import check_imports  # deferred: each command imports what it runs
 
         report["imports"] = check_imports(path, list(imports), list(also))
         failures += [line for run in report["imports"] for line in run["failures"]]
@@ -84,7 +84,7 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
 
 
 def _command(args) -> int:
-    from .wheel import WheelError
+    from .wheel import WheelError  # deferred: each command imports what it runs
 
     try:
         report = check_wheel(args.wheel, args.imports, args.archs, args.also)
@@ -92,7 +92,7 @@ def _command(args) -> int:
         print(f"cudaload check-wheel: {err}", file=sys.stderr)
         return 2
     if args.json:
-        import json
+        import json  # deferred: each command imports what it runs
 
         print(json.dumps(report, indent=2))
     else:
@@ -101,7 +101,7 @@ def _command(args) -> int:
 
 
 def _text(report: dict, archs: list[str]) -> list[str]:
-    from .bundles import summary
+    from .bundles import summary  # deferred: each command imports what it runs
 
     lines = [f"check-wheel {os.path.basename(report['wheel'])}"]
     if not report["files"]:

@@ -59,8 +59,8 @@ def find_driver() -> tuple[str | None, str]:
 
 @functools.cache
 def _machine_driver() -> tuple[str | None, str]:
-    import json
-    import subprocess
+    import json  # deferred: only the check that needs it
+    import subprocess  # deferred: only the check that needs it
 
     code = ("import json\nfrom cudaload.bindings import _loader\n"
             "try:\n    print(json.dumps([_loader.driver().path, None]))\n"
@@ -117,8 +117,8 @@ class CudaProcess:
         here.  Raises TypeError when ``func`` or the arguments cannot be pickled (``func``
         must be defined at the top level of an importable module), RuntimeError when the
         process ends without a result."""
-        import pickle
-        import tempfile
+        import pickle  # deferred: only the check that needs it
+        import tempfile  # deferred: only the check that needs it
 
         with tempfile.TemporaryDirectory(prefix="cudaload-call-") as folder:
             call, result = os.path.join(folder, "call"), os.path.join(folder, "result")
@@ -151,7 +151,7 @@ class CudaProcess:
 
     def run(self, code: str, *argv: str) -> subprocess.CompletedProcess:
         """``python -c code argv...`` in the process; its output captured as text."""
-        import subprocess
+        import subprocess  # deferred: only the check that needs it
 
         return subprocess.run([sys.executable, "-c", code, *argv], env=self.env,
                               capture_output=True, text=True, timeout=self.timeout)

@@ -71,7 +71,7 @@ def _install(work: str, wheel: str, wheels: list[str], env: dict) -> str:
 
 def _pip_takes_python() -> bool:
     """Whether this interpreter's pip installs into another one (``--python``, pip 22.3)."""
-    import importlib.metadata
+    import importlib.metadata  # deferred: only the check that needs it
 
     try:
         version = importlib.metadata.version("pip")

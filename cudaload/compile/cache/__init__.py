@@ -36,7 +36,7 @@ __all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP
 def __getattr__(name: str):
     # pruning.py's constants, imported when asked for: a disk hit needs none of pruning.py.
     if name in ("GRACE_S", "STALE_TMP_S"):
-        from . import pruning
+        from . import pruning  # deferred: only this path needs it
 
         return getattr(pruning, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

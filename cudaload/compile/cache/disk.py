@@ -149,7 +149,7 @@ class DiskCache:
         try:
             if not self.swept:
                 self.ready()
-            from . import locks  # a miss's: a disk hit takes no lock
+            from . import locks  # deferred: a miss's: a disk hit takes no lock
 
             release = locks.acquire_key(self.folder, key, 0o660 if self.place.shared else 0o600)
         except OSError as exc:
@@ -234,7 +234,7 @@ class DiskCache:
         it."""
         limit = max_bytes()
         if limit is not None:  # not self.prune: that waits for the writer, which runs this
-            from . import pruning
+            from . import pruning  # deferred: only this path needs it
 
             pruning.prune(self, limit, keep=entry, verify=False)
 
@@ -249,7 +249,7 @@ class DiskCache:
             if not self.place.trusted and not self.place.vouch():
                 raise PermissionError(f"{self.root} is not to be trusted")
             self.swept = True
-            from . import pruning  # a disk hit sweeps nothing
+            from . import pruning  # deferred: a disk hit sweeps nothing
 
             pruning.sweep_tmp(self.folder)
 
@@ -259,7 +259,7 @@ class DiskCache:
         """Location, whether compiles in this process use it, the number of entries and their
         bytes; ``problem`` says why a folder that is not to be trusted is not used."""
         self.writer.wait()  # the entries of this process's misses are counted
-        from . import pruning
+        from . import pruning  # deferred: only this path needs it
 
         count, size = pruning.tally(self)
         try:
@@ -275,7 +275,7 @@ class DiskCache:
         """Delete cudaload's own files (see pruning.py) and this process's memory cache; return
         the number of entries deleted.  Raises PermissionError for a folder not to be trusted."""
         self.writer.wait()  # an entry of a miss before the clear is cleared too
-        from . import pruning
+        from . import pruning  # deferred: only this path needs it
 
         count = pruning.clear(self)
         MEMORY.clear()
@@ -286,7 +286,7 @@ class DiskCache:
         """Delete the least recently used entries beyond ``max_bytes``, corrupt entries, stale
         temporary and idle lock files (see pruning.py); return what was removed."""
         self.writer.wait()
-        from . import pruning
+        from . import pruning  # deferred: only this path needs it
 
         return pruning.prune(self, max_bytes, keep=keep, verify=verify)
 

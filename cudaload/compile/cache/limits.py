@@ -34,7 +34,7 @@ def max_bytes() -> int | None:
         return None
     limit = byte_count(value)
     if limit is None:
-        import warnings
+        import warnings  # deferred: only this path needs it
 
         warnings.warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; "
                       "ignored", CacheWarning, stacklevel=3)

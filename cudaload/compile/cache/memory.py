@@ -159,7 +159,7 @@ def memory_max_bytes() -> int:
         return bound
     limit = byte_count(text.strip()) if text.strip() else MEMORY_DEFAULT_BYTES
     if limit is None:
-        import warnings
+        import warnings  # deferred: only this path needs it
 
         warnings.warn(f"cudaload: CUDALOAD_MEMORY_CACHE_MAX_BYTES={text!r} is not a number of "
                       f"bytes; the default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning,

@@ -102,7 +102,7 @@ def _run(job) -> None:
     try:
         job()
     except Exception:
-        import traceback
+        import traceback  # deferred: only this path needs it
 
         traceback.print_exc()
 
