@@ -153,74 +153,92 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     if quick is not None:
         return NOTHING_READ[quick]
     user_folders, pre_included = include_inputs(options)
-    found = scan(source)
     cwd = os.getcwd()
-    user_dirs = [_join(cwd, d) for d in user_folders]
-    tc_dirs = [os.path.normpath(d) for d in toolchain_dirs]
-    dirs = user_dirs + tc_dirs
-    n_user = len(user_dirs)
-    material: dict[str, tuple] = {}  # path -> (state, signature when it was looked at)
-    certain = True
-    seen: set = set()
-    # (scan() of a text, folder of the including file or None where NVRTC does not look there,
-    # index in dirs where it was found or -1)
-    # With --no-source-include no include looks beside the file that has it, whichever file it
-    # is; the pre-included files themselves are still looked for in the current folder first.
-    beside = searches_source_folder(options)
-
-    def folder_of(path: str) -> str | None:
-        return os.path.dirname(path) if beside else None
-
-    pending: list[tuple[tuple[tuple[tuple[str, bool, str], ...], bool], str | None, int]] = [
-        (found, folder_of(_join(cwd, name)), -1)]
+    search = _Search([_join(cwd, d) for d in user_folders],
+                     [os.path.normpath(d) for d in toolchain_dirs], headers,
+                     searches_source_folder(options))
+    search.add(scan(source), search.folder_of(_join(cwd, name)))
     # Every in-memory header is scanned, reached or not: one a toolchain header includes is not
     # seen when toolchain headers are not followed.
     for header_name, text in headers.items():
-        pending.append((scan(text), folder_of(_join(cwd, header_name)), -1))
-    pending.append(((tuple(("include", True, f) for f in pre_included), False), cwd, -1))
-
-    while pending:
-        (includes, computed), here, index = pending.pop()
-        certain = certain and not computed
-        for kind, quoted, include in includes:
-            if include in headers and kind != "include_next":
-                continue  # NVRTC takes the in-memory header, scanned above
-            candidates: list[tuple[str | None, int]]
-            if os.path.isabs(include):
-                candidates = [(None, -1)]
-            else:
-                start = index + 1 if kind == "include_next" and index >= 0 else 0
-                candidates = [(here, -1)] if quoted and here is not None and (
-                    kind != "include_next" or index < 0) else []
-                candidates += [(dirs[i], i) for i in range(start, len(dirs))]
-            for folder, where in candidates:
-                path = _join(folder, include) if folder is not None else _join("", include)
-                toolchain = (0 <= where and where >= n_user) or (
-                    where < 0 and _under(path, tc_dirs))
-                if toolchain:
-                    if not n_user:
-                        break  # the rest of the search is the toolchain's: its identity covers it
-                    scanned = _toolchain_file(path)
-                    if scanned is None:
-                        continue
-                    if kind != "probe" and path not in seen:
-                        seen.add(path)
-                        pending.append((scanned, folder_of(path), where))
-                    break
-                state, data, signature = _look(path, include)
-                material[path] = (state, signature)
-                if data is None:
-                    continue
-                if kind != "probe" and path not in seen:
-                    seen.add(path)
-                    pending.append((scan(data.decode(errors="replace")), folder_of(path), where))
-                break
+        search.add(scan(text), search.folder_of(_join(cwd, header_name)))
+    # A pre-included file is looked for in the current folder first, whatever the options.
+    search.add((tuple(("include", True, f) for f in pre_included), False), cwd)
+    search.run()
+    material, certain = search.material, search.certain
     looked = sorted(material.items())
     # The witness is the stat each path had when it was looked at (a file's before it was read),
     # so a file changed after that is seen as changed, never taken for what was read.
     witness = (cwd, tuple((path, signature) for path, (_state, signature) in looked)) \
         if looked else ()
     return Inputs(tuple((path, state) for path, (state, _sig) in looked), witness, certain)
+
+
+class _Search:
+    """One run of NVRTC's search (see the module docstring): the folders it looks in, each path it
+    looked at with its state (``material``), and the texts still to scan (``pending``: scan() of
+    a text, folder of the including file or None where NVRTC does not look there, index in
+    ``dirs`` where it was found or -1)."""
+
+    def __init__(self, user_dirs: list[str], tc_dirs: list[str], headers: dict, beside: bool):
+        self.dirs, self.n_user, self.tc_dirs = user_dirs + tc_dirs, len(user_dirs), tc_dirs
+        self.headers = headers
+        # With --no-source-include no include looks beside the file that has it, whichever
+        # file it is.
+        self.beside = beside
+        self.material: dict[str, tuple] = {}  # path -> (state, signature when looked at)
+        self.certain = True
+        self.seen: set = set()
+        self.pending: list[tuple[tuple, str | None, int]] = []
+
+    def folder_of(self, path: str) -> str | None:
+        return os.path.dirname(path) if self.beside else None
+
+    def add(self, scanned, here: str | None, index: int = -1) -> None:
+        self.pending.append((scanned, here, index))
+
+    def run(self) -> None:
+        while self.pending:
+            (includes, computed), here, index = self.pending.pop()
+            self.certain = self.certain and not computed
+            for kind, quoted, include in includes:
+                if include in self.headers and kind != "include_next":
+                    continue  # NVRTC takes the in-memory header, scanned already
+                self._find(kind, include, self._candidates(kind, quoted, include, here, index))
+
+    def _candidates(self, kind: str, quoted: bool, include: str, here: str | None,
+                    index: int) -> list[tuple[str | None, int]]:
+        """Where NVRTC looks for ``include``, in order: (folder, index in dirs or -1)."""
+        if os.path.isabs(include):
+            return [(None, -1)]
+        start = index + 1 if kind == "include_next" and index >= 0 else 0
+        first: list[tuple[str | None, int]] = [(here, -1)] if quoted and here is not None and (
+            kind != "include_next" or index < 0) else []
+        return first + [(self.dirs[i], i) for i in range(start, len(self.dirs))]
+
+    def _find(self, kind: str, include: str, candidates) -> None:
+        """Look in each candidate folder until ``include`` is found there; follow what it
+        includes (a probe's file is looked for, not read)."""
+        for folder, where in candidates:
+            path = _join(folder if folder is not None else "", include)
+            scanned = None
+            if (0 <= where and where >= self.n_user) or (where < 0 and _under(path, self.tc_dirs)):
+                if not self.n_user:
+                    return  # the rest of the search is the toolchain's: its identity covers it
+                scanned = _toolchain_file(path)
+                if scanned is None:
+                    continue
+            else:
+                state, data, signature = _look(path, include)
+                self.material[path] = (state, signature)
+                if data is None:
+                    continue
+            if kind != "probe" and path not in self.seen:
+                self.seen.add(path)
+                if scanned is None:
+                    scanned = scan(data.decode(errors="replace"))
+                self.pending.append((scanned, self.folder_of(path), where))
+            return
 
 
 def _join(folder: str, name: str) -> str:
