@@ -221,7 +221,7 @@ class _Search:
         includes (a probe's file is looked for, not read)."""
         for folder, where in candidates:
             path = _join(folder if folder is not None else "", include)
-            scanned = None
+            scanned, data = None, None
             if (0 <= where and where >= self.n_user) or (where < 0 and _under(path, self.tc_dirs)):
                 if not self.n_user:
                     return  # the rest of the search is the toolchain's: its identity covers it
@@ -235,7 +235,7 @@ class _Search:
                     continue
             if kind != "probe" and path not in self.seen:
                 self.seen.add(path)
-                if scanned is None:
+                if scanned is None and data is not None:  # a user file read: scanned now
                     scanned = scan(data.decode(errors="replace"))
                 self.pending.append((scanned, self.folder_of(path), where))
             return
