@@ -235,8 +235,8 @@ class _Search:
                     continue
             if kind != "probe" and path not in self.seen:
                 self.seen.add(path)
-                if scanned is None and data is not None:  # a user file read: scanned now
-                    scanned = scan(data.decode(errors="replace"))
+                if scanned is None:  # a user file, read: scanned now
+                    scanned = scan(data.decode(errors="replace"))  # type: ignore[union-attr]
                 self.pending.append((scanned, self.folder_of(path), where))
             return
 
