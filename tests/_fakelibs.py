@@ -113,7 +113,12 @@ static void *launch_context, *launch_function, **launch_params;
 void *fake_launch_context(void) { return launch_context; }
 void *fake_launch_function(void) { return launch_function; }
 void *fake_launch_params(void) { return launch_params; }
+/* fake_fail_launches(rc, n): the next n launches answer rc, unrecorded, as a refused launch */
+static int fail_rc, fail_count, refused_launches;
+void fake_fail_launches(int rc, int n) { fail_rc = rc; fail_count = n; }
+int fake_refused_launches(void) { return refused_launches; }
 int cuLaunchKernelEx(const Config *c, void *f, void **params, void **extra) {
+    if (fail_count > 0) { --fail_count; ++refused_launches; return fail_rc; }
     last = *c; launch_context = current; launch_function = f; launch_params = params;
     for (int i = 0; i < nparams; i++) memcpy(params_seen + offsets[i], params[i], sizes[i]);
     return ++launches, 0;

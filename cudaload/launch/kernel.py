@@ -19,7 +19,7 @@ import functools
 import threading
 import weakref
 
-from . import _fast_path, arguments
+from . import _fast_path, _launch_failure, arguments
 from .attributes import KernelAttributes, Occupancy, occupancy as _occupancy
 from ..bindings import driver
 from . import signature as _signature
@@ -41,9 +41,6 @@ _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = _const(
 _CU_LAUNCH_ATTRIBUTE_COOPERATIVE = _const("CU_LAUNCH_ATTRIBUTE_COOPERATIVE")
 _CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = _const("CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION")
 _CUDA_ERROR_INVALID_VALUE = _const("CUDA_ERROR_INVALID_VALUE")
-# Another library may have bound its own context in this thread; bind ours again and retry once.
-_REBIND = frozenset(map(_const, ("CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-                                 "CUDA_ERROR_INVALID_HANDLE")))
 _keep: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -144,6 +141,10 @@ class _KernelState:
             self._failed(rc, state, config)
         if state.own and self._fast_plan is not state.pack:
             _fast_path.install(self, state)
+
+    def _failed(self, rc: int, state: _ThreadState, config) -> None:
+        """The driver refused the launch: retried, or the DriverError (_launch_failure.py)."""
+        _launch_failure.failed(self.name, rc, state, config)
 
     def _repack(self, state: _ThreadState, args) -> None:
         types = tuple(map(type, args))
