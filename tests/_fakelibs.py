@@ -81,7 +81,23 @@ int cuLibraryLoadData(void **lib, const void *code, void *o, void *ov, unsigned 
 int fake_loads(void) { return loads; }
 int cuLibraryUnload(void *lib) { ++unloads; return 0; }
 int fake_unloads(void) { return unloads; }
-int cuStreamCreate(void **s, unsigned flags) { *s = (void *)0x5000; return 0; }
+/* Streams: 0x5000, 0x5010, ...; each one's flags and priority kept (priorities 0 to -5). */
+static int streams; static unsigned stream_flags[64]; static int stream_priorities[64];
+static int stream_index(void *s) { return (int)(((size_t)s - 0x5000) / 0x10) & 63; }
+int cuStreamCreateWithPriority(void **s, unsigned flags, int priority) {
+    int i = streams++ & 63; *s = (void *)(0x5000 + 0x10 * (size_t)i);
+    stream_flags[i] = flags; stream_priorities[i] = priority; return 0;
+}
+int cuStreamCreate(void **s, unsigned flags) { return cuStreamCreateWithPriority(s, flags, 0); }
+int cuStreamGetPriority(void *s, int *p) { *p = stream_priorities[stream_index(s)]; return 0; }
+int cuStreamGetFlags(void *s, unsigned *f) { *f = stream_flags[stream_index(s)]; return 0; }
+int cuCtxGetStreamPriorityRange(int *least, int *greatest) { *least = 0; *greatest = -5; return 0; }
+int cuDeviceGetUuid_v2(unsigned char *uuid, int d) {
+    for (int i = 0; i < 16; i++) uuid[i] = (unsigned char)(0x10 * d + i); return 0;
+}
+int cuDeviceGetPCIBusId(char *s, int len, int d) {
+    strncpy(s, d ? "0000:2a:00.0" : "0000:19:00.0", len); return 0;
+}
 int cuStreamDestroy_v2(void *s) { return 0; }
 int cuStreamSynchronize(void *s) { return 0; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -141,7 +157,11 @@ int cuPointerGetAttribute(void *data, int attr, unsigned long long p) {
 /* Events and waits, recorded: the stream each event was recorded on, the stream that waited. */
 static int events, events_destroyed, waits;
 static void *recorded_on, *waiting_stream, *waited_event;
-int cuEventCreate(void **e, unsigned flags) { *e = (void *)(0xe000 + 0x10 * (size_t)++events); return 0; }
+static unsigned event_flags;  /* of the last event made */
+int cuEventCreate(void **e, unsigned flags) {
+    event_flags = flags; *e = (void *)(0xe000 + 0x10 * (size_t)++events); return 0;
+}
+unsigned fake_event_flags(void) { return event_flags; }
 int cuEventDestroy_v2(void *e) { ++events_destroyed; return 0; }
 int cuEventRecord(void *e, void *s) { recorded_on = s; return 0; }
 int cuStreamWaitEvent(void *s, void *e, unsigned flags) {

@@ -11,6 +11,7 @@ from ..bindings import driver
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
+from ._sizes import integer
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
 
@@ -21,6 +22,7 @@ _CU_STREAM_DEFAULT = _const("CU_STREAM_DEFAULT")
 _CU_STREAM_NON_BLOCKING = _const("CU_STREAM_NON_BLOCKING")
 _CU_EVENT_DEFAULT = _const("CU_EVENT_DEFAULT")
 _CU_EVENT_DISABLE_TIMING = _const("CU_EVENT_DISABLE_TIMING")
+_CU_EVENT_BLOCKING_SYNC = _const("CU_EVENT_BLOCKING_SYNC")
 _CU_EVENT_WAIT_DEFAULT = _const("CU_EVENT_WAIT_DEFAULT")
 _CUDA_ERROR_NOT_READY = _const("CUDA_ERROR_NOT_READY")
 
@@ -36,7 +38,9 @@ class Stream(GpuState):
     """A CUDA stream: ``.handle`` (``CUstream``), ``.ptr`` (int), ``.device``; ``__cuda_stream__``.
 
     ``Stream()`` creates a non-blocking stream on the thread's device; ``Stream.from_handle``
-    wraps one another library owns.  Raises :class:`DriverError`."""
+    wraps one another library owns.  Two Stream objects of the same handle are equal and hash
+    alike.  Raises ``ValueError`` for a priority outside the device's range,
+    :class:`DriverError`."""
 
     _finalizer: weakref.finalize | None
     _SEND_INSTEAD = "make a new cudaload.Stream() in the receiving process"
@@ -49,6 +53,7 @@ class Stream(GpuState):
         if priority is None:
             driver.check(drv.cuStreamCreate(out, flags), "cuStreamCreate")
         else:
+            priority = _check_priority(drv, priority, self.device)
             driver.check(drv.cuStreamCreateWithPriority(out, flags, priority),
                          "cuStreamCreateWithPriority")
         self._set(out[0], None)
@@ -77,6 +82,30 @@ class Stream(GpuState):
         stream._finalizer = None
         return stream
 
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Stream):
+            return NotImplemented
+        return self.ptr == other.ptr and self.device is other.device
+
+    def __hash__(self) -> int:
+        return hash((self.ptr, self.device.ordinal))
+
+    @property
+    def priority(self) -> int:
+        """The stream's priority, as the driver reports it (lower numbers run first)."""
+        drv = activate(self.device)
+        out = drv.ffi.new("int *")
+        driver.check(drv.cuStreamGetPriority(self.handle, out), "cuStreamGetPriority")
+        return out[0]
+
+    @property
+    def is_nonblocking(self) -> bool:
+        """Whether the stream runs concurrently with the legacy default stream."""
+        drv = activate(self.device)
+        out = drv.ffi.new("unsigned int *")
+        driver.check(drv.cuStreamGetFlags(self.handle, out), "cuStreamGetFlags")
+        return bool(out[0] & _CU_STREAM_NON_BLOCKING)
+
     def __cuda_stream__(self):
         return (0, self.ptr)
 
@@ -87,8 +116,14 @@ class Stream(GpuState):
         """Wait for the stream's work.  Raises :class:`DriverError` (a kernel's fault too)."""
         driver.check(activate(self.device).cuStreamSynchronize(self.handle), "cuStreamSynchronize")
 
-    def wait(self, event: Event) -> None:
-        """Make later work on this stream wait for ``event``."""
+    def wait(self, event: Event | Stream) -> None:
+        """Make later work on this stream wait for ``event``, or for the work queued so far on
+        another stream.  Raises ``TypeError`` for anything else."""
+        if isinstance(event, Stream):
+            event = event.record(Event(event.device, timing=False))
+        elif not isinstance(event, Event):
+            raise TypeError(f"Stream.wait takes an Event or a Stream, not "
+                            f"{type(event).__name__}; record an Event on the other work first")
         driver.check(activate(self.device).cuStreamWaitEvent(self.handle, event.handle,
                                                                 _CU_EVENT_WAIT_DEFAULT),
                      "cuStreamWaitEvent")
@@ -107,17 +142,20 @@ class Stream(GpuState):
 
 
 class Event(GpuState):
-    """A CUDA event for ordering streams and timing.  Raises :class:`DriverError`."""
+    """A CUDA event for ordering streams and timing.  ``timing`` and ``blocking_sync`` read back
+    the flags it was made with: ``blocking_sync`` makes ``synchronize`` sleep until the event
+    happens, instead of the default busy wait.  Raises :class:`DriverError`."""
 
     _SEND_INSTEAD = "make a new cudaload.Event() in the receiving process"
 
-    def __init__(self, device=None, *, timing: bool = True):
+    def __init__(self, device=None, *, timing: bool = True, blocking_sync: bool = False):
         self.device = as_device(device)
         drv = activate(self.device, owning=True)
         out = drv.ffi.new("CUevent *")
-        driver.check(drv.cuEventCreate(
-            out, _CU_EVENT_DEFAULT if timing else _CU_EVENT_DISABLE_TIMING),
-                     "cuEventCreate")
+        self.timing, self.blocking_sync = bool(timing), bool(blocking_sync)
+        flags = (0 if timing else _CU_EVENT_DISABLE_TIMING) | \
+            (_CU_EVENT_BLOCKING_SYNC if blocking_sync else _CU_EVENT_DEFAULT)
+        driver.check(drv.cuEventCreate(out, flags), "cuEventCreate")
         self.handle = out[0]
         self._finalizer = weakref.finalize(self, _destroyer("cuEventDestroy_v2"), out[0],
                                            self.device)
@@ -148,3 +186,15 @@ class Event(GpuState):
         driver.check(drv.cuEventElapsedTime_v2(out, self.handle, other.handle),
                      "cuEventElapsedTime")
         return out[0]
+
+
+def _check_priority(drv, priority, device: Device) -> int:
+    """``priority`` as an int, refused outside the device's range, where the driver would clamp
+    it silently.  Raises TypeError, ValueError."""
+    priority = integer(priority, "a stream priority")
+    least, greatest = drv.ffi.new("int *"), drv.ffi.new("int *")
+    driver.check(drv.cuCtxGetStreamPriorityRange(least, greatest), "cuCtxGetStreamPriorityRange")
+    if not greatest[0] <= priority <= least[0]:
+        raise ValueError(f"stream priority {priority} is outside device {device.ordinal}'s range "
+                         f"{greatest[0]} (highest) to {least[0]} (lowest); pick one in it")
+    return priority
