@@ -75,7 +75,8 @@ int cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 int cuCtxSetCurrent(void *ctx) { current = ctx; return 0; }
 int cuCtxGetCurrent(void **ctx) { *ctx = current; return 0; }
 int cuCtxGetDevice(int *d) { *d = current == (void *)0x1100; return 0; }
-int cuCtxSynchronize(void) { return 0; }
+static void run_host_calls(void);
+int cuCtxSynchronize(void) { run_host_calls(); return 0; }
 int cuLibraryLoadData(void **lib, const void *code, void *o, void *ov, unsigned n, void *lo,
                       void *lov, unsigned ln) { *lib = (void *)0x2000; ++loads; return 0; }
 int fake_loads(void) { return loads; }
@@ -99,17 +100,70 @@ int cuDeviceGetPCIBusId(char *s, int len, int d) {
     strncpy(s, d ? "0000:2a:00.0" : "0000:19:00.0", len); return 0;
 }
 int cuStreamDestroy_v2(void *s) { return 0; }
-int cuStreamSynchronize(void *s) { return 0; }
+/* Host functions: queued in order and called by the next synchronisation, as a GPU that has
+   reached them would; captured ones become the graph's, called again by each cuGraphLaunch. */
+typedef struct { void (*fn)(void *); void *data; } HostCall;
+static HostCall host_queue[256], host_captured[16][16];  /* per graph (and its executable) */
+static int host_queued, host_ncaptured[16], capturing, capture_graph, host_calls_made;
+static void run_host_calls(void) {
+    for (int i = 0; i < host_queued; i++) { host_queue[i].fn(host_queue[i].data); ++host_calls_made; }
+    host_queued = 0;
+}
+int cuLaunchHostFunc(void *s, void (*fn)(void *), void *data) {
+    HostCall c = {fn, data};
+    if (capturing) {
+        int g = capture_graph & 15;
+        if (host_ncaptured[g] == 16) return 1;
+        host_captured[g][host_ncaptured[g]++] = c;
+    }
+    else { if (host_queued == 256) return 1; host_queue[host_queued++] = c; }
+    return 0;
+}
+int fake_host_calls(int *queued) { *queued = host_queued; return host_calls_made; }
+int cuStreamIsCapturing(void *s, int *status) { *status = capturing; return 0; }
+int cuStreamSynchronize(void *s) { run_host_calls(); return 0; }
+int cuEventSynchronize(void *e) { run_host_calls(); return 0; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned smem, void *s, void **params, void **extra) {
     return ++launches, 0;
 }
-int cuStreamBeginCapture_v2(void *s, int mode) { return 0; }
-int cuStreamEndCapture(void *s, void **graph) { *graph = (void *)0x8000; return 0; }
-int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
-    *exec = (void *)0x9000; return 0;
+static int graphs;
+/* graph n is 0x8000 + 0x10 n, its executable 0x9000 + 0x10 n */
+int cuStreamBeginCapture_v2(void *s, int mode) {
+    capturing = 1; capture_graph = graphs; host_ncaptured[graphs & 15] = 0; return 0;
 }
-int cuGraphLaunch(void *exec, void *s) { return 0; }
+int cuStreamEndCapture(void *s, void **graph) {
+    capturing = 0; *graph = (void *)(0x8000 + 0x10 * (size_t)graphs++); return 0;
+}
+static int graph_index(void *h, size_t base) { return (int)(((size_t)h - base) / 0x10) & 15; }
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+    *exec = (void *)((size_t)graph + 0x1000); return 0;
+}
+int cuGraphLaunch(void *exec, void *s) {
+    int g = graph_index(exec, 0x9000);
+    for (int i = 0; i < host_ncaptured[g] && host_queued < 256; i++)
+        host_queue[host_queued++] = host_captured[g][i];
+    return 0;
+}
+/* Graph upload and update: what was asked, and the CUgraphExecUpdateResult the test chose. */
+static void *uploaded_exec, *upload_stream, *updated_exec, *update_source; static int update_result;
+int cuGraphUpload(void *exec, void *s) { uploaded_exec = exec; upload_stream = s; return 0; }
+typedef struct { int result; void *errorNode, *errorFromNode; } UpdateInfo;
+void fake_set_update_result(int r) { update_result = r; }
+int cuGraphExecUpdate_v2(void *exec, void *graph, UpdateInfo *info) {
+    int e = graph_index(exec, 0x9000), g = graph_index(graph, 0x8000);
+    updated_exec = exec; update_source = graph; info->result = update_result;
+    info->errorNode = info->errorFromNode = 0;
+    if (update_result) return 910;
+    /* the executable now runs the other graph's nodes: its host functions too */
+    host_ncaptured[e] = host_ncaptured[g];
+    memcpy(host_captured[e], host_captured[g], sizeof host_captured[g]);
+    return 0;
+}
+int fake_graph_calls(void **uploaded, void **stream, void **updated, void **source) {
+    *uploaded = uploaded_exec; *stream = upload_stream; *updated = updated_exec; *source = update_source;
+    return 0;
+}
 int cuGraphExecDestroy(void *exec) { return 0; }
 int cuGraphDestroy(void *graph) { return 0; }
 int cuLibraryGetKernel(void **k, void *lib, const char *name) {

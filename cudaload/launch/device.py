@@ -13,6 +13,7 @@ import _thread
 import threading
 
 from ..bindings import driver
+from . import _host_calls
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ..errors import DriverUnavailableError
@@ -190,9 +191,11 @@ class Device:
         _tls.previous.pop().set_current()
 
     def synchronize(self) -> None:
-        """Wait for all work on this device.  Raises :class:`DriverError` (sticky errors too)."""
+        """Wait for all work on this device.  Raises :class:`DriverError` (sticky errors too), and
+        what a host function here raised since the last synchronising call."""
         activate(self)
         driver.check(driver.init().cuCtxSynchronize(), "cuCtxSynchronize")
+        _host_calls.raise_pending(self.ordinal)
 
     def limits(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(max grid, max block, max threads per block) of this device."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import weakref
 
 from ..bindings import driver
+from . import _host_calls
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
@@ -113,8 +114,18 @@ class Stream(GpuState):
         return f"<cudaload.Stream 0x{self.ptr:x} on device {self.device.ordinal}>"
 
     def synchronize(self) -> None:
-        """Wait for the stream's work.  Raises :class:`DriverError` (a kernel's fault too)."""
+        """Wait for the stream's work.  Raises :class:`DriverError` (a kernel's fault too), and
+        what a host function on this device raised since the last synchronising call."""
         driver.check(activate(self.device).cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+        _host_calls.raise_pending(self.device.ordinal)
+
+    def launch_host_func(self, fn) -> None:
+        """Call ``fn()`` in stream order, from a driver thread, once the work queued before it is
+        done; ``fn`` must not call CUDA.  What it raises is raised by the next ``synchronize``
+        of a stream, event or device of this device.  Raises ``TypeError``,
+        :class:`DriverError`."""
+        activate(self.device)
+        _host_calls.launch(self, fn)
 
     def wait(self, event: Event | Stream) -> None:
         """Make later work on this stream wait for ``event``, or for the work queued so far on
@@ -168,8 +179,9 @@ class Event(GpuState):
         return self
 
     def synchronize(self) -> None:
-        """Wait until the event has happened."""
+        """Wait until the event has happened; raise what a host function raised before it."""
         driver.check(activate(self.device).cuEventSynchronize(self.handle), "cuEventSynchronize")
+        _host_calls.raise_pending(self.device.ordinal)
 
     def query(self) -> bool:
         """Whether the event has happened, without waiting."""
