@@ -172,7 +172,13 @@ int cuLibraryGetKernel(void **k, void *lib, const char *name) {
 /* one function per context: 0x4000 in device 0's, 0x4100 in device 1's */
 int cuKernelGetFunction(void **f, void *k) { *f = (void *)(0x4000 + ((size_t)current & 0x100)); return 0; }
 static int set_attr = -1, set_value;
-int cuFuncSetAttribute(void *f, int attr, int value) { set_attr = attr; set_value = value; return 0; }
+static int func_values[16] = {768, 1024, 256, 16, 40, 90, 90, 0, 48 * 1024, -1, 0, 0, 0, 0, 0, 0};
+int cuFuncSetAttribute(void *f, int attr, int value) {
+    set_attr = attr; set_value = value;
+    if (attr == 9 && (value < -1 || value > 100)) return 1;  /* a carveout is a percentage */
+    if (attr >= 8 && attr < 16 && attr != 10) func_values[attr] = value;
+    return 0;
+}
 int fake_func_set(int *value) { *value = set_value; return set_attr; }
 int cuFuncGetParamInfo(void *f, size_t i, size_t *offset, size_t *size) {
     if ((int)i >= nparams) return 1;
@@ -237,9 +243,8 @@ int fake_last_copy(unsigned long long *dst, unsigned long long *src) {
 static int attribute_reads, occupancy_block; static size_t occupancy_smem, potential_smem;
 static void *potential_callback; static int potential_limit = -1;
 int cuFuncGetAttribute(int *v, int attr, void *f) {
-    static const int values[] = {768, 1024, 256, 16, 40, 90, 90, 0, 48 * 1024};
-    if (attr < 0 || attr > 8) return 1;
-    ++attribute_reads; *v = values[attr]; return 0;
+    if (attr < 0 || attr > 15) return 1;
+    ++attribute_reads; *v = func_values[attr]; return 0;
 }
 int fake_attribute_reads(void) { return attribute_reads; }
 int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, void *f, int block, size_t smem) {
@@ -251,8 +256,27 @@ int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, void *f, int block, si
 }
 int cuOccupancyMaxPotentialBlockSize(int *grid, int *block, void *f, void *callback, size_t smem,
                                      int limit) {
-    potential_callback = callback; potential_smem = smem; potential_limit = limit;
-    *block = smem > 64 * 1024 ? 256 : 768; *grid = 132 * (2048 / *block); return 0;
+    potential_callback = callback; potential_limit = limit;
+    if (callback) smem = ((size_t (*)(int))callback)(768);  /* what the largest block needs */
+    potential_smem = smem;
+    *block = smem > 64 * 1024 ? 256 : 768;
+    if (limit > 0 && *block > limit) *block = limit / 32 * 32;
+    *grid = 132 * (2048 / *block); return 0;
+}
+int cuOccupancyAvailableDynamicSMemPerBlock(size_t *out, void *f, int blocks, int block) {
+    if (blocks < 1 || block > 768) return 1;
+    *out = 233472 / blocks - 1024; return 0;
+}
+/* clusters: 8 blocks at most (16 with non-portable sizes allowed); 132 SMs, two blocks each */
+static unsigned cluster_seen[3];
+int cuOccupancyMaxPotentialClusterSize(int *size, void *f, const Config *c) {
+    *size = func_values[14] ? 16 : 8; return 0;
+}
+int cuOccupancyMaxActiveClusters(int *n, void *f, const Config *c) {
+    const unsigned *a = c->attrs;  /* CUlaunchAttribute: id, pad, then the value (x, y, z) */
+    if (c->nattrs != 1 || a[0] != 4) return 1;
+    memcpy(cluster_seen, a + 2, sizeof cluster_seen);
+    *n = 264 / (int)(cluster_seen[0] * cluster_seen[1] * cluster_seen[2]); return 0;
 }
 int fake_occupancy(int *block, size_t *smem, size_t *potential, int *limit) {
     *block = occupancy_block; *smem = occupancy_smem; *potential = potential_smem;

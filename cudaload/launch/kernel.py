@@ -21,6 +21,7 @@ import weakref
 
 from . import _fast_path, _launch_failure, arguments
 from .attributes import KernelAttributes, Occupancy, occupancy as _occupancy
+from .occupancy import KernelOccupancy
 from ..bindings import driver
 from . import signature as _signature
 from ._sizes import byte_count, constant as _constant, dims as _dims
@@ -330,8 +331,9 @@ def _driver_layout(func):
         layout.append((offset[0], size[0]))
 
 
-class Kernel(GpuState, functools.partial):
-    """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``.
+class Kernel(GpuState, KernelOccupancy, functools.partial):
+    """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``;
+    occupancy queries beyond ``occupancy`` come from :class:`KernelOccupancy` (occupancy.py).
 
     Raises :class:`LaunchArgumentError` for arguments that do not fit, ``ValueError`` for a grid or
     block beyond the device's limits, :class:`DriverError` when the launch fails."""
