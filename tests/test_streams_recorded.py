@@ -28,7 +28,7 @@ def test_device_uuid_and_pci_bus_id_are_the_drivers(recording_driver):
 def test_stream_priority_and_flags_read_back_and_a_priority_out_of_range_is_refused(
         recording_driver):
     out = run(recording_driver, "streams")
-    assert out["read"] == [-3, False, 0, True]
+    assert out["read"] == [-3, False, 0, True, False]
     for key, value in (("too_high", "-6"), ("too_low", "1")):
         kind, message = out[key]
         assert kind == "ValueError" and f"priority {value} is outside" in message

@@ -46,7 +46,10 @@ class Stream(GpuState):
     _finalizer: weakref.finalize | None
     _SEND_INSTEAD = "make a new cudaload.Stream() in the receiving process"
 
-    def __init__(self, device=None, *, priority: int | None = None, non_blocking: bool = True):
+    def __init__(self, device=None, *, priority: int | None = None, non_blocking: bool = True,
+                 nonblocking: bool | None = None):
+        if nonblocking is not None:  # the spelling of the API contract; non_blocking came first
+            non_blocking = nonblocking
         self.device = as_device(device)
         drv = activate(self.device, owning=True)
         out = drv.ffi.new("CUstream *")

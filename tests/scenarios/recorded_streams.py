@@ -50,7 +50,8 @@ def streams() -> dict:
     out = {}
     s = cudaload.Stream(priority=-3, non_blocking=False)
     t = cudaload.Stream()
-    out["read"] = [s.priority, s.is_nonblocking, t.priority, t.is_nonblocking]
+    u = cudaload.Stream(priority=0, nonblocking=False)
+    out["read"] = [s.priority, s.is_nonblocking, t.priority, t.is_nonblocking, u.is_nonblocking]
     out["too_high"] = _error(lambda: cudaload.Stream(priority=-6))
     out["too_low"] = _error(lambda: cudaload.Stream(priority=1))
     out["float"] = _error(lambda: cudaload.Stream(priority=-1.0))
