@@ -108,19 +108,18 @@ class KernelOccupancy:
         """How many clusters of ``cluster`` blocks can be resident at once for this launch shape.
         Raises TypeError, ValueError, :class:`DriverError` (e.g. for a cluster the kernel or
         device cannot have)."""
-        func, drv = _function(self._core)
-        cfg, _attrs = _config(drv, self._core, grid, block, shared_mem, cluster)
-        out = drv.ffi.new("int *")
-        driver.check(drv.cuOccupancyMaxActiveClusters(out, func, cfg),
-                     "cuOccupancyMaxActiveClusters")
-        return out[0]
+        return self._cluster_query("cuOccupancyMaxActiveClusters", grid, block, shared_mem,
+                                   cluster)
 
     def max_potential_cluster_size(self, grid, block, shared_mem=0) -> int:
         """The most blocks a cluster of this launch shape can have on the device.  Raises
         TypeError, ValueError, :class:`DriverError`."""
+        return self._cluster_query("cuOccupancyMaxPotentialClusterSize", grid, block, shared_mem,
+                                   None)
+
+    def _cluster_query(self, name: str, grid, block, shared_mem, cluster) -> int:
         func, drv = _function(self._core)
-        cfg, _attrs = _config(drv, self._core, grid, block, shared_mem, None)
+        cfg, _attrs = _config(drv, self._core, grid, block, shared_mem, cluster)
         out = drv.ffi.new("int *")
-        driver.check(drv.cuOccupancyMaxPotentialClusterSize(out, func, cfg),
-                     "cuOccupancyMaxPotentialClusterSize")
+        driver.check(getattr(drv, name)(out, func, cfg), name)
         return out[0]

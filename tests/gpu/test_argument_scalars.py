@@ -29,25 +29,7 @@ extern "C" __global__ void parts(double *out, float2 a, double2 b, cuda::std::co
 }
 """
 
-
-class MyInt(ctypes.c_int):
-    pass
-
-
-class Ratio(float):
-    pass
-
-
-class Count(int):
-    pass
-
-
-class F32(np.float32):
-    pass
-
-
-class I64(np.int64):
-    pass
+from ..test_argument_scalars import Count, Half32 as F32, Index64 as I64, MyInt, Ratio  # noqa: E402
 
 
 def _run(args):

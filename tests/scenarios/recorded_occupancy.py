@@ -1,9 +1,6 @@
-"""The occupancy queries beyond one block size and the settable kernel attributes, through the
-real Kernel onto the recording driver of tests/_fakelibs.py, one fresh process each.
-
-    python -m tests.scenarios.recorded_occupancy SCENARIO
-
-Each scenario returns what it saw, printed as JSON on the last line.
+"""Occupancy queries beyond one block size and the settable kernel attributes through the real
+Kernel onto the recording driver (tests/_fakelibs.py); run as
+``python -m tests.scenarios.recorded_occupancy SCENARIO``, which prints the JSON of what it saw.
 """
 
 from __future__ import annotations
@@ -13,14 +10,7 @@ import json
 import sys
 
 from tests.scenarios.recorded_attributes import _kernel, _query, fake
-
-
-def _error(call) -> list | None:
-    try:
-        call()
-    except Exception as err:  # noqa: BLE001 (the type is what the test checks)
-        return [type(err).__name__, str(err)]
-    return None
+from tests.scenarios.recorded_streams import raised as _error
 
 
 def queries() -> dict:

@@ -14,7 +14,8 @@ import sys
 from tests.scenarios.recorded_launches import fake
 
 
-def _error(call) -> list | None:
+def raised(call) -> list | None:
+    """[type name, message] of what ``call`` raised, or None; the scenarios' one way to report."""
     try:
         call()
     except Exception as err:  # noqa: BLE001 (the type is what the test checks)
@@ -52,9 +53,9 @@ def streams() -> dict:
     t = cudaload.Stream()
     u = cudaload.Stream(priority=0, nonblocking=False)
     out["read"] = [s.priority, s.is_nonblocking, t.priority, t.is_nonblocking, u.is_nonblocking]
-    out["too_high"] = _error(lambda: cudaload.Stream(priority=-6))
-    out["too_low"] = _error(lambda: cudaload.Stream(priority=1))
-    out["float"] = _error(lambda: cudaload.Stream(priority=-1.0))
+    out["too_high"] = raised(lambda: cudaload.Stream(priority=-6))
+    out["too_low"] = raised(lambda: cudaload.Stream(priority=1))
+    out["float"] = raised(lambda: cudaload.Stream(priority=-1.0))
     wrapped = cudaload.Stream.from_handle(s.handle)
     by_int = cudaload.Stream.from_handle(s.ptr)
     out["equal"] = [wrapped == s, by_int == s, hash(wrapped) == hash(s), s == t, s != t,
@@ -80,7 +81,7 @@ def events_and_waits() -> dict:
     waits = fake().fake_waits(ctypes.byref(stream), ctypes.byref(event), ctypes.byref(recorded))
     out["stream_wait"] = [waits, stream.value == s.ptr, recorded.value == t.ptr,
                           fake().fake_event_flags()]
-    out["bad_wait"] = _error(lambda: s.wait(42))
+    out["bad_wait"] = raised(lambda: s.wait(42))
     out["waits_after"] = fake().fake_waits(ctypes.byref(stream), ctypes.byref(event),
                                            ctypes.byref(recorded))
     return out
