@@ -33,7 +33,9 @@ def test_uuid_and_pci_bus_id_agree_with_other_libraries():
         torch = None
     if torch is not None and torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
-        assert str(props.uuid).removeprefix("GPU-").lower() == dev.uuid
+        uuid = getattr(props, "uuid", None)
+        if uuid is not None:  # torch's _CUuuid prints as the 8-4-4-4-12 form, "GPU-" or not
+            assert dev.uuid in str(uuid).lower()
         bus = getattr(props, "pci_bus_id", None)
         if bus is not None:
             assert int(dev.pci_bus_id.split(":")[1], 16) == bus
