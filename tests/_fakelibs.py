@@ -75,25 +75,95 @@ int cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 int cuCtxSetCurrent(void *ctx) { current = ctx; return 0; }
 int cuCtxGetCurrent(void **ctx) { *ctx = current; return 0; }
 int cuCtxGetDevice(int *d) { *d = current == (void *)0x1100; return 0; }
-int cuCtxSynchronize(void) { return 0; }
+static void run_host_calls(void);
+int cuCtxSynchronize(void) { run_host_calls(); return 0; }
 int cuLibraryLoadData(void **lib, const void *code, void *o, void *ov, unsigned n, void *lo,
                       void *lov, unsigned ln) { *lib = (void *)0x2000; ++loads; return 0; }
 int fake_loads(void) { return loads; }
 int cuLibraryUnload(void *lib) { ++unloads; return 0; }
 int fake_unloads(void) { return unloads; }
-int cuStreamCreate(void **s, unsigned flags) { *s = (void *)0x5000; return 0; }
+/* Streams: 0x5000, 0x5010, ...; each one's flags and priority kept (priorities 0 to -5). */
+static int streams; static unsigned stream_flags[64]; static int stream_priorities[64];
+static int stream_index(void *s) { return (int)(((size_t)s - 0x5000) / 0x10) & 63; }
+int cuStreamCreateWithPriority(void **s, unsigned flags, int priority) {
+    int i = streams++ & 63; *s = (void *)(0x5000 + 0x10 * (size_t)i);
+    stream_flags[i] = flags; stream_priorities[i] = priority; return 0;
+}
+int cuStreamCreate(void **s, unsigned flags) { return cuStreamCreateWithPriority(s, flags, 0); }
+int cuStreamGetPriority(void *s, int *p) { *p = stream_priorities[stream_index(s)]; return 0; }
+int cuStreamGetFlags(void *s, unsigned *f) { *f = stream_flags[stream_index(s)]; return 0; }
+int cuCtxGetStreamPriorityRange(int *least, int *greatest) { *least = 0; *greatest = -5; return 0; }
+int cuDeviceGetUuid_v2(unsigned char *uuid, int d) {
+    for (int i = 0; i < 16; i++) uuid[i] = (unsigned char)(0x10 * d + i); return 0;
+}
+int cuDeviceGetPCIBusId(char *s, int len, int d) {
+    strncpy(s, d ? "0000:2a:00.0" : "0000:19:00.0", len); return 0;
+}
 int cuStreamDestroy_v2(void *s) { return 0; }
-int cuStreamSynchronize(void *s) { return 0; }
+/* Host functions: queued in order and called by the next synchronisation, as a GPU that has
+   reached them would; captured ones become the graph's, called again by each cuGraphLaunch. */
+typedef struct { void (*fn)(void *); void *data; } HostCall;
+static HostCall host_queue[256], host_captured[16][16];  /* per graph (and its executable) */
+static int host_queued, host_ncaptured[16], capturing, capture_graph, host_calls_made;
+static void run_host_calls(void) {
+    for (int i = 0; i < host_queued; i++) { host_queue[i].fn(host_queue[i].data); ++host_calls_made; }
+    host_queued = 0;
+}
+int cuLaunchHostFunc(void *s, void (*fn)(void *), void *data) {
+    HostCall c = {fn, data};
+    if (capturing) {
+        int g = capture_graph & 15;
+        if (host_ncaptured[g] == 16) return 1;
+        host_captured[g][host_ncaptured[g]++] = c;
+    }
+    else { if (host_queued == 256) return 1; host_queue[host_queued++] = c; }
+    return 0;
+}
+int fake_host_calls(int *queued) { *queued = host_queued; return host_calls_made; }
+int cuStreamIsCapturing(void *s, int *status) { *status = capturing; return 0; }
+int cuStreamSynchronize(void *s) { run_host_calls(); return 0; }
+int cuEventSynchronize(void *e) { run_host_calls(); return 0; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned smem, void *s, void **params, void **extra) {
     return ++launches, 0;
 }
-int cuStreamBeginCapture_v2(void *s, int mode) { return 0; }
-int cuStreamEndCapture(void *s, void **graph) { *graph = (void *)0x8000; return 0; }
-int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
-    *exec = (void *)0x9000; return 0;
+static int graphs;
+/* graph n is 0x8000 + 0x10 n, its executable 0x9000 + 0x10 n */
+int cuStreamBeginCapture_v2(void *s, int mode) {
+    capturing = 1; capture_graph = graphs; host_ncaptured[graphs & 15] = 0; return 0;
 }
-int cuGraphLaunch(void *exec, void *s) { return 0; }
+int cuStreamEndCapture(void *s, void **graph) {
+    capturing = 0; *graph = (void *)(0x8000 + 0x10 * (size_t)graphs++); return 0;
+}
+static int graph_index(void *h, size_t base) { return (int)(((size_t)h - base) / 0x10) & 15; }
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+    *exec = (void *)((size_t)graph + 0x1000); return 0;
+}
+int cuGraphLaunch(void *exec, void *s) {
+    int g = graph_index(exec, 0x9000);
+    for (int i = 0; i < host_ncaptured[g] && host_queued < 256; i++)
+        host_queue[host_queued++] = host_captured[g][i];
+    return 0;
+}
+/* Graph upload and update: what was asked, and the CUgraphExecUpdateResult the test chose. */
+static void *uploaded_exec, *upload_stream, *updated_exec, *update_source; static int update_result;
+int cuGraphUpload(void *exec, void *s) { uploaded_exec = exec; upload_stream = s; return 0; }
+typedef struct { int result; void *errorNode, *errorFromNode; } UpdateInfo;
+void fake_set_update_result(int r) { update_result = r; }
+int cuGraphExecUpdate_v2(void *exec, void *graph, UpdateInfo *info) {
+    int e = graph_index(exec, 0x9000), g = graph_index(graph, 0x8000);
+    updated_exec = exec; update_source = graph; info->result = update_result;
+    info->errorNode = info->errorFromNode = 0;
+    if (update_result) return 910;
+    /* the executable now runs the other graph's nodes: its host functions too */
+    host_ncaptured[e] = host_ncaptured[g];
+    memcpy(host_captured[e], host_captured[g], sizeof host_captured[g]);
+    return 0;
+}
+int fake_graph_calls(void **uploaded, void **stream, void **updated, void **source) {
+    *uploaded = uploaded_exec; *stream = upload_stream; *updated = updated_exec; *source = update_source;
+    return 0;
+}
 int cuGraphExecDestroy(void *exec) { return 0; }
 int cuGraphDestroy(void *graph) { return 0; }
 int cuLibraryGetKernel(void **k, void *lib, const char *name) {
@@ -102,7 +172,13 @@ int cuLibraryGetKernel(void **k, void *lib, const char *name) {
 /* one function per context: 0x4000 in device 0's, 0x4100 in device 1's */
 int cuKernelGetFunction(void **f, void *k) { *f = (void *)(0x4000 + ((size_t)current & 0x100)); return 0; }
 static int set_attr = -1, set_value;
-int cuFuncSetAttribute(void *f, int attr, int value) { set_attr = attr; set_value = value; return 0; }
+static int func_values[16] = {768, 1024, 256, 16, 40, 90, 90, 0, 48 * 1024, -1, 0, 0, 0, 0, 0, 0};
+int cuFuncSetAttribute(void *f, int attr, int value) {
+    set_attr = attr; set_value = value;
+    if (attr == 9 && (value < -1 || value > 100)) return 1;  /* a carveout is a percentage */
+    if (attr >= 8 && attr < 16 && attr != 10) func_values[attr] = value;
+    return 0;
+}
 int fake_func_set(int *value) { *value = set_value; return set_attr; }
 int cuFuncGetParamInfo(void *f, size_t i, size_t *offset, size_t *size) {
     if ((int)i >= nparams) return 1;
@@ -113,7 +189,12 @@ static void *launch_context, *launch_function, **launch_params;
 void *fake_launch_context(void) { return launch_context; }
 void *fake_launch_function(void) { return launch_function; }
 void *fake_launch_params(void) { return launch_params; }
+/* fake_fail_launches(rc, n): the next n launches answer rc, unrecorded, as a refused launch */
+static int fail_rc, fail_count, refused_launches;
+void fake_fail_launches(int rc, int n) { fail_rc = rc; fail_count = n; }
+int fake_refused_launches(void) { return refused_launches; }
 int cuLaunchKernelEx(const Config *c, void *f, void **params, void **extra) {
+    if (fail_count > 0) { --fail_count; ++refused_launches; return fail_rc; }
     last = *c; launch_context = current; launch_function = f; launch_params = params;
     for (int i = 0; i < nparams; i++) memcpy(params_seen + offsets[i], params[i], sizes[i]);
     return ++launches, 0;
@@ -136,7 +217,11 @@ int cuPointerGetAttribute(void *data, int attr, unsigned long long p) {
 /* Events and waits, recorded: the stream each event was recorded on, the stream that waited. */
 static int events, events_destroyed, waits;
 static void *recorded_on, *waiting_stream, *waited_event;
-int cuEventCreate(void **e, unsigned flags) { *e = (void *)(0xe000 + 0x10 * (size_t)++events); return 0; }
+static unsigned event_flags;  /* of the last event made */
+int cuEventCreate(void **e, unsigned flags) {
+    event_flags = flags; *e = (void *)(0xe000 + 0x10 * (size_t)++events); return 0;
+}
+unsigned fake_event_flags(void) { return event_flags; }
 int cuEventDestroy_v2(void *e) { ++events_destroyed; return 0; }
 int cuEventRecord(void *e, void *s) { recorded_on = s; return 0; }
 int cuStreamWaitEvent(void *s, void *e, unsigned flags) {
@@ -158,9 +243,8 @@ int fake_last_copy(unsigned long long *dst, unsigned long long *src) {
 static int attribute_reads, occupancy_block; static size_t occupancy_smem, potential_smem;
 static void *potential_callback; static int potential_limit = -1;
 int cuFuncGetAttribute(int *v, int attr, void *f) {
-    static const int values[] = {768, 1024, 256, 16, 40, 90, 90, 0, 48 * 1024};
-    if (attr < 0 || attr > 8) return 1;
-    ++attribute_reads; *v = values[attr]; return 0;
+    if (attr < 0 || attr > 15) return 1;
+    ++attribute_reads; *v = func_values[attr]; return 0;
 }
 int fake_attribute_reads(void) { return attribute_reads; }
 int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, void *f, int block, size_t smem) {
@@ -172,8 +256,27 @@ int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, void *f, int block, si
 }
 int cuOccupancyMaxPotentialBlockSize(int *grid, int *block, void *f, void *callback, size_t smem,
                                      int limit) {
-    potential_callback = callback; potential_smem = smem; potential_limit = limit;
-    *block = smem > 64 * 1024 ? 256 : 768; *grid = 132 * (2048 / *block); return 0;
+    potential_callback = callback; potential_limit = limit;
+    if (callback) smem = ((size_t (*)(int))callback)(768);  /* what the largest block needs */
+    potential_smem = smem;
+    *block = smem > 64 * 1024 ? 256 : 768;
+    if (limit > 0 && *block > limit) *block = limit / 32 * 32;
+    *grid = 132 * (2048 / *block); return 0;
+}
+int cuOccupancyAvailableDynamicSMemPerBlock(size_t *out, void *f, int blocks, int block) {
+    if (blocks < 1 || block > 768) return 1;
+    *out = 233472 / blocks - 1024; return 0;
+}
+/* clusters: 8 blocks at most (16 with non-portable sizes allowed); 132 SMs, two blocks each */
+static unsigned cluster_seen[3];
+int cuOccupancyMaxPotentialClusterSize(int *size, void *f, const Config *c) {
+    *size = func_values[14] ? 16 : 8; return 0;
+}
+int cuOccupancyMaxActiveClusters(int *n, void *f, const Config *c) {
+    const unsigned *a = c->attrs;  /* CUlaunchAttribute: id, pad, then the value (x, y, z) */
+    if (c->nattrs != 1 || a[0] != 4) return 1;
+    memcpy(cluster_seen, a + 2, sizeof cluster_seen);
+    *n = 264 / (int)(cluster_seen[0] * cluster_seen[1] * cluster_seen[2]); return 0;
 }
 int fake_occupancy(int *block, size_t *smem, size_t *potential, int *limit) {
     *block = occupancy_block; *smem = occupancy_smem; *potential = potential_smem;

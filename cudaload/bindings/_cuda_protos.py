@@ -16,6 +16,7 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuDeviceGetAttribute': 'CUresult(*)(int *, CUdevice_attribute, int)',
  'cuDeviceGetCount': 'CUresult(*)(int *)',
  'cuDeviceGetName': 'CUresult(*)(char *, int, int)',
+ 'cuDeviceGetPCIBusId': 'CUresult(*)(char *, int, int)',
  'cuDeviceGetUuid_v2': 'CUresult(*)(CUuuid *, int)',
  'cuDevicePrimaryCtxGetState': 'CUresult(*)(int, unsigned int *, int *)',
  'cuDevicePrimaryCtxRelease_v2': 'CUresult(*)(int)',
@@ -41,9 +42,12 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
                         'CUdriverProcAddressQueryResult *)',
  'cuGraphDestroy': 'CUresult(*)(struct CUgraph_st *)',
  'cuGraphExecDestroy': 'CUresult(*)(struct CUgraphExec_st *)',
+ 'cuGraphExecUpdate_v2': 'CUresult(*)(struct CUgraphExec_st *, struct CUgraph_st *, '
+                         'CUgraphExecUpdateResultInfo_v1 *)',
  'cuGraphInstantiateWithFlags': 'CUresult(*)(struct CUgraphExec_st * *, struct CUgraph_st *, '
                                 'unsigned long long)',
  'cuGraphLaunch': 'CUresult(*)(struct CUgraphExec_st *, struct CUstream_st *)',
+ 'cuGraphUpload': 'CUresult(*)(struct CUgraphExec_st *, struct CUstream_st *)',
  'cuInit': 'CUresult(*)(unsigned int)',
  'cuKernelGetAttribute': 'CUresult(*)(int *, CUfunction_attribute, struct CUkern_st *, int)',
  'cuKernelGetFunction': 'CUresult(*)(struct CUfunc_st * *, struct CUkern_st *)',
@@ -51,6 +55,7 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuLaunchCooperativeKernel': 'CUresult(*)(struct CUfunc_st *, unsigned int, unsigned int, '
                               'unsigned int, unsigned int, unsigned int, unsigned int, unsigned '
                               'int, struct CUstream_st *, void * *)',
+ 'cuLaunchHostFunc': 'CUresult(*)(struct CUstream_st *, void(*)(void *), void *)',
  'cuLaunchKernel': 'CUresult(*)(struct CUfunc_st *, unsigned int, unsigned int, unsigned int, '
                    'unsigned int, unsigned int, unsigned int, unsigned int, struct CUstream_st *, '
                    'void * *, void * *)',
@@ -97,8 +102,11 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
                                                 'size_t)',
  'cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags': 'CUresult(*)(int *, struct CUfunc_st *, '
                                                          'int, size_t, unsigned int)',
+ 'cuOccupancyMaxActiveClusters': 'CUresult(*)(int *, struct CUfunc_st *, CUlaunchConfig const *)',
  'cuOccupancyMaxPotentialBlockSize': 'CUresult(*)(int *, int *, struct CUfunc_st *, '
                                      'size_t(*)(int), size_t, int)',
+ 'cuOccupancyMaxPotentialClusterSize': 'CUresult(*)(int *, struct CUfunc_st *, CUlaunchConfig '
+                                       'const *)',
  'cuPointerGetAttribute': 'CUresult(*)(void *, CUpointer_attribute, unsigned long long)',
  'cuPointerGetAttributes': 'CUresult(*)(unsigned int, CUpointer_attribute *, void * *, unsigned '
                            'long long)',
@@ -107,6 +115,8 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuStreamCreateWithPriority': 'CUresult(*)(struct CUstream_st * *, unsigned int, int)',
  'cuStreamDestroy_v2': 'CUresult(*)(struct CUstream_st *)',
  'cuStreamEndCapture': 'CUresult(*)(struct CUstream_st *, struct CUgraph_st * *)',
+ 'cuStreamGetFlags': 'CUresult(*)(struct CUstream_st *, unsigned int *)',
+ 'cuStreamGetPriority': 'CUresult(*)(struct CUstream_st *, int *)',
  'cuStreamIsCapturing': 'CUresult(*)(struct CUstream_st *, CUstreamCaptureStatus *)',
  'cuStreamQuery': 'CUresult(*)(struct CUstream_st *)',
  'cuStreamSynchronize': 'CUresult(*)(struct CUstream_st *)',

@@ -102,16 +102,23 @@ def stream_pointer(obj) -> tuple[int, int | None]:
         ptr = obj.ptr
     elif isinstance(obj, int) and not isinstance(obj, bool):
         ptr = obj
+    elif _is_cu_stream(obj):  # a Stream's .handle
+        ptr = int(driver.api().ffi.cast("uintptr_t", obj))
     else:
         raise TypeError(f"cannot use {type(obj).__name__} as a CUDA stream: pass a "
                         "cudaload.Stream, an object with __cuda_stream__, a CuPy or PyTorch "
-                        "stream, or an int handle")
+                        "stream, an int handle or a CUstream")
     index = getattr(obj, "device_id", None)  # cupy
     if index is None:
         index = getattr(getattr(obj, "device", None), "index", None)  # torch
     # An int only (not a str's .index method, nor another library's device object), and not
     # the -1 CuPy gives its null and external streams: those have no device of their own.
     return int(ptr), (index if type(index) is int and index >= 0 else None)
+
+
+def _is_cu_stream(obj) -> bool:
+    ffi = driver.api().ffi
+    return isinstance(obj, ffi.CData) and ffi.typeof(obj) is ffi.typeof("CUstream")
 
 
 def stream_handle(stream):

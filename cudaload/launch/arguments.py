@@ -10,7 +10,10 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 
 from __future__ import annotations
 
+import operator
+import re
 import struct
+import sys
 
 from ._addresses import HOST_HINT as _HOST_HINT, Inline as _Inline, conversion as _address
 from ._foreign import short as _short
@@ -105,6 +108,8 @@ class Packer:
             return _zero
         if (issubclass(tp, int) and tp is not bool) or _numpy_kind(tp) in ("i", "u"):
             return int  # an address held by an IntEnum or a numpy integer
+        if _ctypes_code(tp) == "P":  # ctypes.c_void_p: its value, None for NULL
+            return _void_p
         conv = _address(tp, self._error, p, self.device)
         if conv is not None:
             return conv
@@ -121,12 +126,16 @@ def _for_pointer(packer, p, tp):
     return packer._pointer(p, tp)
 
 
+# The exact types come first in each converter: the plan for them is what most launches use.
+
 def _for_int(packer, p, tp):
     numpy_kind = _numpy_kind(tp)
     if tp is int or tp is bool or numpy_kind in ("i", "u"):
         return None
     if issubclass(tp, int) or numpy_kind == "b":  # IntEnum, numpy.bool_: int() first
         return int
+    if _ctypes_code(tp) in _CTYPES_INTEGERS:  # c_int8 ... c_uint64, c_bool: their value
+        return _VALUE
     raise packer._error(p, _Shown(tp), "an integer is needed")
 
 
@@ -136,12 +145,18 @@ def _for_bool(packer, p, tp):
         return None
     if tp is int or numpy_kind in ("i", "u"):
         return _bool_from_int
+    if _ctypes_code(tp) == "?":
+        return _VALUE
     raise packer._error(p, _Shown(tp), "a bool is needed")
 
 
 def _for_real(packer, p, tp):
-    if tp is float or tp is int or _numpy_kind(tp) in ("f", "i", "u"):
+    if tp is float or tp is int or _numpy_kind(tp) in ("f", "i", "u") or (
+            issubclass(tp, (int, float)) and tp is not bool):  # subclasses pack as their value
         return _bf16 if p.kind == "bf16" else None
+    code = _ctypes_code(tp)
+    if code is not None and (code in "fd" or code in _CTYPES_INTEGERS and code != "?"):
+        return _bf16_of_value if p.kind == "bf16" else _VALUE
     raise packer._error(p, _Shown(tp), "a real number is needed")
 
 
@@ -158,7 +173,14 @@ def _for_raw(packer, p, tp):
 
 
 def _for_bytes(packer, p, tp):
-    """A struct (or a raw parameter no number fits): bytes of exactly its size."""
+    """A struct (or a raw parameter no number fits): bytes of exactly its size; a complex value
+    for a complex parameter (or a raw one of 8 or 16 bytes) as its two parts."""
+    if issubclass(tp, complex) or _numpy_kind(tp) == "c":
+        if p.size in (8, 16) and (p.kind == "raw" or _COMPLEX_TYPE.search(p.ctype)):
+            return _complex(p.size)
+        raise packer._error(p, _Shown(tp), f"a complex value fits a parameter of "
+                                           f"cuda::std::complex<float> or float2 (8 bytes), "
+                                           f"complex<double> or double2 (16), not {p.label}")
     if not issubclass(tp, (bytes, bytearray, memoryview)) and _numpy_kind(tp) is None:
         raise packer._error(p, _Shown(tp), f"{tp.__name__} cannot be passed as {p.label}")
     size, fail = p.size, packer._error
@@ -273,15 +295,42 @@ def _to_bytes(conv, size):
 
 
 def _numpy_kind(tp):
-    if tp.__module__ != "numpy" or not hasattr(tp, "dtype"):
-        return None
-    try:
-        import numpy  # deferred: only this path needs it
-    except ImportError:
-        return None
-    if not issubclass(tp, numpy.generic):
+    """The numpy dtype kind of a numpy scalar type (a subclass too), else None; never imports
+    numpy (a numpy scalar exists only once numpy is imported)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is None or not hasattr(tp, "dtype") or not issubclass(tp, numpy.generic):
         return None
     return numpy.dtype(tp).kind
+
+
+def _ctypes_code(tp):
+    """The ``_type_`` code of a ctypes simple type (a subclass too: c_int's is "i"), else None."""
+    ctypes = sys.modules.get("ctypes")
+    if ctypes is None or not issubclass(tp, ctypes._SimpleCData):
+        return None
+    return tp._type_
+
+
+_CTYPES_INTEGERS = frozenset("bBhHiIlLqQ?")  # c_int8 ... c_uint64 and their aliases, c_bool
+_VALUE = operator.attrgetter("value")
+_COMPLEX_TYPE = re.compile(r"complex|\b(float2|double2)\b", re.IGNORECASE)
+
+
+def _void_p(value):
+    return value.value or 0
+
+
+def _bf16_of_value(value):
+    return _bf16(value.value)
+
+
+def _complex(size):
+    parts = struct.Struct("<ff" if size == 8 else "<dd")
+
+    def convert(value):
+        value = complex(value)
+        return parts.pack(value.real, value.imag)
+    return convert
 
 
 def _is_array_type(tp) -> bool:

@@ -56,6 +56,22 @@ class _Attribute:
         return value
 
 
+class _Settable(_Attribute):
+    """A ``CUfunction_attribute`` a program may set (``cuFuncSetAttribute``): read each time,
+    since a launch or another library may have set it since."""
+
+    def __get__(self, obj, owner=None) -> int:
+        if obj is None:
+            return self  # type: ignore[return-value]
+        return _read(obj._func(), self.attr, obj.device)
+
+    def __set__(self, obj, value) -> None:
+        value = integer(value, self.name)
+        drv = activate(obj.device)
+        driver.check(drv.cuFuncSetAttribute(obj._func(), self.attr, value),
+                     f"cuFuncSetAttribute({self.name}={value})")
+
+
 class KernelAttributes(GpuState):
     """What the driver says of a kernel compiled for one device; each value read on first access.
 
@@ -77,6 +93,26 @@ class KernelAttributes(GpuState):
                              "virtual architecture compiled for, major * 10 + minor (90: 9.0)")
     binary_version = _Attribute("CU_FUNC_ATTRIBUTE_BINARY_VERSION",
                                 "binary architecture, major * 10 + minor (90 for sm_90)")
+    cache_mode_ca = _Attribute("CU_FUNC_ATTRIBUTE_CACHE_MODE_CA",
+                               "1 when compiled with -Xptxas --dlcm=ca (global loads cached in L1)")
+    cluster_size_must_be_set = _Attribute("CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET",
+                                          "1 when the kernel cannot launch without a cluster size")
+    # Settable: the driver checks the value (a cluster shape the source fixed cannot change).
+    preferred_shared_memory_carveout = _Settable(
+        "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT",
+        "percent of the L1/shared memory to make shared memory (-1: no preference); settable")
+    required_cluster_width = _Settable("CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH",
+                                       "cluster x dimension the kernel needs (0: none); settable")
+    required_cluster_height = _Settable("CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT",
+                                        "cluster y dimension the kernel needs; settable")
+    required_cluster_depth = _Settable("CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH",
+                                       "cluster z dimension the kernel needs; settable")
+    non_portable_cluster_size_allowed = _Settable(
+        "CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED",
+        "1 when clusters above the portable 8 blocks may be launched; settable")
+    cluster_scheduling_policy_preference = _Settable(
+        "CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE",
+        "a CUclusterSchedulingPolicy; settable")
     NAMES = ("max_threads_per_block", "num_regs", "shared_size_bytes", "const_size_bytes",
              "local_size_bytes", "ptx_version", "binary_version")
 

@@ -13,6 +13,7 @@ import _thread
 import threading
 
 from ..bindings import driver, thread_device
+from . import _host_calls
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ..errors import DriverUnavailableError
@@ -62,8 +63,10 @@ def _none_visible() -> DriverUnavailableError:
 
 
 class Device:
-    """One GPU, by ordinal; ``Device(i)`` is the same object each time.  Raises ``ValueError``
-    for an ordinal that does not exist, :class:`CudaUnavailableError` where none does."""
+    """One GPU, by ordinal; ``Device(i)`` is the same object each time.  ``with Device(i):``
+    makes it the thread's device for the block and restores the previous one after.  Raises
+    ``ValueError`` for an ordinal that does not exist, :class:`CudaUnavailableError` where none
+    does."""
 
     def __new__(cls, ordinal: int = 0):
         dev = _devices.get(ordinal)
@@ -117,6 +120,23 @@ class Device:
         return drv.ffi.string(buf).decode(errors="replace")
 
     @property
+    def uuid(self) -> str:
+        """The GPU's UUID as ``nvidia-smi -L`` shows it after ``GPU-``: 8-4-4-4-12 hex digits."""
+        drv = driver.init()
+        out = drv.ffi.new("CUuuid *")
+        driver.check(drv.cuDeviceGetUuid_v2(out, self.handle), "cuDeviceGetUuid")
+        h = bytes(drv.ffi.buffer(out.bytes, 16)).hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    @property
+    def pci_bus_id(self) -> str:
+        """The PCI address, ``domain:bus:device.function`` (e.g. ``0000:19:00.0``)."""
+        drv = driver.init()
+        buf = drv.ffi.new("char[32]")
+        driver.check(drv.cuDeviceGetPCIBusId(buf, 32, self.handle), "cuDeviceGetPCIBusId")
+        return drv.ffi.string(buf).decode()
+
+    @property
     def compute_capability(self) -> tuple[int, int]:
         return (self.attribute("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"),
                 self.attribute("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"))
@@ -161,10 +181,21 @@ class Device:
         thread_device.choose(self.ordinal)
         activate(self)
 
+    def __enter__(self) -> Device:
+        stack = _tls.__dict__.setdefault("previous", [])
+        stack.append(current_device())
+        self.set_current()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _tls.previous.pop().set_current()
+
     def synchronize(self) -> None:
-        """Wait for all work on this device.  Raises :class:`DriverError` (sticky errors too)."""
+        """Wait for all work on this device.  Raises :class:`DriverError` (sticky errors too), and
+        what a host function here raised since the last synchronising call."""
         activate(self)
         driver.check(driver.init().cuCtxSynchronize(), "cuCtxSynchronize")
+        _host_calls.raise_pending(self.ordinal)
 
     def limits(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(max grid, max block, max threads per block) of this device."""

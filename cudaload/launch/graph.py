@@ -1,5 +1,10 @@
 """CUDA graphs from stream capture: launches recorded once, replayed with one driver call.
 
+An instantiated graph can be uploaded ahead of its first launch (``cuGraphUpload``) and updated
+in place from another capture of the same shape (``cuGraphExecUpdate``): new kernel arguments
+without instantiating again.  Host functions captured into it (``Stream.launch_host_func``) are
+kept alive with it.
+
 Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
@@ -12,6 +17,7 @@ from ..bindings import driver
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate
+from . import _host_calls
 from ._foreign import stream_handle as handle_of
 from ._graph_pins import pin, unpin
 from ._unpicklable import GpuState
@@ -26,9 +32,21 @@ _MODES = {mode: _cuda_ffi.integer_const(name) for mode, name in (
     ("global", "CU_STREAM_CAPTURE_MODE_GLOBAL"),
     ("thread_local", "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"),
     ("relaxed", "CU_STREAM_CAPTURE_MODE_RELAXED"))}
+_UPDATE_FAILURE = _cuda_ffi.integer_const("CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE")
+# Why cuGraphExecUpdate refused, by CUgraphExecUpdateResult.
+_REFUSALS = {_cuda_ffi.integer_const(f"CU_GRAPH_EXEC_UPDATE_ERROR{name}"): why for name, why in (
+    ("", "the driver gives no reason"),
+    ("_TOPOLOGY_CHANGED", "the graphs differ in their nodes or in how they depend on each other"),
+    ("_NODE_TYPE_CHANGED", "a node is of another type (a kernel where a copy was, ...)"),
+    ("_FUNCTION_CHANGED", "a kernel node runs another kernel, which this device cannot update"),
+    ("_PARAMETERS_CHANGED", "a node's parameters changed in a way that cannot be updated"),
+    ("_NOT_SUPPORTED", "the graph holds a node that cannot be updated"),
+    ("_UNSUPPORTED_FUNCTION_CHANGE", "a kernel node runs another kernel in a way that cannot be "
+                                     "updated"),
+    ("_ATTRIBUTES_CHANGED", "a kernel node's launch attributes changed"))}
 
 
-def _release(handles: list, dev: Device) -> None:
+def _release(handles: list, dev: Device, _calls: list) -> None:
     """Destroy a graph's executable and the graph, then let go of the code its kernels use."""
     try:
         if not lifetime.forked():
@@ -54,11 +72,14 @@ class Graph(GpuState):
         self.handle = None
         self._exec = None
         self._handles = [None, None]  # executable, graph: what the finalizer destroys
+        self._calls: list = []  # captured host functions: alive as long as the graph
+        self._source: Graph | None = None  # the graph last updated from, whose code we now run
 
     def _set(self, handle) -> None:
         """Take the captured graph and the pin its capture holds (see _graph_pins.pin)."""
         self.handle = self._handles[1] = handle
-        weakref.finalize(self, _release, self._handles, self.device).atexit = False
+        # the host functions are finalizer arguments: alive until the executable is destroyed
+        weakref.finalize(self, _release, self._handles, self.device, self._calls).atexit = False
 
     def instantiate(self) -> Graph:
         """Instantiate now (otherwise the first launch does)."""
@@ -72,6 +93,38 @@ class Graph(GpuState):
             self._exec = self._handles[0] = out[0]
             self._launch = drv.cuGraphLaunch
         return self
+
+    def upload(self, stream=None) -> None:
+        """Instantiate if needed and upload the graph's work to the device on ``stream``, so that
+        the first launch costs no more than the next."""
+        self.instantiate()
+        drv = activate(self.device)
+        driver.check(drv.cuGraphUpload(self._exec, handle_of(stream)), "cuGraphUpload")
+
+    def update(self, other: Graph) -> None:
+        """Make this graph's executable run ``other``'s nodes (new kernel arguments, ...) without
+        instantiating again; ``other`` must be a capture of the same shape.  Raises
+        :class:`DriverError` (``CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE``) saying why the driver
+        refused, ``TypeError`` for anything but a Graph, ``ValueError`` for one of another
+        device or still being captured."""
+        if not isinstance(other, Graph):
+            raise TypeError(f"Graph.update takes a Graph, not {type(other).__name__}")
+        if other.handle is None or other.device is not self.device:
+            raise ValueError("update from a finished capture on the same device "
+                             f"(device {self.device.ordinal})")
+        self.instantiate()
+        drv = activate(self.device)
+        info = drv.ffi.new("CUgraphExecUpdateResultInfo *")
+        rc = drv.cuGraphExecUpdate_v2(self._exec, other.handle, info)
+        if rc == _UPDATE_FAILURE:
+            err = driver.error(rc, "cuGraphExecUpdate")
+            why = _REFUSALS.get(info.result, f"CUgraphExecUpdateResult {info.result}")
+            raise type(err)(f"{err.args[0]}; refused because {why}", code=err.code,
+                            name=err.name, function=err.function, detail=err.message,
+                            hint="capture the same launches in the same order (only their "
+                                 "arguments may differ), or launch the other graph itself")
+        driver.check(rc, "cuGraphExecUpdate")
+        self._source = other  # its kernels' code and host functions must stay alive
 
     def launch(self, stream=None) -> None:
         """Replay the graph on ``stream`` (default: the legacy default stream)."""
@@ -101,12 +154,14 @@ def capture(stream, mode: str = "thread_local"):
     try:
         yield graph
     except BaseException:
+        _host_calls.captured(stream.ptr)
         drv.cuStreamEndCapture(stream.handle, out)
         if out[0] != drv.ffi.NULL:
             drv.cuGraphDestroy(out[0])
         unpin()
         raise
     rc = drv.cuStreamEndCapture(stream.handle, out)
+    graph._calls.extend(_host_calls.captured(stream.ptr))
     if rc:
         unpin()
         driver.check(rc, "cuStreamEndCapture")

@@ -19,8 +19,9 @@ import functools
 import threading
 import weakref
 
-from . import _fast_path, arguments
+from . import _fast_path, _launch_failure, arguments
 from .attributes import KernelAttributes, Occupancy, occupancy as _occupancy
+from .occupancy import KernelOccupancy
 from ..bindings import driver
 from . import signature as _signature
 from ._sizes import byte_count, constant as _constant, dims as _dims
@@ -41,9 +42,6 @@ _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = _const(
 _CU_LAUNCH_ATTRIBUTE_COOPERATIVE = _const("CU_LAUNCH_ATTRIBUTE_COOPERATIVE")
 _CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = _const("CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION")
 _CUDA_ERROR_INVALID_VALUE = _const("CUDA_ERROR_INVALID_VALUE")
-# Another library may have bound its own context in this thread; bind ours again and retry once.
-_REBIND = frozenset(map(_const, ("CUDA_ERROR_INVALID_CONTEXT", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-                                 "CUDA_ERROR_INVALID_HANDLE")))
 _keep: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -144,6 +142,10 @@ class _KernelState:
             self._failed(rc, state, config)
         if state.own and self._fast_plan is not state.pack:
             _fast_path.install(self, state)
+
+    def _failed(self, rc: int, state: _ThreadState, config) -> None:
+        """The driver refused the launch: retried, or the DriverError (_launch_failure.py)."""
+        _launch_failure.failed(self.name, rc, state, config)
 
     def _repack(self, state: _ThreadState, args) -> None:
         types = tuple(map(type, args))
@@ -329,8 +331,9 @@ def _driver_layout(func):
         layout.append((offset[0], size[0]))
 
 
-class Kernel(GpuState, functools.partial):
-    """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``.
+class Kernel(GpuState, KernelOccupancy, functools.partial):
+    """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``;
+    occupancy queries beyond ``occupancy`` come from :class:`KernelOccupancy` (occupancy.py).
 
     Raises :class:`LaunchArgumentError` for arguments that do not fit, ``ValueError`` for a grid or
     block beyond the device's limits, :class:`DriverError` when the launch fails."""

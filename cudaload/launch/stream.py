@@ -8,9 +8,11 @@ from __future__ import annotations
 import weakref
 
 from ..bindings import driver
+from . import _host_calls
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
+from ._sizes import integer
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
 
@@ -21,6 +23,7 @@ _CU_STREAM_DEFAULT = _const("CU_STREAM_DEFAULT")
 _CU_STREAM_NON_BLOCKING = _const("CU_STREAM_NON_BLOCKING")
 _CU_EVENT_DEFAULT = _const("CU_EVENT_DEFAULT")
 _CU_EVENT_DISABLE_TIMING = _const("CU_EVENT_DISABLE_TIMING")
+_CU_EVENT_BLOCKING_SYNC = _const("CU_EVENT_BLOCKING_SYNC")
 _CU_EVENT_WAIT_DEFAULT = _const("CU_EVENT_WAIT_DEFAULT")
 _CUDA_ERROR_NOT_READY = _const("CUDA_ERROR_NOT_READY")
 
@@ -36,12 +39,17 @@ class Stream(GpuState):
     """A CUDA stream: ``.handle`` (``CUstream``), ``.ptr`` (int), ``.device``; ``__cuda_stream__``.
 
     ``Stream()`` creates a non-blocking stream on the thread's device; ``Stream.from_handle``
-    wraps one another library owns.  Raises :class:`DriverError`."""
+    wraps one another library owns.  Two Stream objects of the same handle are equal and hash
+    alike.  Raises ``ValueError`` for a priority outside the device's range,
+    :class:`DriverError`."""
 
     _finalizer: weakref.finalize | None
     _SEND_INSTEAD = "make a new cudaload.Stream() in the receiving process"
 
-    def __init__(self, device=None, *, priority: int | None = None, non_blocking: bool = True):
+    def __init__(self, device=None, *, priority: int | None = None, non_blocking: bool = True,
+                 nonblocking: bool | None = None):
+        if nonblocking is not None:  # the spelling of the API contract; non_blocking came first
+            non_blocking = nonblocking
         self.device = as_device(device)
         drv = activate(self.device, owning=True)
         out = drv.ffi.new("CUstream *")
@@ -49,6 +57,7 @@ class Stream(GpuState):
         if priority is None:
             driver.check(drv.cuStreamCreate(out, flags), "cuStreamCreate")
         else:
+            priority = _check_priority(drv, priority, self.device)
             driver.check(drv.cuStreamCreateWithPriority(out, flags, priority),
                          "cuStreamCreateWithPriority")
         self._set(out[0], None)
@@ -77,6 +86,30 @@ class Stream(GpuState):
         stream._finalizer = None
         return stream
 
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Stream):
+            return NotImplemented
+        return self.ptr == other.ptr and self.device is other.device
+
+    def __hash__(self) -> int:
+        return hash((self.ptr, self.device.ordinal))
+
+    @property
+    def priority(self) -> int:
+        """The stream's priority, as the driver reports it (lower numbers run first)."""
+        drv = activate(self.device)
+        out = drv.ffi.new("int *")
+        driver.check(drv.cuStreamGetPriority(self.handle, out), "cuStreamGetPriority")
+        return out[0]
+
+    @property
+    def is_nonblocking(self) -> bool:
+        """Whether the stream runs concurrently with the legacy default stream."""
+        drv = activate(self.device)
+        out = drv.ffi.new("unsigned int *")
+        driver.check(drv.cuStreamGetFlags(self.handle, out), "cuStreamGetFlags")
+        return bool(out[0] & _CU_STREAM_NON_BLOCKING)
+
     def __cuda_stream__(self):
         return (0, self.ptr)
 
@@ -84,11 +117,27 @@ class Stream(GpuState):
         return f"<cudaload.Stream 0x{self.ptr:x} on device {self.device.ordinal}>"
 
     def synchronize(self) -> None:
-        """Wait for the stream's work.  Raises :class:`DriverError` (a kernel's fault too)."""
+        """Wait for the stream's work.  Raises :class:`DriverError` (a kernel's fault too), and
+        what a host function on this device raised since the last synchronising call."""
         driver.check(activate(self.device).cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+        _host_calls.raise_pending(self.device.ordinal)
 
-    def wait(self, event: Event) -> None:
-        """Make later work on this stream wait for ``event``."""
+    def launch_host_func(self, fn) -> None:
+        """Call ``fn()`` in stream order, from a driver thread, once the work queued before it is
+        done; ``fn`` must not call CUDA.  What it raises is raised by the next ``synchronize``
+        of a stream, event or device of this device.  Raises ``TypeError``,
+        :class:`DriverError`."""
+        activate(self.device)
+        _host_calls.launch(self, fn)
+
+    def wait(self, event: Event | Stream) -> None:
+        """Make later work on this stream wait for ``event``, or for the work queued so far on
+        another stream.  Raises ``TypeError`` for anything else."""
+        if isinstance(event, Stream):
+            event = event.record(Event(event.device, timing=False))
+        elif not isinstance(event, Event):
+            raise TypeError(f"Stream.wait takes an Event or a Stream, not "
+                            f"{type(event).__name__}; record an Event on the other work first")
         driver.check(activate(self.device).cuStreamWaitEvent(self.handle, event.handle,
                                                                 _CU_EVENT_WAIT_DEFAULT),
                      "cuStreamWaitEvent")
@@ -107,17 +156,20 @@ class Stream(GpuState):
 
 
 class Event(GpuState):
-    """A CUDA event for ordering streams and timing.  Raises :class:`DriverError`."""
+    """A CUDA event for ordering streams and timing.  ``timing`` and ``blocking_sync`` read back
+    the flags it was made with: ``blocking_sync`` makes ``synchronize`` sleep until the event
+    happens, instead of the default busy wait.  Raises :class:`DriverError`."""
 
     _SEND_INSTEAD = "make a new cudaload.Event() in the receiving process"
 
-    def __init__(self, device=None, *, timing: bool = True):
+    def __init__(self, device=None, *, timing: bool = True, blocking_sync: bool = False):
         self.device = as_device(device)
         drv = activate(self.device, owning=True)
         out = drv.ffi.new("CUevent *")
-        driver.check(drv.cuEventCreate(
-            out, _CU_EVENT_DEFAULT if timing else _CU_EVENT_DISABLE_TIMING),
-                     "cuEventCreate")
+        self.timing, self.blocking_sync = bool(timing), bool(blocking_sync)
+        flags = (0 if timing else _CU_EVENT_DISABLE_TIMING) | \
+            (_CU_EVENT_BLOCKING_SYNC if blocking_sync else _CU_EVENT_DEFAULT)
+        driver.check(drv.cuEventCreate(out, flags), "cuEventCreate")
         self.handle = out[0]
         self._finalizer = weakref.finalize(self, _destroyer("cuEventDestroy_v2"), out[0],
                                            self.device)
@@ -130,8 +182,9 @@ class Event(GpuState):
         return self
 
     def synchronize(self) -> None:
-        """Wait until the event has happened."""
+        """Wait until the event has happened; raise what a host function raised before it."""
         driver.check(activate(self.device).cuEventSynchronize(self.handle), "cuEventSynchronize")
+        _host_calls.raise_pending(self.device.ordinal)
 
     def query(self) -> bool:
         """Whether the event has happened, without waiting."""
@@ -148,3 +201,15 @@ class Event(GpuState):
         driver.check(drv.cuEventElapsedTime_v2(out, self.handle, other.handle),
                      "cuEventElapsedTime")
         return out[0]
+
+
+def _check_priority(drv, priority, device: Device) -> int:
+    """``priority`` as an int, refused outside the device's range, where the driver would clamp
+    it silently.  Raises TypeError, ValueError."""
+    priority = integer(priority, "a stream priority")
+    least, greatest = drv.ffi.new("int *"), drv.ffi.new("int *")
+    driver.check(drv.cuCtxGetStreamPriorityRange(least, greatest), "cuCtxGetStreamPriorityRange")
+    if not greatest[0] <= priority <= least[0]:
+        raise ValueError(f"stream priority {priority} is outside device {device.ordinal}'s range "
+                         f"{greatest[0]} (highest) to {least[0]} (lowest); pick one in it")
+    return priority

@@ -1,0 +1,44 @@
+"""Host functions on streams and in graphs, graph upload and update, against the recording driver
+(it calls host functions at the next synchronisation, captured ones at each graph launch)."""
+
+from __future__ import annotations
+
+from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
+from tests._support import scenario_json
+
+
+def run(recording_driver, scenario: str) -> dict:
+    return scenario_json("recorded_graphs", scenario, env={"CUDALOAD_LIBCUDA": recording_driver})
+
+
+def test_host_functions_run_in_stream_order_and_are_kept_alive_until_called(recording_driver):
+    out = run(recording_driver, "host_functions")
+    assert out["before_sync"] == [[], [0, 3]]  # three queued, none called yet, after a collection
+    assert out["after_sync"] == [[0, 1, 2], [3, 0]]
+    assert out["pending"] == 0  # nothing kept once called
+
+
+def test_a_host_functions_exception_is_raised_by_the_next_synchronize_once(recording_driver):
+    out = run(recording_driver, "host_functions")
+    kind, message, notes = out["raised"]
+    assert kind == "ZeroDivisionError" and message == "in a host function"
+    assert "launched on stream 0x5000 of device 0" in notes[0]
+    assert "1 more host functions raised after it: KeyError('second')" in notes[1]
+    assert out["seen"][-1] == "after"  # the functions after it still ran
+    assert out["next_sync"] is None
+    assert out["device_sync"][0] == "ZeroDivisionError"  # Device.synchronize reports it too
+    assert out["not_callable"][0] == "TypeError"
+
+
+def test_a_graph_uploads_and_updates_in_place_and_a_refusal_says_why(recording_driver):
+    out = run(recording_driver, "graphs")
+    assert out["upload"] == [True, True]  # its executable, on the stream given
+    assert out["replayed"] == [1, 1]  # the captured host function, once per launch
+    assert out["update"] == [True, True]  # the same executable, from the other graph
+    # after the update the executable runs the other capture's host function, which lives on
+    # with it although that Graph object is gone
+    assert out["after_update"] == [1, 1, 2]
+    kind, message, _ = out["refused"]
+    assert kind == "DriverError" and "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE" in message
+    assert "differ in their nodes" in message
+    assert out["not_graph"][0] == "TypeError"
