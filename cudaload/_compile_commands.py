@@ -145,6 +145,21 @@ def _no_kernel_problem(source_path: str, program, obj) -> str | None:
             f"kernel is launched with, e.g. --name-expression '{names[0]}<float>'")
 
 
+def _compile_here(program, arch, output: str):
+    """``program`` compiled for ``arch``; None: this GPU's, and without one (the library compiles
+    nothing then) NVRTC's newest for CUBIN and its oldest for PTX, which the driver compiles
+    forward for every newer GPU: a file written is for some GPU, wherever it is run."""
+    from .compile.plan import Plan
+    from .errors import CudaUnavailableError
+
+    try:
+        return program.compile(arch=arch, output=output)
+    except CudaUnavailableError:
+        if arch is not None:
+            raise
+        return Plan(program, None, output, False).build()
+
+
 def _cmd_compile(words) -> int:
     import os
 
@@ -175,8 +190,7 @@ def _cmd_compile(words) -> int:
     try:
         program = Program.from_file(source, options=nvrtc_options,
                                     name_expressions=own["name_expressions"])
-        arch = own.get("arch")  # None: Program's default (the GPU's; without one, see Program)
-        obj = program.compile(arch=arch, output=output)
+        obj = _compile_here(program, own.get("arch"), output)
     except CompileError as err:
         print(err, file=sys.stderr)
         return 1

@@ -169,17 +169,19 @@ def _cmd_demo(args) -> int:
         program = Program(SAXPY, name="saxpy.cu")
         ptx = program.compile(arch=oldest, output="ptx")
         # This GPU's code as a launch makes it: CUBIN, or PTX for a GPU newer than NVRTC knows.
-        native = program.compile()
+        # Without a GPU there is none to make (compile() refuses it).
+        native = program.compile() if report.available else None
     except CudaLoadError as err:
         print(f"demo: cannot compile: {err}", file=sys.stderr)
         return 1
     major, minor = nvrtc.version()
-    arch = native.arch or "sm_?"  # a compiled Program always knows its arch
-    target = arch.replace("sm_", "compute_") if native.kind == "ptx" else arch
-    print(f"compiled saxpy with NVRTC {major}.{minor}: PTX for compute_{oldest} "
-          f"({len(ptx.code)} bytes), {native.kind.upper()} for {target} "
-          f"({len(native.code)} bytes)")
-    if not report.available:
+    made = f"PTX for compute_{oldest} ({len(ptx.code)} bytes)"
+    if native is not None:
+        arch = native.arch or "sm_?"  # a compiled Program always knows its arch
+        target = arch.replace("sm_", "compute_") if native.kind == "ptx" else arch
+        made += f", {native.kind.upper()} for {target} ({len(native.code)} bytes)"
+    print(f"compiled saxpy with NVRTC {major}.{minor}: {made}")
+    if native is None:
         print("no usable GPU here, so the kernel was not launched (`cudaload doctor` says why)")
         return 0
     return _launch_saxpy()

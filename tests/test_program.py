@@ -52,7 +52,7 @@ def arch_choices(tmp_path, driver_version: int) -> dict:
 def test_arch_choice(tmp_path):
     out = arch_choices(tmp_path, 99000)  # a driver that loads this NVRTC's PTX
     top = out["max"]
-    assert out["none"] == ["cubin", f"sm_{top}"]  # no device here: NVRTC's newest
+    assert out["none"][0] == "error", out["none"]  # no device here: nothing to compile for
     assert out["sm_90"] == ["cubin", "sm_90"] and out["tuple"] == ["cubin", "sm_86"]
     assert out["ptx"] == ["ptx", "sm_90"]
     assert out["newer"] == ["ptx", f"sm_{top}"]
@@ -240,12 +240,13 @@ def test_includes_naming_a_device_or_a_nul_neither_hang_nor_raise_while_keying(t
     assert out == ["keyed"] * 3  # what NVRTC makes of them is its to say, at compile time
 
 
-def test_ptx_without_a_device_is_for_the_oldest_arch_and_cubin_for_the_newest():
-    # PTX is compiled forward by the driver for every newer GPU, so with no device to ask, the
-    # portable PTX is the oldest arch's; a CUBIN runs only on its own major, so it is the newest.
+def test_no_arch_without_a_device_compiles_nothing_and_says_why():
+    # Code for no device would be thrown away: compile(arch=None) raises the reason there is no
+    # device, a CudaUnavailableError, before NVRTC is loaded (plan() too).
     out = scenario_json("program_compiles", "default_archs",
                         env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
-    assert out["ptx"] == out["oldest"] and out["auto"] == out["newest"], out
+    assert out == {"ptx": "DriverNotFoundError", "auto": "DriverNotFoundError",
+                   "plan": "DriverNotFoundError", "nvrtc_loaded": False}, out
 
 
 @pytest.mark.parametrize("kw, error, words", [

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from operator import attrgetter
 
-from . import _hooks, _prepare, _targets, cache, includes, toolchain
+from . import _default_arch, _hooks, _prepare, _targets, cache, includes, toolchain
 from .. import lifetime
 from ..errors import CudaLoadError
 from .objectcode import ObjectCode
@@ -102,17 +102,17 @@ class Program:
         return f"<Program {self.name} {len(self.source)} chars>"
 
     def compile(self, arch=None, output: str = "auto") -> ObjectCode:
-        """Compiled code for ``arch`` (None: the current device; without one, NVRTC's newest for
-        CUBIN and its oldest for PTX, which loads on every newer GPU); ``output`` "auto" picks
-        CUBIN where NVRTC knows the arch, else PTX the driver can load.
+        """Compiled code for ``arch`` (None: the current device's; _default_arch.py); ``output``
+        "auto" picks CUBIN where NVRTC knows the arch, else PTX the driver can load.
 
-        Raises CompileError when NVRTC rejects the source, NvrtcError when no code this machine
-        can load can be made, ValueError for an unknown arch or output, the loader's errors when
-        NVRTC is missing.
+        Raises CudaUnavailableError for ``arch=None`` without a usable device (before NVRTC is
+        looked for), CompileError when NVRTC rejects the source, NvrtcError when no code this
+        machine can load can be made, ValueError for an unknown arch or output, the loader's
+        errors when NVRTC is missing.
         """
         explicit = arch is not None
         if arch is None:
-            arch = _device_arch()
+            arch = _default_arch.required(_device_arch())  # without a device: why not
         # (arch, output, memory key) asked last of any Program made with these arguments: a
         # Program made again, asked as the last one was, looks its key up in the memory cache
         # as the same object, which is then the newest there already.
@@ -142,7 +142,7 @@ class Program:
         memory hit.  Raises as :meth:`compile` does, but compiles nothing."""
         explicit = arch is not None
         if arch is None:
-            arch = _device_arch()
+            arch = _default_arch.required(_device_arch())  # without a device: why not
         hit = cache.MEMORY.get((self._digest, _request(arch, output)))
         if hit is not None and (not hit[1] or includes.still_valid(hit[1])):
             return Plan.found(self, arch, output, hit[0])
