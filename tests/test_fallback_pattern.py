@@ -13,7 +13,7 @@ NO_NVRTC = {"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}
 NO_DRIVER = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"}
 
 
-@pytest.mark.parametrize("order", ["compile", "alloc"])
+@pytest.mark.parametrize("order", ["compile_first", "alloc_first"])
 @pytest.mark.parametrize("nvrtc", ["nvrtc", "no nvrtc"])
 @pytest.mark.parametrize("driver", ["libcuda 535, no GPU", "no driver"])
 def test_without_a_gpu_the_pattern_falls_back_and_compiles_nothing(request, driver, nvrtc, order):

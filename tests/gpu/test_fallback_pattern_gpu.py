@@ -10,7 +10,7 @@ import pytest
 from ..conftest import scenario_json
 
 
-@pytest.mark.parametrize("order", ["compile", "alloc"])
+@pytest.mark.parametrize("order", ["compile_first", "alloc_first"])
 def test_with_a_gpu_and_nvrtc_the_gpu_path_runs(order):
     out = scenario_json("readme_fallback", order, unset=("CUDALOAD_LIBNVRTC",))
     assert out["escaped"] is None, out["escaped"]
@@ -18,7 +18,7 @@ def test_with_a_gpu_and_nvrtc_the_gpu_path_runs(order):
     assert out["nvrtc_loaded"] is True, out
 
 
-@pytest.mark.parametrize("order", ["compile", "alloc"])
+@pytest.mark.parametrize("order", ["compile_first", "alloc_first"])
 def test_with_a_gpu_and_no_nvrtc_the_missing_compiler_is_reported_not_hidden(order):
     out = scenario_json("readme_fallback", order,
                         env={"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"})

@@ -1,9 +1,9 @@
 """The README's CPU fallback, as a host package writes it, in a fresh process.
 
-    python -m tests.scenarios.readme_fallback ORDER
+    python -m tests.scenarios.readme_fallback SCENARIO
 
-ORDER is what the GPU path does first: ``compile`` (Program(...).compile().load() before any
-allocation) or ``alloc`` (memory first, then the kernel).  Prints as JSON on its last line which
+The scenario is what the GPU path does first: ``compile_first`` (Program(...).compile().load()
+before any allocation) or ``alloc_first`` (memory first, then the kernel).  Prints as JSON on its last line which
 path ran, its result, what escaped the ``except CudaUnavailableError`` (if anything), and
 whether libnvrtc was loaded.  cudaload is imported inside, so importing this module loads nothing.
 """
@@ -44,7 +44,7 @@ def cpu_path(values):
     return [v * 3.0 for v in values]
 
 
-def main(order: str) -> None:
+def _run(order: str) -> None:
     import cudaload
 
     values = [float(i) for i in range(N)]
@@ -66,5 +66,17 @@ def main(order: str) -> None:
                       "nvrtc_loaded": nvrtc}))
 
 
+def compile_first() -> None:
+    """The GPU path compiles and loads its kernel before it allocates."""
+    _run("compile")
+
+
+def alloc_first() -> None:
+    """The GPU path allocates and copies before it compiles its kernel."""
+    _run("alloc")
+
+
+SCENARIOS = {f.__name__: f for f in (compile_first, alloc_first)}
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    SCENARIOS[sys.argv[1]](*sys.argv[2:])
