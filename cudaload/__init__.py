@@ -30,21 +30,41 @@ Entry point: may import every layer.
 
 from __future__ import annotations
 
-from .errors import (  # noqa: F401  (the exception tree is cheap and always importable)
-    CompileError,
-    CudaLoadError,
-    CudaUnavailableError,
-    DriverError,
-    ForkedProcessError,
-    LaunchArgumentError,
-    LibraryLoadError,
-    LibraryNotFoundError,
-    MissingSymbolError,
-    NvrtcError,
+# The exception tree is cheap and always importable (each ``X as X``: exported, for mypy --strict).
+from .errors import (  # noqa: F401
+    CompileError as CompileError,
+    CudaLoadError as CudaLoadError,
+    CudaUnavailableError as CudaUnavailableError,
+    DriverError as DriverError,
+    ForkedProcessError as ForkedProcessError,
+    LaunchArgumentError as LaunchArgumentError,
+    LibraryLoadError as LibraryLoadError,
+    LibraryNotFoundError as LibraryNotFoundError,
+    MissingSymbolError as MissingSymbolError,
+    NvrtcError as NvrtcError,
 )
 
 from .compile import _hooks
-from ._version import __version__  # noqa: F401
+from ._version import __version__ as __version__  # noqa: F401  (as: exported to mypy --strict)
+
+# What __getattr__ binds on first access, for type checkers: mypy reads TYPE_CHECKING as true, so
+# ``cudaload.Program`` is the class to it (each ``X as X``: exported, for ``mypy --strict``); at
+# run time the block never runs (no typing import, nothing loaded).  tests/test_types.py keeps it
+# equal to _LAZY and checks a consumer with it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .availability import Status as Status, is_available as is_available, status as status
+    from .compile.bundle import Bundle as Bundle
+    from .compile.objectcode import ObjectCode as ObjectCode
+    from .compile.parallel import compile_all as compile_all
+    from .compile.program import Program as Program
+    from .launch.device import Device as Device, device_count as device_count
+    from .launch.graph import Graph as Graph
+    from .launch.kernel import Kernel as Kernel
+    from .launch.memory import DeviceBuffer as DeviceBuffer, alloc as alloc
+    from .launch.module import Module as Module
+    from .launch.rawkernel import RawKernel as RawKernel
+    from .launch.stream import Event as Event, Stream as Stream
 
 
 def _current_arch() -> int:

@@ -12,6 +12,10 @@ import _thread
 
 from . import _hooks
 
+TYPE_CHECKING = False  # true for type checkers only: the launch side is never imported from here
+if TYPE_CHECKING:
+    from ..launch.module import Module
+
 __all__ = ["ObjectCode"]
 
 KINDS = ("cubin", "ptx", "fatbin")
@@ -110,7 +114,7 @@ class ObjectCode:
             kind = "ptx"
         return cls.from_bytes(data, kind)
 
-    def load(self):
+    def load(self) -> Module:
         """The Module holding this code, loaded on the first call and the same one after it.
 
         A RawKernel made again from the same source (as code written for CuPy does in a loop)
@@ -120,7 +124,7 @@ class ObjectCode:
         module = self._module[0]
         if module is None:
             module = _hooks.load(self)  # module.load_once: the launch side, above this module
-        return module
+        return module  # type: ignore[return-value]  # _hooks.load cannot name the Module type
 
 
 def _rebuild(fields: dict) -> ObjectCode:

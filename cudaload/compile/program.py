@@ -47,7 +47,7 @@ class Program:
 
     bundle = None  # a cudaload.Bundle of precompiled code, asked before NVRTC
 
-    def __init__(self, source, *, name: str = "kernel.cu", options=(), headers=None,
+    def __init__(self, source: str | bytes, *, name: str = "kernel.cu", options=(), headers=None,
                  include_paths=(), name_expressions=(), std: str | None = "c++17",
                  defines=None, fast_math: bool = False, line_info: bool = False,
                  debug: bool = False, max_registers: int | None = None,
