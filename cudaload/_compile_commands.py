@@ -52,17 +52,33 @@ def _add_compile_parser(sub) -> None:
     compile_.set_defaults(func=lambda args: _cmd_compile(args.rest))
 
 
+# The nvcc-style options whose value may follow as the next word, as the usage writes them.
+_VALUE_WORDS = {"-I": "-I DIR", "--include-path": "--include-path DIR", "-D": "-D NAME[=VALUE]",
+                "--define-macro": "--define-macro NAME[=VALUE]", "-U": "-U NAME",
+                "-include": "-include FILE", "-maxrregcount": "-maxrregcount N"}
+
+
+def _nvrtc_words(words) -> list[str]:
+    """NVRTC's options of the command line's ``words``, "-I dir" joined into one.  Raises
+    ValueError, in the command line's words, for such an option given no value."""
+    from .compile.options import split_cli
+
+    joined = split_cli(words)
+    for word in joined:
+        if word in _VALUE_WORDS:  # split_cli joins it with its value, unless there is none
+            raise ValueError(f"{word} needs a value: write {_VALUE_WORDS[word]}")
+    return joined
+
+
 def _compile_words(words) -> tuple[dict, list, list]:
     """(cudaload's options, the files, NVRTC's options) of ``compile``'s words.  Raises
     ValueError.  Only whole names are matched: "-c" is not taken for "-cubin"."""
-    from .compile.options import split_cli
-
     by_name = {name: (key, metavar is not None)
                for names, key, metavar, _t in _COMPILE_OPTIONS for name in names}
     own: dict = {key: [] for key in _REPEATABLE}
     files: list[str] = []
     nvrtc: list[str] = []
-    words = iter(split_cli(words))  # NVRTC's "-I dir", "-D X": one word each
+    words = iter(_nvrtc_words(words))  # NVRTC's "-I dir", "-D X": one word each
     for word in words:
         name, equals, value = word.partition("=")
         if name not in by_name:
@@ -287,24 +303,41 @@ def _precompile_programs(args) -> list:
     import importlib
     import os
 
-    from .compile.options import split_cli
     from .compile.program import Program
 
     if args.resource and not args.package:
         raise ValueError("--resource needs --package (the package that holds the file)")
-    common = {"options": split_cli(args.option), "name_expressions": args.name_expressions}
+    common = {"options": _nvrtc_words(args.option), "name_expressions": args.name_expressions}
+    for path in args.files:
+        if not os.path.isfile(path):
+            raise ValueError(f"{path}: no such file: give the path of a .cu file (from "
+                             f"{os.getcwd()})")
     programs = [Program.from_file(path, **common) for path in args.files]
+    if (args.resource or args.programs) and os.getcwd() not in sys.path:
+        # as `python -m` does: packages in the current folder, for --package and --programs alike
+        sys.path.insert(0, os.getcwd())
     programs += [Program.from_resource(args.package, res, **common) for res in args.resource]
     for spec in args.programs:
         module_name, _, attr = spec.partition(":")
         if not attr:
             raise ValueError(f"--programs {spec!r}: write MODULE:NAME, e.g. mypkg.kernels:programs")
-        if os.getcwd() not in sys.path:  # as `python -m` does: packages in the current folder
-            sys.path.insert(0, os.getcwd())
-        found = getattr(importlib.import_module(module_name), attr)
-        found = list(found() if callable(found) else found)
+        try:
+            found = getattr(importlib.import_module(module_name), attr)
+        except ModuleNotFoundError as err:
+            raise ValueError(f"--programs {spec!r}: {err}; install the package, or run from the "
+                             f"folder that holds it (now {os.getcwd()})") from None
+        except AttributeError:
+            raise ValueError(f"--programs {spec!r}: module {module_name} has no {attr!r}; name "
+                             "a list of cudaload.Program objects or a function returning one"
+                             ) from None
+        found = found() if callable(found) else found
+        try:
+            found = list(found)
+        except TypeError:  # a module, a function's None, a single Program: no list of them
+            found = [found]
         if not all(isinstance(p, Program) for p in found):
-            raise ValueError(f"--programs {spec!r} gave something other than Program objects")
+            raise ValueError(f"--programs {spec!r} is not cudaload.Program objects: name a list "
+                             "of them, or a function returning one")
         programs += found
     if not programs:
         raise ValueError("nothing to compile: give FILE.cu, --package with --resource, or "
