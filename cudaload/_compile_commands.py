@@ -52,33 +52,17 @@ def _add_compile_parser(sub) -> None:
     compile_.set_defaults(func=lambda args: _cmd_compile(args.rest))
 
 
-# The nvcc-style options whose value may follow as the next word, as the usage writes them.
-_VALUE_WORDS = {"-I": "-I DIR", "--include-path": "--include-path DIR", "-D": "-D NAME[=VALUE]",
-                "--define-macro": "--define-macro NAME[=VALUE]", "-U": "-U NAME",
-                "-include": "-include FILE", "-maxrregcount": "-maxrregcount N"}
-
-
-def _nvrtc_words(words) -> list[str]:
-    """NVRTC's options of the command line's ``words``, "-I dir" joined into one.  Raises
-    ValueError, in the command line's words, for such an option given no value."""
-    from .compile.options import split_cli
-
-    joined = split_cli(words)
-    for word in joined:
-        if word in _VALUE_WORDS:  # split_cli joins it with its value, unless there is none
-            raise ValueError(f"{word} needs a value: write {_VALUE_WORDS[word]}")
-    return joined
-
-
 def _compile_words(words) -> tuple[dict, list, list]:
     """(cudaload's options, the files, NVRTC's options) of ``compile``'s words.  Raises
     ValueError.  Only whole names are matched: "-c" is not taken for "-cubin"."""
+    from .compile.options import cli_options
+
     by_name = {name: (key, metavar is not None)
                for names, key, metavar, _t in _COMPILE_OPTIONS for name in names}
     own: dict = {key: [] for key in _REPEATABLE}
     files: list[str] = []
     nvrtc: list[str] = []
-    words = iter(_nvrtc_words(words))  # NVRTC's "-I dir", "-D X": one word each
+    words = iter(cli_options(words))  # NVRTC's "-I dir", "-D X": one word each
     for word in words:
         name, equals, value = word.partition("=")
         if name not in by_name:
@@ -303,11 +287,12 @@ def _precompile_programs(args) -> list:
     import importlib
     import os
 
+    from .compile.options import cli_options
     from .compile.program import Program
 
     if args.resource and not args.package:
         raise ValueError("--resource needs --package (the package that holds the file)")
-    common = {"options": _nvrtc_words(args.option), "name_expressions": args.name_expressions}
+    common = {"options": cli_options(args.option), "name_expressions": args.name_expressions}
     for path in args.files:
         if not os.path.isfile(path):
             raise ValueError(f"{path}: no such file: give the path of a .cu file (from "

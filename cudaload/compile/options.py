@@ -12,7 +12,7 @@ import operator
 import re
 
 __all__ = ["build", "strings", "include_inputs", "searches_source_folder", "Arch", "parse_arch",
-           "split_cli", "LTO_OPTION", "links"]
+           "split_cli", "cli_options", "LTO_OPTION", "links"]
 
 # NVRTC's option for LTO IR, in both its spellings: a program compiled with it is linked by
 # nvJitLink (compile/_linker.py) into the code it asked for.
@@ -275,3 +275,19 @@ def split_cli(words) -> list[str]:
         out.append(word)
         i += 1
     return out
+
+
+# The nvcc-style options whose value may follow as the next word, as a command line writes them.
+_VALUE_WORDS = {"-I": "-I DIR", "--include-path": "--include-path DIR", "-D": "-D NAME[=VALUE]",
+                "--define-macro": "--define-macro NAME[=VALUE]", "-U": "-U NAME",
+                "-include": "-include FILE", "-maxrregcount": "-maxrregcount N"}
+
+
+def cli_options(words) -> list[str]:
+    """NVRTC's options of a command line's ``words``, "-I dir" joined into one (split_cli).
+    Raises ValueError, in the command line's words, for such an option given no value."""
+    joined = split_cli(words)
+    for word in joined:
+        if word in _VALUE_WORDS:  # split_cli joins it with its value, unless there is none
+            raise ValueError(f"{word} needs a value: write {_VALUE_WORDS[word]}")
+    return joined
