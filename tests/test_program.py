@@ -192,6 +192,19 @@ def test_arch_spellings_compile_requests():
     assert out["sm_80"] == ["cubin", "sm_80"]
 
 
+@pytest.mark.parametrize("arch", [9.0, True, b"sm_90", (9,), (9, 0, 0), ("9", "0")])
+def test_an_arch_of_the_wrong_type_is_a_type_error_naming_the_types_taken(arch):
+    # Read as text, 9.0 was refused as a bad value and b"sm_90" as "b'sm_90'": the rule is a
+    # TypeError, for Program.compile and plan alike (refused before any library is loaded).
+    from cudaload.compile import options
+    from cudaload.compile.program import Program
+
+    with pytest.raises(TypeError, match=r"an int such as 90, a str such as 'sm_90' or a \(major"):
+        options.parse_arch(arch)
+    with pytest.raises(TypeError, match=type(arch).__name__):
+        Program('extern "C" __global__ void k() {}').plan(arch)
+
+
 def test_compile_command_input_errors_are_one_line(tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('extern "C" __global__ void k(float *x) { x[0] = 1; }\n')

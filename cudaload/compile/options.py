@@ -206,8 +206,13 @@ _parsed: dict = {}
 
 
 def parse_arch(arch) -> Arch:
-    """``90``, ``"90"``, ``"sm_90"``, ``"compute_90"``, ``"sm_90a"`` or ``(9, 0)`` -> Arch.  Raises ValueError."""
-    cached = _parsed.get(arch) if not isinstance(arch, list) else None
+    """``90``, ``"90"``, ``"sm_90"``, ``"compute_90"``, ``"sm_90a"`` or ``(9, 0)`` -> Arch.  Raises
+    TypeError for an arch of another type (``9.0``, ``True``, ``b"sm_90"``, ``(9,)``: read as
+    text they would be taken, or refused as a bad value), ValueError for a bad value."""
+    if not _arch_type(arch):
+        raise TypeError(f"arch must be an int such as 90, a str such as 'sm_90' or a (major, "
+                        f"minor) tuple such as (9, 0), not {type(arch).__name__} {arch!r}")
+    cached = _parsed.get(arch)
     if cached is not None:
         return cached
     if isinstance(arch, tuple) and len(arch) == 2 and all(isinstance(x, int) for x in arch):
@@ -224,9 +229,16 @@ def parse_arch(arch) -> Arch:
         if result.number < 10:  # "00", "05": no compute capability has major 0
             raise ValueError(f"arch {arch!r} is not a compute capability: use e.g. 90, 'sm_90' "
                              "or 'sm_90a'")
-    if not isinstance(arch, list):
-        _parsed[arch] = result
+    _parsed[arch] = result
     return result
+
+
+def _arch_type(arch) -> bool:
+    """Whether ``arch`` is of a type an arch is given as: an int (or an integer such as numpy's,
+    but no bool), a str, or a tuple of two ints."""
+    if isinstance(arch, tuple):
+        return len(arch) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in arch)
+    return isinstance(arch, str) or not isinstance(arch, bool) and hasattr(arch, "__index__")
 
 
 def include_inputs(options) -> tuple[list[str], list[str]]:
