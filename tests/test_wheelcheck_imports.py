@@ -43,6 +43,18 @@ def test_imports_in_a_fresh_environment_pass_clean_wheels_and_fail_linked_ones(b
                      for mode in ("no CUDA driver", "a CUDA driver but no GPU")]
 
 
+def test_no_skip_fails_the_import_that_had_no_driver_to_run_with(built, tmp_path):
+    wheel = ext_wheel(tmp_path, "goodpkg", built["good"])
+    env = {"CUDALOAD_TEST_LIBCUDA": str(tmp_path / "missing" / "libcuda.so.1")}
+    skipped = check_wheel(wheel, "--import", "goodpkg", env=env)
+    assert skipped.returncode == 0 and "import with a CUDA driver but no GPU: skipped" \
+        in skipped.stdout, skipped.stdout
+    strict = check_wheel(wheel, "--import", "goodpkg", "--no-skip", env=env)
+    assert strict.returncode == 1, strict.stdout
+    assert ("FAIL the import with a CUDA driver but no GPU was skipped (CUDALOAD_TEST_LIBCUDA "
+            "names") in strict.stdout and "--no-skip makes that a failure" in strict.stdout
+
+
 def test_a_wheel_that_cannot_be_installed_is_one_line(tmp_path):
     wheel = _wheels.write_wheel(tmp_path, "future", {"future/__init__.py": b""},
                                 requires_python=">=9")
