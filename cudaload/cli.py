@@ -11,6 +11,7 @@ import sys
 
 from ._compile_commands import _add_compile_parser, _add_precompile_parser, _cmd_compile
 from .wheelcheck.command import add_parser as _add_check_wheel_parser
+from .wheelcheck.driver_library import add_parser as _add_fetch_libcuda_parser
 
 __all__ = ["main"]
 
@@ -139,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_compile_parser(sub)
     _add_cache_parser(sub)
     _add_check_wheel_parser(sub)
+    _add_fetch_libcuda_parser(sub)
     return parser
 
 
