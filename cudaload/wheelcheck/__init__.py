@@ -6,8 +6,9 @@ architectures a shipped bundle covers; ``install`` with ``_probe`` and ``environ
 the wheel into a fresh environment and imports it where CUDA is absent; ``command`` is the
 subcommand and :func:`check_wheel`; ``pytest_plugin`` gives the fixtures ``no_cuda`` and
 ``cuda_without_gpu``; ``driver_library`` is ``cudaload fetch-libcuda`` (a real driver library
-for a machine without a GPU, which ``cuda_without_gpu`` and ``--import`` use).  Importing this package imports none of them: pytest imports the plugin
-in every project where cudaload is installed.
+for a machine without a GPU, which ``cuda_without_gpu`` and ``--import`` use).  Importing this
+package imports none of them: pytest imports the plugin in every project where cudaload is
+installed.
 
 Entry point: may import every layer.
 """
