@@ -134,12 +134,12 @@ def _template_kernels(source: str) -> list[str]:
     return names
 
 
-def _no_kernel_problem(source_path: str, program, obj) -> str | None:
-    """Why ``obj``, which holds no kernel, is no result; None when it is one."""
+def _no_kernel_problem(command: str, source_path: str, program, obj) -> str | None:
+    """Why ``obj`` (no kernel in it) is no result of ``cudaload COMMAND``; None when it is one."""
     names = _template_kernels(program.source)
     if not names:  # device functions only, as for linking with -rdc=true: what was asked
         return None
-    return (f"cudaload compile: {source_path} defines only kernel templates ({', '.join(names)}) "
+    return (f"cudaload {command}: {source_path} defines only kernel templates ({', '.join(names)}) "
             f"and no --name-expression instantiates one, so the {obj.kind.upper()} would hold "
             f"no kernel. Next step: pass one --name-expression for each instantiation the "
             f"kernel is launched with, e.g. --name-expression '{names[0]}<float>'")
@@ -197,7 +197,7 @@ def _cmd_compile(words) -> int:
     except (CudaLoadError, OSError, ValueError) as err:
         return _report(f"cudaload compile: {err}")
     kernels = _holds_kernel(obj.code, obj.kind)
-    problem = _no_kernel_problem(source, program, obj) if kernels is False else None
+    problem = _no_kernel_problem("compile", source, program, obj) if kernels is False else None
     if problem:
         return _report(problem)
     out = own.get("out") or os.path.splitext(source)[0] + "." + obj.kind
@@ -345,6 +345,12 @@ def _cmd_precompile(args) -> int:
         return 2
     bundle = Bundle()
     if args.out:
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(folder):  # refused before compiling, and never made (as compile -o)
+            print(f"cudaload precompile: cannot write {args.out}: there is no folder {folder}. "
+                  "Next step: make it (mkdir -p), or give -o a file in a folder that exists",
+                  file=sys.stderr)
+            return 1
         try:
             _atomic.check_output(args.out)
         except OSError as err:
@@ -373,6 +379,11 @@ def _cmd_precompile(args) -> int:
     if failures:
         return 1
     for (program, _arch), obj in zip(items, results):
+        problem = _no_kernel_problem("precompile", program.name, program, obj) \
+            if _holds_kernel(obj.code, obj.kind) is False else None
+        if problem:  # an entry without a kernel is no result: no bundle is written
+            print(problem, file=sys.stderr)
+            return 1
         names = ", ".join(program.name_expressions)
         print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {obj.arch} "
               f"({obj.cached or 'compiled'})")
@@ -381,7 +392,6 @@ def _cmd_precompile(args) -> int:
     if args.out:
         data = bundle.to_bytes()
         try:
-            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
             _atomic.write_output(args.out, data)  # as compile -o: a symbolic link is replaced
         except OSError as err:
             print(f"cudaload precompile: cannot write {args.out}: {err}", file=sys.stderr)

@@ -66,3 +66,30 @@ def test_precompile_package_is_found_from_the_folder_it_is_run_in(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "ops.bundle").stat().st_size > 0
+
+
+def test_precompile_of_templates_without_name_expressions_is_refused_as_compile_refuses_it(
+        tmp_path):
+    src = tmp_path / "tmpl.cu"
+    src.write_text("template <class T> __global__ void scale(T *x) { x[0] *= 2; }\n")
+    out = tmp_path / "t.bundle"
+    env = {"CUDALOAD_LIBCUDA": NO_CUDA["CUDALOAD_LIBCUDA"]}
+    proc = cli("precompile", str(src), "--arch", "sm_90", "-o", str(out), env=env,
+               unset=("CUDALOAD_LIBNVRTC",))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "cudaload precompile: tmpl.cu defines only kernel templates (scale)" in proc.stderr
+    assert "--name-expression 'scale<float>'" in proc.stderr and not out.exists()
+    named = cli("precompile", str(src), "--arch", "sm_90", "--name-expression", "scale<float>",
+                "-o", str(out), env=env, unset=("CUDALOAD_LIBNVRTC",))
+    assert named.returncode == 0 and out.stat().st_size > 0, named.stderr
+
+
+def test_precompile_output_in_a_missing_folder_is_refused_and_the_folder_not_made(tmp_path):
+    src = tmp_path / "ok.cu"
+    src.write_text(PLAIN)
+    missing = tmp_path / "no" / "such"
+    proc = cli("precompile", str(src), "--arch", "sm_90", "-o", str(missing / "x.bundle"),
+               env=NO_CUDA)  # refused before NVRTC is needed
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"there is no folder {missing}. Next step: make it (mkdir -p)" in proc.stderr
+    assert not (tmp_path / "no").exists()
