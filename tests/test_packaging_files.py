@@ -40,6 +40,7 @@ def test_the_type_checker_runs_over_the_package_in_the_test_command():
         script = f.read()
     assert '"$VENV/bin/python" -m mypy cudaload' in script
     assert script.index("-m mypy cudaload") < script.index("-m pytest")
+    assert "-m pytest -q -rs tests" in script  # every skip says why
 
 
 def test_the_classifiers_claim_only_what_ci_runs():
