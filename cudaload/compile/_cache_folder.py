@@ -97,10 +97,9 @@ class Folder:
             folder, why = found
             self._warn_once(
                 f"kernel cache folder {folder} is not used: {why}, and whoever may write it "
-                "would choose the code this process runs. Next step: make it yours and private "
-                f"(chown -R $USER {folder}; chmod 700 {folder}), remove it, or set "
-                "CUDALOAD_CACHE_DIR to a folder of your own; for a cache a group shares on "
-                f"purpose (chgrp GROUP; chmod 2770), set {_trust.SHARED_ENV}=1")
+                f"would choose the code this process runs. Next step: {private_step(folder)}; "
+                "for a cache a group shares on purpose (chgrp GROUP; chmod 2770), set "
+                f"{_trust.SHARED_ENV}=1")
             return False
         self.trusted, self.shared = True, shared
         return True
@@ -117,6 +116,15 @@ class Folder:
             import warnings  # here: a process whose cache works never imports it
 
             warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
+
+
+def private_step(folder: str) -> str:
+    """The next step for a cache folder not to be trusted: a new private one of the user's own.
+    Never a change to ``folder`` itself: others may use it (``/tmp``), and as root a ``chown`` or
+    ``chmod`` there breaks the machine."""
+    return ("set CUDALOAD_CACHE_DIR to a new folder of your own, e.g. "
+            "CUDALOAD_CACHE_DIR=~/.cache/cudaload-private (cudaload makes it, mode 0700); leave "
+            f"{folder} as it is")
 
 
 def _shared_problem(st) -> str | None:
