@@ -8,7 +8,8 @@ import circle exists):
 
 0. foundation, in this folder: errors, lifetime (fork), _log, _version, releases (facts about
    CUDA releases), _trust and _untrusted (reading files others may have written), _atomic
-   (atomic writes) and _file_lock (locks held through a file);
+   (atomic writes), _file_lock (locks held through a file) and _warn (warnings attributed to the
+   caller's line);
 1. ``bindings``: finding and opening libcuda and libnvrtc, and checked calls into them;
 2. ``compile``: programs, options, the include search, the toolchain, the kernel cache, bundles,
    compiled code (``ObjectCode``);

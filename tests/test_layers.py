@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 
 PACKAGE = os.path.join(ROOT, "cudaload")
 FOUNDATION = {"errors", "lifetime", "_log", "_version", "releases", "_trust", "_untrusted",
-              "_atomic", "_file_lock", "_elf"}
+              "_atomic", "_file_lock", "_elf", "_warn"}
 ENTRY = {"availability", "_report", "cli", "_compile_commands", "__main__", "__init__"}
 RANK = {"bindings": 1, "compile": 2, "launch": 3, "wheelcheck": 4}
 

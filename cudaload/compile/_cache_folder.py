@@ -113,9 +113,9 @@ class Folder:
     def _warn_once(self, text: str) -> None:
         if not self.broken:
             self.broken = True
-            import warnings  # here: a process whose cache works never imports it
+            from .._warn import warn  # here: a process whose cache works never imports it
 
-            warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
+            warn(f"cudaload: {text}", CacheWarning)
 
 
 def private_step(folder: str) -> str:
@@ -132,6 +132,7 @@ def _shared_problem(st) -> str | None:
 
 
 _OFF_WORDS = ("0", "false", "no", "off")
+_ON_WORDS = ("1", "true", "yes", "on")
 _by_root: dict[str, Folder] = {}  # one per folder: its trust and failure hold process-wide
 # (CUDALOAD_CACHE, CUDALOAD_CACHE_DIR, XDG_CACHE_HOME, HOME) -> the folder they name, or None when
 # off: resolved once per setting, since a compile asks for it and the environment reads are most
@@ -161,7 +162,14 @@ def chosen() -> Folder | None:
     try:
         return _by_setting[setting]
     except KeyError:
-        off = (setting[0] or "1").strip().lower() in _OFF_WORDS
+        word = (setting[0] or "1").strip().lower()
+        off = word in _OFF_WORDS
+        if not off and word not in _ON_WORDS:  # a typo must not pass for a choice
+            from .._warn import warn
+
+            warn(f"cudaload: CUDALOAD_CACHE={setting[0]!r} is neither on (1, true, yes, on) nor "
+                 "off (0, false, no, off); the kernel cache stays on. Next step: set "
+                 "CUDALOAD_CACHE=1 or CUDALOAD_CACHE=0", CacheWarning)
         found = _by_setting[setting] = None if off else _for_root(_root(setting[1], setting[2]))
         return found
 

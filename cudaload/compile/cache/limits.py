@@ -39,10 +39,10 @@ def max_bytes() -> int | None:
         return None
     limit = byte_count(value)
     if limit is None:
-        import warnings
+        from ..._warn import warn
 
-        warnings.warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; "
-                      "ignored", CacheWarning, stacklevel=3)
+        warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; ignored",
+             CacheWarning)
         return None
     return limit
 
@@ -60,11 +60,10 @@ def memory_max_bytes() -> int:
         return bound
     limit = byte_count(text.strip()) if text.strip() else MEMORY_DEFAULT_BYTES
     if limit is None:
-        import warnings
+        from ..._warn import warn
 
-        warnings.warn(f"cudaload: CUDALOAD_MEMORY_CACHE_MAX_BYTES={text!r} is not a number of "
-                      f"bytes; the default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning,
-                      stacklevel=4)
+        warn(f"cudaload: CUDALOAD_MEMORY_CACHE_MAX_BYTES={text!r} is not a number of bytes; the "
+             f"default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning)
         limit = MEMORY_DEFAULT_BYTES
     _memory_setting = (text, limit)  # one tuple: a thread never reads half of it
     return limit
