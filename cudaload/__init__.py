@@ -104,7 +104,7 @@ _LAZY = {
     "Bundle": "compile.bundle",
 }
 
-__all__ = sorted([*_LAZY, "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",
+__all__ = sorted([*_LAZY, "__version__", "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",
                   "DriverError", "ForkedProcessError", "LaunchArgumentError", "LibraryLoadError",
                   "LibraryNotFoundError", "MissingSymbolError", "NvrtcError"])
 

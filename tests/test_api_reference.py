@@ -523,3 +523,10 @@ def test_the_page_stands_alone(text):
         assert target.startswith("http") or os.path.exists(
             os.path.join(ROOT, "docs", target)), target
     assert "API.md" not in text
+
+
+def test_the_version_is_public_and_the_installed_release():
+    import importlib.metadata
+
+    assert "__version__" in dir(cudaload) and "__version__" in cudaload.__all__
+    assert cudaload.__version__ == importlib.metadata.version("cudaload")
