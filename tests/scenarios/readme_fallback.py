@@ -21,7 +21,8 @@ N = 256
 def _kernel():
     import cudaload
 
-    return cudaload.Program(SCALE, name="scale.cu").compile().load().get_kernel("scale")
+    return cudaload.Program(SCALE, name="scale.cu").compile().load().get_kernel(
+        "scale", signature="float *, float, int")
 
 
 def gpu_path(values, order: str):
@@ -31,7 +32,7 @@ def gpu_path(values, order: str):
 
     kernel = _kernel() if order == "compile" else None
     buf = cudaload.alloc(len(values) * 4)
-    buf.copy_from_host(values)
+    buf.copy_from_host(array.array("f", values))
     if kernel is None:
         kernel = _kernel()
     kernel((1,), (N,), (buf, 3.0, len(values)))
