@@ -78,7 +78,7 @@ PY
 "$WORK/env/bin/python" -m pip install -q --disable-pip-version-check "$CUDALOAD_WHEEL" "$GPUOPS_WHEEL" pytest
 cd "$WORK"  # outside the checkout: the installed copies are what gets imported
 check=("$WORK/env/bin/cudaload" check-wheel "$GPUOPS_WHEEL" --with "$CUDALOAD_WHEEL" --import gpuops
-       "${arch_args[@]}" --arch sm_86 --arch sm_75)
+       ${CI:+--no-skip} "${arch_args[@]}" --arch sm_86 --arch sm_75)
 set +e
 env -u PYTHONPATH -u CUDALOAD_LIBCUDA "${check[@]}" --json > "$WORK/check.json"
 check_rc=$?
@@ -101,6 +101,19 @@ for run in report["imports"]:
 print(f"packaging_example_test: check-wheel: 18 programs precompiled for {', '.join(archs)}; "
       "sm_86 uses sm_80 code; sm_75 compiles with NVRTC; gpuops imports without CUDA")
 PY
+
+# --require-bundle: the bundle is in the wheel with code for every built arch (sm_86 runs the
+# sm_80 code); sm_75, which it lacks, fails the check.
+env -u PYTHONPATH "$WORK/env/bin/cudaload" check-wheel "$GPUOPS_WHEEL" --require-bundle \
+    "${arch_args[@]}" --arch sm_86 > "$WORK/required.txt" \
+    || { cat "$WORK/required.txt"; say "check-wheel --require-bundle failed" >&2; exit 1; }
+if env -u PYTHONPATH "$WORK/env/bin/cudaload" check-wheel "$GPUOPS_WHEEL" --require-bundle \
+        --arch sm_75 > "$WORK/required.txt"; then
+    say "check-wheel --require-bundle --arch sm_75 passed a bundle without sm_75 code" >&2; exit 1
+fi
+grep -q "FAIL gpuops/_kernels.bundle: no code for sm_75 for 18 of 18 programs" "$WORK/required.txt" \
+    || { cat "$WORK/required.txt"; say "check-wheel --require-bundle: unexpected report" >&2; exit 1; }
+say "check-wheel --require-bundle: the bundle covers ${ARCHS[*]} and sm_86, and sm_75 fails"
 
 # --- the example's own tests, through cudaload's pytest plugin, against the installed wheels ------
 cp -r "$ROOT/examples/gpuops/tests" "$WORK/gpuops-tests"

@@ -39,7 +39,8 @@ assert "Tag: py3-none-any" in text and "Root-Is-Purelib: true" in text, text
 for needed in ("cudaload/__init__.py", "cudaload/bindings/_cuda_ffi.py", "cudaload/bindings/_nvrtc_ffi.py",
                "cudaload/bindings/_dlpack_ffi.py", "cudaload/bindings/_cuda_protos.py",
                "cudaload/availability.py", "cudaload/cli.py", "cudaload/py.typed",
-               "cudaload/wheelcheck/_probe.py", "cudaload/wheelcheck/pytest_plugin.py"):
+               "cudaload/wheelcheck/_probe.py", "cudaload/wheelcheck/pytest_plugin.py",
+               "cudaload/wheelcheck/fetch_libcuda.sh"):
     assert needed in names, f"{needed} missing from the wheel"
 assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), "LICENSE missing from the wheel"
 assert b"[pytest11]\ncudaload = cudaload.wheelcheck.pytest_plugin" in entry_points, entry_points
@@ -54,6 +55,13 @@ cd "$WORK"
 if [ -n "${CI:-}" ] && { [ -z "${CUDALOAD_TEST_LIBCUDA:-}" ] || [ ! -e "$CUDALOAD_TEST_LIBCUDA" ]; }; then
     say "CUDALOAD_TEST_LIBCUDA is not set or missing in CI: ci/fetch_libcuda.sh must run" >&2
     exit 1
+fi
+# `cudaload fetch-libcuda` from the installed wheel: here it finds the library ci/fetch_libcuda.sh
+# unpacked (its folder as CUDALOAD_LIBCUDA_DIR), so no network is needed.
+if [ -n "${CUDALOAD_TEST_LIBCUDA:-}" ] && [ -e "$CUDALOAD_TEST_LIBCUDA" ]; then
+    fetched="$(CUDALOAD_LIBCUDA_DIR="${CUDALOAD_TEST_LIBCUDA%%/root/*}" env -u PYTHONPATH \
+        "$WORK/env/bin/cudaload" fetch-libcuda)"
+    [ "$fetched" = "$CUDALOAD_TEST_LIBCUDA" ] || { say "cudaload fetch-libcuda printed $fetched" >&2; exit 1; }
 fi
 env -u PYTHONPATH "$WORK/env/bin/cudaload" check-wheel "$WHEEL" --import cudaload --json \
     > "$WORK/check.json" || { cat "$WORK/check.json"; say "cudaload check-wheel failed" >&2; exit 1; }

@@ -59,7 +59,8 @@ for dir in /usr/local/cuda*; do
     real="$(readlink -f "$dir")"
     [[ " ${toolkits[*]} " == *" $real "* ]] || toolkits+=("$real")
 done
-run_tests=("$VENV/bin/python" -m pytest -q tests "$@")
+# -rs: each skip's reason in the summary (the GPU tests' one line says why there is no GPU)
+run_tests=("$VENV/bin/python" -m pytest -q -rs tests "$@")
 unset CUDA_HOME CUDA_PATH CONDA_PREFIX
 if [ ${#toolkits[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then ns=(unshare -m --propagation private)

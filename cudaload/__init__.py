@@ -8,7 +8,8 @@ import circle exists):
 
 0. foundation, in this folder: errors, lifetime (fork), _log, _version, releases (facts about
    CUDA releases), _untrusted (files others may have written: whether to believe them, and
-   reading them safely), _atomic (atomic writes) and _file_lock (locks held through a file);
+   reading them safely), _atomic (atomic writes), _file_lock (locks held through a file) and _warn
+   (warnings attributed to the caller's line);
 1. ``bindings``: finding and opening libcuda and libnvrtc, and checked calls into them;
 2. ``compile``: programs, options, the include search, the toolchain, the kernel cache, bundles,
    compiled code (``ObjectCode``) and the linker;
@@ -30,22 +31,43 @@ Entry point: may import every layer.
 
 from __future__ import annotations
 
-from .errors import (  # noqa: F401  (the exception tree is cheap and always importable)
-    CompileError,
-    CudaLoadError,
-    CudaUnavailableError,
-    DriverError,
-    ForkedProcessError,
-    LaunchArgumentError,
-    LibraryLoadError,
-    LibraryNotFoundError,
-    LinkError,
-    MissingSymbolError,
-    NvrtcError,
+# The exception tree is cheap and always importable (each ``X as X``: exported, for mypy --strict).
+from .errors import (  # noqa: F401
+    CompileError as CompileError,
+    CudaLoadError as CudaLoadError,
+    CudaUnavailableError as CudaUnavailableError,
+    DriverError as DriverError,
+    ForkedProcessError as ForkedProcessError,
+    LaunchArgumentError as LaunchArgumentError,
+    LibraryLoadError as LibraryLoadError,
+    LibraryNotFoundError as LibraryNotFoundError,
+    LinkError as LinkError,
+    MissingSymbolError as MissingSymbolError,
+    NvrtcError as NvrtcError,
 )
 
 from .compile import _hooks
-from ._version import __version__  # noqa: F401
+from ._version import __version__ as __version__  # noqa: F401  (as: exported to mypy --strict)
+
+# What __getattr__ binds on first access, for type checkers: mypy reads TYPE_CHECKING as true, so
+# ``cudaload.Program`` is the class to it (each ``X as X``: exported, for ``mypy --strict``); at
+# run time the block never runs (no typing import, nothing loaded).  tests/test_types.py keeps it
+# equal to _LAZY and checks a consumer with it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .availability import Status as Status, is_available as is_available, status as status
+    from .compile.bundle import Bundle as Bundle
+    from .compile.linker import Linker as Linker
+    from .compile.objectcode import ObjectCode as ObjectCode
+    from .compile.parallel import compile_all as compile_all
+    from .compile.program import Program as Program
+    from .launch.device import Device as Device, device_count as device_count
+    from .launch.graph import Graph as Graph
+    from .launch.kernel import Kernel as Kernel
+    from .launch.memory import DeviceBuffer as DeviceBuffer, alloc as alloc
+    from .launch.module import Module as Module
+    from .launch.rawkernel import RawKernel as RawKernel
+    from .launch.stream import Event as Event, Stream as Stream
 
 
 def _load(code):
@@ -85,7 +107,7 @@ _LAZY = {
     "Linker": "compile.linker",
 }
 
-__all__ = sorted([*_LAZY, "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",
+__all__ = sorted([*_LAZY, "__version__", "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",
                   "DriverError", "ForkedProcessError", "LaunchArgumentError", "LibraryLoadError",
                   "LibraryNotFoundError", "LinkError", "MissingSymbolError", "NvrtcError"])
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import argparse
-import re
-import struct
 import sys
+
+from . import _kernels
 
 # cudaload's own options of ``compile`` (names, key, value's metavar or None for a flag, help); as
 # with nvcc they may come before or after FILE, and every other word starting with "-" goes to NVRTC.
@@ -61,14 +61,14 @@ def _add_compile_parser(sub) -> None:
 def _compile_words(words) -> tuple[dict, list, list]:
     """(cudaload's options, the files, NVRTC's options) of ``compile``'s words.  Raises
     ValueError.  Only whole names are matched: "-c" is not taken for "-cubin"."""
-    from .compile.options import split_cli  # deferred: each command imports what it runs
+    from .compile.options import cli_options  # deferred: each command imports what it runs
 
     by_name = {name: (key, metavar is not None)
                for names, key, metavar, _t in _COMPILE_OPTIONS for name in names}
     own: dict = {key: [] for key in _REPEATABLE}
     files: list[str] = []
     nvrtc: list[str] = []
-    words = iter(split_cli(words))  # NVRTC's "-I dir", "-D X": one word each
+    words = iter(cli_options(words))  # NVRTC's "-I dir", "-D X": one word each
     for word in words:
         name, equals, value = word.partition("=")
         if name not in by_name:
@@ -95,61 +95,19 @@ def _compile_words(words) -> tuple[dict, list, list]:
     return own, files, nvrtc
 
 
-# A kernel in a CUBIN: an ELF64 function symbol marked as an entry (STO_CUDA_ENTRY in st_other).
-_STT_FUNC, _STO_CUDA_ENTRY = 2, 0x10
-_PTX_ENTRY = re.compile(rb"^\s*(?:\.(?:visible|weak)\s+)?\.entry\s", re.M)
+def _compile_here(program, arch, output: str):
+    """``program`` compiled for ``arch``; None: this GPU's, and without one (the library compiles
+    nothing then) NVRTC's newest for CUBIN and its oldest for PTX, which the driver compiles
+    forward for every newer GPU: a file written is for some GPU, wherever it is run."""
+    from .compile.plan import Plan  # deferred: each command imports what it runs
+    from .errors import CudaUnavailableError  # deferred: each command imports what it runs
 
-
-def _holds_kernel(code: bytes, kind: str) -> bool | None:
-    """Whether compiled ``code`` holds a kernel; None when it cannot be read as expected."""
-    if kind == "ptx":
-        return _PTX_ENTRY.search(code) is not None
-    if kind != "cubin" or code[:5] != b"\x7fELF\x02":
-        return None
     try:
-        shoff, = struct.unpack_from("<Q", code, 0x28)
-        shentsize, shnum = struct.unpack_from("<HH", code, 0x3A)
-        for i in range(shnum):
-            sh_type, = struct.unpack_from("<I", code, shoff + i * shentsize + 4)
-            if sh_type != 2:  # SHT_SYMTAB
-                continue
-            offset, size, _link, _info, _align, entsize = struct.unpack_from(
-                "<QQIIQQ", code, shoff + i * shentsize + 24)
-            for at in range(offset, offset + size - entsize + 1, max(entsize, 1)):
-                info, other = struct.unpack_from("<BB", code, at + 4)
-                if info & 0xF == _STT_FUNC and other & _STO_CUDA_ENTRY:
-                    return True
-        return False
-    except struct.error:
-        return None
-
-
-def _template_kernels(source: str) -> list[str]:
-    """The names of the ``__global__`` function templates declared in ``source``."""
-    from .launch.signature import _without_comments  # deferred: each command imports what it runs
-
-    text = _without_comments(source)
-    names = []
-    for match in re.finditer(r"\b__global__\b", text):
-        start = max(text.rfind(c, 0, match.start()) for c in ";{}")  # this declaration's start
-        if not re.search(r"\btemplate\s*<", text[start + 1:match.start()]):
-            continue
-        # the declarator's name: the first identifier before "(" not spelled __like_this__
-        name = re.search(r"\b(?!__)([A-Za-z_]\w*)\s*\(", text[match.end():])
-        if name and name.group(1) not in names:
-            names.append(name.group(1))
-    return names
-
-
-def _no_kernel_problem(source_path: str, program, obj) -> str | None:
-    """Why ``obj``, which holds no kernel, is no result; None when it is one."""
-    names = _template_kernels(program.source)
-    if not names:  # device functions only, as for linking with -rdc=true: what was asked
-        return None
-    return (f"cudaload compile: {source_path} defines only kernel templates ({', '.join(names)}) "
-            f"and no --name-expression instantiates one, so the {obj.kind.upper()} would hold "
-            f"no kernel. Next step: pass one --name-expression for each instantiation the "
-            f"kernel is launched with, e.g. --name-expression '{names[0]}<float>'")
+        return program.compile(arch=arch, output=output)
+    except CudaUnavailableError:
+        if arch is not None:
+            raise
+        return Plan(program, None, output, False).build()
 
 
 def _cmd_compile(words) -> int:
@@ -181,15 +139,15 @@ def _cmd_compile(words) -> int:
     try:
         program = Program.from_file(source, options=nvrtc_options,
                                     name_expressions=own["name_expressions"])
-        arch = own.get("arch")  # None: Program's default (the GPU's; without one, see Program)
-        obj = program.compile(arch=arch, output=output)
+        obj = _compile_here(program, own.get("arch"), output)
     except CompileError as err:
         print(err, file=sys.stderr)
         return 1
     except (CudaLoadError, OSError, ValueError) as err:
         return _report(f"cudaload compile: {err}")
-    kernels = _holds_kernel(obj.code, obj.kind)
-    problem = _no_kernel_problem(source, program, obj) if kernels is False else None
+    kernels = _kernels.holds_kernel(obj.code, obj.kind)
+    problem = (_kernels.no_kernel_problem("compile", source, program, obj) if kernels is False
+               else None)
     if problem:
         return _report(problem)
     out = own.get("out") or os.path.splitext(source)[0] + "." + obj.kind
@@ -282,24 +240,42 @@ def _precompile_programs(args) -> list:
     """The Program objects named on the command line.  Raises ValueError, ImportError, OSError."""
     import importlib  # deferred: each command imports what it runs
 
-    from .compile.options import split_cli  # deferred: each command imports what it runs
+    from .compile.options import cli_options  # deferred: each command imports what it runs
     from .compile.program import Program  # deferred: each command imports what it runs
 
     if args.resource and not args.package:
         raise ValueError("--resource needs --package (the package that holds the file)")
-    common = {"options": split_cli(args.option), "name_expressions": args.name_expressions}
+    common = {"options": cli_options(args.option), "name_expressions": args.name_expressions}
+    for path in args.files:
+        if not os.path.isfile(path):
+            raise ValueError(f"{path}: no such file: give the path of a .cu file (from "
+                             f"{os.getcwd()})")
     programs = [Program.from_file(path, **common) for path in args.files]
+    if (args.resource or args.programs) and os.getcwd() not in sys.path:
+        # as `python -m` does: packages in the current folder, for --package and --programs alike
+        sys.path.insert(0, os.getcwd())
     programs += [Program.from_resource(args.package, res, **common) for res in args.resource]
     for spec in args.programs:
         module_name, _, attr = spec.partition(":")
         if not attr:
             raise ValueError(f"--programs {spec!r}: write MODULE:NAME, e.g. mypkg.kernels:programs")
-        if os.getcwd() not in sys.path:  # as `python -m` does: packages in the current folder
-            sys.path.insert(0, os.getcwd())
-        found = getattr(importlib.import_module(module_name), attr)
-        found = list(found() if callable(found) else found)
+        try:
+            found = getattr(importlib.import_module(module_name), attr)
+        except ModuleNotFoundError as err:
+            raise ValueError(f"--programs {spec!r}: {err}; install the package, or run from the "
+                             f"folder that holds it (now {os.getcwd()})") from None
+        except AttributeError:
+            raise ValueError(f"--programs {spec!r}: module {module_name} has no {attr!r}; name "
+                             "a list of cudaload.Program objects or a function returning one"
+                             ) from None
+        found = found() if callable(found) else found
+        try:
+            found = list(found)
+        except TypeError:  # a module, a function's None, a single Program: no list of them
+            found = [found]
         if not all(isinstance(p, Program) for p in found):
-            raise ValueError(f"--programs {spec!r} gave something other than Program objects")
+            raise ValueError(f"--programs {spec!r} is not cudaload.Program objects: name a list "
+                             "of them, or a function returning one")
         programs += found
     if not programs:
         raise ValueError("nothing to compile: give FILE.cu, --package with --resource, or "
@@ -321,6 +297,12 @@ def _cmd_precompile(args) -> int:
         return 2
     bundle = Bundle()
     if args.out:
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(folder):  # refused before compiling, and never made (as compile -o)
+            print(f"cudaload precompile: cannot write {args.out}: there is no folder {folder}. "
+                  "Next step: make it (mkdir -p), or give -o a file in a folder that exists",
+                  file=sys.stderr)
+            return 1
         try:
             _atomic.check_output(args.out)
         except OSError as err:
@@ -350,6 +332,11 @@ def _cmd_precompile(args) -> int:
     if failures:
         return 1
     for (program, _arch), obj in zip(items, results):
+        problem = _kernels.no_kernel_problem("precompile", program.name, program, obj) \
+            if _kernels.holds_kernel(obj.code, obj.kind) is False else None
+        if problem:  # an entry without a kernel is no result: no bundle is written
+            print(problem, file=sys.stderr)
+            return 1
         names = ", ".join(program.name_expressions)
         print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {obj.arch} "
               f"({obj.cached or 'compiled'})")
@@ -358,7 +345,6 @@ def _cmd_precompile(args) -> int:
     if args.out:
         data = bundle.to_bytes()
         try:
-            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
             _atomic.write_output(args.out, data)  # as compile -o: a symbolic link is replaced
         except OSError as err:
             print(f"cudaload precompile: cannot write {args.out}: {err}", file=sys.stderr)

@@ -13,6 +13,7 @@ import sys
 from ._compile_commands import _add_compile_parser, _add_precompile_parser, _cmd_compile
 from ._link_command import add_parser as _add_link_parser
 from .wheelcheck.command import add_parser as _add_check_wheel_parser
+from .wheelcheck.driver_library import add_parser as _add_fetch_libcuda_parser
 
 __all__ = ["main"]
 
@@ -141,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_link_parser(sub)
     _add_cache_parser(sub)
     _add_check_wheel_parser(sub)
+    _add_fetch_libcuda_parser(sub)
     return parser
 
 
@@ -171,17 +173,19 @@ def _cmd_demo(args) -> int:
         program = Program(SAXPY, name="saxpy.cu")
         ptx = program.compile(arch=oldest, output="ptx")
         # This GPU's code as a launch makes it: CUBIN, or PTX for a GPU newer than NVRTC knows.
-        native = program.compile()
+        # Without a GPU there is none to make (compile() refuses it).
+        native = program.compile() if report.available else None
     except CudaLoadError as err:
         print(f"demo: cannot compile: {err}", file=sys.stderr)
         return 1
     major, minor = nvrtc.version()
-    arch = native.arch or "sm_?"  # a compiled Program always knows its arch
-    target = arch.replace("sm_", "compute_") if native.kind == "ptx" else arch
-    print(f"compiled saxpy with NVRTC {major}.{minor}: PTX for compute_{oldest} "
-          f"({len(ptx.code)} bytes), {native.kind.upper()} for {target} "
-          f"({len(native.code)} bytes)")
-    if not report.available:
+    made = f"PTX for compute_{oldest} ({len(ptx.code)} bytes)"
+    if native is not None:
+        arch = native.arch or "sm_?"  # a compiled Program always knows its arch
+        target = arch.replace("sm_", "compute_") if native.kind == "ptx" else arch
+        made += f", {native.kind.upper()} for {target} ({len(native.code)} bytes)"
+    print(f"compiled saxpy with NVRTC {major}.{minor}: {made}")
+    if native is None:
         print("no usable GPU here, so the kernel was not launched (`cudaload doctor` says why)")
         return 0
     return _launch_saxpy()

@@ -523,3 +523,23 @@ def test_the_page_stands_alone(text):
         assert target.startswith("http") or os.path.exists(
             os.path.join(ROOT, "docs", target)), target
     assert "API.md" not in text
+
+
+def test_the_version_is_public_and_the_installed_release():
+    import importlib.metadata
+
+    assert "__version__" in dir(cudaload) and "__version__" in cudaload.__all__
+    assert cudaload.__version__ == importlib.metadata.version("cudaload")
+
+
+def test_the_readme_error_tree_names_every_error_class():
+    from cudaload import errors
+
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    tree = readme[readme.index("CudaLoadError(Exception)"):]
+    tree = tree[:tree.index("```")]
+    classes = [name for name, value in vars(errors).items() if isinstance(value, type)
+               and issubclass(value, errors.CudaLoadError) and value.__module__ == errors.__name__]
+    missing = [name for name in classes if re.search(rf"(── |^){name}\b", tree, re.M) is None]
+    assert len(classes) > 10 and missing == [], missing

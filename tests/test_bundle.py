@@ -246,11 +246,14 @@ def test_precompile_reports_an_arch_nvrtc_lacks(package, tmp_path):
 
 def test_bundle_file_lists_what_it_holds(package, tmp_path):
     out = tmp_path / "k.bundle"
+    # ops.cu's kernel is a template: without its instantiation the entry would hold no kernel
     proc = precompile("--package", "kpkg", "--resource", "ops.cu", "--arch", "sm_90",
-                      "-o", str(out), env={"PYTHONPATH": f"{package}{os.pathsep}{ROOT}"})
+                      "--name-expression", "scale<float>", "-o", str(out),
+                      env={"PYTHONPATH": f"{package}{os.pathsep}{ROOT}"})
     assert proc.returncode == 0, proc.stderr
     (entry,) = Bundle.from_file(out).entries()
     assert entry["name"] == "ops.cu" and entry["kind"] == "cubin" and entry["arch"] == "sm_90"
+    assert entry["name_expressions"] == ["scale<float>"]
     assert json.loads(json.dumps(entry)) == entry
 
 

@@ -14,8 +14,8 @@ from tests._support import ROOT
 
 PACKAGE = os.path.join(ROOT, "cudaload")
 FOUNDATION = {"errors", "lifetime", "_log", "_version", "releases", "_untrusted",
-              "_atomic", "_file_lock", "_elf"}
-ENTRY = {"availability", "_report", "cli", "_compile_commands", "_link_command", "__main__",
+              "_atomic", "_file_lock", "_elf", "_warn"}
+ENTRY = {"availability", "_report", "cli", "_compile_commands", "_kernels", "_link_command", "__main__",
          "__init__"}
 RANK = {"bindings": 1, "compile": 2, "launch": 3, "wheelcheck": 4}
 
@@ -45,11 +45,24 @@ def _rank(module: str) -> int:
     return 4
 
 
+def _type_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks: imports for type checkers (an
+    annotation may name a class of a layer above), never run (the modules set TYPE_CHECKING =
+    False), so no arrow of the import graph."""
+    return {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+            and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+            for stmt in block.body for node in ast.walk(stmt)}
+
+
 def _imports(module: str, path: str) -> set[str]:
-    """Every cudaload module that ``module`` imports, anywhere in it."""
+    """Every cudaload module that ``module`` imports, anywhere in it but type-only blocks."""
     package = module if path.endswith("__init__.py") else module.rsplit(".", 1)[0]
     out = set()
-    for node in ast.walk(ast.parse(open(path).read())):
+    tree = ast.parse(open(path).read())
+    skipped = _type_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[:len(package.split(".")) - node.level + 1]
@@ -154,3 +167,23 @@ def test_every_import_inside_a_function_says_why_it_is_deferred():
                     if "deferred" not in here and not above.strip().startswith("# deferred"):
                         unmarked.append(f"{module}:{sub.lineno}: {here.strip()}")
     assert sorted(set(unmarked)) == [], "\n".join(sorted(set(unmarked)))
+
+
+def test_type_only_imports_are_no_arrow_but_never_run():
+    # ObjectCode.load() is annotated with the launch side's Module: named in a block that runs
+    # for type checkers only, which the import graph leaves out; at run time the block is dead.
+    path = MODULES["cudaload.compile.objectcode"]
+    tree = ast.parse(open(path).read())
+    assert _type_only(tree)  # the block is there, and seen
+    for module, path in MODULES.items():
+        tree = ast.parse(open(path).read())
+        if not _type_only(tree):
+            continue
+        bound = [node for node in tree.body if isinstance(node, ast.Assign)
+                 and [getattr(t, "id", None) for t in node.targets] == ["TYPE_CHECKING"]]
+        imported = [node for node in tree.body if isinstance(node, ast.ImportFrom)
+                    and node.module == "typing"
+                    and any(a.name == "TYPE_CHECKING" for a in node.names)]
+        assert imported or (bound and isinstance(bound[0].value, ast.Constant)
+                            and bound[0].value.value is False), \
+            f"{module}: a TYPE_CHECKING block must never run (TYPE_CHECKING = False)"

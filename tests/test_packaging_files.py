@@ -40,3 +40,18 @@ def test_the_type_checker_runs_over_the_package_in_the_test_command():
         script = f.read()
     assert '"$VENV/bin/python" -m mypy cudaload' in script
     assert script.index("-m mypy cudaload") < script.index("-m pytest")
+    assert "-m pytest -q -rs tests" in script  # every skip says why
+
+
+def test_the_classifiers_claim_only_what_ci_runs():
+    # CI (.ci/run -> ci/test.sh) runs on Linux with the interpreter ci/test.sh makes its venv
+    # from; the Windows branches (nvcuda.dll, locks, PE files) have no CI job, so no Windows claim.
+    classifiers = _pyproject()["project"]["classifiers"]
+    systems = [c for c in classifiers if c.startswith("Operating System ::")]
+    assert systems == ["Operating System :: POSIX :: Linux"], systems
+    versions = [c.rsplit(" :: ", 1)[1] for c in classifiers
+                if c.startswith("Programming Language :: Python :: 3.")]
+    assert versions == ["3.11"], versions
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    assert "Windows is untested" in readme and "CPython 3.11" in readme

@@ -46,7 +46,7 @@ def arch_choices(tmp_path, driver_version: int) -> dict:
 def test_arch_choice(tmp_path):
     out = arch_choices(tmp_path, 99000)  # a driver that loads this NVRTC's PTX
     top = out["max"]
-    assert out["none"] == ["cubin", f"sm_{top}"]  # no device here: NVRTC's newest
+    assert out["none"][0] == "error", out["none"]  # no device here: nothing to compile for
     assert out["sm_90"] == ["cubin", "sm_90"] and out["tuple"] == ["cubin", "sm_86"]
     assert out["ptx"] == ["ptx", "sm_90"]
     assert out["newer"] == ["ptx", f"sm_{top}"]
@@ -186,6 +186,19 @@ def test_arch_spellings_compile_requests():
     assert out["sm_80"] == ["cubin", "sm_80"]
 
 
+@pytest.mark.parametrize("arch", [9.0, True, b"sm_90", (9,), (9, 0, 0), ("9", "0")])
+def test_an_arch_of_the_wrong_type_is_a_type_error_naming_the_types_taken(arch):
+    # Read as text, 9.0 was refused as a bad value and b"sm_90" as "b'sm_90'": the rule is a
+    # TypeError, for Program.compile and plan alike (refused before any library is loaded).
+    from cudaload.compile import options
+    from cudaload.compile.program import Program
+
+    with pytest.raises(TypeError, match=r"an int such as 90, a str such as 'sm_90' or a \(major"):
+        options.parse_arch(arch)
+    with pytest.raises(TypeError, match=type(arch).__name__):
+        Program('extern "C" __global__ void k() {}').plan(arch)
+
+
 def test_compile_command_input_errors_are_one_line(tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('extern "C" __global__ void k(float *x) { x[0] = 1; }\n')
@@ -234,12 +247,13 @@ def test_includes_naming_a_device_or_a_nul_neither_hang_nor_raise_while_keying(t
     assert out == ["keyed"] * 3  # what NVRTC makes of them is its to say, at compile time
 
 
-def test_ptx_without_a_device_is_for_the_oldest_arch_and_cubin_for_the_newest():
-    # PTX is compiled forward by the driver for every newer GPU, so with no device to ask, the
-    # portable PTX is the oldest arch's; a CUBIN runs only on its own major, so it is the newest.
+def test_no_arch_without_a_device_compiles_nothing_and_says_why():
+    # Code for no device would be thrown away: compile(arch=None) raises the reason there is no
+    # device, a CudaUnavailableError, before NVRTC is loaded (plan() too).
     out = scenario_json("program_compiles", "default_archs",
                         env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
-    assert out["ptx"] == out["oldest"] and out["auto"] == out["newest"], out
+    assert out == {"ptx": "DriverNotFoundError", "auto": "DriverNotFoundError",
+                   "plan": "DriverNotFoundError", "nvrtc_loaded": False}, out
 
 
 @pytest.mark.parametrize("kw, error, words", [

@@ -244,6 +244,26 @@ def test_arch_reports_which_programs_each_gpu_finds_precompiled(built, tmp_path)
     assert bad_arch.returncode == 2 and "is not a compute capability" in bad_arch.stderr
 
 
+def test_require_bundle_fails_a_wheel_the_bundle_was_left_out_of(built, tmp_path):
+    # A bundle git ignores is left out of the wheel by the build backend: "bundles: none" passed.
+    bare = _wheels.write_wheel(tmp_path, "nopkg", {"nopkg/__init__.py": b""})
+    proc = check_wheel(bare, "--arch", "sm_90", "--require-bundle")
+    assert proc.returncode == 1, proc.stdout
+    assert "FAIL the wheel ships no cudaload.Bundle, and --require-bundle asks for one" \
+        in proc.stdout and "git check-ignore" in proc.stdout
+    assert check_wheel(bare, "--require-bundle").returncode == 1  # without --arch too
+    with open(built["good"], "rb") as f:
+        files = {"kpkg/__init__.py": b"", "kpkg/_kernels.bundle": bundle_bytes(f.read())}
+    wheel = _wheels.write_wheel(tmp_path, "kpkg", files)
+    covered = check_wheel(wheel, "--arch", "sm_90", "--arch", "sm_86", "--require-bundle")
+    assert covered.returncode == 0, covered.stdout  # sm_86 runs the sm_80 code
+    short = check_wheel(wheel, "--arch", "sm_90", "--arch", "sm_75", "--require-bundle")
+    assert short.returncode == 1, short.stdout
+    assert "FAIL kpkg/_kernels.bundle: no code for sm_75 for 2 of 2 programs" in short.stdout
+    assert "--arch sm_75 -o BUNDLE --append" in short.stdout
+    assert check_wheel(wheel, "--arch", "sm_75").returncode == 0  # only reported, by default
+
+
 def test_a_damaged_bundle_or_entry_fails(built, tmp_path):
     with open(built["good"], "rb") as f:
         data = bytearray(bundle_bytes(f.read()))

@@ -43,6 +43,36 @@ def test_imports_in_a_fresh_environment_pass_clean_wheels_and_fail_linked_ones(b
                      for mode in ("no CUDA driver", "a CUDA driver but no GPU")]
 
 
+def test_no_skip_fails_the_import_that_had_no_driver_to_run_with(built, tmp_path):
+    wheel = ext_wheel(tmp_path, "goodpkg", built["good"])
+    env = {"CUDALOAD_TEST_LIBCUDA": str(tmp_path / "missing" / "libcuda.so.1")}
+    skipped = check_wheel(wheel, "--import", "goodpkg", env=env)
+    assert skipped.returncode == 0 and "import with a CUDA driver but no GPU: skipped" \
+        in skipped.stdout, skipped.stdout
+    strict = check_wheel(wheel, "--import", "goodpkg", "--no-skip", env=env)
+    assert strict.returncode == 1, strict.stdout
+    assert ("FAIL the import with a CUDA driver but no GPU was skipped (no driver library: "
+            "export CUDALOAD_TEST_LIBCUDA=\"$(cudaload fetch-libcuda)\"") in strict.stdout
+    assert "CUDALOAD_TEST_LIBCUDA names" in strict.stdout  # and why there was none
+    assert "--no-skip makes that a failure" in strict.stdout
+
+
+def test_a_missing_with_wheel_is_named_not_the_wheel_checked(tmp_path):
+    wheel = _wheels.write_wheel(tmp_path, "plainpkg", {"plainpkg/__init__.py": b""})
+    missing = tmp_path / "dist" / "cudaload-0.0-py3-none-any.whl"
+    line = one_line_error(check_wheel(wheel, "--import", "plainpkg", "--with", missing),
+                          f"--with {missing}: no such file; give the path of a built wheel")
+    assert "pip could not install" not in line
+
+
+def test_a_dependency_not_on_the_index_says_to_pass_its_wheel(tmp_path):
+    wheel = _wheels.write_wheel(tmp_path, "needy", {"needy/__init__.py": b""},
+                                requires=["cudaload-test-nowhere-dist"])
+    one_line_error(check_wheel(wheel, "--import", "needy"), f"{wheel}: pip could not install it",
+                   "cudaload-test-nowhere-dist",
+                   "next step: pass that dependency's wheel with --with WHEEL")
+
+
 def test_a_wheel_that_cannot_be_installed_is_one_line(tmp_path):
     wheel = _wheels.write_wheel(tmp_path, "future", {"future/__init__.py": b""},
                                 requires_python=">=9")

@@ -103,8 +103,10 @@ def test_the_fixtures_work_through_the_plugin_and_skip_with_the_reason(tmp_path,
     proc = pytest_child(tmp_path, FIXTURES, {"CUDALOAD_TEST_LIBCUDA": "",
                                              "CUDALOAD_LIBCUDA": "/nowhere/libcuda.so.1"})
     assert proc.returncode == 0 and "1 passed, 1 skipped" in proc.stdout, proc.stdout
-    assert ("no CUDA driver library to test with (CUDALOAD_LIBCUDA names /nowhere/libcuda.so.1, "
-            "which is not a file); set CUDALOAD_TEST_LIBCUDA") in proc.stdout
+    # the skip leads with the way to get one, then says why there was none
+    assert ('no CUDA driver library to test with: export CUDALOAD_TEST_LIBCUDA="$(cudaload '
+            'fetch-libcuda)"') in proc.stdout, proc.stdout
+    assert "(CUDALOAD_LIBCUDA names /nowhere/libcuda.so.1, which is not a file)" in proc.stdout
 
 
 def test_a_suite_that_does_not_ask_is_untouched(tmp_path):

@@ -97,10 +97,9 @@ class Folder:
             folder, why = found
             self._warn_once(
                 f"kernel cache folder {folder} is not used: {why}, and whoever may write it "
-                "would choose the code this process runs. Next step: make it yours and private "
-                f"(chown -R $USER {folder}; chmod 700 {folder}), remove it, or set "
-                "CUDALOAD_CACHE_DIR to a folder of your own; for a cache a group shares on "
-                f"purpose (chgrp GROUP; chmod 2770), set {_untrusted.SHARED_ENV}=1")
+                f"would choose the code this process runs. Next step: {private_step(folder)}; "
+                "for a cache a group shares on purpose (chgrp GROUP; chmod 2770), set "
+                f"{_untrusted.SHARED_ENV}=1")
             return False
         self.trusted, self.shared = True, shared
         return True
@@ -114,9 +113,18 @@ class Folder:
     def _warn_once(self, text: str) -> None:
         if not self.broken:
             self.broken = True
-            import warnings  # deferred: a process whose cache works never imports it
+            from .._warn import warn  # deferred: a process whose cache works never imports it
 
-            warnings.warn(f"cudaload: {text}", CacheWarning, stacklevel=5)
+            warn(f"cudaload: {text}", CacheWarning)
+
+
+def private_step(folder: str) -> str:
+    """The next step for a cache folder not to be trusted: a new private one of the user's own.
+    Never a change to ``folder`` itself: others may use it (``/tmp``), and as root a ``chown`` or
+    ``chmod`` there breaks the machine."""
+    return ("set CUDALOAD_CACHE_DIR to a new folder of your own, e.g. "
+            "CUDALOAD_CACHE_DIR=~/.cache/cudaload-private (cudaload makes it, mode 0700); leave "
+            f"{folder} as it is")
 
 
 def _shared_problem(st) -> str | None:
@@ -124,6 +132,7 @@ def _shared_problem(st) -> str | None:
 
 
 _OFF_WORDS = ("0", "false", "no", "off")
+_ON_WORDS = ("1", "true", "yes", "on")
 _by_root: dict[str, Folder] = {}  # one per folder: its trust and failure hold process-wide
 # (CUDALOAD_CACHE, CUDALOAD_CACHE_DIR, XDG_CACHE_HOME, HOME) -> the folder they name, or None when
 # off: resolved once per setting, since a compile asks for it and the environment reads are most
@@ -153,7 +162,14 @@ def chosen() -> Folder | None:
     try:
         return _by_setting[setting]
     except KeyError:
-        off = (setting[0] or "1").strip().lower() in _OFF_WORDS
+        word = (setting[0] or "1").strip().lower()
+        off = word in _OFF_WORDS
+        if not off and word not in _ON_WORDS:  # a typo must not pass for a choice
+            from .._warn import warn  # deferred: only this path needs it
+
+            warn(f"cudaload: CUDALOAD_CACHE={setting[0]!r} is neither on (1, true, yes, on) nor "
+                 "off (0, false, no, off); the kernel cache stays on. Next step: set "
+                 "CUDALOAD_CACHE=1 or CUDALOAD_CACHE=0", CacheWarning)
         found = _by_setting[setting] = None if off else _for_root(_root(setting[1], setting[2]))
         return found
 

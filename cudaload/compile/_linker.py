@@ -33,7 +33,7 @@ def identity() -> str:
     """The build of the nvJitLink that links now.  Raises the loader's errors (LibraryNotFound-
     Error with the next step) where there is none."""
     # deferred: the status report finds nvJitLink without the cache's modules
-    from . import toolchain
+    from . import toolchain  # deferred: only this path needs it
     from ._headers import stat_id  # deferred: only this path needs it
 
     path = _find(recheck=False)[0]

@@ -29,9 +29,9 @@ import json
 import os
 import _thread
 import struct
-import warnings
 
 from .. import _atomic, _untrusted
+from .._warn import warn
 from .objectcode import decode, encode
 from .objectcode import ObjectCode
 from .options import parse_arch
@@ -120,9 +120,8 @@ class Bundle:
             # compiles, not the compile call.
             step = ("rebuild it with `cudaload precompile ... -o FILE` using this cudaload version"
                     if isinstance(exc, ValueError) else "check that the file can be read")
-            warnings.warn(f"cudaload: kernel bundle {self.origin} cannot be used ({exc}); its "
-                          f"kernels will be compiled. Next step: {step}", BundleWarning,
-                          stacklevel=5)
+            warn(f"cudaload: kernel bundle {self.origin} cannot be used ({exc}); its kernels "
+                 f"will be compiled. Next step: {step}", BundleWarning)
             return {}
         self._data = data
         return index

@@ -24,6 +24,10 @@ from .. import _untrusted
 from ._cache_folder import FORMAT
 from ._prepare import sha256
 
+TYPE_CHECKING = False  # true for type checkers only: the launch side is never imported from here
+if TYPE_CHECKING:
+    from ..launch.module import Module
+
 __all__ = ["ObjectCode", "FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "encode", "decode"]
 
 KINDS = ("cubin", "ptx", "fatbin", "ltoir", "library")
@@ -143,7 +147,7 @@ class ObjectCode:
             kind = next((k for k, magic in _MAGICS if data.startswith(magic)), "ptx")
         return cls.from_bytes(data, kind, name=os.path.basename(os.fspath(path)))
 
-    def load(self):
+    def load(self) -> Module:
         """The Module holding this code, loaded on the first call and the same one after it.
 
         A RawKernel made again from the same source (as code written for CuPy does in a loop)
@@ -157,7 +161,7 @@ class ObjectCode:
         module = self._module[0]
         if module is None:
             module = _hooks.load(self)  # module.load_once: the launch side, above this module
-        return module
+        return module  # type: ignore[return-value]  # _hooks.load cannot name the Module type
 
 
 def _rebuild(fields: dict) -> ObjectCode:

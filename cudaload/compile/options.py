@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 
 __all__ = ["build", "strings", "include_inputs", "searches_source_folder", "Arch", "parse_arch",
-           "split_cli", "LTO_OPTION", "links", "OUTPUTS", "virtual", "FILE_OPTIONS", "file_option",
+           "split_cli", "cli_options", "LTO_OPTION", "links", "OUTPUTS", "virtual", "FILE_OPTIONS", "file_option",
            "names_files"]
 
 # What ``compile(output=...)`` may ask for.
@@ -123,7 +123,7 @@ def _macro_name(name: str) -> bool:
     """Whether ``name`` is a macro name, or a function-like macro's name and parameter list:
     "N", "SQ(x)", "LOG(fmt, ...)"."""
     # deferred: only a Program with defines checks them, and re costs a fresh process 4 ms
-    import re
+    import re  # deferred: only this path needs it
 
     identifier = re.compile(r"[A-Za-z_]\w*", re.ASCII)
     match = re.fullmatch(r"([A-Za-z_]\w*)(?:\(([^()]*)\))?", name, re.ASCII)
@@ -222,8 +222,13 @@ def _arch_name(text: str) -> tuple[int, str] | None:
 
 
 def parse_arch(arch) -> Arch:
-    """``90``, ``"90"``, ``"sm_90"``, ``"compute_90"``, ``"sm_90a"`` or ``(9, 0)`` -> Arch.  Raises ValueError."""
-    cached = _parsed.get(arch) if not isinstance(arch, list) else None
+    """``90``, ``"90"``, ``"sm_90"``, ``"compute_90"``, ``"sm_90a"`` or ``(9, 0)`` -> Arch.  Raises
+    TypeError for an arch of another type (``9.0``, ``True``, ``b"sm_90"``, ``(9,)``: read as
+    text they would be taken, or refused as a bad value), ValueError for a bad value."""
+    if not _arch_type(arch):
+        raise TypeError(f"arch must be an int such as 90, a str such as 'sm_90' or a (major, "
+                        f"minor) tuple such as (9, 0), not {type(arch).__name__} {arch!r}")
+    cached = _parsed.get(arch)
     if cached is not None:
         return cached
     if isinstance(arch, tuple) and len(arch) == 2 and all(isinstance(x, int) for x in arch):
@@ -240,8 +245,7 @@ def parse_arch(arch) -> Arch:
         if result.number < 10:  # "00", "05": no compute capability has major 0
             raise ValueError(f"arch {arch!r} is not a compute capability: use e.g. 90, 'sm_90' "
                              "or 'sm_90a'")
-    if not isinstance(arch, list):
-        _parsed[arch] = result
+    _parsed[arch] = result
     return result
 
 
@@ -271,6 +275,14 @@ def file_option(option: str) -> tuple[str, str] | None:
 def names_files(options) -> bool:
     """Whether ``options`` name a file or folder NVRTC opens (see _option_files.py)."""
     return any(file_option(option) for option in options)
+
+
+def _arch_type(arch) -> bool:
+    """Whether ``arch`` is of a type an arch is given as: an int (or an integer such as numpy's,
+    but no bool), a str, or a tuple of two ints."""
+    if isinstance(arch, tuple):
+        return len(arch) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in arch)
+    return isinstance(arch, str) or not isinstance(arch, bool) and hasattr(arch, "__index__")
 
 
 def include_inputs(options) -> tuple[list[str], list[str]]:
@@ -319,3 +331,19 @@ def split_cli(words) -> list[str]:
         out.append(word)
         i += 1
     return out
+
+
+# The nvcc-style options whose value may follow as the next word, as a command line writes them.
+_VALUE_WORDS = {"-I": "-I DIR", "--include-path": "--include-path DIR", "-D": "-D NAME[=VALUE]",
+                "--define-macro": "--define-macro NAME[=VALUE]", "-U": "-U NAME",
+                "-include": "-include FILE", "-maxrregcount": "-maxrregcount N"}
+
+
+def cli_options(words) -> list[str]:
+    """NVRTC's options of a command line's ``words``, "-I dir" joined into one (split_cli).
+    Raises ValueError, in the command line's words, for such an option given no value."""
+    joined = split_cli(words)
+    for word in joined:
+        if word in _VALUE_WORDS:  # split_cli joins it with its value, unless there is none
+            raise ValueError(f"{word} needs a value: write {_VALUE_WORDS[word]}")
+    return joined

@@ -69,7 +69,7 @@ class Program:
 
     bundle = None  # a cudaload.Bundle of precompiled code, asked before NVRTC
 
-    def __init__(self, source, *, name: str = "kernel.cu", options=(), headers=None,
+    def __init__(self, source: str | bytes, *, name: str = "kernel.cu", options=(), headers=None,
                  include_paths=(), name_expressions=(), std: str | None = "c++17",
                  defines=None, fast_math: bool = False, line_info: bool = False,
                  debug: bool = False, max_registers: int | None = None,
@@ -143,17 +143,17 @@ class Program:
         return f"<Program {self.name} {len(self.source)} chars>"
 
     def compile(self, arch=None, output: str = "auto") -> ObjectCode:
-        """Compiled code for ``arch`` (None: the current device; without one, NVRTC's newest for
-        CUBIN and its oldest for PTX, which loads on every newer GPU); ``output`` "auto" picks
-        CUBIN where NVRTC knows the arch, else PTX the driver can load.
+        """Compiled code for ``arch`` (None: the current device's; _without_device says what without one); ``output``
+        "auto" picks CUBIN where NVRTC knows the arch, else PTX the driver can load.
 
-        Raises CompileError when NVRTC rejects the source, NvrtcError when no code this machine
-        can load can be made, ValueError for an unknown arch or output, the loader's errors when
-        NVRTC is missing.
+        Raises CudaUnavailableError for ``arch=None`` without a usable device (before NVRTC is
+        looked for), CompileError when NVRTC rejects the source, NvrtcError when no code this
+        machine can load can be made, ValueError for an unknown arch or output, the loader's
+        errors when NVRTC is missing.
         """
         explicit = arch is not None
         if arch is None:
-            arch = _device_arch()
+            arch = _device_arch() or _without_device()
         # (arch, output, memory key) asked last of any Program made with these arguments: a
         # Program made again, asked as the last one was, looks its key up in the memory cache
         # as the same object, which is then the newest there already.
@@ -187,7 +187,7 @@ class Program:
         memory hit.  Raises as :meth:`compile` does, but compiles nothing."""
         explicit = arch is not None
         if arch is None:
-            arch = _device_arch()
+            arch = _device_arch() or _without_device()
         key = (self._digest, _request(arch, output))
         hit = (_memory or _compile_path()).get(key)
         from .plan import Plan  # deferred: imported by _compile_path() already
@@ -318,6 +318,19 @@ def _device_arch():
     state = _thread_device
     found = state.arch if state is not None else None  # found by this thread before: no call
     return found if found is not None else _ask_device()
+
+
+def _without_device() -> int:
+    """What ``compile(arch=None)`` does without a usable device: compile nothing, and raise why
+    there is none, a CudaUnavailableError (no driver, a failed ``cuInit``, no device, a forked
+    child) or the DriverError that kept it from being used, before NVRTC is looked for.  Code
+    compiled for no device would be thrown away, and NVRTC is what a machine without a GPU often
+    lacks: a host package's ``except CudaUnavailableError`` fallback then works with or without
+    it.  An explicit arch compiles anywhere (precompiling, ``cudaload compile --arch``).  A device
+    set up since (``status(refresh=True)``) answers instead."""
+    from ..bindings import thread_device  # deferred: loads the driver's bindings
+
+    return thread_device.arch()
 
 
 def _ask_device():

@@ -24,7 +24,7 @@ from ._unpicklable import GpuState
 
 TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 __all__ = ["Graph", "capture"]
 
@@ -138,7 +138,7 @@ class Graph(GpuState):
 
 
 @contextlib.contextmanager
-def capture(stream, mode: str = "thread_local"):
+def capture(stream, mode: str = "thread_local") -> Iterator[Graph]:
     """Record the launches made on ``stream`` inside the block into the yielded :class:`Graph`.
 
     Raises ``ValueError`` for the default stream (it cannot be captured) or an unknown mode."""

@@ -15,6 +15,12 @@ from ._foreign import stream_handle as handle_of
 from ._unpicklable import GpuState
 from . import dlpack as _dlpack
 
+TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _Out = TypeVar("_Out")
+
 __all__ = ["alloc", "DeviceBuffer"]
 
 
@@ -152,21 +158,22 @@ class DeviceBuffer(GpuState):
                          "cuMemcpyHtoDAsync")
         return self
 
-    def copy_to_host(self, out=None, stream=None, nbytes: int | None = None):
+    def copy_to_host(self, out: _Out | None = None, stream=None,
+                     nbytes: int | None = None) -> _Out | bytearray:
         """Copy into ``out`` (default: a new bytearray) and return it; on ``stream`` when given.
 
         Copies into pageable memory return when complete; into pinned memory, synchronize the
         stream before reading ``out``."""
-        if out is None:
-            out = bytearray(self.nbytes if nbytes is None else nbytes)
-        dst, count = self._host(out, True, nbytes)
+        target: _Out | bytearray = \
+            bytearray(self.nbytes if nbytes is None else nbytes) if out is None else out
+        dst, count = self._host(target, True, nbytes)
         drv = self._live()
         if stream is None:
             driver.check(drv.cuMemcpyDtoH_v2(dst, self.ptr, count), "cuMemcpyDtoH")
         else:
             driver.check(drv.cuMemcpyDtoHAsync_v2(dst, self.ptr, count, handle_of(stream)),
                          "cuMemcpyDtoHAsync")
-        return out
+        return target
 
     def copy_from(self, other, stream=None) -> DeviceBuffer:
         """Copy from another device buffer (anything with ``.ptr``/``.nbytes``) of at most this size."""

@@ -20,6 +20,11 @@ from ._graph_pins import unload as _unload
 from ._unpicklable import GpuState
 from ..errors import DriverError
 
+TYPE_CHECKING = False  # true for type checkers only: kernel and memory import this module
+if TYPE_CHECKING:
+    from .kernel import Kernel
+    from .memory import DeviceBuffer
+
 __all__ = ["Module", "REFUSALS", "load_once"]
 
 # The driver's answers for an image it cannot load here (recompiling may help).
@@ -138,7 +143,7 @@ class Module(GpuState):
         with self._lock:
             return self._retry(resolve)
 
-    def get_kernel(self, name: str, signature: str | None = None):
+    def get_kernel(self, name: str, signature: str | None = None) -> Kernel:
         """The kernel ``name`` (or a name expression such as ``"scale<float>"``).
 
         ``signature`` (e.g. ``"const float*, float, int"``) declares the C types where neither the
@@ -149,7 +154,7 @@ class Module(GpuState):
 
         return Kernel(self, name, signature=signature)
 
-    def get_global(self, name: str, device=None):
+    def get_global(self, name: str, device=None) -> DeviceBuffer:
         """A ``__device__``/``__constant__`` variable as a :class:`DeviceBuffer` view."""
         from .kernel import symbol_name  # deferred: only this path needs it
         from .memory import DeviceBuffer  # deferred: only this path needs it

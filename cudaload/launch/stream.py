@@ -16,6 +16,12 @@ from ._sizes import integer
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
 
+TYPE_CHECKING = False  # true for type checkers only: graph imports this module
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from .graph import Graph
+
 __all__ = ["Stream", "Event", "handle_of"]
 
 _const = _cuda_ffi.integer_const
@@ -148,7 +154,7 @@ class Stream(GpuState):
         event.record(self)
         return event
 
-    def capture(self, mode: str = "thread_local"):
+    def capture(self, mode: str = "thread_local") -> AbstractContextManager[Graph]:
         """Context manager: launches on this stream are recorded into a :class:`Graph`."""
         from .graph import capture  # deferred: only this path needs it
 

@@ -5,8 +5,10 @@ compiled file needs; ``libraries`` knows CUDA's library names; ``bundles`` repor
 architectures a shipped bundle covers; ``install`` with ``_probe`` and ``environments`` installs
 the wheel into a fresh environment and imports it where CUDA is absent; ``command`` is the
 subcommand and :func:`check_wheel`; ``pytest_plugin`` gives the fixtures ``no_cuda`` and
-``cuda_without_gpu``.  Importing this package imports none of them: pytest imports the plugin
-in every project where cudaload is installed.
+``cuda_without_gpu``; ``driver_library`` is ``cudaload fetch-libcuda`` (a real driver library
+for a machine without a GPU, which ``cuda_without_gpu`` and ``--import`` use).  Importing this
+package imports none of them: pytest imports the plugin in every project where cudaload is
+installed.
 
 Entry point: may import every layer.
 """

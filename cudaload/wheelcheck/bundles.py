@@ -79,6 +79,25 @@ def _label(program: dict) -> str:
     return program["name"] + (f" ({', '.join(exprs)})" if exprs else "")
 
 
+def required(shipped: list, reports: list[dict], archs: list[str]) -> list[str]:
+    """The failures of ``check-wheel --require-bundle``: no bundle among ``shipped``, or a program
+    of one (its ``reports``, made for ``archs``) without code for an arch."""
+    if not shipped:
+        return ["the wheel ships no cudaload.Bundle, and --require-bundle asks for one: a build "
+                "backend leaves out a file git ignores; list the bundle as package data (and "
+                "see `git check-ignore -v PATH`), then build the wheel again"]
+    failures = []
+    for bundle in reports:
+        for arch in archs:
+            missing = [_label(p) for p in bundle["programs"] if not p["code"][arch]]
+            if missing:
+                failures.append(f"{bundle['path']}: no code for {arch} for {len(missing)} of "
+                                f"{len(bundle['programs'])} programs ({', '.join(missing[:4])}"
+                                f"{' ...' if len(missing) > 4 else ''}): add their code: "
+                                f"cudaload precompile ... --arch {arch} -o BUNDLE --append")
+    return failures
+
+
 def summary(bundle: dict, archs: list[str]) -> list[str]:
     """Lines for the text report: per arch, how many programs have code and which need NVRTC."""
     programs = bundle["programs"]

@@ -37,6 +37,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         metavar="ARCH", help="report which programs of each shipped "
                         "cudaload.Bundle have precompiled code for GPUs of ARCH, e.g. sm_90 "
                         "(repeatable)")
+    parser.add_argument("--require-bundle", action="store_true",
+                        help="fail unless the wheel ships a cudaload.Bundle and, with --arch, "
+                             "each of its programs has code for every ARCH (a bundle the build "
+                             "left out, e.g. one git ignores, fails instead of passing)")
+    parser.add_argument("--no-skip", action="store_true",
+                        help="fail a check that cannot run here instead of skipping it (in CI: "
+                             "no driver library for the import with a driver but no GPU)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=_command)
 
@@ -51,9 +58,12 @@ def _arch(text: str) -> str:
 
 
 def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (),
-                also: Sequence[str] = ()) -> dict[str, Any]:
+                also: Sequence[str] = (), require_bundle: bool = False,
+                no_skip: bool = False) -> dict[str, Any]:
     """The report on the wheel at ``path``: ``{"wheel", "ok", "failures", "files", "bundles",
     "imports"}`` (``bundles`` with ``archs`` only, ``imports`` with ``imports`` only).
+    ``require_bundle``: a wheel without a bundle, or (with ``archs``) a program of one without
+    code for an arch, fails; ``no_skip``: a skipped import fails.
 
     Raises WheelError when the wheel cannot be read or installed."""
     from . import bundles as bundle_report  # deferred: each command imports what it runs
@@ -74,11 +84,17 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
         report["bundles"] = [bundle_report.report(b["path"], b["data"], archs, b["error"])
                              for b in shipped]
         failures += [line for b in report["bundles"] for line in b["failures"]]
+    if require_bundle:
+        failures += bundle_report.required(shipped, report["bundles"] or [], archs)
     if imports:
         from .install import check_imports  # deferred: each command imports what it runs
 
         report["imports"] = check_imports(path, list(imports), list(also))
         failures += [line for run in report["imports"] for line in run["failures"]]
+        if no_skip:
+            failures += [f"the import with {run['mode']} was skipped ({run['skipped']}), and "
+                         "--no-skip makes that a failure" for run in report["imports"]
+                         if run["skipped"]]
     report["ok"] = not failures
     return report
 
@@ -87,7 +103,8 @@ def _command(args) -> int:
     from .wheel import WheelError  # deferred: each command imports what it runs
 
     try:
-        report = check_wheel(args.wheel, args.imports, args.archs, args.also)
+        report = check_wheel(args.wheel, args.imports, args.archs, args.also,
+                             args.require_bundle, args.no_skip)
     except WheelError as err:
         print(f"cudaload check-wheel: {err}", file=sys.stderr)
         return 2

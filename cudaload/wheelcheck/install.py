@@ -47,7 +47,10 @@ def check_imports(wheel: str, names: Sequence[str], also: Sequence[str] = ()) ->
         runs = [_run(python, names, NO_DRIVER, no_driver_env(base, work), None, work)]
         driver, how = find_driver()
         if driver is None:
-            runs.append(_result(WITHOUT_GPU, None, skipped=how))
+            from .driver_library import FETCH_STEP  # deferred: only the check that needs it
+
+            runs.append(_result(WITHOUT_GPU, None, skipped=f"no driver library: {FETCH_STEP} "
+                                                          f"({how})"))
         else:
             runs.append(_run(python, names, WITHOUT_GPU, without_gpu_env(base, driver), driver,
                              work))
@@ -64,8 +67,19 @@ def _install(work: str, wheel: str, wheels: list[str], env: dict) -> str:
     python = os.path.join(folder, *(("Scripts", "python.exe") if sys.platform == "win32"
                                     else ("bin", "python")))
     pip = [sys.executable, "-m", "pip", "--python", python] if ours else [python, "-m", "pip"]
-    _call([*pip, "install", "--disable-pip-version-check", "--no-input", "-q", *wheels], env,
-          f"{wheel}: pip could not install it")
+    for other in wheels[1:]:  # before pip, so that a missing one is not blamed on the wheel
+        if not os.path.isfile(other):
+            raise WheelError(f"--with {other}: no such file; give the path of a built wheel")
+    try:
+        _call([*pip, "install", "--disable-pip-version-check", "--no-input", "-q", *wheels], env,
+              f"{wheel}: pip could not install it")
+    except WheelError as err:
+        if "satisfies the requirement" not in str(err) and "matching distribution" not in str(err):
+            raise
+        # A dependency not on the package index (cudaload itself, before its release there)
+        raise WheelError(f"{err}; next step: pass that dependency's wheel with --with WHEEL "
+                         "(cudaload's: python -m build --wheel in a cudaload checkout, then "
+                         "--with dist/cudaload-*.whl)") from None
     return python
 
 

@@ -47,7 +47,9 @@ def cuda_without_gpu() -> CudaProcess:
     where no driver library is available."""
     driver, how = find_driver()
     if driver is None:
-        pytest.skip(f"no CUDA driver library to test with ({how}); set CUDALOAD_TEST_LIBCUDA "
-                    "to the path of one (libcuda.so.1, nvcuda.dll)")
+        from .driver_library import FETCH_STEP  # deferred: only the check that needs it
+
+        pytest.skip(f"no CUDA driver library to test with: {FETCH_STEP}; or set "
+                    f"CUDALOAD_TEST_LIBCUDA to the path of one (libcuda.so.1, nvcuda.dll) ({how})")
     return CudaProcess(f"the CUDA driver {driver} but no GPU", without_gpu_env(os.environ, driver),
                        driver)

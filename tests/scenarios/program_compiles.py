@@ -58,7 +58,7 @@ def compile_error() -> None:
 def arch_choice() -> None:
     """[kind, arch] (or ["error", message]) compiled for each way of asking for an arch, on the
     machine the driver library (CUDALOAD_LIBCUDA) pretends."""
-    from cudaload import NvrtcError, Program
+    from cudaload import CudaUnavailableError, NvrtcError, Program
     from cudaload.bindings import nvrtc
 
     p = Program(INT_KERNEL)
@@ -67,7 +67,7 @@ def arch_choice() -> None:
         try:
             o = p.compile(arch=arch, output=output)
             return [o.kind, o.arch]
-        except NvrtcError as err:
+        except (NvrtcError, CudaUnavailableError) as err:
             return ["error", str(err)]
 
     archs = nvrtc.supported_archs()
@@ -169,14 +169,21 @@ def device_includes() -> None:
 
 
 def default_archs() -> None:
-    """The archs of PTX and of auto output given no arch, and NVRTC's oldest and newest."""
-    from cudaload import Program
-    from cudaload.bindings import nvrtc
+    """What compile(output=...) and plan() given no arch raise without a device, and whether
+    NVRTC was loaded."""
+    from cudaload import CudaUnavailableError, Program
 
     p = Program('extern "C" __global__ void k(int *x) { *x = 1; }')
-    archs = sorted(nvrtc.supported_archs())
-    print(json.dumps({"ptx": p.compile(output="ptx").arch, "auto": p.compile().arch,
-                      "oldest": f"sm_{archs[0]}", "newest": f"sm_{archs[-1]}"}))
+    out = {}
+    for name, ask in (("ptx", lambda: p.compile(output="ptx")), ("auto", p.compile),
+                      ("plan", p.plan)):
+        try:
+            out[name] = ask().arch
+        except CudaUnavailableError as exc:
+            out[name] = type(exc).__name__
+    with open("/proc/self/maps") as f:
+        out["nvrtc_loaded"] = any("libnvrtc" in line for line in f)
+    print(json.dumps(out))
 
 
 def old_driver() -> None:

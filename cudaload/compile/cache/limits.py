@@ -34,9 +34,9 @@ def max_bytes() -> int | None:
         return None
     limit = byte_count(value)
     if limit is None:
-        import warnings  # deferred: only this path needs it
+        from ..._warn import warn  # deferred: only this path needs it
 
-        warnings.warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; "
-                      "ignored", CacheWarning, stacklevel=3)
+        warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; ignored",
+             CacheWarning)
         return None
     return limit

@@ -159,11 +159,10 @@ def memory_max_bytes() -> int:
         return bound
     limit = byte_count(text.strip()) if text.strip() else MEMORY_DEFAULT_BYTES
     if limit is None:
-        import warnings  # deferred: only this path needs it
+        from ..._warn import warn  # deferred: only a setting that is no number needs it
 
-        warnings.warn(f"cudaload: CUDALOAD_MEMORY_CACHE_MAX_BYTES={text!r} is not a number of "
-                      f"bytes; the default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning,
-                      stacklevel=4)
+        warn(f"cudaload: CUDALOAD_MEMORY_CACHE_MAX_BYTES={text!r} is not a number of bytes; the "
+             f"default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning)
         limit = MEMORY_DEFAULT_BYTES
     _memory_setting = (text, limit)  # one tuple: a thread never reads half of it
     return limit

@@ -68,9 +68,10 @@ def _refuse_untrusted(disk) -> None:
         return
     if found is not None:
         folder, why = found
+        from .._cache_folder import private_step  # deferred: only this path needs it
+
         raise PermissionError(f"{folder} is not a cache folder cudaload uses: {why}. Next step: "
-                              f"make it yours and private (chown -R $USER {folder}; chmod 700 "
-                              f"{folder}), or remove it yourself")
+                              f"{private_step(folder)}")
 
 
 def tally(disk) -> tuple[int, int]:

@@ -1,0 +1,66 @@
+"""What a type checker sees through ``import cudaload``: ``mypy --strict`` over a host package's
+code (tests/_typed_consumer.py) reveals each name's real type and rejects bad calls, and the
+typed names are exactly the lazily bound ones (the block that names them never runs)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+
+from tests._support import ROOT
+
+CONSUMER = os.path.join(ROOT, "tests", "_typed_consumer.py")
+MARK = re.compile(r"^\s+\S.*#\s*([RE]):\s*(.+?)\s*$")  # code lines: indented, in a function
+
+
+def _expected() -> tuple[dict[int, str], dict[int, set[str]]]:
+    revealed, errors = {}, {}
+    with open(CONSUMER) as f:
+        for number, line in enumerate(f, 1):
+            found = MARK.search(line)
+            if found and found.group(1) == "R":
+                revealed[number] = found.group(2)
+            elif found:
+                errors[number] = {code.strip() for code in found.group(2).split(",")}
+    return revealed, errors
+
+
+def test_mypy_strict_sees_the_real_types_and_rejects_bad_calls(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--show-error-codes",
+         "--no-error-summary", "--cache-dir", str(tmp_path / "mypy"), CONSUMER],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    revealed, errors = {}, {}
+    for line in proc.stdout.splitlines():
+        found = re.match(r".*?:(\d+): (note|error): (.*)$", line)
+        if not found:
+            continue
+        number, kind, text = int(found.group(1)), found.group(2), found.group(3)
+        shown = re.match(r'Revealed type is "(.*)"$', text)
+        if kind == "note" and shown:
+            # older mypy releases spell builtins as "builtins.str"
+            revealed[number] = shown.group(1).replace("builtins.", "")
+        elif kind == "error":
+            errors.setdefault(number, set()).add(re.search(r"\[([a-z-]+)\]$", text).group(1))
+    want_revealed, want_errors = _expected()
+    assert want_revealed and want_errors  # the consumer is read
+    assert revealed == want_revealed, proc.stdout
+    assert errors == want_errors, proc.stdout
+
+
+def test_the_typed_names_are_the_lazy_ones():
+    import cudaload
+
+    tree = ast.parse(open(cudaload.__file__).read())
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and getattr(node.test, "id", None) == "TYPE_CHECKING")
+    typed = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.level == 1, ast.dump(node)
+        for alias in node.names:
+            assert alias.asname == alias.name, alias.name  # "X as X": exported under strict
+            typed[alias.name] = node.module
+    assert typed == cudaload._LAZY
