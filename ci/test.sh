@@ -26,6 +26,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get -q install -y --no-install-recommends \
         "${missing[@]}" >&2
 fi
+# The network-filesystem tests mount a folder through sshfs from an OpenSSH server on the
+# loopback (tests/_sshfs.py); they skip, with the reason, where these cannot be installed.
+optional=()
+command -v sshfs >/dev/null || optional+=(sshfs)
+command -v sshd >/dev/null || [ -x /usr/sbin/sshd ] || optional+=(openssh-server)
+if [ ${#optional[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then sudo=(); elif sudo -n true 2>/dev/null; then sudo=(sudo -n); else
+        sudo=(false); fi
+    if [ "${sudo[0]:-}" != false ]; then
+        echo "ci/test.sh: installing ${optional[*]}" >&2
+        { "${sudo[@]}" apt-get -q update && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" \
+            apt-get -q install -y --no-install-recommends "${optional[@]}"; } >&2 ||
+            echo "ci/test.sh: could not install ${optional[*]}: those tests skip" >&2
+    fi
+fi
 
 "$PYTHON" - <<'PY'
 import sys

@@ -24,9 +24,10 @@ Layer 2, compile: may import the foundation, bindings and compile.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
-from . import _workers, program as _program
+from . import _executor, _workers, program as _program
 from .plan import assume_driver_version, driver_version
 from .. import _log
 from ..errors import CompileError, CudaLoadError, NvrtcError
@@ -43,10 +44,12 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def compile_all(programs, arch=None, output: str = "auto",
-                workers: int | None = None) -> list[ObjectCode]:
+def compile_all(programs, arch=None, output: str = "auto", workers: int | None = None,
+                executor=None) -> list[ObjectCode]:
     """Compile every Program in ``programs`` for ``arch`` (as :meth:`Program.compile` does) on
-    ``workers`` processes (None: one per CPU); the ObjectCode of each, in order.
+    ``workers`` processes (None: one per CPU), or on ``executor`` (any
+    ``concurrent.futures.Executor``-like, see _executor.py); the ObjectCode of each, in order,
+    kept in this process's memory and disk caches.
 
     Raises one CompileError naming every program NVRTC rejected, with each log, once all the
     others are compiled (``.failures``: (index, program name, error) for each program that
@@ -55,13 +58,13 @@ def compile_all(programs, arch=None, output: str = "auto",
     for a number of workers below 1.
     """
     programs = list(programs)
-    results, failures = compile_many([(p, arch) for p in programs], output, workers)
+    results, failures = compile_many([(p, arch) for p in programs], output, workers, executor)
     if failures:
         raise _failure(failures, len(programs))
     return results
 
 
-def compile_many(items, output: str = "auto", workers: int | None = None):
+def compile_many(items, output: str = "auto", workers: int | None = None, executor=None):
     """``compile_all`` for (program, arch) pairs: (results, failures), with None in ``results``
     and (index, program name, error) in ``failures`` for each that failed.  Raises TypeError,
     ValueError for its arguments."""
@@ -88,7 +91,9 @@ def compile_many(items, output: str = "auto", workers: int | None = None):
         _log.debug("compile", "compile_all: %d of %d programs found compiled, %d to compile on "
                    "%s", len(items) - len(pending) - len(errors), len(items), len(pending),
                    f"{n} processes" if n > 1 else "this process")
-    if n > 1:
+    if pending and executor is not None:
+        _in_workers(items, output, pending, n, results, errors, executor)
+    elif n > 1:
         _in_workers(items, output, pending, n, results, errors)
     else:
         for waiting in pending.values():
@@ -110,9 +115,11 @@ _WORKER_DIED = ("compile this program alone with Program.compile() to see why (N
                 "crashed on it)")
 
 
-def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict) -> None:
-    """Compile each pending key on one of ``n`` spawned processes; fill ``results``/``errors``.
-    This process only waits for them (see _workers.py: so that Ctrl-C ends compile_all at once)."""
+def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict,
+                executor=None) -> None:
+    """Compile each pending key on one of ``n`` spawned processes, or on ``executor``; fill
+    ``results``/``errors``.  This process only waits for them (see _workers.py: so that Ctrl-C
+    ends compile_all at once)."""
     kinds = {plan.kind for waiting in pending.values() for _i, plan in waiting}
     driver = driver_version() if "ptx" in kinds else None  # part of a PTX key
     jobs = {}
@@ -121,11 +128,18 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
         prog = plan.program
         spec = (prog.source, prog.name, prog.options, prog.headers, prog.name_expressions)
         jobs[key] = (spec, plan.target.sm(), plan.kind)
-    with _workers.Workers(n, _work, _start_worker, (driver, _log.enabled_topics())) as workers:
-        for key, ok, made in workers.run(jobs):
+    set_up = (driver, _log.enabled_topics())
+    with contextlib.ExitStack() as stack:
+        if executor is not None:
+            done = _executor.run(executor, _work, _start_worker, set_up, jobs)
+        else:
+            done = stack.enter_context(_workers.Workers(n, _work, _start_worker, set_up)).run(jobs)
+        for key, ok, made in done:
             if not ok:
                 made = _raised(made, pending[key][0][0], items)
-            _deliver(items, output, key, pending[key], made, results, errors)
+            # An executor's workers may be elsewhere, with disk caches of their own.
+            _deliver(items, output, key, pending[key], made, results, errors,
+                     land=executor is not None)
 
 
 def _raised(raised, i: int, items) -> Exception:
@@ -157,8 +171,9 @@ def _here(items, output: str, waiting: list, results: list, errors: dict) -> Non
 
 
 def _deliver(items, output: str, key: str, waiting: list, made, results: list,
-             errors: dict) -> None:
-    """Give each program waiting for ``key`` the code a worker ``made`` (or its error)."""
+             errors: dict, land: bool = False) -> None:
+    """Give each program waiting for ``key`` the code a worker ``made`` (or its error); with
+    ``land``, also write it to this process's disk cache (a worker elsewhere wrote its own)."""
     if isinstance(made, BaseException):
         for i, *_rest in waiting:
             errors[i] = made
@@ -169,6 +184,8 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
     for i, plan in waiting:
         obj = ObjectCode(code, kind, arch, log=log, lowered_names=names, linked=linked) \
             if first is None else first._as(None)  # one load for all programs of this key
+        if first is None and land and kept and their_key == plan.key:
+            plan._disk().store(their_key, obj)
         first = first or obj
         # The worker's witness: what it watches includes the files NVRTC read there that the
         # key lacks.

@@ -20,7 +20,7 @@ Only regular files are read (without following a symbolic link, without blocking
 The "cudaload.cache" logger reports disk hits, misses, stores, evictions and refused entries at
 DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more).
 
-Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, limits, locks, memory, objectcode,
+Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, claims, limits, locks, memory,
 objectcode, pruning, writer.
 
 Layer 2, compile: may import the foundation, bindings and compile.
@@ -77,11 +77,14 @@ class DiskCache:
     temporary files were swept (once)."""
 
     def __init__(self, root, writer: _writer.Writer | None = None, *,
-                 place: _cache_folder.Folder | None = None):
+                 place: _cache_folder.Folder | None = None, claims: bool | None = None):
         self.place = place or _cache_folder.Folder(root)
         self.root, self.folder = self.place.root, self.place.folder
         self.writer = writer or _writer.DEFAULT  # runs the writes of misses (writer.py)
         self.swept = False
+        # Whether a miss also claims its key across machines (claims.py); None: decided from the
+        # folder's filesystem at the first miss.
+        self.claims = claims
 
     @property
     def usable(self) -> bool:
@@ -151,11 +154,13 @@ class DiskCache:
                 self.ready()
             from . import locks  # deferred: a miss's: a disk hit takes no lock
 
-            release = locks.acquire_key(self.folder, key, 0o660 if self.place.shared else 0o600)
+            mode = 0o660 if self.place.shared else 0o600
+            release = locks.acquire_key(self.folder, key, mode)
         except OSError as exc:
             self.place.give_up(exc, "creating a lock file")
             yield _discard
             return
+        release = self._claimed(key, mode, release)
         handed = False
         # Released once, by whichever comes first: the writer once the entry is stored, or this
         # block's end when no write was handed over (an interrupt during the handover included).
@@ -175,6 +180,32 @@ class DiskCache:
         finally:
             if not handed:
                 release_once()
+
+    def _claimed(self, key: str, mode: int, release):
+        """With the key's lock held: claim ``key`` across machines where the folder is shared
+        by them, or wait for the claimant's entry; ``release`` extended to drop the claim."""
+        from . import claims  # deferred: a miss's, as locks
+
+        if self.claims is None:
+            self.claims = claims.crosses_machines(self.folder)
+        if not self.claims:
+            return release
+        try:
+            claim = claims.take(self.folder, key, mode)
+        except OSError as exc:  # no claim: compile as without claims
+            if _log.enabled("cache"):
+                _log.debug("cache", "no claim on %s in %s: %s", key, self.folder, exc)
+            return release
+        if claim is None:  # another's: its entry, or after the deadline our own compile
+            claims.wait_for(self.path(key), self.path(key, claims.SUFFIX))
+            return release
+
+        def release_claim() -> None:
+            try:
+                claim.drop()
+            finally:
+                release()
+        return release_claim
 
     def _store_and_release(self, key: str, obj: ObjectCode, release) -> None:
         try:

@@ -1,9 +1,9 @@
 """Looking after a kernel cache folder: what ``cudaload cache info``, ``clear`` and ``prune`` do,
 and the sweep of stale temporary files.  Each function takes the disk.DiskCache to look after.
 
-Only cudaload's own names are touched (entry and lock files named by a key, ``.locks``, temporary
-files, ``toolchain.json``): a folder set by mistake to one that holds other files loses none of
-them.  Nothing removes a folder a compile in another process may be writing into, so clearing
+Only cudaload's own names are touched (entry, lock and claim files named by a key, ``.locks``,
+temporary files, ``toolchain.json``): a folder set by mistake to one that holds other files loses
+none of them.  Nothing removes a folder a compile in another process may be writing into, so clearing
 while others compile costs them nothing but their entries.  ``CUDALOAD_CACHE_MAX_BYTES`` bounds
 the folder: after a write, least recently used entries (hits touch their modification time) are
 deleted, except any written or used in the last ``GRACE_S`` seconds.
@@ -33,7 +33,7 @@ STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a cr
 
 # cudaload's own names in a format folder (v1, v2, ...)
 _FORMAT_FOLDER = re.compile(r"v[0-9]+")
-_OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock)|" + re.escape(KEYS_FILE))
+_OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock|claim)|" + re.escape(KEYS_FILE))
 _ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.bin")
 
 

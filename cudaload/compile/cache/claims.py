@@ -1,0 +1,142 @@
+"""Claims: which process compiles a key, agreed on where the key locks (locks.py) do not reach.
+
+A byte lock taken through one NFS, SFTP (sshfs) or Lustre client is not seen through another, so
+two machines sharing a cache folder would both compile every key.  Creating a file with
+``O_EXCL`` is refused across clients on all of them, so the process that creates ``<key>.claim``
+compiles the key; the others wait for its entry.  A claim records its claimant's host, process and
+expiry: one whose expiry has passed, or whose claimant was a process of this host that is gone, is
+removed and claimed again, so a dead claimant never blocks anyone beyond its expiry.  A waiter
+polls for the entry with backoff until a deadline, then compiles itself: the entry it writes is
+whole either way (written aside and renamed), so two compilations of a key cost time, never
+correctness.  Any failure to claim (a read-only remount, ``ENOSPC``, ``ESTALE``) is no claim: the
+process compiles as it would without claims.
+
+Imports of cudaload: none.
+
+Layer 2, compile: may import the foundation, bindings and compile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+
+__all__ = ["SUFFIX", "EXPIRY", "WAIT", "Claim", "take", "wait_for", "crosses_machines"]
+
+SUFFIX = ".claim"
+EXPIRY = 300.0  # seconds a claim stands: longer than any compile, short enough to outlive a crash
+WAIT = 60.0  # seconds a waiter waits for another's entry before compiling the key itself
+_HOST = socket.gethostname()
+
+# Filesystems whose locks may not cross machines (the types /proc/self/mounts names).
+_NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "9p", "ceph", "glusterfs",
+            "fuse.sshfs", "fuse.glusterfs", "fuse.ceph", "gpfs", "beegfs")
+
+
+def crosses_machines(folder: str) -> bool:
+    """Whether ``folder`` lies on a filesystem other machines may share (read from the mount
+    table; False where it cannot be read)."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as table:
+            mounts = [line.split()[1:3] for line in table if len(line.split()) > 2]
+    except OSError:
+        return False
+    real = os.path.realpath(folder)
+    best, kind = "", ""
+    for point, fstype in mounts:
+        point = point.replace("\\040", " ")
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, fstype
+    return kind in _NETWORK
+
+
+class Claim:
+    """A claim this process holds on a key; :meth:`drop` gives it up (once the entry is stored)."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def drop(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+def _holder(path: str) -> dict | None:
+    """The record of the claim at ``path``, or None where it is gone or unreadable."""
+    try:
+        with open(path, "rb") as file:
+            found = json.loads(file.read(4096))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _stale(record: dict | None, now: float) -> bool:
+    """Whether a claim is to be removed: expired, unreadable (a claimant that died while writing
+    it: its file's age decides, see :func:`take`), or held by a gone process of this host."""
+    if record is None:
+        return False
+    expires = record.get("expires")
+    if not isinstance(expires, (int, float)) or expires < now:
+        return True
+    pid = record.get("pid")
+    if record.get("host") == _HOST and isinstance(pid, int) and pid != os.getpid():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # alive, another user's
+            return False
+    return False
+
+
+def take(folder: str, key: str, mode: int = 0o600) -> Claim | None:
+    """Claim ``key`` in ``folder``: the Claim when this process is to compile it, None when
+    another live claimant holds it.  Raises OSError where no claim can be made at all (the
+    caller then compiles without one)."""
+    path = folder + os.sep + key + SUFFIX
+    for _ in range(3):  # a stale claim removed, then claimed again (twice at most: races)
+        now = time.time()
+        record = {"host": _HOST, "pid": os.getpid(), "expires": now + EXPIRY}
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        except FileExistsError:
+            held = _holder(path)
+            if held is None:  # empty or torn: its claimant died writing it, or is writing it
+                with contextlib.suppress(OSError):
+                    if os.stat(path).st_mtime + EXPIRY < now:
+                        os.unlink(path)
+                        continue
+                return None
+            if not _stale(held, now):
+                return None
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            continue
+        try:
+            os.write(fd, json.dumps(record).encode())
+        finally:
+            os.close(fd)
+        return Claim(path)
+    return None
+
+
+def wait_for(entry: str, claim: str, deadline: float = WAIT) -> bool:
+    """Wait, polling with backoff, until the file ``entry`` exists (True), or the claim file
+    ``claim`` is gone without it or ``deadline`` seconds have passed (False: compile it)."""
+    end = time.monotonic() + deadline
+    delay = 0.005
+    while True:
+        if os.access(entry, os.F_OK):
+            return True
+        if not os.access(claim, os.F_OK):  # the claimant gave up, or failed to write
+            return os.access(entry, os.F_OK)
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(delay, left))
+        delay = min(2 * delay, 0.25)

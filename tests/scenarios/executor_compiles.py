@@ -1,0 +1,56 @@
+"""compile_all on an executor the caller gives, in a fresh process, for
+tests/test_parallel_executor.py.
+
+    python -m tests.scenarios.executor_compiles SCENARIO ARGS...
+
+Each scenario prints what it found as JSON on its last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import tests.scenarios.compile_log  # noqa: F401  (counts compilations)
+from tests.scenarios.parallel_compiles import _programs
+
+
+def _report(executor, spec: str, tag: str) -> None:
+    from cudaload import compile_all
+    from cudaload.compile import cache
+    from cudaload.errors import CompileError
+
+    programs = _programs(spec, tag)
+    try:
+        objs = compile_all(programs, arch=90, executor=executor)
+        failed = None
+    except CompileError as err:
+        objs, failed = [], [[i, name] for i, name, _e in err.failures]
+    print(json.dumps({
+        "kinds": [o.kind for o in objs], "pid": os.getpid(),
+        "entries": cache.default().info()["entries"],
+        "again": [p.compile(arch=90).cached for p in programs] if not failed else [],
+        "failed": failed}))
+
+
+def processes(spec: str, tag: str) -> None:
+    """compile_all on a spawn-started concurrent.futures.ProcessPoolExecutor of 2."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        _report(pool, spec, tag)
+
+
+def dask(spec: str, tag: str) -> None:
+    """compile_all on the executor of a Dask client of a LocalCluster of 2 worker processes."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        _report(client.get_executor(), spec, tag)
+
+
+if __name__ == "__main__":
+    globals()[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,47 @@
+"""compile_all(..., executor=...): the jobs run on an executor the caller gives (a
+concurrent.futures process pool, a Dask LocalCluster of worker processes); the code comes back as
+ObjectCode, lands in the caller's memory and disk caches, and a program NVRTC rejects is named."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+from tests._support import scenario_json
+
+
+def _run(how: str, spec: str, tag: str, cache_dir, log):
+    return scenario_json("executor_compiles", how, spec, tag, timeout=300,
+                         env={"CUDALOAD_CACHE_DIR": str(cache_dir), "TESTS_COMPILE_LOG": str(log)})
+
+
+def _compilers(log) -> set:
+    return {line.split()[0] for line in log.read_text().splitlines()}
+
+
+def test_a_process_pool_compiles_and_its_code_lands_here(tmp_path):
+    log = tmp_path / "compiles.log"
+    got = _run("processes", "ggg", "pool", tmp_path / "cache", log)
+    assert got["kinds"] == ["cubin"] * 3 and got["entries"] == 3
+    assert got["again"] == ["memory"] * 3
+    # A spawned worker logs its compilations itself (it imports the scenario) and sends them
+    # here too: one distinct line per compilation.
+    assert len(set(log.read_text().splitlines())) == 3
+    assert str(got["pid"]) not in _compilers(log)  # compiled by the pool's processes
+
+
+def test_a_program_rejected_on_an_executor_is_named(tmp_path):
+    got = _run("processes", "gb", "pool-bad", tmp_path / "cache", tmp_path / "log")
+    assert [i for i, _n in got["failed"]] == [1] and got["kinds"] == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
+                    reason="distributed (Dask) is not installed")
+def test_a_dask_local_cluster_compiles_and_its_code_lands_here(tmp_path):
+    log = tmp_path / "compiles.log"
+    got = _run("dask", "gggg", "dask", tmp_path / "cache", log)
+    assert got["kinds"] == ["cubin"] * 4 and got["entries"] == 4
+    assert got["again"] == ["memory"] * 4
+    assert str(got["pid"]) not in _compilers(log) and len(_compilers(log)) >= 1
