@@ -29,7 +29,8 @@ __all__ = ["api", "init", "call", "check", "describe", "error", "unavailable_cod
 HEADER_CUDA_VERSION = 13000  # headers/cuda.h is transcribed from CUDA 13.0
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 # Declared with their 12.x ABI: in 13.0 the base name resolves to a _v2 taking an extra CUcontext.
-_RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000}
+# cuMemPrefetchAsync: in 13.0 the base name takes a CUmemLocation and flags instead of a CUdevice.
+_RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000, "cuMemPrefetchAsync": 12020}
 
 
 class Driver:

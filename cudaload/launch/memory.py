@@ -9,20 +9,22 @@ import weakref
 
 from ..bindings import driver
 from .. import lifetime
-from ._sizes import integer
+from ._sizes import allocation_size, integer
 from .device import Device, activate, as_device
 from ._foreign import stream_handle as handle_of
 from ._unpicklable import GpuState
 from . import dlpack as _dlpack
+from .pinned import HostBuffer
 
 __all__ = ["alloc", "DeviceBuffer"]
+
+# element widths cuMemsetD8/D16/D32 fill, by dtype name
+_FILL_WIDTHS = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4}
 
 
 def alloc(nbytes: int, device=None) -> DeviceBuffer:
     """Allocate ``nbytes`` on ``device`` (default: the thread's).  Out of memory is a DriverError."""
-    nbytes = integer(nbytes, "nbytes")
-    if nbytes < 0:
-        raise ValueError(f"cannot allocate {nbytes} bytes")
+    nbytes = allocation_size(nbytes)
     dev = as_device(device)
     drv = activate(dev, owning=True)
     out = drv.ffi.new("CUdeviceptr *")
@@ -124,6 +126,8 @@ class DeviceBuffer(GpuState):
 
     def _host(self, obj, writable: bool, nbytes: int | None):
         ffi = driver.init().ffi
+        if isinstance(obj, HostBuffer):  # pinned memory: no buffer protocol before Python 3.12
+            obj = obj.view
         try:
             view = memoryview(obj)
         except TypeError:
@@ -180,6 +184,32 @@ class DeviceBuffer(GpuState):
         else:
             driver.check(drv.cuMemcpyDtoDAsync_v2(self.ptr, other.ptr, other.nbytes,
                                                   handle_of(stream)), "cuMemcpyDtoDAsync")
+        return self
+
+    def fill(self, value: int, dtype: str = "uint32", stream=None) -> DeviceBuffer:
+        """Set every element of ``dtype`` (``uint8``, ``uint16``, ``uint32`` or their signed
+        forms; the buffer's size a multiple of it) to ``value``; on ``stream`` when given.
+        Raises ValueError for another dtype, a value out of its range or a size not a multiple."""
+        width = _FILL_WIDTHS.get(dtype)
+        if width is None:
+            raise ValueError(f"fill dtype must be one of {', '.join(_FILL_WIDTHS)}, not {dtype!r}")
+        value = integer(value, "the fill value")
+        bits = 8 * width
+        low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if dtype[0] == "i" else (0, 1 << bits)
+        if not low <= value < high:
+            raise ValueError(f"fill value {value!r} does not fit in {dtype}")
+        if self.nbytes % width:
+            raise ValueError(f"a buffer of {self.nbytes} bytes is no whole number of {dtype} "
+                             f"({width} bytes each); fill a view of a multiple of {width} bytes")
+        pattern = value & ((1 << bits) - 1)  # a signed value as the bits the device stores
+        drv, count = self._live(), self.nbytes // width
+        name = f"cuMemsetD{bits}"
+        if stream is None:
+            sync = getattr(drv, name + "_v2")
+            driver.check(sync(self.ptr, pattern, count), name)
+        else:
+            driver.check(getattr(drv, name + "Async")(self.ptr, pattern, count, handle_of(stream)),
+                         name + "Async")
         return self
 
     def memset(self, value: int, stream=None) -> DeviceBuffer:
