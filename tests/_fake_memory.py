@@ -44,9 +44,11 @@ int cuMemAllocManaged(unsigned long long *d, size_t n, unsigned flags) {
     *d = 0x600000000ULL;
     snprintf(line, sizeof line, "cuMemAllocManaged %zu %u", n, flags); note(line); return 0;
 }
-int cuMemPrefetchAsync(unsigned long long d, size_t n, int device, void *stream) {
-    snprintf(line, sizeof line, "cuMemPrefetchAsync %llx %zu %d %s", d, n, device,
-             stream ? "stream" : "legacy"); note(line); return 0;
+typedef struct { int type, id; } Location;
+int cuMemPrefetchAsync_v2(unsigned long long d, size_t n, Location where, unsigned flags,
+                          void *stream) {
+    snprintf(line, sizeof line, "cuMemPrefetchAsync_v2 %llx %zu %d:%d %u %s", d, n, where.type,
+             where.id, flags, stream ? "stream" : "legacy"); note(line); return 0;
 }
 int cuMemsetD16_v2(unsigned long long d, unsigned short v, size_t n) {
     snprintf(line, sizeof line, "cuMemsetD16 %llx %u %zu", d, v, n); note(line); return 0;

@@ -59,9 +59,10 @@ def test_managed_memory_is_allocated_global_and_prefetched_where_asked(memory_dr
     out = run(memory_driver, "managed")
     assert out["calls"] == [
         "cuMemAllocManaged 4096 1",  # CU_MEM_ATTACH_GLOBAL
-        "cuMemPrefetchAsync 600000000 4096 0 legacy",
-        "cuMemPrefetchAsync 600000000 4096 1 stream",
-        "cuMemPrefetchAsync 600000000 4096 -1 legacy",  # CU_DEVICE_CPU
+        # the 13.0 ABI: a location (type 1, the device; type 2, the host) passed by value
+        "cuMemPrefetchAsync_v2 600000000 4096 1:0 0 legacy",
+        "cuMemPrefetchAsync_v2 600000000 4096 1:1 0 stream",
+        "cuMemPrefetchAsync_v2 600000000 4096 2:0 0 legacy",
     ]
     assert out["type"] == "ManagedBuffer" and out["is_device_buffer"]
     assert out["cai"] == 0x600000000

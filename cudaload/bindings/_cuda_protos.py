@@ -69,7 +69,8 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuMemGetInfo_v2': 'CUresult(*)(size_t *, size_t *)',
  'cuMemHostAlloc': 'CUresult(*)(void * *, size_t, unsigned int)',
  'cuMemHostGetDevicePointer_v2': 'CUresult(*)(unsigned long long *, void *, unsigned int)',
- 'cuMemPrefetchAsync': 'CUresult(*)(unsigned long long, size_t, int, struct CUstream_st *)',
+ 'cuMemPrefetchAsync_v2': 'CUresult(*)(unsigned long long, size_t, CUmemLocation, unsigned int, '
+                          'struct CUstream_st *)',
  'cuMemcpyDtoDAsync_v2': 'CUresult(*)(unsigned long long, unsigned long long, size_t, struct '
                          'CUstream_st *)',
  'cuMemcpyDtoD_v2': 'CUresult(*)(unsigned long long, unsigned long long, size_t)',

@@ -29,8 +29,10 @@ __all__ = ["api", "init", "call", "check", "describe", "error", "unavailable_cod
 HEADER_CUDA_VERSION = 13000  # headers/cuda.h is transcribed from CUDA 13.0
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 # Declared with their 12.x ABI: in 13.0 the base name resolves to a _v2 taking an extra CUcontext.
-# cuMemPrefetchAsync: in 13.0 the base name takes a CUmemLocation and flags instead of a CUdevice.
-_RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000, "cuMemPrefetchAsync": 12020}
+_RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000}
+# Declared with their 13.0 ABI, which a driver before 13.0 gives only under the versioned symbol
+# itself (exported since 12.2): its base name there resolves to the older ABI.
+_EXACT_BEFORE_13 = frozenset({"cuMemPrefetchAsync_v2"})
 
 
 class Driver:
@@ -61,7 +63,8 @@ class Driver:
         proto = PROTOTYPES.get(name)
         if proto is None:
             raise AttributeError(f"{name} is not declared in headers/cuda.h")
-        if self._proc_address is not None:
+        exact = name in _EXACT_BEFORE_13 and self.version < HEADER_CUDA_VERSION
+        if self._proc_address is not None and not exact:
             ffi = self.ffi
             pfn = ffi.new("void **")
             status = ffi.new("CUdriverProcAddressQueryResult *")

@@ -17,7 +17,6 @@ from .memory import DeviceBuffer, _free
 __all__ = ["alloc_managed", "ManagedBuffer"]
 
 _ATTACH_GLOBAL = 0x1  # CU_MEM_ATTACH_GLOBAL: any stream of any device may use it
-_CPU = -1  # CU_DEVICE_CPU: the host, as a prefetch destination
 
 
 def alloc_managed(nbytes: int, device=None) -> ManagedBuffer:
@@ -50,8 +49,13 @@ class ManagedBuffer(DeviceBuffer):
         this buffer's) in ``stream`` order (default: the legacy stream).  Raises DriverError
         where the device cannot prefetch (no concurrent managed access)."""
         drv = self._live()
-        target = _CPU if device == "cpu" else as_device(self.device if device is None
-                                                        else device).ordinal
-        driver.check(drv.cuMemPrefetchAsync(self.ptr, self.nbytes, target, handle_of(stream)),
-                     f"cuMemPrefetchAsync (to {'the host' if target == _CPU else target})")
+        where = drv.ffi.new("CUmemLocation *")
+        if device == "cpu":
+            where.type, where.id = drv.ffi.integer_const("CU_MEM_LOCATION_TYPE_HOST"), 0
+        else:
+            where.type = drv.ffi.integer_const("CU_MEM_LOCATION_TYPE_DEVICE")
+            where.id = as_device(self.device if device is None else device).ordinal
+        driver.check(drv.cuMemPrefetchAsync_v2(self.ptr, self.nbytes, where[0], 0,
+                                               handle_of(stream)),
+                     f"cuMemPrefetchAsync (to {'the host' if device == 'cpu' else where.id})")
         return self
