@@ -1,5 +1,5 @@
 """The recording driver of tests/_fakelibs.py, with the memory entry points beyond device
-allocation (pinned and managed memory, prefetch, 8/16/32-bit fills) that log each call and its
+allocation (pinned and managed memory, prefetch, stream-ordered allocation, 8/16/32-bit fills) that log each call and its
 arguments, one line each, read back with ``fake_memory_log``."""
 
 from __future__ import annotations
@@ -49,6 +49,13 @@ int cuMemPrefetchAsync_v2(unsigned long long d, size_t n, Location where, unsign
                           void *stream) {
     snprintf(line, sizeof line, "cuMemPrefetchAsync_v2 %llx %zu %d:%d %u %s", d, n, where.type,
              where.id, flags, stream ? "stream" : "legacy"); note(line); return 0;
+}
+int cuMemAllocAsync(unsigned long long *d, size_t n, void *stream) {
+    *d = 0x800000000ULL;
+    snprintf(line, sizeof line, "cuMemAllocAsync %zu %p", n, stream); note(line); return 0;
+}
+int cuMemFreeAsync(unsigned long long d, void *stream) {
+    snprintf(line, sizeof line, "cuMemFreeAsync %llx %p", d, stream); note(line); return 0;
 }
 int cuMemsetD16_v2(unsigned long long d, unsigned short v, size_t n) {
     snprintf(line, sizeof line, "cuMemsetD16 %llx %u %zu", d, v, n); note(line); return 0;

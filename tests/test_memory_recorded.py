@@ -1,4 +1,4 @@
-"""Pinned and managed memory and 8/16/32-bit fills without a GPU: the memory-logging recording
+"""Pinned and managed memory, stream-ordered allocation and 8/16/32-bit fills without a GPU: the memory-logging recording
 driver (tests/_fake_memory.py) shows the exact driver calls and their arguments.  What the memory
 holds on a device is checked by tests/gpu/test_memory_kinds.py."""
 
@@ -67,3 +67,18 @@ def test_managed_memory_is_allocated_global_and_prefetched_where_asked(memory_dr
     assert out["type"] == "ManagedBuffer" and out["is_device_buffer"]
     assert out["cai"] == 0x600000000
     assert out["freed_prefetch"].startswith("ValueError")
+
+
+def test_stream_ordered_allocations_are_freed_once_on_their_stream(memory_driver):
+    out = run(memory_driver, "stream_ordered")
+    stream = "0x5000"  # the recording driver's stream handle
+    assert out["calls"] == [
+        f"cuMemAllocAsync 1000 {stream}",
+        f"cuMemFreeAsync 800000000 {stream}",
+        f"cuMemAllocAsync 24 {stream}",
+        f"cuMemFreeAsync 800000000 {stream}",  # garbage, its stream dropped too: still valid
+        f"cuMemAllocAsync 8 {stream}",
+        f"cuMemFreeAsync 800000000 {stream}",
+    ]
+    assert out["ptr"] == 0x800000000
+    assert out["freed_use"].startswith("ValueError") and "freed" in out["freed_use"]

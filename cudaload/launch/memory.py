@@ -22,27 +22,37 @@ __all__ = ["alloc", "DeviceBuffer"]
 _FILL_WIDTHS = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4}
 
 
-def alloc(nbytes: int, device=None) -> DeviceBuffer:
-    """Allocate ``nbytes`` on ``device`` (default: the thread's).  Out of memory is a DriverError."""
+def alloc(nbytes: int, device=None, stream=None) -> DeviceBuffer:
+    """Allocate ``nbytes`` on ``device`` (default: the thread's); with ``stream``, in its order
+    from the device's memory pool (``cuMemAllocAsync``; in a stream capture, a graph memory
+    node), and freed in that stream's order when garbage.  Out of memory is a DriverError."""
     nbytes = allocation_size(nbytes)
     dev = as_device(device)
     drv = activate(dev, owning=True)
     out = drv.ffi.new("CUdeviceptr *")
-    driver.check(drv.cuMemAlloc_v2(out, max(nbytes, 1)),
-                 f"cuMemAlloc ({nbytes} bytes on device {dev.ordinal})")
+    if stream is None:
+        driver.check(drv.cuMemAlloc_v2(out, max(nbytes, 1)),
+                     f"cuMemAlloc ({nbytes} bytes on device {dev.ordinal})")
+    else:
+        driver.check(drv.cuMemAllocAsync(out, max(nbytes, 1), handle_of(stream)),
+                     f"cuMemAllocAsync ({nbytes} bytes on device {dev.ordinal})")
     buf = DeviceBuffer(out[0], nbytes, dev)
-    buf._finalizer = weakref.finalize(buf, _free, out[0], dev)
+    # The finalizer holds the stream, so that the handle it frees on stays valid until then.
+    buf._finalizer = weakref.finalize(buf, _free, out[0], dev, stream)
     # The process's exit tears the context down with all its memory; freeing from an exit hook
     # could run after another library reset the shared primary context.
     buf._finalizer.atexit = False
     return buf
 
 
-def _free(ptr: int, dev: Device) -> None:
+def _free(ptr: int, dev: Device, stream=None) -> None:
     if lifetime.forked():  # the child of a fork owns no CUDA memory; touching the driver would fail
         return
     drv = activate(dev)
-    drv.cuMemFree_v2(ptr)
+    if stream is None:
+        drv.cuMemFree_v2(ptr)
+    else:
+        drv.cuMemFreeAsync(ptr, handle_of(stream))
 
 
 class DeviceBuffer(GpuState):
@@ -106,14 +116,20 @@ class DeviceBuffer(GpuState):
     def __dlpack_device__(self) -> tuple[int, int]:
         return _dlpack.CUDA, self.device.ordinal
 
-    def free(self) -> None:
-        """Release the memory now (only for buffers made by :func:`alloc`); while another library
-        still views it through DLPack, when the last such view goes.
+    def free(self, stream=None) -> None:
+        """Release the memory now (only for buffers made by :func:`alloc`), or in ``stream``'s
+        order (``cuMemFreeAsync``; in a stream capture, a graph free node); while another
+        library still views it through DLPack, when the last such view goes.
 
         Afterwards ``.ptr`` is 0, so every later use is refused instead of reaching freed memory
         (a kernel writing there would poison the whole context)."""
         if self._finalizer is not None:
             self.ptr = 0
+            detached = self._finalizer.detach() if stream is not None else None
+            if detached is not None:  # still owned: freed on the stream asked for instead
+                ptr, dev, _ = detached[2]
+                self._finalizer = weakref.finalize(self, _free, ptr, dev, stream)
+                self._finalizer.atexit = False
             if not _dlpack.viewed(self):
                 self._finalizer()
 

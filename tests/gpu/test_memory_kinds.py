@@ -54,6 +54,7 @@ def test_a_copy_from_pinned_memory_overlaps_a_kernel_on_another_stream():
     values[:] = np.arange(values.size, dtype=np.uint32)
     dev = cudaload.alloc(nbytes)
     flag = cudaload.alloc(4).fill(0)
+    cudaload.Device(0).synchronize()  # the fill done before the non-blocking streams start
     spin = cudaload.RawKernel(SPIN, "spin")
     copies, kernels = cudaload.Stream(), cudaload.Stream()
 
@@ -66,7 +67,8 @@ def test_a_copy_from_pinned_memory_overlaps_a_kernel_on_another_stream():
     kernel_ms = _timed(kernels, lambda: spin(1, 1, (cycles, flag), stream=kernels))
     assert kernel_ms > 0.3 * copy_ms, (kernel_ms, copy_ms)
 
-    dev.fill(0)
+    dev.fill(0, stream=copies)
+    copies.synchronize()
     kernels.synchronize()
     begin = kernels.record()
     copies.wait(begin)
@@ -98,3 +100,33 @@ def test_managed_memory_prefetched_to_the_device_is_read_and_written_by_a_kernel
     back = np.frombuffer(m.copy_to_host(), np.float32)  # the device view agrees
     assert (back == host).all()
     m.free()
+
+
+def test_a_stream_ordered_allocation_captured_in_a_graph_is_replayed():
+    n = 1 << 16
+    five = int(np.float32(5.0).view(np.uint32))
+    scale = cudaload.RawKernel(TEMPLATED, "scale<float>")
+    s = cudaload.Stream()
+    out = cudaload.alloc(n * 4)
+    with s.capture() as graph:
+        tmp = cudaload.alloc(n * 4, stream=s)  # a graph memory node
+        tmp.fill(five, stream=s)
+        scale(n // 256, 256, (tmp, 3.0, n), stream=s)
+        out.copy_from(tmp, stream=s)
+        tmp.free(stream=s)  # a graph free node
+    for _ in range(2):  # replayed: the allocation is made and freed again each time
+        out.fill(0, stream=s)  # on s: a fill on the legacy stream would not order with it
+        graph.launch(stream=s)
+        s.synchronize()
+        assert (np.frombuffer(out.copy_to_host(), np.float32) == 15.0).all()
+
+
+def test_a_stream_ordered_allocation_is_used_and_freed_in_stream_order():
+    n = 1 << 20
+    s = cudaload.Stream()
+    buf = cudaload.alloc(n * 4, stream=s).fill(7, stream=s)
+    host = np.empty(n, np.uint32)
+    buf.copy_to_host(host, stream=s)
+    buf.free(stream=s)
+    s.synchronize()
+    assert (host == 7).all() and buf.ptr == 0

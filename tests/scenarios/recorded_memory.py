@@ -96,7 +96,26 @@ def managed() -> dict:
     return out
 
 
-SCENARIOS = {f.__name__: f for f in (fills, pinned, managed)}
+def stream_ordered() -> dict:
+    import cudaload
+
+    s = cudaload.Stream()
+    explicit = cudaload.alloc(1000, stream=s)
+    out = {"ptr": explicit.ptr}
+    explicit.free(stream=s)
+    out["freed_use"] = refusal(lambda: explicit.fill(0))
+    explicit.free(stream=s)  # a second free does nothing
+    garbage = cudaload.alloc(24, stream=s)
+    del garbage, s  # the stream is kept until the buffer is freed on it
+    gc.collect()
+    other = cudaload.Stream()
+    on_other = cudaload.alloc(8, stream=other)
+    on_other.free()  # no stream: freed in the order of the stream it was allocated on
+    out["calls"] = calls()
+    return out
+
+
+SCENARIOS = {f.__name__: f for f in (fills, pinned, managed, stream_ordered)}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]]()))
