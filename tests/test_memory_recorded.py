@@ -67,6 +67,7 @@ def test_managed_memory_is_allocated_global_and_prefetched_where_asked(memory_dr
     assert out["type"] == "ManagedBuffer" and out["is_device_buffer"]
     assert out["cai"] == 0x600000000
     assert out["freed_prefetch"].startswith("ValueError")
+    assert out["stream_free"].startswith("ValueError") and "free()" in out["stream_free"]
 
 
 def test_stream_ordered_allocations_are_freed_once_on_their_stream(memory_driver):

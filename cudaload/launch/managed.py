@@ -44,6 +44,13 @@ class ManagedBuffer(DeviceBuffer):
     def __repr__(self) -> str:
         return f"<cudaload.ManagedBuffer 0x{self.ptr:x} {self.nbytes} bytes>"
 
+    def free(self, stream=None) -> None:
+        """Release the memory now.  Raises ValueError for a ``stream``: stream-ordered frees
+        are for memory of a pool (``alloc(n, stream=s)``), which managed memory is not."""
+        if stream is not None:
+            raise ValueError("managed memory is not stream-ordered; free it with free()")
+        super().free()
+
     def prefetch(self, device=None, stream=None) -> ManagedBuffer:
         """Migrate the pages to ``device`` (a Device or ordinal; ``"cpu"`` for the host; default:
         this buffer's) in ``stream`` order (default: the legacy stream).  Raises DriverError

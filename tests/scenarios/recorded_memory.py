@@ -90,6 +90,7 @@ def managed() -> dict:
     m.prefetch("cpu")
     out = {"type": type(m).__name__, "is_device_buffer": isinstance(m, cudaload.DeviceBuffer),
            "cai": m.__cuda_array_interface__["data"][0]}
+    out["stream_free"] = refusal(lambda: m.free(stream=cudaload.Stream()))
     m.free()
     out["freed_prefetch"] = refusal(m.prefetch)
     out["calls"] = calls()
