@@ -31,7 +31,10 @@ int cuMemHostAlloc(void **p, size_t n, unsigned flags) {
     *p = host_arena + host_used; host_used += (n + 255) & ~(size_t)255;
     snprintf(line, sizeof line, "cuMemHostAlloc %zu %u", n, flags); note(line); return 0;
 }
+static int fail_mapping;
+void fake_fail_mapping(int fail) { fail_mapping = fail; }
 int cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned flags) {
+    if (fail_mapping) { note("cuMemHostGetDevicePointer failed"); return 1; }
     *d = 0x500000000ULL + (unsigned long long)((unsigned char *)p - host_arena);
     snprintf(line, sizeof line, "cuMemHostGetDevicePointer %lu %u",
              (unsigned long)((unsigned char *)p - host_arena), flags); note(line); return 0;

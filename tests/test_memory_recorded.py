@@ -55,6 +55,13 @@ def test_pinned_memory_is_allocated_mapped_copied_from_and_freed_once(memory_dri
     assert "cannot be pickled" in out["pickle"]
 
 
+def test_pinned_memory_whose_mapping_fails_is_freed_not_leaked(memory_driver):
+    out = run(memory_driver, "pinned_unmapped")
+    assert out["error"].startswith("DriverError")
+    assert out["calls"] == ["cuMemHostAlloc 32 3", "cuMemHostGetDevicePointer failed",
+                            "cuMemFreeHost 0"]
+
+
 def test_managed_memory_is_allocated_global_and_prefetched_where_asked(memory_driver):
     out = run(memory_driver, "managed")
     assert out["calls"] == [

@@ -34,7 +34,12 @@ def alloc_host(nbytes: int, device=None) -> HostBuffer:
                  f"cuMemHostAlloc ({nbytes} bytes)")
     host = int(drv.ffi.cast("uintptr_t", out[0]))
     mapped = drv.ffi.new("CUdeviceptr *")
-    driver.check(drv.cuMemHostGetDevicePointer_v2(mapped, out[0], 0), "cuMemHostGetDevicePointer")
+    try:
+        driver.check(drv.cuMemHostGetDevicePointer_v2(mapped, out[0], 0),
+                     "cuMemHostGetDevicePointer")
+    except BaseException:  # no buffer owns the memory yet: it would leak
+        drv.cuMemFreeHost(out[0])
+        raise
     buf = HostBuffer(host, mapped[0], nbytes, dev)
     buf._finalizer = weakref.finalize(buf, _free, out[0], dev)
     buf._finalizer.atexit = False  # the process's exit releases it with the context

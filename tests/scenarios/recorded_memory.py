@@ -81,6 +81,13 @@ def pinned() -> dict:
     return out
 
 
+def pinned_unmapped() -> dict:
+    import cudaload
+
+    ctypes.CDLL(os.environ["CUDALOAD_LIBCUDA"]).fake_fail_mapping(1)
+    return {"error": refusal(lambda: cudaload.alloc_host(32)), "calls": calls()}
+
+
 def managed() -> dict:
     import cudaload
 
@@ -116,7 +123,7 @@ def stream_ordered() -> dict:
     return out
 
 
-SCENARIOS = {f.__name__: f for f in (fills, pinned, managed, stream_ordered)}
+SCENARIOS = {f.__name__: f for f in (fills, pinned, pinned_unmapped, managed, stream_ordered)}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]]()))
