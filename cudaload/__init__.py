@@ -79,6 +79,7 @@ _LAZY = {
     "DeviceBuffer": "launch.memory",
     "alloc_host": "launch.pinned",
     "HostBuffer": "launch.pinned",
+    "pin": "launch.pinned",
     "alloc_managed": "launch.managed",
     "ManagedBuffer": "launch.managed",
     "Stream": "launch.stream",

@@ -39,6 +39,10 @@ int cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned flags)
     snprintf(line, sizeof line, "cuMemHostGetDevicePointer %lu %u",
              (unsigned long)((unsigned char *)p - host_arena), flags); note(line); return 0;
 }
+int cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
+    snprintf(line, sizeof line, "cuMemHostRegister %zu %u", n, flags); note(line); return 0;
+}
+int cuMemHostUnregister(void *p) { note("cuMemHostUnregister"); return 0; }
 int cuMemFreeHost(void *p) {
     snprintf(line, sizeof line, "cuMemFreeHost %lu",
              (unsigned long)((unsigned char *)p - host_arena)); note(line); return 0;

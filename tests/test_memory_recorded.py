@@ -62,6 +62,15 @@ def test_pinned_memory_whose_mapping_fails_is_freed_not_leaked(memory_driver):
                             "cuMemFreeHost 0"]
 
 
+def test_pin_registers_an_array_for_its_block_only_and_refuses_what_it_cannot_pin(memory_driver):
+    out = run(memory_driver, "pinned_array")
+    assert out["calls"] == ["cuMemHostRegister 256 1", "cuMemHostUnregister"]
+    assert out["same"]
+    assert out["read_only"].startswith("ValueError") and "writable" in out["read_only"]
+    assert out["not_buffer"].startswith("TypeError")
+    assert out["strided"].startswith("ValueError")
+
+
 def test_managed_memory_is_allocated_global_and_prefetched_where_asked(memory_driver):
     out = run(memory_driver, "managed")
     assert out["calls"] == [

@@ -71,6 +71,8 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuMemGetInfo_v2': 'CUresult(*)(size_t *, size_t *)',
  'cuMemHostAlloc': 'CUresult(*)(void * *, size_t, unsigned int)',
  'cuMemHostGetDevicePointer_v2': 'CUresult(*)(unsigned long long *, void *, unsigned int)',
+ 'cuMemHostRegister_v2': 'CUresult(*)(void *, size_t, unsigned int)',
+ 'cuMemHostUnregister': 'CUresult(*)(void *)',
  'cuMemPrefetchAsync_v2': 'CUresult(*)(unsigned long long, size_t, CUmemLocation, unsigned int, '
                           'struct CUstream_st *)',
  'cuMemcpyDtoDAsync_v2': 'CUresult(*)(unsigned long long, unsigned long long, size_t, struct '

@@ -6,6 +6,7 @@ Layer 3, launch: may import the foundation, bindings, compile and launch.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import weakref
 
@@ -15,7 +16,7 @@ from ._sizes import allocation_size
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
 
-__all__ = ["alloc_host", "HostBuffer"]
+__all__ = ["alloc_host", "HostBuffer", "pin"]
 
 # cuMemHostAlloc flags (cuda.h): usable from every context, and mapped into the device's address
 # space, so that the memory also has a device address a kernel can read (zero-copy).
@@ -109,3 +110,27 @@ class HostBuffer(GpuState):
         if not self.host_ptr:
             raise ValueError(f"this HostBuffer of {self.nbytes} bytes was freed; "
                              "allocate a new one with cudaload.alloc_host()")
+
+
+@contextlib.contextmanager
+def pin(array, device=None):
+    """Page-lock an existing host array (anything with the writable buffer protocol, e.g. a
+    numpy array) for the block (``cuMemHostRegister``), so that copies from and to it on a
+    stream run asynchronously; unpinned at the block's end.  Synchronize the streams that copy
+    before the block ends.  Raises TypeError for no buffer, ValueError for a read-only or
+    non-contiguous one, DriverError when the driver refuses (already pinned)."""
+    try:
+        view = memoryview(array)
+    except TypeError:
+        raise TypeError(f"{type(array).__name__} does not support the buffer protocol; pass a "
+                        "numpy array, bytearray or memoryview") from None
+    if view.readonly or not view.c_contiguous:
+        raise ValueError("pin() needs a writable C-contiguous host buffer (numpy.ascontiguousarray)")
+    drv = activate(as_device(device), owning=True)
+    pointer = drv.ffi.from_buffer(view, require_writable=True)
+    driver.check(drv.cuMemHostRegister_v2(pointer, max(view.nbytes, 1), _PORTABLE),
+                 f"cuMemHostRegister ({view.nbytes} bytes)")
+    try:
+        yield array
+    finally:
+        driver.check(drv.cuMemHostUnregister(pointer), "cuMemHostUnregister")

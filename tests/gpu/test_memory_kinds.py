@@ -130,3 +130,17 @@ def test_a_stream_ordered_allocation_is_used_and_freed_in_stream_order():
     buf.free(stream=s)
     s.synchronize()
     assert (host == 7).all() and buf.ptr == 0
+
+
+def test_an_array_pinned_for_a_block_copies_asynchronously_both_ways():
+    a = np.arange(1 << 20, dtype=np.float32)
+    back = np.zeros_like(a)
+    s = cudaload.Stream()
+    buf = cudaload.alloc(a.nbytes)
+    with cudaload.pin(a), cudaload.pin(back):
+        buf.copy_from_host(a, stream=s)
+        buf.copy_to_host(back, stream=s)
+        s.synchronize()
+    assert (back == a).all()
+    with cudaload.pin(a):  # unpinned at the block's end: pinning it again is allowed
+        pass

@@ -88,6 +88,26 @@ def pinned_unmapped() -> dict:
     return {"error": refusal(lambda: cudaload.alloc_host(32)), "calls": calls()}
 
 
+def pinned_array() -> dict:
+    import numpy as np
+
+    import cudaload
+
+    array = np.arange(64, dtype=np.float32)
+    out = {}
+    try:
+        with cudaload.pin(array) as same:
+            out["same"] = same is array
+            raise KeyError("inside")  # unpinned on the way out all the same
+    except KeyError:
+        pass
+    out["read_only"] = refusal(lambda: cudaload.pin(b"abc").__enter__())
+    out["not_buffer"] = refusal(lambda: cudaload.pin(3).__enter__())
+    out["strided"] = refusal(lambda: cudaload.pin(array[::2]).__enter__())
+    out["calls"] = calls()
+    return out
+
+
 def managed() -> dict:
     import cudaload
 
@@ -123,7 +143,7 @@ def stream_ordered() -> dict:
     return out
 
 
-SCENARIOS = {f.__name__: f for f in (fills, pinned, pinned_unmapped, managed, stream_ordered)}
+SCENARIOS = {f.__name__: f for f in (fills, pinned, pinned_unmapped, pinned_array, managed, stream_ordered)}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]]()))
