@@ -57,6 +57,8 @@ def test_a_copy_from_pinned_memory_overlaps_a_kernel_on_another_stream():
     cudaload.Device(0).synchronize()  # the fill done before the non-blocking streams start
     spin = cudaload.RawKernel(SPIN, "spin")
     copies, kernels = cudaload.Stream(), cudaload.Stream()
+    spin(1, 1, (1, flag), stream=kernels)  # compiled and loaded before any timing
+    kernels.synchronize()
 
     copy_ms = _timed(copies, lambda: dev.copy_from_host(host, stream=copies))
     # The kernel spins about as long as the copy takes (calibrated: clock rates differ), so that
@@ -108,6 +110,8 @@ def test_a_stream_ordered_allocation_captured_in_a_graph_is_replayed():
     scale = cudaload.RawKernel(TEMPLATED, "scale<float>")
     s = cudaload.Stream()
     out = cudaload.alloc(n * 4)
+    scale(1, 1, (out, 1.0, 0), stream=s)  # compiled and loaded before the capture
+    s.synchronize()
     with s.capture() as graph:
         tmp = cudaload.alloc(n * 4, stream=s)  # a graph memory node
         tmp.fill(five, stream=s)
