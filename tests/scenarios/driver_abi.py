@@ -30,5 +30,7 @@ def prefetch_symbol() -> None:
                       "base": base}))
 
 
+SCENARIOS = {f.__name__: f for f in (prefetch_symbol,)}
+
 if __name__ == "__main__":
-    {"prefetch_symbol": prefetch_symbol}[sys.argv[1]]()
+    SCENARIOS[sys.argv[1]]()
