@@ -64,8 +64,10 @@ if TYPE_CHECKING:
     from .launch.device import Device as Device, device_count as device_count
     from .launch.graph import Graph as Graph
     from .launch.kernel import Kernel as Kernel
+    from .launch.managed import ManagedBuffer as ManagedBuffer, alloc_managed as alloc_managed
     from .launch.memory import DeviceBuffer as DeviceBuffer, alloc as alloc
     from .launch.module import Module as Module
+    from .launch.pinned import HostBuffer as HostBuffer, alloc_host as alloc_host, pin as pin
     from .launch.rawkernel import RawKernel as RawKernel
     from .launch.stream import Event as Event, Stream as Stream
 
@@ -100,6 +102,11 @@ _LAZY = {
     "device_count": "launch.device",
     "alloc": "launch.memory",
     "DeviceBuffer": "launch.memory",
+    "alloc_host": "launch.pinned",
+    "HostBuffer": "launch.pinned",
+    "pin": "launch.pinned",
+    "alloc_managed": "launch.managed",
+    "ManagedBuffer": "launch.managed",
     "Stream": "launch.stream",
     "Event": "launch.stream",
     "Graph": "launch.graph",

@@ -198,6 +198,7 @@ def _probe_devices(problems: list) -> list[dict]:
     # deferred: each part of the report, when it runs
     # deferred: each part of the report, when it runs
     # deferred: each part of the report, when it runs
+    # deferred: each part of the report, when it runs
     from .launch.device import Device, visible_devices
 
     count = visible_devices()  # device_count() would hide why it cannot say

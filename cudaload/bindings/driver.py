@@ -30,6 +30,10 @@ HEADER_CUDA_VERSION = 13000  # headers/cuda.h is transcribed from CUDA 13.0
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 # Declared with their 12.x ABI: in 13.0 the base name resolves to a _v2 taking an extra CUcontext.
 _RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000}
+# Declared with their 13.0 ABI; a driver before 13.0 is asked for the versioned symbol itself
+# (exported since 12.2), as a driver before 12.2 resolves the base name to an older ABI and would
+# be called with the wrong arguments: there the symbol is missing, a MissingSymbolError.
+_EXACT_BEFORE_13 = frozenset({"cuMemPrefetchAsync_v2"})
 
 
 class Driver:
@@ -60,7 +64,8 @@ class Driver:
         proto = PROTOTYPES.get(name)
         if proto is None:
             raise AttributeError(f"{name} is not declared in headers/cuda.h")
-        if self._proc_address is not None:
+        exact = name in _EXACT_BEFORE_13 and self.version < HEADER_CUDA_VERSION
+        if self._proc_address is not None and not exact:
             ffi = self.ffi
             pfn = ffi.new("void **")
             status = ffi.new("CUdriverProcAddressQueryResult *")

@@ -34,6 +34,15 @@ def byte_count(value, what: str, owner: str) -> int:
     return count
 
 
+def allocation_size(nbytes) -> int:
+    """``nbytes`` of an allocation as an int.  Raises TypeError for no integer, ValueError for a
+    negative size."""
+    nbytes = integer(nbytes, "nbytes")
+    if nbytes < 0:
+        raise ValueError(f"cannot allocate {nbytes} bytes")
+    return nbytes
+
+
 def constant(dims) -> bool:
     """Whether ``dims`` can never change: an int, or a tuple of ints (not of numpy arrays)."""
     return type(dims) is int or (type(dims) is tuple and all(type(d) is int for d in dims))

@@ -9,11 +9,12 @@ import weakref
 
 from ..bindings import driver
 from .. import lifetime
-from ._sizes import integer
+from ._sizes import allocation_size, integer
 from .device import Device, activate, as_device
 from ._foreign import stream_handle as handle_of
 from ._unpicklable import GpuState
 from . import dlpack as _dlpack
+from .pinned import HostBuffer
 
 TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
 if TYPE_CHECKING:
@@ -23,30 +24,41 @@ if TYPE_CHECKING:
 
 __all__ = ["alloc", "DeviceBuffer"]
 
+# element widths cuMemsetD8/D16/D32 fill, by dtype name
+_FILL_WIDTHS = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4}
 
-def alloc(nbytes: int, device=None) -> DeviceBuffer:
-    """Allocate ``nbytes`` on ``device`` (default: the thread's).  Out of memory is a DriverError."""
-    nbytes = integer(nbytes, "nbytes")
-    if nbytes < 0:
-        raise ValueError(f"cannot allocate {nbytes} bytes")
+
+def alloc(nbytes: int, device=None, stream=None) -> DeviceBuffer:
+    """Allocate ``nbytes`` on ``device`` (default: the thread's); with ``stream``, in its order
+    from the device's memory pool (``cuMemAllocAsync``; in a stream capture, a graph memory
+    node), and freed in that stream's order when garbage.  Out of memory is a DriverError."""
+    nbytes = allocation_size(nbytes)
     dev = as_device(device)
     drv = activate(dev, owning=True)
     out = drv.ffi.new("CUdeviceptr *")
-    driver.check(drv.cuMemAlloc_v2(out, max(nbytes, 1)),
-                 f"cuMemAlloc ({nbytes} bytes on device {dev.ordinal})")
+    if stream is None:
+        driver.check(drv.cuMemAlloc_v2(out, max(nbytes, 1)),
+                     f"cuMemAlloc ({nbytes} bytes on device {dev.ordinal})")
+    else:
+        driver.check(drv.cuMemAllocAsync(out, max(nbytes, 1), handle_of(stream)),
+                     f"cuMemAllocAsync ({nbytes} bytes on device {dev.ordinal})")
     buf = DeviceBuffer(out[0], nbytes, dev)
-    buf._finalizer = weakref.finalize(buf, _free, out[0], dev)
+    # The finalizer holds the stream, so that the handle it frees on stays valid until then.
+    buf._finalizer = weakref.finalize(buf, _free, out[0], dev, stream)
     # The process's exit tears the context down with all its memory; freeing from an exit hook
     # could run after another library reset the shared primary context.
     buf._finalizer.atexit = False
     return buf
 
 
-def _free(ptr: int, dev: Device) -> None:
+def _free(ptr: int, dev: Device, stream=None) -> None:
     if lifetime.forked():  # the child of a fork owns no CUDA memory; touching the driver would fail
         return
     drv = activate(dev)
-    drv.cuMemFree_v2(ptr)
+    if stream is None:
+        drv.cuMemFree_v2(ptr)
+    else:
+        drv.cuMemFreeAsync(ptr, handle_of(stream))
 
 
 class DeviceBuffer(GpuState):
@@ -110,14 +122,20 @@ class DeviceBuffer(GpuState):
     def __dlpack_device__(self) -> tuple[int, int]:
         return _dlpack.CUDA, self.device.ordinal
 
-    def free(self) -> None:
-        """Release the memory now (only for buffers made by :func:`alloc`); while another library
-        still views it through DLPack, when the last such view goes.
+    def free(self, stream=None) -> None:
+        """Release the memory now (only for buffers made by :func:`alloc`), or in ``stream``'s
+        order (``cuMemFreeAsync``; in a stream capture, a graph free node); while another
+        library still views it through DLPack, when the last such view goes.
 
         Afterwards ``.ptr`` is 0, so every later use is refused instead of reaching freed memory
         (a kernel writing there would poison the whole context)."""
         if self._finalizer is not None:
             self.ptr = 0
+            detached = self._finalizer.detach() if stream is not None else None
+            if detached is not None:  # still owned: freed on the stream asked for instead
+                ptr, dev, _ = detached[2]
+                self._finalizer = weakref.finalize(self, _free, ptr, dev, stream)
+                self._finalizer.atexit = False
             if not _dlpack.viewed(self):
                 self._finalizer()
 
@@ -130,6 +148,8 @@ class DeviceBuffer(GpuState):
 
     def _host(self, obj, writable: bool, nbytes: int | None):
         ffi = driver.init().ffi
+        if isinstance(obj, HostBuffer):  # pinned memory: no buffer protocol before Python 3.12
+            obj = obj.view
         try:
             view = memoryview(obj)
         except TypeError:
@@ -187,6 +207,32 @@ class DeviceBuffer(GpuState):
         else:
             driver.check(drv.cuMemcpyDtoDAsync_v2(self.ptr, other.ptr, other.nbytes,
                                                   handle_of(stream)), "cuMemcpyDtoDAsync")
+        return self
+
+    def fill(self, value: int, dtype: str = "uint32", stream=None) -> DeviceBuffer:
+        """Set every element of ``dtype`` (``uint8``, ``uint16``, ``uint32`` or their signed
+        forms; the buffer's size a multiple of it) to ``value``; on ``stream`` when given.
+        Raises ValueError for another dtype, a value out of its range or a size not a multiple."""
+        width = _FILL_WIDTHS.get(dtype)
+        if width is None:
+            raise ValueError(f"fill dtype must be one of {', '.join(_FILL_WIDTHS)}, not {dtype!r}")
+        value = integer(value, "the fill value")
+        bits = 8 * width
+        low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if dtype[0] == "i" else (0, 1 << bits)
+        if not low <= value < high:
+            raise ValueError(f"fill value {value!r} does not fit in {dtype}")
+        if self.nbytes % width:
+            raise ValueError(f"a buffer of {self.nbytes} bytes is no whole number of {dtype} "
+                             f"({width} bytes each); fill a view of a multiple of {width} bytes")
+        pattern = value & ((1 << bits) - 1)  # a signed value as the bits the device stores
+        drv, count = self._live(), self.nbytes // width
+        name = f"cuMemsetD{bits}"
+        if stream is None:
+            sync = getattr(drv, name + "_v2")
+            driver.check(sync(self.ptr, pattern, count), name)
+        else:
+            driver.check(getattr(drv, name + "Async")(self.ptr, pattern, count, handle_of(stream)),
+                         name + "Async")
         return self
 
     def memset(self, value: int, stream=None) -> DeviceBuffer:

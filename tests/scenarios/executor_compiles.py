@@ -52,5 +52,7 @@ def dask(spec: str, tag: str) -> None:
         _report(client.get_executor(), spec, tag)
 
 
+SCENARIOS = {f.__name__: f for f in (processes, dask)}
+
 if __name__ == "__main__":
-    globals()[sys.argv[1]](*sys.argv[2:])
+    SCENARIOS[sys.argv[1]](*sys.argv[2:])
