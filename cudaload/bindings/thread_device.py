@@ -21,8 +21,9 @@ import threading
 
 from . import driver
 from .. import lifetime
+from ..errors import DriverUnavailableError
 
-__all__ = ["state", "ordinal", "choose", "arch"]
+__all__ = ["state", "ordinal", "choose", "arch", "none_visible"]
 
 
 class _State(threading.local):
@@ -69,6 +70,9 @@ def arch() -> int:
     if found is None:
         ffi = drv.ffi
         handle, value = ffi.new("CUdevice *"), ffi.new("int *")
+        driver.check(drv.cuDeviceGetCount(value), "cuDeviceGetCount")
+        if value[0] <= 0:
+            raise none_visible()
         driver.check(drv.cuDeviceGet(handle, which), "cuDeviceGet")
         major_minor = []
         for name in ("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
@@ -79,6 +83,17 @@ def arch() -> int:
         found = _archs[which] = major_minor[0] * 10 + major_minor[1]
     state.arch = found
     return found
+
+
+def none_visible() -> DriverUnavailableError:
+    """cuInit succeeded yet no device is visible: as unavailable as cuInit's NO_DEVICE, with its
+    code, so that callers who look at ``.name`` see the same either way."""
+    code = driver.api().ffi.integer_const("CUDA_ERROR_NO_DEVICE")
+    name, text = driver.describe(code)
+    return DriverUnavailableError(
+        f"no CUDA device is visible: cuDeviceGetCount reports 0 ({name}: {text})",
+        code=code, name=name, function="cuDeviceGetCount", detail=text,
+        hint="check CUDA_VISIBLE_DEVICES (empty or invalid hides every GPU) and `nvidia-smi`")
 
 
 def _after_fork_in_child() -> None:

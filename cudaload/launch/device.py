@@ -16,7 +16,6 @@ from ..bindings import driver, thread_device
 from . import _host_calls
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
-from ..errors import DriverUnavailableError
 
 __all__ = ["Device", "device_count", "visible_devices", "current_device", "activate"]
 
@@ -31,7 +30,6 @@ _MAX_BLOCK = tuple(map(_const, ("CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X",
                                 "CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y",
                                 "CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z")))
 _MAX_THREADS = _const("CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK")
-_NO_DEVICE = _const("CUDA_ERROR_NO_DEVICE")
 
 
 def device_count() -> int:
@@ -52,16 +50,6 @@ def visible_devices() -> int:
     return out[0]
 
 
-def _none_visible() -> DriverUnavailableError:
-    # cuInit succeeded yet nothing is visible: as unavailable as cuInit's NO_DEVICE, with its
-    # code, so callers that look at .name see the same either way.
-    name, text = driver.describe(_NO_DEVICE)
-    return DriverUnavailableError(
-        f"no CUDA device is visible: cuDeviceGetCount reports 0 ({name}: {text})",
-        code=_NO_DEVICE, name=name, function="cuDeviceGetCount", detail=text,
-        hint="check CUDA_VISIBLE_DEVICES (empty or invalid hides every GPU) and `nvidia-smi`")
-
-
 class Device:
     """One GPU, by ordinal; ``Device(i)`` is the same object each time.  ``with Device(i):``
     makes it the thread's device for the block and restores the previous one after.  Raises
@@ -74,7 +62,7 @@ class Device:
             return dev
         count = visible_devices()
         if count <= 0:
-            raise _none_visible()
+            raise thread_device.none_visible()
         if not isinstance(ordinal, int) or not 0 <= ordinal < count:
             raise ValueError(f"no CUDA device {ordinal!r}: {count} visible (0..{count - 1})")
         with _lock:
