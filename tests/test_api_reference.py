@@ -531,7 +531,14 @@ def test_the_version_is_public_and_the_installed_release():
     import importlib.metadata
 
     assert "__version__" in dir(cudaload) and "__version__" in cudaload.__all__
-    assert cudaload.__version__ == importlib.metadata.version("cudaload")
+    try:
+        installed = importlib.metadata.version("cudaload")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree: its pyproject's
+        import tomllib
+
+        with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+            installed = tomllib.load(f)["project"]["version"]
+    assert cudaload.__version__ == installed
 
 
 def test_the_readme_error_tree_names_every_error_class():

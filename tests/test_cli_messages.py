@@ -56,7 +56,8 @@ def test_precompile_package_is_found_from_the_folder_it_is_run_in(tmp_path):
     (tmp_path / "hostpkg" / "__init__.py").write_text("")
     (kernels / "ops.cu").write_text(PLAIN)
     script = os.path.join(os.path.dirname(sys.executable), "cudaload")
-    assert os.path.exists(script), "the cudaload console script is installed beside python"
+    if not os.path.exists(script):
+        pytest.skip("the cudaload console script is not installed beside python (a source tree)")
     # PYTHONPATH without an empty entry, which would put the current folder on sys.path
     env = child_env({"CUDALOAD_LIBCUDA": NO_CUDA["CUDALOAD_LIBCUDA"], "PYTHONPATH": ROOT},
                     unset=("CUDALOAD_LIBNVRTC",))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import cudaload
-from cudaload.launch import device as device_mod
+from cudaload.bindings import thread_device
 
 from .kernels import TEMPLATED
 
