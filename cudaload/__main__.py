@@ -1,6 +1,4 @@
 """``python -m cudaload``: the same command line as the ``cudaload`` script.
-
-Entry point: may import every layer.
 """
 
 import sys

@@ -7,8 +7,6 @@ reader sees the old file or the new one, never a part.
 A cache miss's entry is written this way on a thread of its own (compile/cache/writer.py).
 
 Imports of cudaload: _untrusted (to describe what an output path names).
-
-Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ or a bundle.
 Both build the same ``Program.from_file(FILE, options=..., name_expressions=...)`` as Python code
 does, with Program's defaults (``-std=c++17`` unless an option gives ``-std``), so what
 ``precompile`` puts in the kernel cache is what ``compile`` and that Program look up.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@ program headers are, and its segments.  ELF32 and ELF64 of either byte order.
 
 The loader checks a library with them before dlopen (bindings/_loader.py), and wheelcheck/elf.py
 finds with them the libraries a compiled file of a wheel asks for.
-
-Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ may be removed by whoever holds its lock (``cudaload cache prune``/``clear``); a
 wakes holding a lock on the removed file notices that the path now names another file (or none)
 and locks again, so removal never lets two holders in at once.  ``toolchain.json`` is written
 under one (compile/toolchain.py), and so is a kernel cache key on Windows (compile/cache/locks.py).
-
-Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """Whether compiled code holds a kernel, and what ``cudaload compile``/``precompile`` say when it
 holds none because every kernel is a template that no name expression instantiates.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

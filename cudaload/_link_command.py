@@ -1,7 +1,5 @@
 """``cudaload link``: device code files (CUBIN, PTX, LTO IR, fatbins, libraries) linked into one
 CUBIN or PTX by :class:`~cudaload.Linker`, through its cache, as Python code links them.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

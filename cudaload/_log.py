@@ -14,8 +14,6 @@ A compile worker of ``compile_all`` keeps the records of the topics its caller h
 traceback, string, ...), several times the whole ``status()`` of a machine without CUDA.  A
 process that has not imported it cannot have asked for DEBUG records, so until then there is
 nothing to do.  Imports nothing of cudaload.
-
-Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
 """The human report of ``status()``: what ``str(status)`` and ``cudaload doctor`` print.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

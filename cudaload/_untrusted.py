@@ -17,8 +17,6 @@ file far larger than anything cudaload writes; JSON may nest deeper than the par
 allows.  :func:`read_regular` opens without following a final symbolic link and without blocking,
 and reads only a regular file within a size bound; :func:`load_json` refuses nesting beyond a depth
 bound.  Both raise ValueError for what they refuse, so a caller treats it as a damaged file.
-
-Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Warnings that point at the caller's line: the first frame outside cudaload, however deep in
 cudaload the warning is raised (a fixed ``stacklevel`` points at cudaload's own source from
 some of the paths that reach it; Python 3.11 has no ``skip_file_prefixes``).
-
-Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

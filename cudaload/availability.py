@@ -5,8 +5,6 @@ is probed on its own, and any failure, expected or not, becomes an entry of ``pr
 hint that names the next step.  ``status(refresh=True)`` probes again, retrying a library that
 failed to open (after ``CUDALOAD_LIBCUDA`` was set, say); a failed ``cuInit`` stays failed, as the
 driver answers the same for the life of the process.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

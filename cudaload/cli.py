@@ -1,7 +1,5 @@
 """The ``cudaload`` command (also ``python -m cudaload``): doctor, demo, compile, link, precompile,
 cache.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ nothing of cudaload.
 
 Imports nothing of cudaload: ``import cudaload`` imports this module and nothing else.  The errors
 made from a driver or NVRTC result code are built in driver.py and nvrtc.py, which know the codes.
-
-Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

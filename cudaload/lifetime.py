@@ -23,8 +23,6 @@ without importing the others (which costs time) or naming them.
 one ``atexit`` hook runs them, in the order registered.
 
 Imports nothing of cudaload.
-
-Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

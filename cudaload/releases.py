@@ -4,8 +4,6 @@ NVRTC and its headers, and which NVRTC releases compile for which architecture.
 The next steps in cudaload's errors and report are built here, so that each names a requirement
 that exists on PyPI: CUDA 13 wheels carry plain names (``nvidia-cuda-nvrtc``), older majors a
 ``-cuNN`` suffix (``nvidia-cuda-nvrtc-cu12``).
-
-Foundation: imports only other foundation modules of cudaload, if any.
 """
 
 from __future__ import annotations

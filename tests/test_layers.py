@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 
 import pytest
 
@@ -120,8 +121,7 @@ def test_there_is_no_import_circle():
             visit(module)
 
 
-LAYER_RULE = {  # what each module's docstring says it may import
-    0: "Foundation: imports only other foundation modules",
+LAYER_RULE = {  # what each package's docstring (or the entry point's) says its modules may import
     1: "Layer 1, bindings: may import the foundation and bindings.",
     2: "Layer 2, compile: may import the foundation, bindings and compile.",
     3: "Layer 3, launch: may import the foundation, bindings, compile and launch.",
@@ -129,18 +129,40 @@ LAYER_RULE = {  # what each module's docstring says it may import
 }
 
 
-def test_modules_are_small_and_say_what_they_hold_and_may_import():
+def _docstring(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return " ".join((ast.get_docstring(ast.parse(f.read())) or "").split())
+
+
+def test_each_layer_states_its_rule_once_in_its_package():
+    # The rule is written where a reader of the layer starts (its package docstring), not repeated
+    # in every module: the checks above enforce it for each module.
+    for package, rank in (("cudaload.bindings", 1), ("cudaload.compile", 2), ("cudaload.launch", 3),
+                          ("cudaload", 4), ("cudaload.wheelcheck", 4)):
+        assert LAYER_RULE[rank] in _docstring(MODULES[package]), package
+    repeated = [m for m, path in MODULES.items() if not path.endswith("__init__.py")
+                and any(rule in _docstring(path) for rule in LAYER_RULE.values())]
+    assert repeated == [], f"the layer rule belongs in the package docstring only: {repeated}"
+
+
+def test_modules_are_small_and_say_what_they_hold():
     for module, path in MODULES.items():
         with open(path) as f:
             text = f.read()
         if text.startswith("# GENERATED"):
             continue
-        doc = ast.get_docstring(ast.parse(text))
-        assert doc, f"{module} has no docstring"
-        assert LAYER_RULE[_rank(module)] in " ".join(doc.split()), \
-            f"{module}: its docstring must say what it may import ({LAYER_RULE[_rank(module)]})"
+        assert ast.get_docstring(ast.parse(text)), f"{module} has no docstring"
         lines = text.count("\n")
         assert lines <= 400, f"{module} has {lines} lines: split it by what it holds"
+
+
+def test_every_lock_is_made_with_thread():
+    # cudaload/__init__.py states the one rule: locks come from _thread, never from threading.
+    made = [f"{m}: {line.strip()}" for m, path in MODULES.items()
+            for line in open(path, encoding="utf-8")
+            if re.search(r"threading\.(Lock|RLock|Condition|Semaphore)\(", line)
+            and "``" not in line and not line.lstrip().startswith("#")]
+    assert made == []
 
 
 def test_the_checks_see_the_imports_inside_functions():

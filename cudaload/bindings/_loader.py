@@ -28,8 +28,6 @@ each later use (until :func:`forget_failures`), listing every place tried; "not 
 driver each is also a :class:`CudaUnavailableError` (``DriverNotFoundError``, ``DriverLoadError``,
 ``NotADriverError``): without it CUDA cannot be used at all, while a missing NVRTC only stops
 compiling.
-
-Layer 1, bindings: may import the foundation and bindings.
 """
 
 from __future__ import annotations

@@ -14,8 +14,6 @@ or nothing is in a wheel, it answers None and the caller asks cuda.pathfinder.  
 loaded only to link a program's LTO IR; finding it this way lets its file be identified for the
 cache key without loading it.)
 tests/test_sites.py checks that both give the same answers.
-
-Layer 1, bindings: may import the foundation and bindings.
 """
 
 from __future__ import annotations

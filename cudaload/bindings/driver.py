@@ -9,8 +9,6 @@ that entry point is first used.  ``init()`` runs ``cuInit`` once and remembers a
 where the code means CUDA cannot be used in this process at all (any failed ``cuInit``, no
 device, a device that refuses this process) it is a :class:`DriverUnavailableError`, which is
 also a :class:`CudaUnavailableError`.
-
-Layer 1, bindings: may import the foundation and bindings.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ The driver links in the context current in the calling thread (the caller makes 
 for that context's device unless ``CU_JIT_TARGET`` says otherwise.  It links CUBIN, PTX, fatbins
 and libraries; LTO IR only nvJitLink links (the driver's own LTO is deprecated since CUDA 12.0).
 Which options it is given, and when it is used, is compile/linker.py's.
-
-Layer 1, bindings: may import the foundation and bindings.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ program at once, and ``-optimize-unused-variables`` removes the device variables
 reads (a header's constants, emitted into every module that includes it, are most of a small
 module's GPU memory).  Which programs are linked, and how they are cached, is program.py's and
 linker.py's.
-
-Layer 1, bindings: may import the foundation and bindings.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 
 The caching, option building and architecture choice live in ``program.py``; this module only turns
 one request into one NVRTC program and back into bytes, or into a :class:`CompileError`.
-
-Layer 1, bindings: may import the foundation and bindings.
 """
 
 from __future__ import annotations

@@ -11,8 +11,6 @@ makes no call at all (``state.arch`` is None until :func:`arch` has asked the dr
 thread, and again after a fork: the child must not use what its parent's driver answered).
 
 Imports of cudaload: driver, lifetime.
-
-Layer 1, bindings: may import the foundation and bindings.
 """
 
 from __future__ import annotations

@@ -21,8 +21,6 @@ kernel cache and the toolchain record share.  Neither needs the other's modules:
 report reads ``toolchain.json`` without importing the kernel cache.
 
 Imports of cudaload: _untrusted.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -14,8 +14,6 @@ compiled the first time a line needs it.
 folder: it reads nothing outside the toolchain, and includes.py's search is not needed.
 
 Imports of cudaload: options (the include folders an option list names).
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ cudaload (installed on the workers) and never carries a Program.  A worker proce
 caller's driver version, its log topics) before its first job, once: an executor's workers are
 not started by cudaload.  What a job raises, and what the executor raises for a worker it lost,
 comes back as the job's failure; the caller names the program.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 wheels of each site-packages, the toolkits the environment names) and chosen for an NVRTC.
 
 Imports of cudaload: releases, bindings._sites.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

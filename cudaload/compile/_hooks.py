@@ -8,8 +8,6 @@ current device's architecture, which ``compile(arch=None)`` needs, is the bindin
 thread_device.py.)
 
 Imports of cudaload: nothing.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ said once.  The driver's linker has a form for most of them; one it has none for
 makes the fallback impossible, and that link needs nvJitLink.
 
 Imports of cudaload: options.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ file while ``os.stat`` says it is unchanged.  Only where neither names a file is
 found (cuda.pathfinder searches then); once loaded, the loaded file is the one identified.
 
 Imports of cudaload: lifetime, bindings (_loader, _sites), _headers, toolchain.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

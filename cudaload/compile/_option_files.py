@@ -7,8 +7,6 @@ wait forever; the others fail with an error that names no path.  The checks see 
 as it is when they run; NVRTC opens the paths at compile time, relative to the current folder.
 
 Imports of cudaload: options (which options name a file).
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -20,8 +20,6 @@ hashlib costs); after that, and for any larger piece, hashlib's.  Both give the 
 
 Imports of cudaload: _option_files (for options that name a file), options.  A Program made
 in a fresh process imports nothing else (neither ``collections`` nor ``re``): 5 ms at most.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ include folders or name expressions, and no NVRTC compiles it: CUDA C++ keywords
 the reason.
 
 Imports of cudaload: _link_options, _prepare, linker, objectcode, options.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

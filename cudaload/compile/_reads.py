@@ -20,8 +20,6 @@ taken as unknown: nothing that needed it goes to disk.  Where which files were r
 a program naming an include by a macro is kept in no cache (plan.py).
 
 Imports of cudaload: nothing.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

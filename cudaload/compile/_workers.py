@@ -15,8 +15,6 @@ asked to leave when all went well, else terminated, and killed if it lingers.  W
 SIGINT: Ctrl-C at a terminal reaches the whole process group, and the caller ends them.
 
 Imports of cudaload: nothing.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -19,8 +19,6 @@ A CUBIN runs on its own arch and on later minor revisions of the same major (sm_
 sm_86 and sm_89), so the bundle picks the exact arch, else the newest same-major one not newer than
 the device.  Arch-specific targets (sm_90a) are only used for exactly that arch, and so is LTO IR
 (``output="ltoir"``, linked later by ``cudaload.Linker``).
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

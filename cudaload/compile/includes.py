@@ -28,8 +28,6 @@ makes the result :attr:`Inputs.certain` false: such a program is not kept on dis
 Files under the toolchain's own header folders belong to the toolchain's identity and are not
 hashed; their includes are followed only when a user include folder, searched before them, could
 shadow one of them.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -15,8 +15,6 @@ nothing, and another nvJitLink build or another input's bytes is a miss.
 
 Imports of cudaload: errors, _log, bindings (nvjitlink, driver_linker, driver, _sites,
 thread_device), _hooks, _linker, _link_options, _prepare, cache, objectcode, options.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ and a bundle written before keys were recorded holds entries of format 1, which 
 both are read only when no key is asked for.
 
 Imports of cudaload: _cache_folder (the format's number), _hooks, _prepare (sha256), _untrusted.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 
 Keywords only add the option they stand for; anything else goes through ``options`` unchanged, and
 an option the user spelled out wins over the keyword default (``-std=c++20`` replaces ``std="c++17"``).
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ ObjectCode and keeps it in its memory cache, in the order the programs were give
 collected and reported together once every program is done: a worker that dies (NVRTC crashing on
 a program) fails the program it was compiling, by name, and another process takes its place.
 While workers compile, this process only waits for them, so Ctrl-C stops compile_all at once.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -14,8 +14,6 @@ request that cannot be met).
 What a build may keep: on disk, only a result whose inputs did not change while NVRTC read them
 and for which NVRTC read no file the key lacks (its trace, _reads.py); in memory, a result whose
 inputs did not change, watched by the files NVRTC read (those the scan missed too).
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

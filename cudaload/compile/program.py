@@ -16,8 +16,6 @@ Each NVRTC compilation is logged at DEBUG to
 Making a Program imports only what checks its arguments (_prepare.py); the first ``compile()``
 imports the rest of the compile path (``_compile_path``): a host that makes Programs it may never
 compile, or makes them at import, pays 1-2 ms, not the 30-40 ms of the whole path.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ loaded in the process, the loaded library is the truth.
 
 Imports of cudaload: _atomic, _cache_folder, _file_lock (to write), _headers, _log, _prepare (sha256), _untrusted,
 lifetime, bindings (_loader, nvrtc).
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 PyTorch array, the CUDA Array Interface, DLPack.  Each source is a test of the argument's type and
 a conversion of one value to its address, which checks the value's device (``arguments.Packer``
 packs the address).
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@
 Back-references let a name of a few hundred characters stand for billions (each type may repeat
 the previous one twice), so the text a name may produce is bounded: past ``MAX_CHARS`` the name
 is not read, and the kernel's types come from where they do for any name that cannot be read.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

@@ -23,8 +23,6 @@ The ordinary path keeps those globals true through :class:`LastLaunch`; the owne
 ``_KernelState.launch`` back.  To read or debug it: the text is registered as the file
 ``<cudaload launcher NAME#N>`` (``_generated.define``), so ``inspect.getsource(kernel.func)``,
 tracebacks and pdb show it, as they show the packers' ``<cudaload packer NAME#N>``.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

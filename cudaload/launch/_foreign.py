@@ -3,8 +3,6 @@ raw pointer about its memory (whether its interface is well formed, its data add
 device owns it), a foreign stream about its handle and device.
 
 Imports driver and the generated bindings' constants.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

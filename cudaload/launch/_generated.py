@@ -8,8 +8,6 @@ about the size of the function's own code object; a count-bounded cache instead 
 text of a function still in use.  The functions are built on the slow path only: naming them costs
 a launch nothing (the same code runs, from another file name), and a process's first costs
 importing ``linecache`` once, unless something (numpy, logging, traceback) imported it before.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

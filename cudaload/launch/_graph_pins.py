@@ -5,8 +5,6 @@ capture runs or a captured graph lives (:func:`pin` ... :func:`unpin`), code who
 collected stays loaded, and is unloaded once the last of them is gone.
 
 Imports of cudaload: driver, lifetime, device.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

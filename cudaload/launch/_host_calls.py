@@ -6,8 +6,6 @@ which :data:`_pending` keeps alive until the driver has called it (a captured on
 its graph, which may replay it any number of times).  An exception cannot cross the driver: it is
 kept per device and raised by the next synchronising call there (:func:`raise_pending`), never
 lost and never printed instead.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

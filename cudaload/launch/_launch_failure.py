@@ -3,8 +3,6 @@ the :class:`DriverError`, with the largest grid that fits for a cooperative grid
 
 ``_KernelState.launch`` and the fast-path functions call :func:`failed` with the ``CUresult``;
 the launch path itself stays free of this.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
 """Sizes, counts and dimensions given by the caller: integers only, dimensions of one to three.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

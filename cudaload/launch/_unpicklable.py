@@ -4,8 +4,6 @@ A module, kernel, buffer, stream, event or graph is a handle into this process's
 another process its address or handle means nothing, and a copy in this one would share the
 handle but not its release.  Each such class derives from :class:`GpuState` and names, in
 ``_SEND_INSTEAD``, what to pickle in its place.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

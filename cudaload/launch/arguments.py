@@ -4,8 +4,6 @@ A :class:`Packer` turns a tuple of Python values into the parameter buffer of on
 parameters ``signature.build_params`` described: per tuple of argument types it builds a plan once
 (which value needs converting, and how), then each launch is one ``struct.pack_into`` into a
 preallocated buffer that a ``void*[]`` already points into.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ device; each value is read with ``cuFuncGetAttribute`` on first access, not befo
 ``Kernel.occupancy(block, shared_mem)`` gives an :class:`Occupancy` from
 ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` and ``cuOccupancyMaxPotentialBlockSize``.  The
 names are CuPy's and cuda.core's (``num_regs``, ``shared_size_bytes``, ...).
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

@@ -3,8 +3,6 @@
 Each device's primary context is retained (never a private one), so cudaload shares memory and
 streams with PyTorch and CuPy in the same process.  Which context is current is remembered per
 thread, so making it current again costs one attribute read instead of a driver call.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

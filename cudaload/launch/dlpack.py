@@ -22,8 +22,6 @@ and frees the memory when the last view goes.
 
 Streams: cudaload's work without a stream goes to the legacy default stream; a consumer that
 names another stream is made to wait for that work (an event), as the protocol asks.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ An instantiated graph can be uploaded ahead of its first launch (``cuGraphUpload
 in place from another capture of the same shape (``cuGraphExecUpdate``): new kernel arguments
 without instantiating again.  Host functions captured into it (``Stream.launch_host_func``) are
 kept alive with it.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

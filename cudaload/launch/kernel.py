@@ -8,8 +8,6 @@ dict read), the packing plan generated for the argument types of the last call (
 test and a ``struct.pack_into`` into a preallocated buffer that a ``void*[]`` already points into),
 and ``cuLaunchKernelEx``.  Context binding, checks of the grid against the device, enabling large
 shared memory and the choice of conversions happen once, on the slow path.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

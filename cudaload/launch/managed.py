@@ -1,7 +1,5 @@
 """Managed (unified) memory: ``alloc_managed`` and ``ManagedBuffer``, one address valid on the host
 and every device, migrated on demand or ahead of use by :meth:`ManagedBuffer.prefetch`.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

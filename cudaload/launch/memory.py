@@ -1,6 +1,4 @@
 """Device memory: ``alloc`` and ``DeviceBuffer``, with copies to and from host buffers.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

@@ -4,13 +4,11 @@ Drivers with the library API (CUDA 12.0+) load once for every context (``cuLibra
 older ones load per context (``cuModuleLoadData``).  An image the driver refuses is recompiled once
 for what it can load (by what compiled it: ``compile.program.recompile_refused``) before the error is
 raised.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations
 
-import threading
+import _thread
 import weakref
 
 from ..bindings import driver
@@ -53,7 +51,7 @@ class Module(GpuState):
 
     def __init__(self, obj):
         self._obj = obj
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
         self._recompiled = False
         drv = driver.init()
         self._use_library = drv.version >= 12000

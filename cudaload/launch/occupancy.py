@@ -6,8 +6,6 @@ attributes.py).  Each asks the driver on the thread's device, as cuda.core's and
 ``cuOccupancyMaxPotentialBlockSize`` (with the shared memory function as a C callback),
 ``cuOccupancyAvailableDynamicSMemPerBlock``, ``cuOccupancyMaxActiveClusters`` and
 ``cuOccupancyMaxPotentialClusterSize``.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

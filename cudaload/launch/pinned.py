@@ -1,7 +1,5 @@
 """Pinned (page-locked) host memory: ``alloc_host`` and ``HostBuffer``, which copies to and from
 device memory asynchronously, so that a copy on a stream overlaps kernels on another.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

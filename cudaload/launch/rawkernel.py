@@ -2,8 +2,6 @@
 as CuPy's ``RawKernel`` is.
 
 It imports both sides: kernel (launching) and program (compiling).
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ The layout (offset and size of each parameter) comes from the driver (``cuFuncGe
 12.4+) or, on older drivers, from the C types laid out with natural alignment.  The C types come from
 a declared signature, the Itanium-mangled name (``_demangle``), or the kernel's declaration in the
 source.  ``arguments.Packer`` turns values into bytes by these parameters.
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

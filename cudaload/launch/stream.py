@@ -1,6 +1,4 @@
 """Streams and events, including streams owned by other libraries (CuPy, PyTorch, raw handles).
-
-Layer 3, launch: may import the foundation, bindings, compile and launch.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ is absent, and reads the one line of JSON it prints.
 It imports the named modules first, then lists the files mapped into the process, and only then
 asks ``cudaload.status()`` (when that environment has cudaload), whose probe loads libraries
 itself.  It is run in another environment, so it imports only the standard library before that.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ compressed to a few megabytes).
 A member of a zip archive opened by ``zipfile`` seeks forward by decompressing and backward by
 decompressing again from its start, holding at most a chunk at a time: a reader that asks for
 its pieces in the order they lie in the file decompresses the member about once.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ For each program in the bundle and each architecture asked about, the entry that
 ``Bundle.find``): its own arch, an older minor revision of the same major (sm_80 code on sm_86),
 or none, in which case that GPU compiles the program with NVRTC at run time.  Every CUBIN in the
 bundle is decoded (a damaged one would be compiled instead) and its ELF headers read.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ a host package, and :func:`check_wheel`, the same as a function.
 Exit status 0 when every check passed, 1 when one failed, 2 when the wheel cannot be checked
 (not a wheel, a damaged archive, one pip cannot install): then one line on stderr names the
 file and the reason.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

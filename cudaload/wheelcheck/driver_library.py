@@ -2,8 +2,6 @@
 NVIDIA's libcuda.so.1 from the distribution's archive (Debian's libcuda1, Ubuntu's
 libnvidia-compute-535; fetch_libcuda.sh, shipped beside this file) and prints its path, for
 ``CUDALOAD_TEST_LIBCUDA`` in a host package's CI.  No GPU, kernel module or root is needed.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

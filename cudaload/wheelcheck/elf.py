@@ -10,8 +10,6 @@ read by cudaload/_elf.py.
 
 Only those pieces are read, by offset (wheelcheck/blob.py), and the names in the order they lie
 in the file: a library of gigabytes costs a few kilobytes of memory.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

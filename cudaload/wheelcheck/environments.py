@@ -8,8 +8,6 @@
   empty, which hides every GPU from it (``cuInit`` fails with CUDA_ERROR_NO_DEVICE).
 
 :class:`CudaProcess` runs a function or code in such a process, for the pytest plugin.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

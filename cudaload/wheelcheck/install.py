@@ -8,8 +8,6 @@ none but the driver's own), and, where cudaload is installed with the wheel,
 environment is made with this interpreter (``python -m venv``) and filled by this
 interpreter's pip (``pip --python``; a pip of its own where this one is too old); pip's own
 settings (``PIP_INDEX_URL``, ``PIP_FIND_LINKS``, its configuration files) apply.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ libraries, cuDNN, NCCL, the tools libraries, and the NVIDIA driver's own librari
 A name is reduced to its stem first: ``libcudart.so.12`` and ``libcudart-1a2b3c4d.so.12.4``
 (renamed by auditwheel when it copies a library into a wheel) to ``cudart``, ``cudart64_12.dll``
 and ``nvrtc64_120_0.dll`` to ``cudart`` and ``nvrtc``.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

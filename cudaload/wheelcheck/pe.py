@@ -6,8 +6,6 @@ of zeros.  Only the ordinary import table is read: DLLs loaded on first call (``
 data directory 13) load when the program calls into them, as ``LoadLibrary`` at run time does.
 Only those pieces are read, by offset (wheelcheck/blob.py), and the names in the order they lie
 in the file.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

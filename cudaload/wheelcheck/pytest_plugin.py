@@ -19,8 +19,6 @@ a ``subprocess.run`` of one's own::
 ``no_cuda``: cudaload finds no driver and no GPU is visible.  ``cuda_without_gpu``: a real
 driver library (``CUDALOAD_TEST_LIBCUDA``, else ``CUDALOAD_LIBCUDA``, else this machine's)
 with every GPU hidden; the test is skipped, with the reason, where there is none.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ A file is compiled by its first bytes, not its name: ELF (Linux ``.so``), PE (Wi
 ``.dll``), Mach-O (macOS, listed but not read: there is no CUDA driver for macOS).  A file named
 like a compiled library that is none of them is reported, as is one the readers cannot make
 sense of.
-
-Entry point: may import every layer.
 """
 
 from __future__ import annotations

@@ -12,8 +12,6 @@ correctness.  Any failure to claim (a read-only remount, ``ENOSPC``, ``ESTALE``)
 process compiles as it would without claims.
 
 Imports of cudaload: none.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

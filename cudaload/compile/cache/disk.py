@@ -22,8 +22,6 @@ DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more
 
 Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, claims, limits, locks, memory,
 objectcode, pruning, writer.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ cache's own bound is memory.py's.  A value that is not a number of bytes is igno
 :class:`CacheWarning`.
 
 Imports of cudaload: _cache_folder (CacheWarning).
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

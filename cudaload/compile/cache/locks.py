@@ -8,8 +8,6 @@ keeps this process's threads apart.  On Windows it holds a lock file per key (_f
 
 Imports of cudaload: _file_lock, lifetime (to forget, in a forked child, the threads that held
 locks).
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

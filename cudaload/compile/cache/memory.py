@@ -12,8 +12,6 @@ files its compile read (includes.still_valid() says whether the hit holds).  The
 compile returns keeps the entry's copy alive, so while either lives the entry is found.
 
 Imports of cudaload: _log, limits (a number of bytes, read).
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

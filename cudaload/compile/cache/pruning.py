@@ -9,8 +9,6 @@ the folder: after a write, least recently used entries (hits touch their modific
 deleted, except any written or used in the last ``GRACE_S`` seconds.
 
 Imports of cudaload: _atomic, _file_lock, _log, _untrusted, locks, objectcode.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ same (a process killed, or a child that imported cudaload after a bare ``fork()`
 ``os._exit``) leaves a miss, never a part of an entry: the rename is the last step.
 
 Imports of cudaload: lifetime.
-
-Layer 2, compile: may import the foundation, bindings and compile.
 """
 
 from __future__ import annotations
