@@ -184,13 +184,13 @@ def test_angle_includes_alone_read_nothing_outside_the_toolchain_but_macros_stil
     from cudaload.compile import includes
 
     plain = includes.resolve("#include <cuda_fp16.h>\n" + KERNEL, "k.cu", {}, (), [])
-    assert plain.material == () and plain.certain
+    assert plain.path_states == () and plain.includes_known
     computed = includes.resolve("#include <cuda_fp16.h>\n#include WHICH\n" + KERNEL, "k.cu", {},
                                 (), [])
-    assert not computed.certain
+    assert not computed.includes_known
     header = write(tmp_path / "v.h", val(111))
     absolute = includes.resolve(f"#include <{header}>\n" + KERNEL, "k.cu", {}, (), [])
-    assert [path for path, _state in absolute.material] == [header]
+    assert [path for path, _state in absolute.path_states] == [header]
 
 
 def test_an_include_name_with_a_nul_in_a_header_on_disk_is_nvrtcs_to_judge(cache_dir, tmp_path,

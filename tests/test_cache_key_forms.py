@@ -128,7 +128,7 @@ def test_an_include_that_fails_to_read_is_no_error_of_the_scan(cache_dir, tmp_pa
     from cudaload.compile import includes
 
     found = includes.resolve('#include "/proc/self/mem"\n', "k.cu", {}, (), [])
-    assert found.material == (("/proc/self/mem", "error:EIO"),)
+    assert found.path_states == (("/proc/self/mem", "error:EIO"),)
 
 
 def _family_header() -> str:
@@ -296,11 +296,11 @@ def test_a_trace_asked_for_through_ptxas_is_the_callers_too():
 
 
 def test_a_plan_the_memory_cache_answered_has_every_field():
-    """compile_all's workers read a plan's key, kept and witness whatever answered it."""
+    """compile_all's workers read a plan's key, kept and stamps whatever answered it."""
     from cudaload.compile.plan import Plan
 
     plan = Plan.found(object(), 90, "auto", "code")
-    assert (plan.code, plan.key, plan.kept, plan.witness, plan.kind) == ("code", None, True,
+    assert (plan.code, plan.key, plan.kept, plan.stamps, plan.kind) == ("code", None, True,
                                                                         None, None)
 
 

@@ -73,13 +73,14 @@ def _overhead() -> int:
 def test_code_alive_elsewhere_is_found_again_after_it_is_dropped():
     memory = _cache(3000)
     obj = _code(1500)
-    entry = memory.put("key", obj, ("witness",), 1500)
+    entry = memory.put("key", obj, ("stamps",), 1500)
     for i in range(20):  # more than the bound: "key" is dropped from what the cache holds
         memory.put(i, _code(1500, i), (), 1500)
     assert "key" not in memory._held
     found = memory.get("key")
-    assert found is not None and found[0] is entry[0] is obj._memory_copy
-    assert found[0].cached == "memory" and found[1] == ("witness",)
+    assert found is not None and found.code is entry.code is obj._memory_copy
+    assert found.code.cached == "memory" and found.stamps == ("stamps",)
+    assert found.size == entry.size == 1500 + _overhead()
     assert "key" in memory._held  # held again: it was used
     del obj, found, entry
     for i in range(20, 40):
@@ -93,7 +94,7 @@ def test_a_bound_of_zero_holds_nothing_but_finds_live_code():
     obj = _code(100)
     memory.put("k", obj, (), 100)
     assert len(memory) == 0 and memory.nbytes == 0
-    assert memory.get("k")[0] is obj._memory_copy
+    assert memory.get("k").code is obj._memory_copy
     assert len(memory) == 0
 
 
@@ -102,7 +103,7 @@ def test_pop_and_clear_forget_held_and_live_entries():
     a, b = _code(10), _code(10)
     memory.put("a", a, (), 10)
     memory.put("b", b, (), 10)
-    assert memory.pop("a")[0] is a._memory_copy and memory.get("a") is None
+    assert memory.pop("a").code is a._memory_copy and memory.get("a") is None
     memory.clear()
     assert memory.get("b") is None and memory.nbytes == 0 and len(memory) == 0
 
@@ -115,8 +116,8 @@ def test_a_replaced_entry_whose_old_code_dies_keeps_the_new_one():
     memory.put("k", new, (), 10)
     del old
     gc.collect()
-    assert memory.get("k")[0] is new._memory_copy
-    assert memory.nbytes == memory.get("k")[2]
+    assert memory.get("k").code is new._memory_copy
+    assert memory.nbytes == memory.get("k").size
 
 
 @pytest.mark.parametrize("value, expected", [("", 64 << 20), ("1000", 1000), ("0", 0),

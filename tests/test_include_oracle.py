@@ -6,8 +6,8 @@ in-memory headers and the include options.  Every text defines a marker that sho
 when NVRTC read it.  Two properties:
 
 1. every file NVRTC read is covered by the cache key: its (st_dev, st_ino) is that of a path in
-   ``includes.resolve(...).material`` with its sha256, or it is an in-memory header, or the
-   result is not ``certain``; where the key does not cover it, no cache may answer for it;
+   ``includes.resolve(...).path_states`` with its sha256, or it is an in-memory header, or the
+   result is not ``includes_known``; where the key does not cover it, no cache may answer for it;
 2. after random edits (a file changed, created where the search looked, removed, a link
    retargeted, the current folder moved to a tree of the same names), what the memory cache
    and then the disk cache answer is what NVRTC compiles from the edited tree.
@@ -79,10 +79,10 @@ def _scratch():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _covered(material) -> tuple[dict, list[str]]:
+def _covered(path_states) -> tuple[dict, list[str]]:
     """({(st_dev, st_ino): path} of the files the key holds the contents of, problems)."""
     covered, problems = {}, []
-    for path, state in material:
+    for path, state in path_states:
         if state in ("absent", "dir") or state.startswith("error:"):
             continue
         try:
@@ -90,10 +90,10 @@ def _covered(material) -> tuple[dict, list[str]]:
                 digest = hashlib.sha256(f.read()).hexdigest()
                 st = os.fstat(f.fileno())
         except OSError:
-            problems.append(f"material names {path} as read ({state[:12]}) but it is gone")
+            problems.append(f"path_states name {path} as read ({state[:12]}) but it is gone")
             continue
         if digest != state:
-            problems.append(f"material's sha256 of {path} is not that of its contents")
+            problems.append(f"the path_states' sha256 of {path} is not that of its contents")
         covered[(st.st_dev, st.st_ino)] = path
     return covered, problems
 
@@ -148,18 +148,18 @@ def run(example: dict, stats: dict) -> list[str]:
         except CompileError as exc:
             raise trees.Discard(str(exc)[:2000]) from None
         problems = [] if first.cached is None else [f"a fresh cache answered ({first.cached})"]
-        covered, wrong = _covered(inputs.material)
+        covered, wrong = _covered(inputs.path_states)
         problems += wrong
         missed = [trees.path_of(filled, n) for n in trees.marker_numbers(first.code)
                   if n not in in_memory and where.get(n) not in covered]
-        if missed and inputs.certain:
+        if missed and inputs.includes_known:
             problems.append(f"scan: NVRTC read {missed}, which the key does not cover "
-                            f"(material: {[p for p, _ in inputs.material]})")
-        stats["uncertain"] = not inputs.certain
+                            f"(path_states: {[p for p, _ in inputs.path_states]})")
+        stats["uncertain"] = not inputs.includes_known
         cache.default().writer.wait()  # what answers next is the file on disk
         cache.MEMORY.clear()
         again = compiled(Program(filled["source"], **args))
-        if missed or not inputs.certain:
+        if missed or not inputs.includes_known:
             if again.cached is not None:
                 problems.append(f"cache: answered from {again.cached!r} though what NVRTC read "
                                 "is not all in the key")
@@ -169,7 +169,7 @@ def run(example: dict, stats: dict) -> list[str]:
         if again.code != first.code:
             problems.append("the unchanged tree compiled to other code")
 
-        absent = sorted(p for p, s in inputs.material if s == "absent" and p.startswith(root))
+        absent = sorted(p for p, s in inputs.path_states if s == "absent" and p.startswith(root))
         made = [trees.apply(edit, root, absent) for edit in filled["edits"]]
         stats["edits"] = trees.unfill(made, root)
         want = nvrtc_now()

@@ -26,7 +26,7 @@ def _keyed(tree, source: str, *, user: bool = True) -> list[str]:
     options = ["-I" + str(tree / "user")] if user else []
     found = includes.resolve(source, "k.cu", {}, options,
                              [str(tree / "tc1"), str(tree / "tc2")])
-    return [os.path.relpath(path, tree) for path, _state in found.material]
+    return [os.path.relpath(path, tree) for path, _state in found.path_states]
 
 
 def test_a_user_header_that_shadows_one_a_toolchain_header_includes_is_keyed(tree):
@@ -104,8 +104,8 @@ def test_directives_after_a_comment_and_of_each_spelling_are_taken(text, expecte
     assert _directives.scan(text) == (tuple(expected), False)
 
 
-# What resolve() returns, judged path by path: the material (path and state), certain, sure and
-# the witness, for trees built in tmp.
+# What resolve() returns, judged path by path: the path_states (path and state), includes_known,
+# sure and the stamps, for trees built in tmp.
 
 def _resolve(tree, source: str, options=(), headers=None, tc=("tc1", "tc2")):
     return includes.resolve(source, "k.cu", headers or {}, list(options),
@@ -117,7 +117,7 @@ def _states(found) -> list[tuple[str, str]]:
     names them, ".." kept."""
     here = os.getcwd() + os.sep
     return [(path[len(here):] if path.startswith(here) else path, state)
-            for path, state in found.material]
+            for path, state in found.path_states]
 
 
 def _digest(data: bytes) -> str:
@@ -133,24 +133,24 @@ def _file_signature(path):
     return (stat.S_IFREG, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-@pytest.mark.parametrize("source, certain", [("#include <a.h>\n", True),
+@pytest.mark.parametrize("source, known", [("#include <a.h>\n", True),
                                              ("#include <a.h>\n#include MACRO\n", False)])
-def test_angle_includes_alone_key_nothing_and_are_sure(tree, source, certain):
+def test_angle_includes_alone_key_nothing_and_are_sure(tree, source, known):
     found = _resolve(tree, source)
-    assert (found.material, found.witness, found.certain, found.sure) == ((), (), certain,
-                                                                          certain)
+    assert (found.path_states, found.stamps, found.includes_known, found.sure) == ((), (), known,
+                                                                                known)
 
 
 def test_a_quoted_include_is_looked_up_beside_the_program_and_only_there_without_folders(tree):
     (tree / "tc1" / "a.h").write_text("\n")  # the toolchain's folders are searched after: not keyed
     found = _resolve(tree, '#include "a.h"\n')
     assert _states(found) == [("a.h", "absent")]
-    assert found.certain is True and found.sure is False
-    assert found.witness == (str(tree), ((str(tree / "a.h"), ("error", 2)),))
+    assert found.includes_known is True and found.sure is False
+    assert found.stamps == (str(tree), ((str(tree / "a.h"), ("error", 2)),))
     (tree / "a.h").write_text("int a;\n")
     found = _resolve(tree, '#include "a.h"\n')
     assert _states(found) == [("a.h", _digest(b"int a;\n"))]
-    assert found.witness == (str(tree), ((str(tree / "a.h"), _file_signature(tree / "a.h")),))
+    assert found.stamps == (str(tree), ((str(tree / "a.h"), _file_signature(tree / "a.h")),))
 
 
 def test_a_toolchain_header_reached_without_user_folders_is_not_followed(tree):
@@ -180,7 +180,7 @@ def test_the_user_folders_are_searched_in_order_before_the_toolchain(tree):
     found = _resolve(tree, "#include <a.h>\n", ["-Iuser", "-I" + str(tree / "u2")])
     # angle brackets: not looked up beside the program; relative -I folders from the current one
     assert _states(found) == [("u2/a.h", _digest(b"A")), ("user/a.h", "absent")]
-    assert found.certain is True and found.sure is False
+    assert found.includes_known is True and found.sure is False
 
 
 def test_a_quoted_include_found_beside_the_program_stops_the_search(tree):
@@ -271,28 +271,28 @@ def test_an_in_memory_header_wins_and_is_scanned_from_its_own_folder(tree):
     headers = {"m.h": '#include "x.h"\n', "sub/n.h": '#include "y.h"\n'}
     found = _resolve(tree, '#include "m.h"\n#include "o.h"\n', headers=headers)
     assert _states(found) == [("o.h", "absent"), ("sub/y.h", "absent"), ("x.h", "absent")]
-    assert found.certain is True and found.sure is False
+    assert found.includes_known is True and found.sure is False
     # include_next skips in-memory headers: NVRTC looks on disk
     assert _states(_resolve(tree, '#include_next "m.h"\n', headers={"m.h": ""})) == [
         ("m.h", _digest(b"on disk"))]
-    # nothing on disk looked at: no witness
+    # nothing on disk looked at: no stamps
     found = _resolve(tree, '#include "m.h"\n', headers={"m.h": ""})
-    assert (found.material, found.witness, found.certain) == ((), (), True)
-    assert not _resolve(tree, "", headers={"m.h": "#include NAME\n"}).certain
+    assert (found.path_states, found.stamps, found.includes_known) == ((), (), True)
+    assert not _resolve(tree, "", headers={"m.h": "#include NAME\n"}).includes_known
 
 
 def test_a_pre_included_file_is_searched_from_the_current_folder(tree):
     (tree / "p.h").write_text("#include <q.h>\n")
     found = _resolve(tree, "", ["--pre-include=p.h", "-Iuser"])
     assert _states(found) == [("p.h", _digest(b"#include <q.h>\n")), ("user/q.h", "absent")]
-    assert found.certain is True
+    assert found.includes_known is True
 
 
 def test_a_macro_include_in_a_header_on_disk_makes_the_result_uncertain(tree):
     (tree / "user" / "m.h").write_text("#include NAME\n")
-    assert _resolve(tree, "#include <m.h>\n", ["-Iuser"]).certain is False
+    assert _resolve(tree, "#include <m.h>\n", ["-Iuser"]).includes_known is False
     (tree / "user" / "m.h").write_text("#include <n.h>\n")
-    assert _resolve(tree, "#include <m.h>\n", ["-Iuser"]).certain is True
+    assert _resolve(tree, "#include <m.h>\n", ["-Iuser"]).includes_known is True
 
 
 def test_a_probed_user_header_is_keyed_but_not_followed(tree):
@@ -357,9 +357,9 @@ def test_the_state_of_each_kind_of_path(tree):
     assert _states(found) == [("/proc/self/mem", "error:EIO"), ("file.h/x.h", "absent"),
                               ("folder.h", "dir"), ("loop.h", "error:ELOOP"),
                               ("nul\0.h", "absent")]
-    # the witness of each: what still_valid compares with, and it holds while nothing changes
-    assert dict(found.witness[1])[str(tree / "folder.h")] == ("dir",)
-    assert dict(found.witness[1])[str(tree / "nul\0.h")] == ("error", 2)
+    # the stamps of each: what still_valid compares with, and it holds while nothing changes
+    assert dict(found.stamps[1])[str(tree / "folder.h")] == ("dir",)
+    assert dict(found.stamps[1])[str(tree / "nul\0.h")] == ("error", 2)
     assert found.still_valid()
 
 
@@ -395,7 +395,7 @@ def test_a_header_swapped_for_a_fifo_after_its_stat_is_not_read(tree, monkeypatc
     states = _states(found)
     monkeypatch.undo()
     assert states == [("user/a.h", "error:EINVAL")]
-    assert found.witness[1][0][1][0] == stat.S_IFIFO
+    assert found.stamps[1][0][1][0] == stat.S_IFIFO
 
 
 def test_a_header_at_the_size_bound_is_hashed_whole(tree, monkeypatch):
@@ -408,13 +408,13 @@ def test_a_header_at_the_size_bound_is_hashed_whole(tree, monkeypatch):
 def test_the_witness_sees_an_edit_and_a_move_of_the_current_folder(tree, monkeypatch):
     (tree / "a.h").write_text("a")
     found = _resolve(tree, '#include "a.h"\n')
-    assert includes.still_valid(found.witness) and found.still_valid()
+    assert includes.still_valid(found.stamps) and found.still_valid()
     monkeypatch.chdir(tree / "user")
-    assert not includes.still_valid(found.witness)
+    assert not includes.still_valid(found.stamps)
     monkeypatch.chdir(tree)
-    assert includes.still_valid(found.witness)
+    assert includes.still_valid(found.stamps)
     (tree / "a.h").write_text("ab")
-    assert not includes.still_valid(found.witness)
+    assert not includes.still_valid(found.stamps)
 
     def gone():
         raise FileNotFoundError(2, "the current folder was removed")
@@ -433,12 +433,12 @@ def test_watching_adds_the_files_read_and_the_folders_an_include_of_them_is_look
     header = tree / "user" / "b" / "h.h"
     header.write_text("\n")
     base = _resolve(tree, '#include "k.h"\n')
-    assert includes.watching(base.witness, [], [str(tree)]) is base.witness
+    assert includes.watching(base.stamps, [], [str(tree)]) is base.stamps
     assert includes.watching((), [], [str(tree)]) == ()
     os.utime(tree, ns=(0, 10**9))  # a file made below is then seen in the folder's time
-    watched = includes.watching(base.witness, [str(header)], [str(tree), str(tree / "gone")])
+    watched = includes.watching(base.stamps, [str(header)], [str(tree), str(tree / "gone")])
     cwd, entries = watched
-    assert cwd == str(tree) and entries[0] == base.witness[1][0]
+    assert cwd == str(tree) and entries[0] == base.stamps[1][0]
     assert entries[1] == (str(header), _file_signature(header))
     folders = dict(entries[2:])
     assert all(path.endswith(os.sep) and os.sep * 2 not in path for path in folders)
@@ -453,7 +453,7 @@ def test_watching_adds_the_files_read_and_the_folders_an_include_of_them_is_look
     assert not includes.still_valid(watched)
     os.rmdir(tree / "gone")
     assert not includes.still_valid(watched)  # the current folder's time moved with it
-    # no witness before: the current folder is taken now
+    # no stamps before: the current folder is taken now
     assert includes.watching((), [str(header)], [])[0] == str(tree)
 
 

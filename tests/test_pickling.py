@@ -24,7 +24,7 @@ def test_objectcode_round_trips_its_data_and_leaves_this_process_behind():
     assert (back.code, back.kind, back.arch, back.log, back.lowered_names, back.source) == (
         obj.code, "cubin", "sm_90", "warning: x", {"k<int>": "_Z1kIiEvv"}, "src")
     # How this process's caches found it, its origin and its loaded module stay here.
-    assert back.cached is None and back.origin is None and back._module[0] is None
+    assert back.cached is None and back.origin is None and back._module.module is None
     assert back._module is not obj._module and back.lowered_names is not obj.lowered_names
     again = pickle.loads(pickle.dumps(back, protocol=0))
     assert again.code == obj.code and again.lowered_names == obj.lowered_names

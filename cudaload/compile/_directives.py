@@ -194,10 +194,10 @@ def _scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
 
 
 def only_toolchain(source: str, headers, options) -> tuple[bool, bool] | None:
-    """(certain, sure) for a program whose ``source`` makes NVRTC read no file outside the
+    """(includes_known, sure) for a program whose ``source`` makes NVRTC read no file outside the
     toolchain's header folders: no in-memory headers, no user include folder or pre-included file
     in ``options``, and only ``<...>`` includes, each looked up in the toolchain's folders alone,
-    which its identity covers (most kernels).  ``certain``: no include is named by a macro;
+    which its identity covers (most kernels).  ``includes_known``: no include is named by a macro;
     ``sure``: see :func:`_surely_only_toolchain`.  None for any other program: includes.resolve
     follows NVRTC's search then."""
     if headers:

@@ -135,11 +135,11 @@ class Request:
         return names if _BUILTIN in names and not _broken else None
 
 
-def uncovered(names, material, headers, toolchain_dirs, cwd: str) -> list[str]:
+def uncovered(names, path_states, headers, toolchain_dirs, cwd: str) -> list[str]:
     """The files in ``names`` (as NVRTC named them, relative to ``cwd``) that are neither
-    in-memory ``headers``, nor under ``toolchain_dirs``, nor read files of ``material`` (the
+    in-memory ``headers``, nor under ``toolchain_dirs``, nor read files of ``path_states`` (the
     include scan's (path, state) pairs), compared by the file each path leads to."""
-    read = {os.path.realpath(path) for path, state in material if len(state) == 64}
+    read = {os.path.realpath(path) for path, state in path_states if len(state) == 64}
     toolchain = [os.path.realpath(d).rstrip(os.sep) + os.sep for d in toolchain_dirs]
     missing = []
     for name in dict.fromkeys(names):

@@ -23,7 +23,7 @@ The scan (_directives.py) reads directives after line splices are joined and com
 ``__has_include``, whose answer depends on the same search.  It over-approximates where that is
 safe: includes in ``#if 0``, in block comments or in raw strings are followed too, which can only
 make the key change more often.  What it cannot know for certain, an include named by a macro,
-makes the result :attr:`Inputs.certain` false: such a program is not kept on disk.
+makes the result :attr:`Inputs.includes_known` false: such a program is not kept on disk.
 
 Files under the toolchain's own header folders belong to the toolchain's identity and are not
 hashed; their includes are followed only when a user include folder, searched before them, could
@@ -50,38 +50,38 @@ MAX_HEADER_BYTES = 256 << 20
 class Inputs:
     """What :func:`resolve` found.
 
-    ``material``: ((path, state), ...) sorted, every path outside the toolchain that the search
+    ``path_states``: ((path, state), ...) sorted, every path outside the toolchain that the search
     looked at; state is the sha256 of a file read, or "absent", "dir", "error:ENAME".
-    ``witness``: what a later call checks, cheaply, to know the material still holds: the current
+    ``stamps``: what a later call checks, cheaply, to know the path states still hold: the current
     folder and each path's ``stat``; empty when nothing outside the toolchain was looked at.
-    ``certain``: False when an include named by a macro was found anywhere.
+    ``includes_known``: False when an include named by a macro was found anywhere.
     ``sure``: True only where NVRTC can read no file outside the toolchain whatever the scan
     missed (see _directives.only_toolchain): no trace of what it read is needed then.
     """
 
-    __slots__ = ("material", "witness", "certain", "sure")
+    __slots__ = ("path_states", "stamps", "includes_known", "sure")
 
-    def __init__(self, material, witness, certain, sure=False):
-        self.material, self.witness, self.certain = material, witness, certain
+    def __init__(self, path_states, stamps, includes_known, sure=False):
+        self.path_states, self.stamps, self.includes_known = path_states, stamps, includes_known
         self.sure = sure
 
     def still_valid(self) -> bool:
-        return still_valid(self.witness)
+        return still_valid(self.stamps)
 
 
-# What a program that reads no file outside the toolchain reads, by (certain, sure): see
+# What a program that reads no file outside the toolchain reads, by (includes_known, sure): see
 # _directives.only_toolchain.
-NOTHING_READ = {(certain, sure): Inputs((), (), certain, sure)
-                for certain in (False, True) for sure in (False, True)}
+NOTHING_READ = {(known, sure): Inputs((), (), known, sure)
+                for known in (False, True) for sure in (False, True)}
 
 
-def still_valid(witness) -> bool:
-    """Whether the paths of a :attr:`Inputs.witness` look as they did (same current folder, same
+def still_valid(stamps) -> bool:
+    """Whether the paths of a :attr:`Inputs.stamps` look as they did (same current folder, same
     ``stat`` of each path).  A file rewritten within one timestamp tick with the same size and
     inode would pass; ccache's direct mode accepts the same."""
-    if not witness:
+    if not stamps:
         return True
-    cwd, paths = witness
+    cwd, paths = stamps
     try:
         if os.getcwd() != cwd:
             return False
@@ -90,15 +90,15 @@ def still_valid(witness) -> bool:
     return all(_signature(path) == sig for path, sig in paths)
 
 
-def watching(witness, paths, folders):
-    """``witness`` that also checks ``paths`` (files NVRTC read that the material lacks) as they
+def watching(stamps, paths, folders):
+    """``stamps`` that also checks ``paths`` (files NVRTC read that the path states lack) as they
     are now and, since the search that found them is not known, every folder where an include
     naming a trailing part of one of them would be looked up first: ``folders`` (where the
     program's includes are searched) and the folders of ``paths`` themselves.  A folder is
     checked by its own modification time, which a file made or removed in it changes."""
     if not paths:
-        return witness
-    cwd, known = witness or (os.getcwd(), ())
+        return stamps
+    cwd, known = stamps or (os.getcwd(), ())
     searched = {*folders, *(os.path.dirname(path) for path in paths)}
     watched = {}
     for path in paths:
@@ -163,18 +163,18 @@ def resolve(source: str, name: str, headers: dict, options, toolchain_dirs) -> I
     # A pre-included file is looked for in the current folder first, whatever the options.
     search.add((tuple(("include", True, f) for f in pre_included), False), cwd)
     search.run()
-    material, certain = search.material, search.certain
-    looked = sorted(material.items())
-    # The witness is the stat each path had when it was looked at (a file's before it was read),
+    path_states, known = search.path_states, search.includes_known
+    looked = sorted(path_states.items())
+    # The stamps are the stat each path had when it was looked at (a file's before it was read),
     # so a file changed after that is seen as changed, never taken for what was read.
-    witness = (cwd, tuple((path, signature) for path, (_state, signature) in looked)) \
+    stamps = (cwd, tuple((path, signature) for path, (_state, signature) in looked)) \
         if looked else ()
-    return Inputs(tuple((path, state) for path, (state, _sig) in looked), witness, certain)
+    return Inputs(tuple((path, state) for path, (state, _sig) in looked), stamps, known)
 
 
 class _Search:
     """One run of NVRTC's search (see the module docstring): the folders it looks in, each path it
-    looked at with its state (``material``), and the texts still to scan (``pending``: scan() of
+    looked at with its state (``path_states``), and the texts still to scan (``pending``: scan() of
     a text, folder of the including file or None where NVRTC does not look there, index in
     ``dirs`` where it was found or -1)."""
 
@@ -184,8 +184,8 @@ class _Search:
         # With --no-source-include no include looks beside the file that has it, whichever
         # file it is.
         self.beside = beside
-        self.material: dict[str, tuple] = {}  # path -> (state, signature when looked at)
-        self.certain = True
+        self.path_states: dict[str, tuple] = {}  # path -> (state, signature when looked at)
+        self.includes_known = True
         self.seen: set = set()
         self.pending: list[tuple[tuple, str | None, int]] = []
 
@@ -198,7 +198,7 @@ class _Search:
     def run(self) -> None:
         while self.pending:
             (includes, computed), here, index = self.pending.pop()
-            self.certain = self.certain and not computed
+            self.includes_known = self.includes_known and not computed
             for kind, quoted, include in includes:
                 if include in self.headers and kind != "include_next":
                     continue  # NVRTC takes the in-memory header, scanned already
@@ -228,7 +228,7 @@ class _Search:
                     continue
             else:
                 state, data, signature = _look(path, include)
-                self.material[path] = (state, signature)
+                self.path_states[path] = (state, signature)
                 if data is None:
                     continue
             if kind != "probe" and path not in self.seen:

@@ -117,7 +117,7 @@ class Linker:
         memory_key = (digest, "link")
         hit = cache.MEMORY.get(memory_key)
         if hit is not None:
-            return self._done(hit[0], "memory hit")
+            return self._done(hit.code, "memory hit")
         try:
             identity = "nvJitLink " + _linker.identity()
         except LibraryNotFoundError as missing:

@@ -69,7 +69,7 @@ class ObjectCode:
 
     def __init__(self, code: bytes, kind: str, arch: str | None = None, *, log: str = "",
                  lowered_names: dict | None = None, cached: str | None = None,
-                 source: str | None = None, origin=None, module: list | None = None,
+                 source: str | None = None, origin=None, module: ModuleSlot | None = None,
                  linked: bool = False, name: str | None = None):
         self.code = code
         self.name = name
@@ -81,9 +81,9 @@ class ObjectCode:
         self.cached = cached
         self.source = source
         self.origin = origin
-        # [Module or None, its lock], shared with the copies _as makes (the memory cache's among
-        # them), so code compiled once is loaded once however many kernels are made from it.
-        self._module = module if module is not None else [None, _thread.allocate_lock()]
+        # Shared with the copies _as makes (the memory cache's among them), so code compiled once
+        # is loaded once however many kernels are made from it.
+        self._module = module if module is not None else ModuleSlot()
 
     def __repr__(self) -> str:
         via = f", cached={self.cached!r}" if self.cached else ""
@@ -156,10 +156,21 @@ class ObjectCode:
         if self.kind in LINK_ONLY:
             raise ValueError(f"{self!r} cannot be loaded: {self.kind} is linked first, e.g. "
                              f"cudaload.Linker(obj).link() gives a CUBIN that loads")
-        module = self._module[0]
+        module = self._module.module
         if module is None:
             module = _hooks.load(self)  # module.load_once: the launch side, above this module
         return module  # type: ignore[return-value]  # _hooks.load cannot name the Module type
+
+
+class ModuleSlot:
+    """Where the Module loaded from a code is kept once loaded (``module``, None before), with the
+    lock its one load holds (``lock``): shared by an ObjectCode and its copies."""
+
+    __slots__ = ("module", "lock")
+
+    def __init__(self):
+        self.module: Module | None = None
+        self.lock = _thread.allocate_lock()
 
 
 def _rebuild(fields: dict) -> ObjectCode:

@@ -176,7 +176,7 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
         for i, *_rest in waiting:
             errors[i] = made
         return
-    their_key, kept, witness, code, kind, arch, log, names, linked, records = made
+    their_key, kept, stamps, code, kind, arch, log, names, linked, records = made
     _log.replay(records)
     first = None
     for i, plan in waiting:
@@ -185,9 +185,9 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
         if first is None and land and kept and their_key == plan.key:
             plan._disk().store(their_key, obj)
         first = first or obj
-        # The worker's witness: what it watches includes the files NVRTC read there that the
+        # The worker's stamps: what it watches includes the files NVRTC read there that the
         # key lacks.
-        results[i] = plan.accept(obj, their_key, kept, witness)
+        results[i] = plan.accept(obj, their_key, kept, stamps)
 
 
 def _start_worker(driver: int | None, topics: tuple) -> None:
@@ -208,7 +208,7 @@ class _Failed(Exception):
 
 def _work(spec, arch: str, kind: str):
     """In a worker: compile the program ``spec`` describes for ``arch`` as ``kind`` through the
-    disk cache; (key, kept, witness, code, kind, arch, log, lowered names, linked, log records).
+    disk cache; (key, kept, stamps, code, kind, arch, log, lowered names, linked, log records).
     Raises :class:`_Failed`."""
     source, name, options, headers, names = spec
     try:
@@ -218,7 +218,7 @@ def _work(spec, arch: str, kind: str):
         obj = plan.build()
     except Exception as exc:
         raise _Failed(exc, _log.taken()) from None
-    return (plan.key, plan.kept, plan.witness, obj.code, obj.kind, obj.arch, obj.log,
+    return (plan.key, plan.kept, plan.stamps, obj.code, obj.kind, obj.arch, obj.log,
             obj.lowered_names, obj.linked, _log.taken())
 
 

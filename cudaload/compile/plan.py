@@ -31,11 +31,11 @@ __all__ = ["Plan", "choose", "check_plausible", "driver_version", "assume_driver
 
 class Plan:
     """``program`` asked for ``arch``/``output``: ``code`` where it was found, else ``key``,
-    ``kind`` and ``target`` of what :meth:`build` compiles, and ``witness``, what the memory
+    ``kind`` and ``target`` of what :meth:`build` compiles, and ``stamps``, what the memory
     cache checks of the files it read.  Raises ValueError for an arch NVRTC cannot target."""
 
     __slots__ = ("program", "arch", "output", "explicit", "tc", "inputs", "code", "key", "kind",
-                 "target", "linker", "witness", "kept")
+                 "target", "linker", "stamps", "kept")
 
     def __init__(self, program, arch, output: str, explicit: bool, shipped: bool = True,
                  tc: toolchain.Toolchain | None = None):
@@ -47,8 +47,8 @@ class Plan:
             found = program.bundle.find(program, arch, virtual(arch, output),
                                         digest=program._inputs_digest(inputs))
             if found is not None:
-                self.inputs, self.witness, self.code = inputs, inputs.witness, found
-                program._keep(found, arch, output, None, inputs.witness)  # no key: none to evict
+                self.inputs, self.stamps, self.code = inputs, inputs.stamps, found
+                program._keep(found, arch, output, None, inputs.stamps)  # no key: none to evict
                 return
         self._look(tc or toolchain.current())
         if explicit:
@@ -60,8 +60,8 @@ class Plan:
         plan = cls.__new__(cls)
         plan.program, plan.arch, plan.output, plan.code = program, arch, output, code
         plan.key, plan.kept, plan.explicit = None, True, arch is not None
-        # Nothing was looked up: no key, inputs or witness of its own (the memory cache has them).
-        for name in ("tc", "inputs", "kind", "target", "linker", "witness"):
+        # Nothing was looked up: no key, inputs or stamps of its own (the memory cache has them).
+        for name in ("tc", "inputs", "kind", "target", "linker", "stamps"):
             setattr(plan, name, None)
         return plan
 
@@ -69,7 +69,7 @@ class Plan:
         """The key for ``tc`` and the files the program reads now, and the disk cache's code."""
         program = self.program
         self.tc, self.inputs = tc, program._inputs(tc)
-        self.witness = self.inputs.witness
+        self.stamps = self.inputs.stamps
         self.kind, self.target = choose(tc, self.arch, virtual(self.arch, self.output),
                                                  self.explicit)
         # LTO IR asked for is NVRTC's, unlinked: no linker in its key
@@ -78,12 +78,12 @@ class Plan:
                                 self.linker)
         self.code = self._disk().lookup(self.key)
         if self.code is not None:
-            program._keep(self.code, self.arch, self.output, self.key, self.witness)
+            program._keep(self.code, self.arch, self.output, self.key, self.stamps)
 
     def _disk(self):
         # A file the program names by a macro cannot be found without preprocessing, so what it
         # reads is not known for certain: such a program is not kept on disk.
-        return cache.default() if self.inputs.certain else cache.NULL
+        return cache.default() if self.inputs.includes_known else cache.NULL
 
     def build(self) -> ObjectCode:
         """The code: the one found, or NVRTC's, compiled once per key also across processes."""
@@ -94,7 +94,7 @@ class Plan:
                 found = disk.lookup(self.key)  # another process may have compiled it meanwhile
                 if found is not None:
                     self.code = found
-                    program._keep(found, self.arch, self.output, self.key, self.witness)
+                    program._keep(found, self.arch, self.output, self.key, self.stamps)
                     break
                 # The NVRTC (or nvJitLink) that loads may not be the one the key was made for.
                 loaded = toolchain.live()
@@ -105,25 +105,25 @@ class Plan:
                 # A file that changed while NVRTC read it may have given a mix of old and new:
                 # such a result is returned but kept nowhere.  (A program that read no file
                 # outside the toolchain has nothing to look at again.)
-                self.kept = not self.inputs.material or \
-                    program._inputs(self.tc).material == self.inputs.material
+                self.kept = not self.inputs.path_states or \
+                    program._inputs(self.tc).path_states == self.inputs.path_states
                 unkeyed = self._unkeyed(names)
                 if self.kept and unkeyed == []:
                     publish(obj)
                 # Where which files NVRTC read is unknown, a program naming an include by a
                 # macro has nothing to watch it by: kept nowhere.
-                self.kept = self.kept and (names is not None or self.inputs.certain)
-                self.witness = self._watching(unkeyed)
-                program._keep(obj, self.arch, self.output, self.key, self.witness, self.kept)
+                self.kept = self.kept and (names is not None or self.inputs.includes_known)
+                self.stamps = self._watching(unkeyed)
+                program._keep(obj, self.arch, self.output, self.key, self.stamps, self.kept)
                 self.code = obj
         return self.code
 
-    def accept(self, obj: ObjectCode, key: str, kept: bool, witness) -> ObjectCode:
+    def accept(self, obj: ObjectCode, key: str, kept: bool, stamps) -> ObjectCode:
         """``obj``, compiled elsewhere (a compile_all worker) under ``key``, which ``kept`` and
-        watches ``witness`` there: kept in memory as what this plan asked for only where the
+        watches ``stamps`` there: kept in memory as what this plan asked for only where the
         worker's key is this plan's (it is, unless files or NVRTC changed meanwhile)."""
-        self.code, self.witness = obj, witness
-        self.program._keep(obj, self.arch, self.output, key, witness, kept and key == self.key)
+        self.code, self.stamps = obj, stamps
+        self.program._keep(obj, self.arch, self.output, key, stamps, kept and key == self.key)
         return obj
 
     def replace(self, refused: ObjectCode, key: str, device) -> ObjectCode | None:
@@ -146,7 +146,7 @@ class Plan:
                    program.name, refused.kind, refused.arch, kind, target.sm())
         obj, names = self._nvrtc(kind, target)
         unkeyed = self._unkeyed(names)
-        if self.inputs.certain and unkeyed == [] and self.key == key:
+        if self.inputs.includes_known and unkeyed == [] and self.key == key:
             cache.default().store(key, obj)
         program._keep(obj, self.arch, self.output, key, self._watching(unkeyed))
         return obj
@@ -213,7 +213,7 @@ class Plan:
             _log.debug("cache", "%s: which files NVRTC read is not known (no trace): not kept on "
                        "disk, key %s", program.name, key, key=key)
             return None
-        missing = _reads.uncovered(names, self.inputs.material, program.headers,
+        missing = _reads.uncovered(names, self.inputs.path_states, program.headers,
                                    [o[2:] for o in self.tc.include_options], os.getcwd())
         if missing:
             _log.debug("cache", "%s: NVRTC read %s, which the include scan did not find: not "
@@ -221,11 +221,11 @@ class Plan:
         return missing
 
     def _watching(self, unkeyed: list[str] | None):
-        """The witness extended to the files NVRTC read that the key lacks (see _unkeyed)."""
+        """The stamps extended to the files NVRTC read that the key lacks (see _unkeyed)."""
         if not unkeyed:
-            return self.inputs.witness
+            return self.inputs.stamps
         program = self.program
-        return includes.watching(self.inputs.witness, unkeyed, includes.searched_folders(
+        return includes.watching(self.inputs.stamps, unkeyed, includes.searched_folders(
             program.name, program.headers, program.options))
 
 

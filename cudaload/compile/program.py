@@ -170,8 +170,8 @@ class Program:
         # A hit holds while the files its compile read are as they were (nothing to check for
         # a program that reads none, the common case).
         hit = (_memory or _compile_path()).get(key)
-        if hit is not None and (not hit[1] or _still_valid(hit[1])):
-            return hit[0]
+        if hit is not None and (not hit.stamps or _still_valid(hit.stamps)):
+            return hit.code
         from .plan import Plan  # deferred: imported by _compile_path() already
 
         if self._parts[0] == "ptx":  # PTX input (_ptx_input.py): no Plan, no NVRTC
@@ -190,8 +190,8 @@ class Program:
         hit = (_memory or _compile_path()).get(key)
         from .plan import Plan  # deferred: imported by _compile_path() already
 
-        if hit is not None and (not hit[1] or _still_valid(hit[1])):
-            return Plan.found(self, arch, output, hit[0])
+        if hit is not None and (not hit.stamps or _still_valid(hit.stamps)):
+            return Plan.found(self, arch, output, hit.code)
         if self._parts[0] == "ptx":  # linked now: compile_all has nothing for its workers
             return Plan.found(self, arch, output, _linked_ptx(self, arch, output, key))
         return Plan(self, arch, output, explicit)
@@ -218,17 +218,17 @@ class Program:
     def _inputs_digest(self, inputs: includes.Inputs) -> bytes:
         """The digest of this program with what it reads: its own digest when it reads no file, so
         code shipped for it matches wherever it is compiled."""
-        if not inputs.material:
+        if not inputs.path_states:
             return self._digest
-        return _prepare.digest(*self._parts, *[x for item in inputs.material for x in item])
+        return _prepare.digest(*self._parts, *[x for item in inputs.path_states for x in item])
 
-    def _keep(self, obj: ObjectCode, arch, output: str, key: str | None, witness,
+    def _keep(self, obj: ObjectCode, arch, output: str, key: str | None, stamps,
               keep: bool = True) -> None:
         """Make ``obj`` this program's code for ``arch``/``output`` (see :meth:`_own`) and, with
         ``keep``, the memory cache's."""
         self._own(obj, arch, output, key)
         if keep:
-            (_memory or _compile_path()).put((self._digest, _request(arch, output)), obj, witness,
+            (_memory or _compile_path()).put((self._digest, _request(arch, output)), obj, stamps,
                              self._size + len(obj.code) + len(obj.log))
 
     def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch,
@@ -288,11 +288,11 @@ def recompile_refused(refused: ObjectCode) -> ObjectCode | None:
         refused, origin.key, _device_arch())
 
 
-def _still_valid(witness) -> bool:
+def _still_valid(stamps) -> bool:
     """Whether the files a memory hit's compile read look as they did (includes.still_valid)."""
     from .includes import still_valid  # deferred: only a hit whose compile read files needs it
 
-    return still_valid(witness)
+    return still_valid(stamps)
 
 
 def _linked_ptx(program: Program, arch, output: str, memory_key) -> ObjectCode:

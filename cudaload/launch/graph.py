@@ -44,14 +44,25 @@ _REFUSALS = {_cuda_ffi.integer_const(f"CU_GRAPH_EXEC_UPDATE_ERROR{name}"): why f
     ("_ATTRIBUTES_CHANGED", "a kernel node's launch attributes changed"))}
 
 
-def _release(handles: list, dev: Device, _calls: list) -> None:
+class _Handles:
+    """A graph's driver handles, what its finalizer destroys: ``executable`` (None until
+    instantiated) and ``graph``; apart from the Graph, which the finalizer must not hold."""
+
+    __slots__ = ("executable", "graph")
+
+    def __init__(self):
+        self.executable = self.graph = None
+
+
+def _release(handles: _Handles, dev: Device, _calls: list) -> None:
     """Destroy a graph's executable and the graph, then let go of the code its kernels use."""
     try:
         if not lifetime.forked():
             drv = activate(dev)
-            for name, handle in zip(("cuGraphExecDestroy", "cuGraphDestroy"), handles):
-                if handle is not None:
-                    getattr(drv, name)(handle)
+            if handles.executable is not None:
+                drv.cuGraphExecDestroy(handles.executable)
+            if handles.graph is not None:
+                drv.cuGraphDestroy(handles.graph)
     finally:
         unpin()
 
@@ -69,13 +80,13 @@ class Graph(GpuState):
         self.device = device
         self.handle = None
         self._exec = None
-        self._handles = [None, None]  # executable, graph: what the finalizer destroys
+        self._handles = _Handles()
         self._calls: list = []  # captured host functions: alive as long as the graph
         self._source: Graph | None = None  # the graph last updated from, whose code we now run
 
     def _set(self, handle) -> None:
         """Take the captured graph and the pin its capture holds (see _graph_pins.pin)."""
-        self.handle = self._handles[1] = handle
+        self.handle = self._handles.graph = handle
         # the host functions are finalizer arguments: alive until the executable is destroyed
         weakref.finalize(self, _release, self._handles, self.device, self._calls).atexit = False
 
@@ -88,7 +99,7 @@ class Graph(GpuState):
             out = drv.ffi.new("CUgraphExec *")
             driver.check(drv.cuGraphInstantiateWithFlags(out, self.handle, 0),
                          "cuGraphInstantiate")
-            self._exec = self._handles[0] = out[0]
+            self._exec = self._handles.executable = out[0]
             self._launch = drv.cuGraphLaunch
         return self
 

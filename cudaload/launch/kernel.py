@@ -68,7 +68,17 @@ class _ThreadState:
         self.null = drv.ffi.NULL
         self.pack = _never
         self.types: tuple[type, ...] | None = None
-        self.smem = kernel._smem_enabled.setdefault(dev.ordinal, [_SMEM_DEFAULT])
+        self.smem = kernel._smem_enabled.setdefault(dev.ordinal, _SharedMemoryLimit())
+
+
+class _SharedMemoryLimit:
+    """The dynamic shared memory a kernel's function on one device may use (``nbytes``, raised
+    by cuFuncSetAttribute), shared by the threads launching it there."""
+
+    __slots__ = ("nbytes",)
+
+    def __init__(self):
+        self.nbytes = _SMEM_DEFAULT
 
 
 def _never(_args) -> bool:
@@ -90,7 +100,7 @@ class _KernelState:
         self._functions: dict[int, object] = {}
         self._params: tuple | None = None
         self._from_source = False  # whether the C types came from reading the source
-        self._smem_enabled: dict[int, list[int]] = {}
+        self._smem_enabled: dict[int, _SharedMemoryLimit] = {}
         self._kernel = _fast_path.nothing  # the Kernel calling this core, by weak reference
         self._owner = None  # the ident of the thread that owns the fast-path function
         self._fast_plan = None  # the plan whose fast-path function the Kernel calls, if any
@@ -237,7 +247,7 @@ class _KernelState:
             raise ValueError(f"{self.name}: block {block3} has more than the device's "
                              f"{max_threads} threads per block")
         shared_mem = byte_count(shared_mem, "shared_mem", self.name)
-        if shared_mem > state.smem[0]:
+        if shared_mem > state.smem.nbytes:
             self._enable_smem(state, shared_mem)
         drv = driver.api()
         cfg = drv.ffi.new("CUlaunchConfig *")
@@ -287,12 +297,12 @@ class _KernelState:
             raise ValueError(f"{self.name}: shared_mem={nbytes} exceeds device {dev.ordinal}'s "
                              f"{limit} bytes of shared memory per block")
         with self._lock:
-            if nbytes > state.smem[0]:
+            if nbytes > state.smem.nbytes:
                 drv = activate(dev)
                 driver.check(drv.cuFuncSetAttribute(
                     state.func, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
                     "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
-                state.smem[0] = nbytes
+                state.smem.nbytes = nbytes
 
 
 def symbol_name(name, what: str) -> str:

@@ -34,10 +34,11 @@ def load_once(obj) -> Module:
     """The Module of ``obj`` shared by every copy of it (``ObjectCode.load()``): loaded on the first
     call, under the lock the copies share, so code compiled once is loaded once."""
     driver.init()  # in a forked child: ForkedProcessError, before a lock the parent held
-    with obj._module[1]:  # one load per code; other code loads meanwhile
-        module = obj._module[0]
+    slot = obj._module
+    with slot.lock:  # one load per code; other code loads meanwhile
+        module = slot.module
         if module is None:
-            module = obj._module[0] = Module(obj)
+            module = slot.module = Module(obj)
     return module
 
 

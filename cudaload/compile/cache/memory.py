@@ -7,8 +7,8 @@ loaded from it, a Kernel of that Module) stays findable through a weak reference
 that finds it holds it again: code in use is never compiled, read or loaded a second time, and a
 kernel that a captured graph runs stays loaded through the graph (launch/_graph_pins.py).
 
-An entry is ``(ObjectCode with .cached == "memory", witness, size)``; the witness is that of the
-files its compile read (includes.still_valid() says whether the hit holds).  The ObjectCode a
+An :class:`Entry` holds the ObjectCode (``.cached == "memory"``), the stamps of the files its
+compile read (includes.still_valid() says whether the hit holds) and its size.  The ObjectCode a
 compile returns keeps the entry's copy alive, so while either lives the entry is found.
 
 Imports of cudaload: _log, limits (a number of bytes, read).
@@ -25,7 +25,7 @@ import os
 from .limits import CacheWarning, byte_count
 from ... import _log
 
-__all__ = ["MEMORY", "MemoryCache", "ENTRY_OVERHEAD", "memory_max_bytes", "MEMORY_DEFAULT_BYTES"]
+__all__ = ["MEMORY", "MemoryCache", "Entry", "ENTRY_OVERHEAD", "memory_max_bytes", "MEMORY_DEFAULT_BYTES"]
 
 # Enough for a few hundred typical kernels with their source (a family of 64 elementwise kernels
 # on a 3,000-line header, code and source together, holds about 12 MiB), little for a process.
@@ -35,13 +35,34 @@ MEMORY_DEFAULT_BYTES = 64 << 20
 ENTRY_OVERHEAD = 1024
 
 
+class Entry:
+    """One kernel kept in memory: ``code`` (the ObjectCode, cached "memory"), ``stamps`` (what
+    includes.still_valid checks: the files its compile read, as they were; empty for none) and
+    ``size`` (the bytes counted against the bound).  Slots, not a tuple: a hit reads two fields,
+    and a slot reads faster than a tuple's item by name."""
+
+    __slots__ = ("code", "stamps", "size")
+
+    def __init__(self, code, stamps, size: int):
+        self.code, self.stamps, self.size = code, stamps, size
+
+
+class _WeakEntry(_weak_ref):
+    """A weak reference to an entry's code, with the rest of the entry: what finds code still
+    alive elsewhere once the cache no longer holds it."""
+
+    __slots__ = ("stamps", "size")
+    stamps: object
+    size: int
+
+
 class MemoryCache:
     """The entries of this process; ``get``/``put``/``pop``/``clear``, ``nbytes`` held."""
 
     def __init__(self, limit=None):
         self._limit = limit or memory_max_bytes  # () -> the bound in bytes
         self._held: OrderedDict = OrderedDict()  # key -> entry, least recently used first
-        self._weak: dict = {}  # key -> (weak reference to the entry's ObjectCode, entry's size...)
+        self._weak: dict = {}  # key -> _WeakEntry: the entry, its code by weak reference
         self._bytes = 0
         self._newest = None  # the key last in _held (most recently used), when known
         # Re-entrant: a garbage collection inside a locked section may run _gone in this thread.
@@ -76,28 +97,29 @@ class MemoryCache:
         weak = self._weak.get(key)
         if weak is None:
             return None
-        obj = weak[0]()
+        obj = weak()
         if obj is None:
             return None
-        entry = (obj, weak[1], weak[2])
+        entry = Entry(obj, weak.stamps, weak.size)
         with self._lock:
             if key not in self._held:
                 self._hold(key, entry)
         return entry
 
-    def put(self, key, obj, witness, size: int):
-        """Keep a copy of ``obj`` (cached "memory") under ``key``; return the entry.  ``obj`` keeps
-        the copy alive from now on."""
+    def put(self, key, obj, stamps, size: int) -> Entry:
+        """Keep a copy of ``obj`` (cached "memory") under ``key``, valid while ``stamps`` hold
+        (includes.still_valid); return the entry.  ``obj`` keeps the copy alive from now on."""
         copy = obj._as("memory")
         # The ObjectCode the caller got holds the cache's copy: a Module loaded from either keeps
         # the entry findable once it is no longer held.
         obj._memory_copy = copy
-        entry = (copy, witness, size + ENTRY_OVERHEAD)
+        entry = Entry(copy, stamps, size + ENTRY_OVERHEAD)
         with self._lock:
             self._drop(key)
             gone = lambda ref, key=key: self._gone(key, ref)  # noqa: E731
-            self._weak[key] = (_weak_ref(copy, gone),  # type: ignore[misc]
-                               witness, entry[2])
+            weak = _WeakEntry(copy, gone)  # type: ignore[misc]
+            weak.stamps, weak.size = stamps, entry.size
+            self._weak[key] = weak
             self._hold(key, entry)
         return entry
 
@@ -120,27 +142,27 @@ class MemoryCache:
     def _hold(self, key, entry) -> None:  # with the lock held
         self._held[key] = entry
         self._newest = key
-        self._bytes += entry[2]
+        self._bytes += entry.size
         limit = self._limit()
         while self._bytes > limit and self._held:
             old_key, old = self._held.popitem(last=False)
-            self._bytes -= old[2]
+            self._bytes -= old.size
             if _log.enabled("cache"):
                 _log.debug("cache", "memory entry of %s %s dropped: least recently used, beyond "
-                           "%d bytes (found again while its code is alive)", old[0].kind,
-                           old[0].arch, limit)
+                           "%d bytes (found again while its code is alive)", old.code.kind,
+                           old.code.arch, limit)
 
     def _drop(self, key) -> None:  # with the lock held
         self._newest = None
         entry = self._held.pop(key, None)
         if entry is not None:
-            self._bytes -= entry[2]
+            self._bytes -= entry.size
 
     def _gone(self, key, ref) -> None:
         """The copy under ``key`` was collected: forget its weak entry, unless replaced."""
         with self._lock:
             weak = self._weak.get(key)
-            if weak is not None and weak[0] is ref:
+            if weak is ref:
                 del self._weak[key]
 
 
@@ -166,6 +188,5 @@ def memory_max_bytes() -> int:
     return limit
 
 
-# (program digest, (arch, output) normalised) -> (ObjectCode with .cached == "memory", the witness
-# of the files its compile read, size), least recently used beyond a bound dropped.
+# (program digest, (arch, output) normalised) -> Entry, least recently used beyond a bound dropped.
 MEMORY = MemoryCache()
