@@ -46,3 +46,14 @@ def test_cluster_and_carveout_attributes_read_and_the_settable_ones_set(recordin
     kind, message = out["refused"]
     assert kind == "DriverError" and "preferred_shared_memory_carveout=101" in message
     assert out["float"][0] == "TypeError" and out["read_only"][0] == "AttributeError"
+
+
+def test_more_shared_memory_is_enabled_once_per_device_for_every_thread(recording_driver):
+    # cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = 8) when a launch asks for more than the
+    # function allows so far: a second thread asking for less sets nothing.
+    out = run(recording_driver, "shared_memory_opt_in")
+    assert out["raised"] == [8, 100_000]
+    assert out["other_thread_below"] == [8, 100_000]
+    assert out["raised_again"] == [8, 120_000] and out["launched_with"] == 120_000
+    kind, message = out["beyond_the_device"]
+    assert kind == "ValueError" and "232448 bytes of shared memory per block" in message

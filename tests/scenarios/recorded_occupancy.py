@@ -54,7 +54,35 @@ def attributes() -> dict:
     return out
 
 
-SCENARIOS = {f.__name__: f for f in (queries, attributes)}
+def shared_memory_opt_in() -> dict:
+    """Launches asking for more dynamic shared memory than the default 48 KiB: the kernel's limit
+    on the device is raised once for every thread that launches it, and only upward."""
+    import threading
+
+    from tests.scenarios.recorded_launches import last, layout
+
+    layout((0, 8), (8, 4))  # k(float *x, int n)
+    k = _kernel()
+
+    def last_set() -> list:
+        value = ctypes.c_int()
+        return [fake().fake_func_set(ctypes.byref(value)), value.value]
+
+    out = {}
+    k(1, 32, (0, 1), shared_mem=100_000)
+    out["raised"] = last_set()
+    other = threading.Thread(target=lambda: k(1, 32, (0, 1), shared_mem=90_000))
+    other.start()
+    other.join()
+    out["other_thread_below"] = last_set()  # within the limit the first launch set
+    k(1, 32, (0, 1), shared_mem=120_000)
+    out["raised_again"] = last_set()
+    out["launched_with"] = last(12)[1][6]
+    out["beyond_the_device"] = _error(lambda: k(1, 32, (0, 1), shared_mem=232_449))
+    return out
+
+
+SCENARIOS = {f.__name__: f for f in (queries, attributes, shared_memory_opt_in)}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]]()))
