@@ -237,7 +237,7 @@ def run_cudaload(n, repeats, fake=False):
         k = kernels[name]
         if before:
             before("cudaload" + suffix)
-        for _ in range(3):  # from the third launch on, a kernel's calls take the express path
+        for _ in range(3):  # from the third launch on, a kernel's calls take the fast path
             k(1, 1, given, stream=s)
         launches["cudaload" + suffix] = _launcher(k, given, s)
         floors[suffix] = _python_floor(k, given, s)
@@ -354,7 +354,7 @@ def _python_floor(k, args, s):
     and parameter buffer launched by a function of the Kernel's signature, reading them as
     globals as cudaload's launch does, called as cudaload's launch is, checking and packing
     nothing.  cudaload's launch over this is what its checks cost."""
-    state = k._core._tls.state
+    state = k._kernel_state._tls.state
     cfg, _by_identity = state.configs[1, 1, 0, s, None, False]
     env = {"cuLaunchKernelEx": state.launch, "CONFIG": cfg, "FUNC": state.func,
            "PTRS": state.pointers, "NULL": state.null}
@@ -366,7 +366,7 @@ def _python_floor(k, args, s):
 def _bare(k, s):
     """The bare cffi cuLaunchKernelEx call with the configuration and parameter buffer that the
     launches of ``k`` prepared (on the stream ``s``, grid and block 1)."""
-    state = k._core._tls.state
+    state = k._kernel_state._tls.state
     cfg, _by_identity = state.configs[1, 1, 0, s, None, False]
     launch, func, ptrs, null = state.launch, state.func, state.pointers, state.null
     return lambda: launch(cfg, func, ptrs, null)
@@ -377,7 +377,7 @@ def breakdown(k, args, s, n, repeats):
     from cudaload.bindings import driver
 
     k(1, 1, args, stream=s)
-    state = k._core._tls.state
+    state = k._kernel_state._tls.state
     cfg, _by_identity = state.configs[1, 1, 0, s, None, False]
     func, ptrs, null, launch, pack = state.func, state.pointers, state.null, state.launch, state.pack
     configs = state.configs

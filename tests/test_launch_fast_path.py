@@ -81,7 +81,7 @@ def test_generated_launcher_and_packer_show_their_text_and_go_with_the_kernel(re
     lines = out["traceback"].splitlines()
     frames = {line.split('"')[1]: lines[i + 1].strip() for i, line in enumerate(lines)
               if line.strip().startswith('File "<cudaload ')}
-    assert frames[launcher[0]].startswith("return core().launch(grid, block, args,"), frames
+    assert frames[launcher[0]].startswith("return kernel_state().launch(grid, block, args,"), frames
     assert frames[packer[0]] == "pack_into(buf, 0, c0(a0))", frames
     assert "4 bytes given, the parameter has 8" in out["traceback"]
     assert out["left"] == []  # the texts live as long as the functions, no longer

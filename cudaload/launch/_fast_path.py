@@ -107,16 +107,17 @@ _TAIL = """\
         if hit:
             rc = cuLaunchKernelEx(CONFIG, FUNC, PTRS, NULL)
             if rc:
-                core()._failed(rc, state(), CONFIG)
+                kernel_state()._failed(rc, state(), CONFIG)
             return
-    return core().launch(grid, block, args, _, shared_mem=shared_mem, stream=stream,
+    return kernel_state().launch(grid, block, args, _, shared_mem=shared_mem, stream=stream,
                          cluster=cluster, cooperative=cooperative)
 """
 
 
-def build(core, state, pieces):
-    """The fast-path function of ``core`` (a kernel) for ``state`` (this thread's launch state on
-    one device) and the plan whose generated ``pieces`` (``Packer.pieces``) it inlines."""
+def build(kernel_state, state, pieces):
+    """The fast-path function of a kernel (its ``kernel_state``, kernel.py's _KernelState) for
+    ``state`` (this thread's launch state on one device) and the plan whose generated ``pieces``
+    (``Packer.pieces``) it inlines."""
     conversions, order, env = pieces
     n = len(conversions)
     converted = [i for i in range(n) if conversions[i][0] is not None]
@@ -151,27 +152,28 @@ def build(core, state, pieces):
     env = dict(env, OWNER=_thread.get_ident(), get_ident=_thread.get_ident,
                generation=generation, GEN=state.last.gen, PACK_ERRORS=PACK_ERRORS,
                POSITIONAL=POSITIONAL, cuLaunchKernelEx=state.launch, FUNC=state.func,
-               PTRS=state.pointers, NULL=state.null, core=weakref.ref(core),
+               PTRS=state.pointers, NULL=state.null, kernel_state=weakref.ref(kernel_state),
                state=weakref.ref(state), UNSET=_UNSET, FORGET=dict.fromkeys(kept, _UNSET),
                **dict.fromkeys(kept, _UNSET), **_shape(state.last))
-    launch = define(code, env, "launch", "launcher", core.name)
+    launch = define(code, env, "launch", "launcher", kernel_state.name)
     state.last.envs.append(env)
     return launch
 
 
-def claim(core) -> bool:
-    """Whether this thread owns ``core``'s fast-path function: the first thread to launch does,
-    until it ends (its thread-local data going reports that)."""
+def claim(kernel_state) -> bool:
+    """Whether this thread owns the fast-path function of a kernel (its ``kernel_state``): the
+    first thread to launch does, until it ends (its thread-local data going reports that)."""
     ident = _thread.get_ident()
     with _owners:
-        if core._owner is None:
-            core._owner = ident
-            core._tls.owned = token = _Token()
-            core._watch = weakref.ref(token, functools.partial(_released, weakref.ref(core)))
-        return core._owner == ident
+        if kernel_state._owner is None:
+            kernel_state._owner = ident
+            kernel_state._tls.owned = token = _Token()
+            kernel_state._watch = weakref.ref(
+                token, functools.partial(_released, weakref.ref(kernel_state)))
+        return kernel_state._owner == ident
 
 
-def install(core, state) -> None:
+def install(kernel_state, state) -> None:
     """Make the fast-path function of this thread's plan the one a call of the Kernel runs, once
     the plan served two launches running (argument types that alternate keep the ordinary path)."""
     if state.repeat is not state.pack:
@@ -179,13 +181,13 @@ def install(core, state) -> None:
         return
     fast = state.fast_paths.get(state.pack)
     if fast is None:
-        fast = state.fast_paths[state.pack] = build(core, state,
+        fast = state.fast_paths[state.pack] = build(kernel_state, state,
                                                       state.packer.pieces(state.types))
     with _owners:
-        kernel = core._kernel()
-        if kernel is not None and state.own and core._owner == _thread.get_ident():
+        kernel = kernel_state._kernel()
+        if kernel is not None and state.own and kernel_state._owner == _thread.get_ident():
             _setstate(kernel, (fast, (), None, kernel.__dict__))
-            core._fast_plan = state.pack
+            kernel_state._fast_plan = state.pack
 
 
 class _Token:
@@ -194,16 +196,16 @@ class _Token:
     __slots__ = ("__weakref__",)
 
 
-def _released(core_ref, _token) -> None:
+def _released(kernel_state_ref, _token) -> None:
     """The owner thread of a kernel ended: calls go the ordinary way until another thread owns it."""
-    core = core_ref()
-    if core is None:
+    kernel_state = kernel_state_ref()
+    if kernel_state is None:
         return
     with _owners:
-        core._owner = core._fast_plan = core._watch = None
-        kernel = core._kernel()
+        kernel_state._owner = kernel_state._fast_plan = kernel_state._watch = None
+        kernel = kernel_state._kernel()
         if kernel is not None:
-            _setstate(kernel, (core.launch, (), None, kernel.__dict__))
+            _setstate(kernel, (kernel_state.launch, (), None, kernel.__dict__))
 
 
 def nothing():

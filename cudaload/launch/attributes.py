@@ -76,7 +76,7 @@ class KernelAttributes(GpuState):
     Raises :class:`DriverError` when the driver cannot say (and what loading the kernel raises:
     a RawKernel compiles on first use)."""
 
-    __slots__ = ("device", "_core", "_function", "_values")
+    __slots__ = ("device", "_kernel_state", "_function", "_values")
     _SEND_INSTEAD = "send the values (attrs.as_dict())"
 
     max_threads_per_block = _Attribute("CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK",
@@ -114,15 +114,15 @@ class KernelAttributes(GpuState):
     NAMES = ("max_threads_per_block", "num_regs", "shared_size_bytes", "const_size_bytes",
              "local_size_bytes", "ptx_version", "binary_version")
 
-    def __init__(self, core, device: Device):
+    def __init__(self, kernel_state, device: Device):
         self.device = device
-        self._core = core
+        self._kernel_state = kernel_state
         self._function = None
         self._values: dict[str, int] = {}
 
     def _func(self):
         if self._function is None:
-            self._function = self._core._function(self.device)
+            self._function = self._kernel_state._function(self.device)
         return self._function
 
     @property
@@ -137,7 +137,8 @@ class KernelAttributes(GpuState):
 
     def __repr__(self) -> str:
         known = ", ".join(f"{k}={v}" for k, v in self._values.items())
-        return f"<KernelAttributes of {self._core.name} on device {self.device.ordinal}: {known}>"
+        return (f"<KernelAttributes of {self._kernel_state.name} on device "
+                f"{self.device.ordinal}: {known}>")
 
 
 class Occupancy:
@@ -166,21 +167,21 @@ class Occupancy:
         return "Occupancy(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
 
-def occupancy(core, block, shared_mem=0) -> Occupancy:
+def occupancy(kernel_state, block, shared_mem=0) -> Occupancy:
     """The :class:`Occupancy` of ``block`` threads per block (an int, or a tuple of up to three)
     with ``shared_mem`` bytes of dynamic shared memory, on the thread's device.
 
     Raises TypeError for a block or byte count that is no integer, ValueError for one this
     kernel cannot launch with, :class:`DriverError`."""
-    threads = _threads(block, core.name)
-    shared_mem = byte_count(shared_mem, "shared_mem", core.name)
+    threads = _threads(block, kernel_state.name)
+    shared_mem = byte_count(shared_mem, "shared_mem", kernel_state.name)
     dev = current_device()
-    attrs = KernelAttributes(core, dev)
+    attrs = KernelAttributes(kernel_state, dev)
     limit = attrs.max_threads_per_block
     if threads > limit:
         raise ValueError(
-            f"{core.name}: a block of {threads} threads is more than this kernel can run on "
-            f"device {dev.ordinal}: at most {limit} (its {attrs.num_regs} registers per thread "
+            f"{kernel_state.name}: a block of {threads} threads is more than this kernel can run "
+            f"on device {dev.ordinal}: at most {limit} (its {attrs.num_regs} registers per thread "
             f"or its launch bounds decide); ask for {limit} or fewer")
     func = attrs._func()
     _allow_shared(attrs, func, shared_mem)
@@ -226,9 +227,9 @@ def _allow_shared(attrs: KernelAttributes, func, nbytes: int) -> None:
     dev = attrs.device
     static, limit = attrs.shared_size_bytes, dev.attribute(_SHARED_OPTIN)
     if nbytes + static > limit:
-        raise ValueError(f"{attrs._core.name}: shared_mem={nbytes} and this kernel's {static} "
-                         f"bytes of static shared memory exceed device {dev.ordinal}'s {limit} "
-                         f"bytes per block; ask for at most {limit - static}")
+        raise ValueError(f"{attrs._kernel_state.name}: shared_mem={nbytes} and this kernel's "
+                         f"{static} bytes of static shared memory exceed device {dev.ordinal}'s "
+                         f"{limit} bytes per block; ask for at most {limit - static}")
     drv = activate(dev)
     driver.check(drv.cuFuncSetAttribute(func, _MAX_DYNAMIC_SHARED, nbytes),
                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")

@@ -101,7 +101,7 @@ class _KernelState:
         self._params: tuple | None = None
         self._from_source = False  # whether the C types came from reading the source
         self._smem_enabled: dict[int, _SharedMemoryLimit] = {}
-        self._kernel = _fast_path.nothing  # the Kernel calling this core, by weak reference
+        self._kernel = _fast_path.nothing  # the Kernel calling this state, by weak reference
         self._owner = None  # the ident of the thread that owns the fast-path function
         self._fast_plan = None  # the plan whose fast-path function the Kernel calls, if any
         self._watch = None  # a weak reference that reports the owner thread's end
@@ -356,13 +356,13 @@ class Kernel(GpuState, KernelOccupancy, functools.partial):
     def __new__(cls, module, name: str, signature: str | None = None):
         return cls._wrap(_KernelState(module, name, signature=signature))
 
-    _core: _KernelState
+    _kernel_state: _KernelState
 
     @classmethod
-    def _wrap(cls, core: _KernelState):
-        self = functools.partial.__new__(cls, core.launch)
-        self._core = core
-        core._kernel = weakref.ref(self)
+    def _wrap(cls, kernel_state: _KernelState):
+        self = functools.partial.__new__(cls, kernel_state.launch)
+        self._kernel_state = kernel_state
+        kernel_state._kernel = weakref.ref(self)
         return self
 
     def __repr__(self) -> str:
@@ -370,23 +370,23 @@ class Kernel(GpuState, KernelOccupancy, functools.partial):
 
     @property
     def name(self) -> str:
-        return self._core.name
+        return self._kernel_state.name
 
     @property
     def params(self) -> tuple:
         """Per parameter: index, offset, size, C type (None where unknown), name."""
-        return self._core.params
+        return self._kernel_state.params
 
     @property
     def signature(self) -> str:
         """The kernel's signature as error messages show it."""
-        return self._core.signature
+        return self._kernel_state.signature
 
     @property
     def attributes(self) -> KernelAttributes:
         """Registers, block size limit, shared/const/local bytes, versions: read when first used."""
-        return KernelAttributes(self._core, current_device())
+        return KernelAttributes(self._kernel_state, current_device())
 
     def occupancy(self, block, shared_mem: int = 0) -> Occupancy:
         """Active blocks per multiprocessor, and a block size that fills it.  Raises ValueError."""
-        return _occupancy(self._core, block, shared_mem)
+        return _occupancy(self._kernel_state, block, shared_mem)

@@ -25,17 +25,17 @@ __all__ = ["KernelOccupancy"]
 _CLUSTER = _cuda_ffi.integer_const("CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION")
 
 
-def _function(core):
+def _function(kernel_state):
     dev = current_device()
-    return core._function(dev), activate(dev)
+    return kernel_state._function(dev), activate(dev)
 
 
-def _config(drv, core, grid, block, shared_mem, cluster):
+def _config(drv, kernel_state, grid, block, shared_mem, cluster):
     """A CUlaunchConfig (and what it points into) for the occupancy queries that take one."""
     cfg = drv.ffi.new("CUlaunchConfig *")
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = _dims(grid, "grid")
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = _dims(block, "block")
-    cfg.sharedMemBytes = byte_count(shared_mem, "shared_mem", core.name)
+    cfg.sharedMemBytes = byte_count(shared_mem, "shared_mem", kernel_state.name)
     attrs = drv.ffi.new("CUlaunchAttribute[1]")
     if cluster is not None:
         attrs[0].id = _CLUSTER
@@ -46,24 +46,26 @@ def _config(drv, core, grid, block, shared_mem, cluster):
 
 
 class KernelOccupancy:
-    """Occupancy queries of a :class:`Kernel` (mixed into it; ``self._core`` is its state)."""
+    """Occupancy queries of a :class:`Kernel` (mixed into it; ``self._kernel_state`` is its
+    _KernelState)."""
 
     __slots__ = ()
-    _core: Any  # the kernel's _KernelState
+    _kernel_state: Any  # the kernel's _KernelState
 
     def max_potential_block_size(self, shared_mem=0, block_size_limit: int = 0) -> tuple[int, int]:
         """(min grid size, block size): the block size of highest occupancy, at most
         ``block_size_limit`` threads (0: no limit), and the grid that then fills the device.
         ``shared_mem``: dynamic shared memory per block in bytes, or a function of the block size
         giving it.  Raises TypeError, ValueError, what the function raises, :class:`DriverError`."""
-        core = self._core
+        kernel_state = self._kernel_state
         limit = integer(block_size_limit, "block_size_limit")
         if limit < 0:
-            raise ValueError(f"{core.name}: block_size_limit must be 0 (none) or more, not {limit}")
-        func, drv = _function(core)
+            raise ValueError(f"{kernel_state.name}: block_size_limit must be 0 (none) or more, "
+                             f"not {limit}")
+        func, drv = _function(kernel_state)
         grid, best = drv.ffi.new("int *"), drv.ffi.new("int *")
         if not callable(shared_mem):
-            nbytes = byte_count(shared_mem, "shared_mem", core.name)
+            nbytes = byte_count(shared_mem, "shared_mem", kernel_state.name)
             driver.check(drv.cuOccupancyMaxPotentialBlockSize(grid, best, func, drv.ffi.NULL,
                                                               nbytes, limit),
                          "cuOccupancyMaxPotentialBlockSize")
@@ -74,7 +76,8 @@ class KernelOccupancy:
             if failures:
                 return 0
             try:
-                return byte_count(shared_mem(block_size), "shared_mem(block_size)", core.name)
+                return byte_count(shared_mem(block_size), "shared_mem(block_size)",
+                                  kernel_state.name)
             except BaseException as exc:  # noqa: BLE001 (raised below, after the driver returns)
                 failures.append(exc)
                 return 0
@@ -91,12 +94,12 @@ class KernelOccupancy:
         """Bytes of dynamic shared memory each block may have with ``num_blocks`` blocks of
         ``block`` threads resident on one multiprocessor.  Raises TypeError, ValueError,
         :class:`DriverError`."""
-        core = self._core
+        kernel_state = self._kernel_state
         blocks = integer(num_blocks, "num_blocks")
         if blocks < 1:
-            raise ValueError(f"{core.name}: num_blocks must be at least 1, not {blocks}")
-        threads = _threads(block, core.name)
-        func, drv = _function(core)
+            raise ValueError(f"{kernel_state.name}: num_blocks must be at least 1, not {blocks}")
+        threads = _threads(block, kernel_state.name)
+        func, drv = _function(kernel_state)
         out = drv.ffi.new("size_t *")
         driver.check(drv.cuOccupancyAvailableDynamicSMemPerBlock(out, func, blocks, threads),
                      "cuOccupancyAvailableDynamicSMemPerBlock")
@@ -116,8 +119,8 @@ class KernelOccupancy:
                                    None)
 
     def _cluster_query(self, name: str, grid, block, shared_mem, cluster) -> int:
-        func, drv = _function(self._core)
-        cfg, _attrs = _config(drv, self._core, grid, block, shared_mem, cluster)
+        func, drv = _function(self._kernel_state)
+        cfg, _attrs = _config(drv, self._kernel_state, grid, block, shared_mem, cluster)
         out = drv.ffi.new("int *")
         driver.check(getattr(drv, name)(out, func, cfg), name)
         return out[0]

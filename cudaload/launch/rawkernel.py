@@ -14,7 +14,7 @@ __all__ = ["RawKernel"]
 
 
 class _RawCore(_KernelState):
-    """A core whose module is compiled from source on first use."""
+    """A kernel's state (_KernelState) whose module is compiled from source on first use."""
 
     def __init__(self, source, name, options, name_expressions, signature):
         super().__init__(None, name, signature=signature, source=source)
@@ -53,4 +53,4 @@ class RawKernel(Kernel):
     @property
     def module(self):
         """The loaded Module (compiling now if needed)."""
-        return self._core._loaded()
+        return self._kernel_state._loaded()

@@ -38,7 +38,7 @@ def _handle(kernel) -> int:
     """The CUfunction cudaload launches ``kernel`` through, as an int."""
     from cudaload.bindings import driver
 
-    func = kernel._core._function(cudaload.Device(0))
+    func = kernel._kernel_state._function(cudaload.Device(0))
     return int(driver.api().ffi.cast("uintptr_t", func))
 
 

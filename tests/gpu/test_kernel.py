@@ -183,7 +183,7 @@ def test_launch_shape_changes_are_seen_whatever_object_carries_them():
 
 
 def test_repeated_launches_see_every_changed_argument():
-    """From the third launch on a kernel's calls take the express path, which packs again only
+    """From the third launch on a kernel's calls take the fast path, which packs again only
     what changed: buffers, scalars and values that alternate, or come back after other types."""
     n = 256
     x = np.arange(n, dtype=np.float32)
@@ -197,4 +197,4 @@ def test_repeated_launches_see_every_changed_argument():
         expected[id(out)][:count] += np.float32(a) * x[:count]
     for out in (d1, d2):
         np.testing.assert_allclose(to_host(out, np.float32, n), expected[id(out)], rtol=1e-6)
-    assert k.func != k._core.launch  # the express path did run
+    assert k.func != k._kernel_state.launch  # the fast path did run

@@ -33,13 +33,13 @@ def sent() -> list:
 
 def counting(k) -> list:
     """Counts calls of the ordinary path from now on (the fast-path function calls it by name)."""
-    core, calls = k._core, []
-    ordinary = core.launch
+    kernel_state, calls = k._kernel_state, []
+    ordinary = kernel_state.launch
 
     def launch(*args, **kw):
         calls.append(1)
         return ordinary(*args, **kw)
-    core.launch = launch
+    kernel_state.launch = launch
     return calls
 
 
@@ -52,10 +52,10 @@ def express_path() -> dict:
 
     k = kernel()
     buf, other = cudaload.alloc(64), cudaload.alloc(64)
-    out = {"before": k.func == k._core.launch}
+    out = {"before": k.func == k._kernel_state.launch}
     for _ in range(3):
         k(1, 32, (buf, 7, 0.5))
-    out["installed"] = k.func != k._core.launch
+    out["installed"] = k.func != k._kernel_state.launch
     calls = counting(k)
     k(1, 32, (buf, 7, 0.5))
     out["same"] = sent()
@@ -86,7 +86,7 @@ def refusals() -> dict:
     buf, other = cudaload.alloc(64), cudaload.alloc(64)
     for _ in range(3):
         k(1, 32, (buf, 7, 0.5))
-    out = {"installed": k.func != k._core.launch}
+    out = {"installed": k.func != k._kernel_state.launch}
 
     def error(args, **kw):
         try:
@@ -128,16 +128,17 @@ def threads() -> dict:
     def worker(name, n, launches):
         for _ in range(launches):
             k(1, 32, (buf, n, 0.5))
-        seen[name] = [sent()[1], k.func != k._core.launch, k._core._owner == threading.get_ident(),
+        state = k._kernel_state
+        seen[name] = [sent()[1], k.func != state.launch, state._owner == threading.get_ident(),
                       fake().fake_launch_params()]
 
     t = threading.Thread(target=worker, args=("owner", 1, 3))
     t.start()
     t.join()
-    out["owner_gone"] = [k.func == k._core.launch, k._core._owner is None]
+    out["owner_gone"] = [k.func == k._kernel_state.launch, k._kernel_state._owner is None]
     for _ in range(3):
         k(1, 32, (buf, 2, 0.5))
-    out["main"] = [sent()[1], k.func != k._core.launch, fake().fake_launch_params()]
+    out["main"] = [sent()[1], k.func != k._kernel_state.launch, fake().fake_launch_params()]
     t = threading.Thread(target=worker, args=("second", 3, 3))
     t.start()
     t.join()
@@ -164,7 +165,7 @@ def devices() -> dict:
     ptr = cudaload.alloc(64).ptr  # an int: no buffer whose device a test would catch
     for _ in range(3):
         k(1, 32, (ptr, 7, 0.5))
-    out = {"first": seen(), "installed": k.func != k._core.launch}
+    out = {"first": seen(), "installed": k.func != k._kernel_state.launch}
     cudaload.Device(1).set_current()
     k(1, 32, (ptr, 7, 0.5))
     out["second"] = seen()
@@ -186,10 +187,10 @@ def freed_at_once() -> dict:
     buf = cudaload.alloc(64)
     for _ in range(3):
         k(1, 32, (buf, 7, 0.5))
-    installed = k.func != k._core.launch
-    core = weakref.ref(k._core)
+    installed = k.func != k._kernel_state.launch
+    kernel_state = weakref.ref(k._kernel_state)
     del k
-    return {"installed": installed, "freed": core() is None}
+    return {"installed": installed, "freed": kernel_state() is None}
 
 
 def generated_source() -> dict:
@@ -208,9 +209,9 @@ def generated_source() -> dict:
     k = kernel('struct S { int a, b; }; extern "C" __global__ void s(S v) {}', "s", ((0, 8),))
     for _ in range(3):
         k(1, 32, (bytes(8),))
-    out = {"installed": k.func != k._core.launch, "registered": registered()}
+    out = {"installed": k.func != k._kernel_state.launch, "registered": registered()}
     out["launcher_source"] = inspect.getsource(k.func)
-    out["packer_source"] = inspect.getsource(k._core._tls.state.pack)
+    out["packer_source"] = inspect.getsource(k._kernel_state._tls.state.pack)
     try:
         k(1, 32, (bytes(4),))  # converted in the launcher, refused by the packer's converter
     except LaunchArgumentError:
