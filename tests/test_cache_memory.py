@@ -223,3 +223,19 @@ def test_the_remembered_arguments_are_bounded(monkeypatch):
     Program("x" * 600)
     Program("y" * 600)
     assert _prepare._remembered.chars <= 1000
+
+
+def test_the_prepared_arguments_are_read_by_name_and_the_last_request_is_shared():
+    # Prepared: named fields, no tuple read by position; Asked: the one mutable part, shared by
+    # every Program made with equal arguments (Program.compile finds its memory key there).
+    from cudaload import Program
+    from cudaload.compile import _prepare
+
+    src = 'extern "C" __global__ void named(int *x) { x[0] = 2; }'
+    one, two = Program(src, options=["-DN=1"]), Program(src, options=["-DN=1"])
+    p = one._p
+    assert isinstance(p, _prepare.Prepared) and not isinstance(p, tuple)
+    assert not hasattr(p, "__getitem__") and not hasattr(p, "__dict__")
+    assert (p.source, p.options, p.digest) == (src, one.options, one._digest)
+    assert isinstance(p.asked, _prepare.Asked) and two._p.asked is p.asked
+    assert Program(src, options=["-DN=2"])._p.asked is not p.asked

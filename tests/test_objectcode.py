@@ -86,3 +86,17 @@ def test_a_dropped_program_is_collected_while_its_code_lives_on():
     cache keeps no Program alive, and a refusal still compiles again (PTX refused: CUBIN)."""
     assert scenario_json("program_compiles", "dropped_program") == {"collected": True,
                                                                      "again": "cubin"}
+
+
+def test_copies_of_code_share_one_place_for_its_module():
+    # The memory cache's copy, and the code a compile returns, load one Module between them:
+    # both hold the same ModuleSlot (its module and the lock of its one load), by name.
+    from cudaload.compile.objectcode import ModuleSlot
+
+    obj = ObjectCode(b"\x7fELF" + bytes(60), "cubin", "sm_90")
+    copy = obj._as("memory")
+    assert isinstance(obj._module, ModuleSlot) and copy._module is obj._module
+    assert obj._module.module is None and obj._module.lock.acquire(blocking=False)
+    obj._module.lock.release()
+    other = ObjectCode(obj.code, "cubin", "sm_90")  # equal bytes, its own load
+    assert other._module is not obj._module

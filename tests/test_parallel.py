@@ -390,3 +390,18 @@ def test_a_worker_killed_between_jobs_fails_no_job():
                 while _running(value):
                     time.sleep(0.01)
     assert [ok for ok, _v in answers] == [True, True] and answers[0][1] != answers[1][1]
+
+
+def test_compile_all_reaches_a_program_only_through_its_public_plan():
+    # compile_all and compile() share one seam, Program.plan() -> Plan (look up, then build):
+    # parallel.py names no private attribute of Program.
+    import ast
+
+    from cudaload import Program
+
+    private = {name for name in vars(Program) if name.startswith("_")
+               and not name.startswith("__")} | {"_p"}  # _p: set on each instance
+    with open(os.path.join(ROOT, "cudaload", "compile", "parallel.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert "plan" in used and used & private == set(), used & private
