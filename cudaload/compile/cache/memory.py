@@ -38,8 +38,8 @@ ENTRY_OVERHEAD = 1024
 class Entry:
     """One kernel kept in memory: ``code`` (the ObjectCode, cached "memory"), ``stamps`` (what
     includes.still_valid checks: the files its compile read, as they were; empty for none) and
-    ``size`` (the bytes counted against the bound).  Slots, not a tuple: a hit reads two fields,
-    and a slot reads faster than a tuple's item by name."""
+    ``size`` (the bytes counted against the bound).  Slots, not a named tuple: a hit reads two
+    fields, and a slot reads as fast as a tuple's item, twice as fast as a named tuple's field."""
 
     __slots__ = ("code", "stamps", "size")
 
