@@ -31,7 +31,7 @@ import stat
 
 from .. import _untrusted
 
-__all__ = ["FORMAT", "CacheWarning", "Folder", "chosen", "configured"]
+__all__ = ["FORMAT", "CacheWarning", "Folder", "chosen", "configured", "shared_problem"]
 
 # The format of the kernel cache's entries (objectcode.encode writes it into each one): entries of
 # each format have a folder of their own, so a version that reads another format never sees them.
@@ -81,7 +81,7 @@ class Folder:
 
     def check(self):
         """The test each file read from the folder must pass (see _untrusted.py)."""
-        return _shared_problem if self.shared else _untrusted.problem
+        return shared_problem if self.shared else _untrusted.problem
 
     def vouch(self) -> bool:
         """Whether the folder may be used; when not, warn once and leave it unused.  A folder
@@ -125,7 +125,8 @@ def private_step(folder: str) -> str:
             f"{folder} as it is")
 
 
-def _shared_problem(st) -> str | None:
+def shared_problem(st) -> str | None:
+    """The test of each file read from a folder a group shares (``CUDALOAD_CACHE_SHARED``)."""
     return _untrusted.problem(st, shared_by_group=True)
 
 
