@@ -261,3 +261,23 @@ def test_a_tier_hit_is_copied_whole_into_the_writable_folder(cache_dir, tmp_path
     assert got.code == _fake(7).code and got.cached == "disk"
     disk.writer.wait()
     assert open(disk.path("c" * 64), "rb").read() == open(tier.path("c" * 64), "rb").read()
+
+
+def test_a_tier_that_cannot_be_looked_at_is_judged_once_it_can(tmp_path, monkeypatch):
+    from cudaload.compile.cache import tiers
+
+    root = tmp_path / "tier"
+    (root / "v2").mkdir(parents=True, mode=0o700)
+    os.chmod(root, 0o777)  # every user may write it: never to be used
+    tier = tiers.ReadTier(str(root))
+    real_stat = os.stat
+
+    def stale(path, *args, **kw):
+        if os.fspath(path) == str(root):
+            raise OSError(116, os.strerror(116), str(root))  # ESTALE
+        return real_stat(path, *args, **kw)
+
+    monkeypatch.setattr(os, "stat", stale)
+    assert tier.vouched() is None and tier.refused is None  # not judged: looked at again later
+    monkeypatch.undo()
+    assert tier.vouched() is None and "every user may write it" in tier.refused

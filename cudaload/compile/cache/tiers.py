@@ -39,6 +39,9 @@ class ReadTier:
     def problem(self) -> str | None:
         """Why the tier is not to be trusted, in words, or None; looks again each time.  Raises
         OSError where it cannot be looked at (FileNotFoundError: it does not exist)."""
+        # cache_problem passes a folder it cannot look at, as one writes fail in; nothing is
+        # written here, so a failing look is none: looked at again later.
+        os.stat(self.root)
         found = _untrusted.cache_problem(self.root, self.folder, _untrusted.shared())
         return f"{found[0]}: {found[1]}" if found else None
 
