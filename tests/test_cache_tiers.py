@@ -144,12 +144,28 @@ def test_missing_odd_and_empty_tiers_are_misses_never_errors(tmp_path):
     assert out["cached"] == [None] and out["warnings"] == [] and out["sizes"] == first["sizes"]
 
 
-def test_the_tier_is_never_written_even_read_only(filled, tmp_path):
+@pytest.mark.parametrize("how", ["modes", "mount"])
+def test_the_tier_is_never_written_even_read_only(filled, tmp_path, how):
     tier, sources = filled
-    for where, dirs, files in os.walk(tier):
-        for name in files:
-            os.chmod(os.path.join(where, name), 0o444)
-        os.chmod(where, 0o555)
+    if how == "modes":  # root writes all the same: the snapshot below is the check
+        for where, dirs, files in os.walk(tier):
+            for name in files:
+                os.chmod(os.path.join(where, name), 0o444)
+            os.chmod(where, 0o555)
+    else:  # a read-only mount: any write would fail with EROFS
+        bind = subprocess.run(["mount", "--bind", str(tier), str(tier)], capture_output=True,
+                              text=True)
+        if bind.returncode:
+            pytest.skip(f"cannot bind-mount here ({bind.stderr.strip()}); run as root")
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(tier)], check=True)
+    try:
+        _never_written(tier, sources, tmp_path)
+    finally:
+        if how == "mount":
+            subprocess.run(["umount", "-l", str(tier)], capture_output=True)
+
+
+def _never_written(tier, sources, tmp_path) -> None:
     before = _snapshot(tier)
     extra = _sources(tmp_path / "more", 5)[3:]  # two programs the tier does not hold
     log = tmp_path / "compiles.log"
