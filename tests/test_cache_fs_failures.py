@@ -62,6 +62,13 @@ def test_a_write_that_fails_is_one_warning_and_no_entry(cache_dir, op, name):
     assert _sound(cache_dir) == 0 if cache_dir.exists() else True
 
 
+def test_a_key_lock_file_gone_stale_is_opened_again(cache_dir):
+    # As after `cudaload cache clear` on another machine of a network filesystem.
+    out = _faulty("lock-once", "ESTALE", 0, cache_dir)
+    assert out["cached"] == [None] * COUNT and out["warnings"] == []
+    assert _sound(cache_dir) == COUNT
+
+
 @pytest.mark.parametrize("name", ["ESTALE", "EIO"])
 def test_a_key_lock_that_cannot_be_released_is_no_error(cache_dir, name):
     out = _faulty("unlock", name, 0, cache_dir)

@@ -43,8 +43,14 @@ def _inject(op: str, code: int) -> None:
             real_write(fd, bytes(data[: len(data) // 2]))
         raise _fail(code)
 
+    stale: set = set()
+
     def locking(fd, cmd, *args):
         if (op == "lock" and cmd == fcntl.LOCK_EX) or (op == "unlock" and cmd == fcntl.LOCK_UN):
+            raise _fail(code)
+        if op == "lock-once" and cmd == fcntl.LOCK_EX and not stale:
+            stale.add(fd)  # the first descriptor of the key-lock file goes stale
+        if fd in stale:
             raise _fail(code)
         return real_lockf(fd, cmd, *args)
 

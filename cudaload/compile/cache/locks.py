@@ -100,11 +100,23 @@ else:
         local = _threads[byte % len(_threads)]
         local.acquire()
         fd = None
+        stale = False
         try:
             fd = _use_keys_fd(folder, mode=mode)
             while True:
-                _lock_byte(fd, byte)
-                if os.fstat(fd).st_nlink:  # not removed while we waited
+                try:
+                    _lock_byte(fd, byte)
+                    linked = os.fstat(fd).st_nlink
+                except OSError as exc:
+                    # ESTALE: another machine removed the file (``cudaload cache clear`` on a
+                    # network filesystem), and this descriptor names nothing now: open the new
+                    # file, once.  What fails again is the folder's failure (the caller warns).
+                    if exc.errno != errno.ESTALE or stale:
+                        raise
+                    stale = True
+                    fd = _use_keys_fd(folder, replaced=fd, mode=mode)
+                    continue
+                if linked:  # not removed while we waited
                     break
                 fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)  # the folder was cleared: lock the new file
                 fd = _use_keys_fd(folder, replaced=fd, mode=mode)
