@@ -62,6 +62,20 @@ def test_a_write_that_fails_is_one_warning_and_no_entry(cache_dir, op, name):
     assert _sound(cache_dir) == 0 if cache_dir.exists() else True
 
 
+@pytest.mark.parametrize("name", ["ESTALE", "EBUSY"])
+def test_a_passing_failure_loses_one_entry_and_keeps_the_disk_cache(cache_dir, name):
+    out = _faulty("rename-once", name, 0, cache_dir)
+    assert out["cached"] == [None] * COUNT and out["warnings"] == []
+    assert _sound(cache_dir) == COUNT - 1
+
+
+@pytest.mark.parametrize("name", ["ENOSPC", "EROFS"])
+def test_a_lasting_failure_turns_the_disk_cache_off_at_once(cache_dir, name):
+    out = _faulty("rename-once", name, 0, cache_dir)
+    assert out["cached"] == [None] * COUNT and len(out["warnings"]) == 1
+    assert _sound(cache_dir) < COUNT  # an entry already handed to the writer may be written
+
+
 def test_a_key_lock_file_gone_stale_is_opened_again(cache_dir):
     # As after `cudaload cache clear` on another machine of a network filesystem.
     out = _faulty("lock-once", "ESTALE", 0, cache_dir)

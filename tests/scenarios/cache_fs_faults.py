@@ -62,12 +62,21 @@ def _inject(op: str, code: int) -> None:
             os.write = writing
     if op == "rename":
         os.replace = lambda *a, **k: (_ for _ in ()).throw(_fail(code))
+    if op == "rename-once":  # the first entry's rename fails, the others' do not
+        renamed: list = []
+
+        def replacing(*args, **kw):
+            if not renamed and os.fspath(args[1]).endswith(".bin"):
+                renamed.append(args)
+                raise _fail(code)
+            return real_replace(*args, **kw)
+        os.replace = replacing
     if op == "mkdir":
         os.mkdir = lambda *a, **k: (_ for _ in ()).throw(_fail(code))
     if op == "utime":
         os.utime = lambda *a, **k: (_ for _ in ()).throw(_fail(code))
     fcntl.lockf = locking
-    del real_read, real_replace, real_mkdir, real_utime
+    del real_read, real_mkdir, real_utime
 
 
 def faulty(op: str, name: str, count: str, first: str = "0") -> None:

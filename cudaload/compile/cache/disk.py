@@ -162,7 +162,7 @@ class DiskCache:
             mode = 0o660 if self.place.shared else 0o600
             release = locks.acquire_key(self.folder, key, mode)
         except OSError as exc:
-            self.place.give_up(exc, "creating a lock file")
+            self.place.failed(exc, "creating a lock file")
             yield _discard
             return
         release = self._claimed(key, mode, release)
@@ -235,7 +235,7 @@ class DiskCache:
         except FileNotFoundError:  # removed meanwhile: as if cleared
             return
         except OSError as exc:
-            self.place.give_up(exc, "writing an entry")
+            self.place.failed(exc, "writing an entry")
             return
         written = self._write(key, data)
         if written is not None:
@@ -262,8 +262,9 @@ class DiskCache:
         except FileNotFoundError:  # cleared meanwhile: as if cleared after the write
             return None
         except OSError as exc:
-            self.place.give_up(exc, "writing an entry")
+            self.place.failed(exc, "writing an entry")
             return None
+        self.place.transient = 0
         if _log.enabled("cache"):
             _log.debug("cache", "stored %s (%d bytes)", path, len(data))
         return path
