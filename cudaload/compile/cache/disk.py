@@ -23,8 +23,8 @@ DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more
 A miss here is looked up in the read-only tiers ``CUDALOAD_CACHE_READ_DIRS`` names (tiers.py),
 in order; a hit there is copied here.
 
-Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, claims, limits, locks, memory, objectcode,
-pruning, tiers, writer.
+Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, claims, limits, locks, memory,
+objectcode, pruning, tiers, writer.
 """
 
 from __future__ import annotations
@@ -253,8 +253,8 @@ class DiskCache:
 
     def _write(self, key: str, data: bytes) -> str | None:
         """Write the entry ``data`` (objectcode.encode's) of ``key``; the entry's path, or None
-        when it was not written (the folder was cleared meanwhile, or failed: warned once, and
-        unused from now on)."""
+        when it was not written (the folder was cleared meanwhile, or failed: see
+        _cache_folder.Folder.failed)."""
         path = self.path(key)
         mode = 0o640 if self.place.shared else None  # readable by the group of a shared cache
         try:
