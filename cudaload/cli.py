@@ -293,4 +293,8 @@ def _cache_action(disk, action: str, args) -> int:
             print(f"location:  {facts['directory']}\ndisk cache: {state}\n"
                   f"entries:   {facts['entries']}\nbytes:     {facts['bytes']}\n"
                   f"size bound: {bound}")
+            for tier in facts["tiers"][1:]:  # the read-only ones, in the order looked in
+                print(f"read tier: {tier['directory']} (read-only): {tier['entries']} entries, "
+                      f"{tier['bytes']} bytes"
+                      + (f"; not used: {tier['problem']}" if tier["problem"] else ""))
     return 0

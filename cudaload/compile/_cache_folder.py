@@ -15,23 +15,26 @@ Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cac
 Whoever can write the folder chooses the code a compile returns and, through ``toolchain.json``,
 the library loaded into the process, so it is trusted as ssh and pip trust theirs (_untrusted.py); a
 folder that is not is unused, with one :class:`CacheWarning` that names it and the fix.  One that
-cannot be created or written gives one warning and the process goes on without it.  Both verdicts
+cannot be created or written gives one warning and the process goes on without it (a passing
+failure of a network filesystem, ESTALE or EBUSY, loses one entry, unless it recurs: see
+:meth:`Folder.failed`).  Both verdicts
 are kept per folder for the rest of the process, in the one :class:`Folder` of its path, which the
 kernel cache and the toolchain record share.  Neither needs the other's modules: the status
 report reads ``toolchain.json`` without importing the kernel cache.
 
-Imports of cudaload: _untrusted.
+Imports of cudaload: _log, _untrusted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 
-from .. import _untrusted
+from .. import _log, _untrusted
 
-__all__ = ["FORMAT", "CacheWarning", "Folder", "chosen", "configured"]
+__all__ = ["FORMAT", "CacheWarning", "Folder", "chosen", "configured", "shared_problem"]
 
 # The format of the kernel cache's entries (objectcode.encode writes it into each one): entries of
 # each format have a folder of their own, so a version that reads another format never sees them.
@@ -52,6 +55,7 @@ class Folder:
         self.root = os.path.abspath(os.fspath(root))
         self.folder = os.path.join(self.root, f"v{FORMAT}")
         self.trusted = self.shared = self.broken = False
+        self.transient = 0  # passing failures of writes in a row (see failed)
 
     @property
     def usable(self) -> bool:
@@ -81,7 +85,7 @@ class Folder:
 
     def check(self):
         """The test each file read from the folder must pass (see _untrusted.py)."""
-        return _shared_problem if self.shared else _untrusted.problem
+        return shared_problem if self.shared else _untrusted.problem
 
     def vouch(self) -> bool:
         """Whether the folder may be used; when not, warn once and leave it unused.  A folder
@@ -101,6 +105,18 @@ class Folder:
             return False
         self.trusted, self.shared = True, shared
         return True
+
+    def failed(self, exc: OSError, doing: str) -> None:
+        """A write into the folder failed with ``exc``: a passing failure of a network
+        filesystem (``ESTALE``, ``EBUSY``: a handle another machine made stale, a file busy for a
+        moment) loses that one entry, said at DEBUG; the ``TRANSIENT_LIMIT``-th in a row, or any
+        other failure, is :meth:`give_up`'s."""
+        if exc.errno in _TRANSIENT and self.transient < TRANSIENT_LIMIT - 1:
+            self.transient += 1
+            if _log.enabled("cache"):
+                _log.debug("cache", "%s in %s failed (%s); going on", doing, self.root, exc)
+            return
+        self.give_up(exc, doing)
 
     def give_up(self, exc: OSError, doing: str) -> None:
         """Warn once that the folder failed while ``doing``, and leave it unused."""
@@ -125,10 +141,15 @@ def private_step(folder: str) -> str:
             f"{folder} as it is")
 
 
-def _shared_problem(st) -> str | None:
+def shared_problem(st) -> str | None:
+    """The test of each file read from a folder a group shares (``CUDALOAD_CACHE_SHARED``)."""
     return _untrusted.problem(st, shared_by_group=True)
 
 
+# Failures of a network filesystem that pass (a stale handle, a file busy for a moment): a write
+# that meets one loses its entry only, unless TRANSIENT_LIMIT of them come in a row.
+_TRANSIENT = (errno.ESTALE, errno.EBUSY, errno.EAGAIN, errno.EINTR)
+TRANSIENT_LIMIT = 3
 _OFF_WORDS = ("0", "false", "no", "off")
 _ON_WORDS = ("1", "true", "yes", "on")
 _by_root: dict[str, Folder] = {}  # one per folder: its trust and failure hold process-wide

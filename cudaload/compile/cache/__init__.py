@@ -8,6 +8,7 @@ record lives there too).  The parts, each a module of this package:
     memory.py     the in-process cache, bounded in bytes (``CUDALOAD_MEMORY_CACHE_MAX_BYTES``),
                   and :data:`MEMORY`
     disk.py       :class:`DiskCache` (look up, lock, store, evict) and :func:`default`
+    tiers.py      the read-only folders ``CUDALOAD_CACHE_READ_DIRS`` names, looked in after a miss
     locks.py      the per-key locks processes take around a compile
     writer.py     the thread that writes a miss's entry after its compile returned
     limits.py     the folder's size bound ``CUDALOAD_CACHE_MAX_BYTES``

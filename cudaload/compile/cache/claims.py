@@ -116,9 +116,16 @@ def take(folder: str, key: str, mode: int = 0o600) -> Claim | None:
                 os.unlink(path)
             continue
         try:
-            os.write(fd, json.dumps(record).encode())
-        finally:
-            os.close(fd)
+            try:
+                os.write(fd, json.dumps(record).encode())
+            finally:
+                os.close(fd)
+        except BaseException:
+            # An empty claim left here would have every other machine wait for an entry this
+            # process may never write (its filesystem is full or failing): none is made.
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
         return Claim(path)
     return None
 

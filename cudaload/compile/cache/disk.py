@@ -20,8 +20,11 @@ Only regular files are read (without following a symbolic link, without blocking
 The "cudaload.cache" logger reports disk hits, misses, stores, evictions and refused entries at
 DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more).
 
+A miss here is looked up in the read-only tiers ``CUDALOAD_CACHE_READ_DIRS`` names (tiers.py),
+in order; a hit there is copied here.
+
 Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, claims, limits, locks, memory,
-objectcode, pruning, writer.
+objectcode, pruning, tiers, writer.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import os
 import _thread
 
 from . import writer as _writer
+from . import tiers as _tiers
 from ..objectcode import MAX_ENTRY_BYTES, decode, encode
 from .limits import max_bytes
 from .memory import MEMORY
@@ -105,39 +109,42 @@ class DiskCache:
     # ---- entries ------------------------------------------------------------------------------
 
     def lookup(self, key: str) -> ObjectCode | None:
-        """The entry stored under ``key``, or None (absent, unreadable, corrupt, stored under
-        another key, not a regular file, not to be trusted, or the folder unusable)."""
-        if not self.usable:
-            return None
-        path = self.folder + os.sep + key + ".bin"
-        if not os.access(path, os.F_OK):  # a miss without raising and catching FileNotFoundError
-            # Published by this process, still being written (its writer's pending entries).
-            unwritten = self.writer.pending.get((self.folder, key))
-            if unwritten is not None:
+        """The entry stored under ``key`` here, else in a read tier (tiers.py), or None (absent,
+        unreadable, corrupt, stored under another key, not a regular file, not to be trusted, or
+        the folder unusable)."""
+        if self.usable:
+            path = self.folder + os.sep + key + ".bin"
+            if os.access(path, os.F_OK):  # a miss without raising and catching an OSError
+                found = read_entry(path, key, self.check())
+                if found is not None:
+                    with contextlib.suppress(OSError):
+                        os.utime(path)  # least-recently-used order is by modification time
+                    if _log.enabled("cache"):
+                        _log.debug("cache", "disk hit %s in %s", key, self.folder)
+                    return found[0]
+            else:
+                # Published by this process, still being written (its writer's pending entries).
+                unwritten = self.writer.pending.get((self.folder, key))
+                if unwritten is not None:
+                    if _log.enabled("cache"):
+                        _log.debug("cache", "disk hit %s in %s (still being written)", key,
+                                   self.folder)
+                    return unwritten._as("disk")
                 if _log.enabled("cache"):
-                    _log.debug("cache", "disk hit %s in %s (still being written)", key,
-                               self.folder)
-                return unwritten._as("disk")
-            if _log.enabled("cache"):
-                _log.debug("cache", "disk miss %s in %s", key, self.folder)
+                    _log.debug("cache", "disk miss %s in %s", key, self.folder)
+        return self._from_tiers(key)  # only after a miss here: a hit here costs nothing more
+
+    def _from_tiers(self, key: str) -> ObjectCode | None:
+        """The entry of ``key`` in the first read tier that holds it, or None."""
+        found = _tiers.find(key, self.root, read_entry)
+        if found is None:
             return None
-        try:
-            data = _untrusted.read_regular(path, MAX_ENTRY_BYTES, self.check())
-        except (OSError, ValueError) as exc:
-            if _log.enabled("cache"):
-                _log.debug("cache", "disk entry %s refused: %s", path, exc)
-            return None
-        obj = decode(data, key)
-        if obj is None:
-            if _log.enabled("cache"):
-                _log.debug("cache", "disk entry %s refused: corrupt, or stored under another key",
-                           path)
-            return None
-        with contextlib.suppress(OSError):
-            os.utime(path)  # least-recently-used order is by modification time
-        if _log.enabled("cache"):
-            _log.debug("cache", "disk hit %s in %s", key, self.folder)
-        return obj
+        if self.usable:
+            # Copied here on the writer's thread: later processes of this machine find it without
+            # the shared filesystem, and keep it should the tier go away; the hit itself waits
+            # for no write.  Never written back into the tier.
+            self.writer.submit(lambda: self._copy(key, found[1]))
+        return found[0]
 
     @contextlib.contextmanager
     def lock(self, key: str):
@@ -155,7 +162,7 @@ class DiskCache:
             mode = 0o660 if self.place.shared else 0o600
             release = locks.acquire_key(self.folder, key, mode)
         except OSError as exc:
-            self.place.give_up(exc, "creating a lock file")
+            self.place.failed(exc, "creating a lock file")
             yield _discard
             return
         release = self._claimed(key, mode, release)
@@ -207,7 +214,7 @@ class DiskCache:
 
     def _store_and_release(self, key: str, obj: ObjectCode, release) -> None:
         try:
-            written = self._write(key, obj)
+            written = self._write(key, encode(obj, key))
         finally:
             self.writer.pending.pop((self.folder, key), None)
             release()
@@ -219,14 +226,18 @@ class DiskCache:
         if not self.usable:
             return
         self.writer.wait()  # an entry of ``key`` still being written is not written after this
+        self._copy(key, encode(obj, key))
+
+    def _copy(self, key: str, data: bytes) -> None:
+        """Write the entry ``data`` under ``key`` (made ready first), and bound the folder."""
         try:
             self.ready()
         except FileNotFoundError:  # removed meanwhile: as if cleared
             return
         except OSError as exc:
-            self.place.give_up(exc, "writing an entry")
+            self.place.failed(exc, "writing an entry")
             return
-        written = self._write(key, obj)
+        written = self._write(key, data)
         if written is not None:
             self._bound(written)
 
@@ -240,20 +251,20 @@ class DiskCache:
                     _log.debug("cache", "evicted %s from %s (refused by the driver)", key,
                                self.folder)
 
-    def _write(self, key: str, obj: ObjectCode) -> str | None:
-        """Write ``obj`` as the entry of ``key``; the entry's path, or None when it was not
-        written (the folder was cleared meanwhile, or failed: warned once, and unused from now
-        on)."""
+    def _write(self, key: str, data: bytes) -> str | None:
+        """Write the entry ``data`` (objectcode.encode's) of ``key``; the entry's path, or None
+        when it was not written (the folder was cleared meanwhile, or failed: see
+        _cache_folder.Folder.failed)."""
         path = self.path(key)
-        data = encode(obj, key)
         mode = 0o640 if self.place.shared else None  # readable by the group of a shared cache
         try:
             _atomic.write_atomic(path, data, mode=mode)
         except FileNotFoundError:  # cleared meanwhile: as if cleared after the write
             return None
         except OSError as exc:
-            self.place.give_up(exc, "writing an entry")
+            self.place.failed(exc, "writing an entry")
             return None
+        self.place.transient = 0
         if _log.enabled("cache"):
             _log.debug("cache", "stored %s (%d bytes)", path, len(data))
         return path
@@ -286,7 +297,8 @@ class DiskCache:
 
     def info(self) -> dict:
         """Location, whether compiles in this process use it, the number of entries and their
-        bytes; ``problem`` says why a folder that is not to be trusted is not used."""
+        bytes; ``problem`` says why a folder that is not to be trusted is not used; ``tiers``,
+        this folder then each read tier (tiers.py), each with its entries and bytes."""
         self.writer.wait()  # the entries of this process's misses are counted
         from . import pruning  # deferred: only this path needs it
 
@@ -295,10 +307,15 @@ class DiskCache:
             found = self.problem()
         except FileNotFoundError:
             found = None
-        return {"directory": self.root, "enabled": default() is self,
-                "exists": os.path.isdir(self.root), "entries": count, "bytes": size,
-                "max_bytes": max_bytes(), "format": _cache_folder.FORMAT,
-                "problem": f"{found[0]}: {found[1]}" if found else None}
+        facts = {"directory": self.root, "enabled": default() is self and self.usable,
+                 "exists": os.path.isdir(self.root), "entries": count, "bytes": size,
+                 "max_bytes": max_bytes(), "format": _cache_folder.FORMAT,
+                 "problem": f"{found[0]}: {found[1]}" if found else None}
+        mine = {name: facts[name] for name in ("directory", "exists", "entries", "bytes",
+                                               "problem")}
+        facts["tiers"] = [{**mine, "writable": True}] + [
+            tier.info() for tier in _tiers.configured() if tier.root != self.root]
+        return facts
 
     def clear(self) -> int:
         """Delete cudaload's own files (see pruning.py) and this process's memory cache; return
@@ -320,6 +337,31 @@ class DiskCache:
         return pruning.prune(self, max_bytes, keep=keep, verify=verify)
 
 
+def read_entry(path: str, key: str, check) -> tuple[ObjectCode, bytes] | None:
+    """(the entry stored under ``key`` in the file ``path``, the file's bytes), or None;
+    ``check(stat)`` says why a file is not to be believed (see _untrusted.py).  Every tier's
+    entries are read by this, so each is believed on the same terms.  Whatever fails is a miss,
+    said at DEBUG: an entry deleted since the folder was looked at, a stale handle of a network
+    filesystem (ESTALE), a busy or failing one (EBUSY, EIO) included."""
+    try:
+        data = _untrusted.read_regular(path, MAX_ENTRY_BYTES, check)
+    except FileNotFoundError:  # gone since the folder was looked at: removed, or cleared
+        if _log.enabled("cache"):
+            _log.debug("cache", "disk miss %s: %s vanished", key, path)
+        return None
+    except (OSError, ValueError) as exc:
+        if _log.enabled("cache"):
+            _log.debug("cache", "disk entry %s refused: %s", path, exc)
+        return None
+    obj = decode(data, key)
+    if obj is None:
+        if _log.enabled("cache"):
+            _log.debug("cache", "disk entry %s refused: corrupt, or stored under another key",
+                       path)
+        return None
+    return obj, data
+
+
 _disks: dict[str, DiskCache] = {}  # root -> the DiskCache of the one Folder of that root
 
 
@@ -333,11 +375,11 @@ def _disk(place: _cache_folder.Folder) -> DiskCache:
 def default() -> DiskCache | NullCache:
     """The cache compiles in this process use now: the DiskCache of the folder the environment
     names, or :data:`NULL` when ``CUDALOAD_CACHE=0``, or that folder failed or is not to be
-    trusted."""
+    trusted and there is no read tier."""
     place = _cache_folder.chosen()
-    if place is None or not place.usable:
+    if place is None or not place.usable and not _tiers.configured():
         return NULL
-    return _disk(place)
+    return _disk(place)  # unusable, yet with read tiers to look in
 
 
 def configured() -> DiskCache:

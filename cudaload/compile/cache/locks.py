@@ -12,6 +12,7 @@ locks).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -99,11 +100,23 @@ else:
         local = _threads[byte % len(_threads)]
         local.acquire()
         fd = None
+        stale = False
         try:
             fd = _use_keys_fd(folder, mode=mode)
             while True:
-                _lock_byte(fd, byte)
-                if os.fstat(fd).st_nlink:  # not removed while we waited
+                try:
+                    _lock_byte(fd, byte)
+                    linked = os.fstat(fd).st_nlink
+                except OSError as exc:
+                    # ESTALE: another machine removed the file (``cudaload cache clear`` on a
+                    # network filesystem), and this descriptor names nothing now: open the new
+                    # file, once.  What fails again is the folder's failure (the caller warns).
+                    if exc.errno != errno.ESTALE or stale:
+                        raise
+                    stale = True
+                    fd = _use_keys_fd(folder, replaced=fd, mode=mode)
+                    continue
+                if linked:  # not removed while we waited
                     break
                 fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)  # the folder was cleared: lock the new file
                 fd = _use_keys_fd(folder, replaced=fd, mode=mode)
@@ -116,7 +129,11 @@ else:
 
         def release() -> None:
             try:
-                fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)
+                # A failed unlock (ESTALE: the file's handle went stale on a network filesystem;
+                # EIO) leaves nothing to give back: the lock went with the file, or goes with the
+                # descriptor once closed.  Raised, it would fail a compile that has its code.
+                with contextlib.suppress(OSError):
+                    fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)
             finally:
                 with _guard:
                     _unuse(fd)
