@@ -9,7 +9,7 @@ driver reports a device (compute capability 9.0), so ``compile()`` with no arch 
 from __future__ import annotations
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests._support import scenario_json
+from tests._support import run_json, scenario_json
 
 MAX_FILES = 12
 # What a disk hit may call into: the foundation (this folder's private modules and errors), the
@@ -34,3 +34,27 @@ def test_a_forked_child_does_not_take_its_parents_device_arch(recording_driver, 
     env = {"CUDALOAD_LIBCUDA": recording_driver, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
     assert scenario_json("disk_hit_walk", "forked", env=env) == {"parent": "sm_90",
                                                                 "child": "refused"}
+
+
+_FRESH_HIT = r"""
+import sys
+import cudaload
+before = set(sys.modules)
+obj = cudaload.Program('#include <cuda_fp16.h>\nextern "C" __global__ void k(__half *x) '
+                       '{ x[0] = __float2half(3.0f); }').compile(arch=90)
+new = sorted(set(sys.modules) - before)
+import json
+print(json.dumps({"cached": obj.cached, "modules": new}))
+"""
+# What a disk hit in a fresh process does without: the parsers (json, re and enum cost a first
+# compile 3-5 ms), the loader's bindings and cffi (a hit loads no library).
+NOT_FOR_A_HIT = ("json", "re", "enum", "cudaload.bindings._loader", "_cffi_backend",
+                 "cudaload.compile._linker", "socket", "tempfile", "hashlib")
+
+
+def test_a_disk_hit_in_a_fresh_process_imports_no_parser_and_no_binding(tmp_path):
+    env = {"CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
+    assert run_json(_FRESH_HIT, env=env)["cached"] is None  # compiled: NVRTC's wheel is here
+    out = run_json(_FRESH_HIT, env=env)
+    assert out["cached"] == "disk", out
+    assert [m for m in NOT_FOR_A_HIT if m in out["modules"]] == [], out["modules"]
