@@ -95,7 +95,7 @@ def _child(code: str, args: list[str], env: dict) -> tuple[float, float, float]:
     return wall, program_ms, inside_ms
 
 
-def _tree(against: str, work: str) -> str:
+def tree(against: str, work: str) -> str:
     """The folder of the cudaload tree ``against`` names: a folder, or a revision of this
     repository written out with ``git archive`` (no worktree is registered)."""
     if os.path.isdir(os.path.join(against, "cudaload")):
@@ -133,7 +133,7 @@ def main() -> None:
     ap.add_argument("--out")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"cudaload": ROOT, **{name: _tree(name, tmp) for name in args.against}}
+        trees = {"cudaload": ROOT, **{name: tree(name, tmp) for name in args.against}}
         envs = {}
         for n, (name, tree) in enumerate(trees.items()):
             compileall.compile_dir(os.path.join(tree, "cudaload"), quiet=1)
