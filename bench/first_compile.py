@@ -135,13 +135,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"cudaload": ROOT, **{name: tree(name, tmp) for name in args.against}}
         envs = {}
-        for n, (name, tree) in enumerate(trees.items()):
-            compileall.compile_dir(os.path.join(tree, "cudaload"), quiet=1)
-            envs[name] = _env(tree, os.path.join(tmp, f"cache-{n}"))
+        for n, (name, folder) in enumerate(trees.items()):
+            compileall.compile_dir(os.path.join(folder, "cudaload"), quiet=1)
+            envs[name] = _env(folder, os.path.join(tmp, f"cache-{n}"))
             setup = subprocess.run([sys.executable, "-c", SETUP % (KERNEL % 0)], env=envs[name],
                                    capture_output=True, text=True, timeout=300)
             if setup.returncode:
-                raise SystemExit(f"{tree}: {setup.stderr[-2000:]}")
+                raise SystemExit(f"{folder}: {setup.stderr[-2000:]}")
             if name == "cudaload":
                 found = json.loads(setup.stdout.splitlines()[-1])
         options = json.dumps(found["options"])
