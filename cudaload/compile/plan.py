@@ -158,7 +158,7 @@ class Plan:
         then)."""
         from ..bindings import nvrtc  # deferred: only this path needs it
         from . import _reads  # deferred: a Plan that builds nothing (a disk hit) needs no trace
-        from ._option_files import check_files  # deferred: as _reads
+        from ._option_files import check_files  # deferred: only a build checks option files
 
         program, tc, sure = self.program, self.tc, self.inputs.sure
         # Checked when the Program was made, and again now: NVRTC aborts the process on a file
