@@ -1,17 +1,21 @@
 """Compile-path benchmark: cold compile overhead, memory hit, fresh-process disk hit, lookup scaling.
 
-    python bench/compile_bench.py [--out FILE] [--quick]
+    python bench/compile_bench.py [--out FILE] [--quick] [--against REV_OR_DIR ...]
 
 Targets: cold compile <= 2% over calling NVRTC directly on the same source; memory hit
 <= 5 us, and <= 2 us for ``Program(src, ...).compile()`` made anew on each call (as host packages
 that build kernel text per call do); disk hit in a fresh process <= 2 ms from the
-compile(arch=...) call to the ObjectCode; lookup cost flat from 10 to 10,000 entries.  Prints one
-JSON document.  Needs NVRTC, not a GPU.
+compile(arch=...) call to the ObjectCode; lookup cost flat from 10 to 10,000 entries.  ``--against`` times the
+fresh-process disk hit of other trees too (a revision, or a folder holding one), each in its own
+cache folder, alternating with this tree's: ``disk_hit_fresh_process.against``.  Prints one
+JSON document.  Needs NVRTC, not a GPU (``arch=None``'s memory hit needs a device, or a driver
+that reports one: ``memory_hit`` says so where there is none).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -41,7 +45,7 @@ NAMES = ("axpy<float>", "axpy<double>")
 ARCH = 90
 
 DISK_HIT = r"""
-import json, sys, time
+import sys, time  # json after the timing: what the hit imports is the hit's to pay
 sys.path.insert(0, sys.argv[1])
 from cudaload import Program
 prog = Program(sys.argv[2], name_expressions=tuple(sys.argv[3:]))
@@ -49,6 +53,7 @@ t = time.perf_counter()
 obj = prog.compile(arch=%d)
 took = time.perf_counter() - t
 maps = open("/proc/self/maps").read() if sys.platform.startswith("linux") else ""
+import json
 print(json.dumps({"ms": took * 1e3, "cached": obj.cached, "nvrtc_mapped": "libnvrtc" in maps,
                   "pathfinder": "cuda.pathfinder" in sys.modules}))
 """ % ARCH
@@ -102,13 +107,17 @@ def cold_overhead(reps: int) -> dict:
 
 
 def memory_hit(calls: int) -> dict:
-    from cudaload import Program
+    from cudaload import CudaUnavailableError, Program
 
     prog = Program(KERNEL, name_expressions=NAMES)
     prog.compile(arch=ARCH)
     out = {}
     for label, arch in (("arch=90", ARCH), ("arch='sm_90'", "sm_90"), ("arch=None", None)):
-        prog.compile(arch=arch)
+        try:
+            prog.compile(arch=arch)
+        except CudaUnavailableError:  # arch=None compiles nothing without a device
+            out[label] = "no device"
+            continue
         best = []
         for _ in range(5):
             t = time.perf_counter()
@@ -142,15 +151,37 @@ def memory_hit_new_program(calls: int) -> dict:
     return {"us_per_call": out, "calls": calls, "target_us": 2.0, "chars": len(KERNEL)}
 
 
-def disk_hit(runs: int) -> dict:
-    env = dict(os.environ)
-    args = [sys.executable, "-c", DISK_HIT, ROOT, KERNEL, *NAMES]
-    subprocess.run(args, env=env, check=True, capture_output=True)  # make sure it is on disk
-    results = [json.loads(subprocess.run(args, env=env, check=True, capture_output=True,
-                                         text=True).stdout) for _ in range(runs)]
+def disk_hit(runs: int, against=(), work: str | None = None) -> dict:
+    """The fresh-process disk hit of this tree, and of each tree ``against`` names (a revision or
+    a folder), run in turn, each with its cache folder (the first run of each fills it)."""
+    from first_compile import tree
+
+    trees = {"this": ROOT, **{name: tree(name, work) for name in against}}
+    args = {name: [sys.executable, "-c", DISK_HIT, folder, KERNEL, *NAMES]
+            for name, folder in trees.items()}
+    envs = {name: {**os.environ, "CUDALOAD_CACHE_DIR": os.path.join(work, f"hit-{n}")}
+            for n, name in enumerate(trees)} if against else {"this": dict(os.environ)}
+    results: dict = {name: [] for name in trees}
+    for name in trees:
+        compileall.compile_dir(os.path.join(trees[name], "cudaload"), quiet=1)
+        subprocess.run(args[name], env=envs[name], check=True, capture_output=True)  # filled
+    for i in range(runs):
+        names = list(trees)
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            results[name].append(json.loads(subprocess.run(
+                args[name], env=envs[name], check=True, capture_output=True, text=True).stdout))
+    out = _hit_figures(results["this"])
+    if against:
+        out["against"] = {name: {**_hit_figures(results[name]), "ratio_paired_median": round(
+            statistics.median(a["ms"] / b["ms"] for a, b in zip(results["this"], results[name])),
+            3)} for name in against}
+    return out
+
+
+def _hit_figures(results: list) -> dict:
     times = [r["ms"] for r in results]
     return {"median_ms": round(statistics.median(times), 3), "max_ms": round(max(times), 3),
-            "runs": runs, "all_disk": all(r["cached"] == "disk" for r in results),
+            "runs": len(times), "all_disk": all(r["cached"] == "disk" for r in results),
             "nvrtc_mapped": any(r["nvrtc_mapped"] for r in results),
             "pathfinder_imported": any(r["pathfinder"] for r in results), "target_ms": 2.0}
 
@@ -188,11 +219,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="also write the JSON to this file")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--against", action="append", default=[],
+                        help="another tree whose fresh-process disk hit is timed in turn with "
+                             "this one's: a revision or a folder")
+    parser.add_argument("--disk-hit-runs", type=int, help="fresh processes per tree (5 with "
+                        "--quick, else 15)")
     args = parser.parse_args()
     import pycache
 
     bytecode = pycache.ensure()  # as an installed wheel has it: the disk hit's fresh processes
-    with tempfile.TemporaryDirectory(prefix="cudaload-bench-") as folder:
+    with tempfile.TemporaryDirectory(prefix="cudaload-bench-") as folder, \
+            tempfile.TemporaryDirectory(prefix="cudaload-trees-") as trees:
         os.environ["CUDALOAD_CACHE_DIR"] = folder
         os.environ.pop("CUDALOAD_CACHE", None)
         os.environ.pop("CUDALOAD_CACHE_MAX_BYTES", None)
@@ -202,7 +239,8 @@ def main() -> int:
             "cold_compile": cold_overhead(5 if args.quick else 101),
             "memory_hit": memory_hit(20_000 if args.quick else 200_000),
             "memory_hit_new_program": memory_hit_new_program(20_000 if args.quick else 100_000),
-            "disk_hit_fresh_process": disk_hit(5 if args.quick else 15),
+            "disk_hit_fresh_process": disk_hit(
+                args.disk_hit_runs or (5 if args.quick else 15), args.against, trees),
             "lookup_scaling": lookup_scaling((10, 100, 1000, 10_000), 50 if args.quick else 300),
         }
         from cudaload.bindings import nvrtc

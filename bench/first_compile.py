@@ -1,6 +1,6 @@
 """A fresh process's first compile of a new kernel, against NVRTC called directly through ctypes.
 
-    python bench/first_compile.py [--repeats 21] [--out FILE]
+    python bench/first_compile.py [--repeats 21] [--against REV_OR_DIR ...] [--out FILE]
 
 What a host package's user meets when a kernel first runs: a process starts, imports cudaload and
 compiles one kernel no cache holds (the cache folder already holds ``toolchain.json``, which an
@@ -12,6 +12,9 @@ with a new kernel each time; the figure is the median of the paired ratios of th
 times (start to exit, the interpreter's own start included in both).  Target: <= 1.05.
 
 The cudaload child also times its first ``Program()`` (after ``import cudaload``): target <= 5 ms.
+``--against`` adds other trees of cudaload (a revision, taken with ``git archive``, or a folder)
+to each repetition, in rotating order with this tree and the reference, each with a cache folder
+of its own: ``against`` gives each one's figures and its processes' paired ratio to this tree's.
 Bytecode is compiled first, as an installed wheel has it.  Prints one JSON document.  Needs NVRTC
 (the wheels of the ``nvrtc`` extra), not a GPU.
 """
@@ -92,44 +95,86 @@ def _child(code: str, args: list[str], env: dict) -> tuple[float, float, float]:
     return wall, program_ms, inside_ms
 
 
+def tree(against: str, work: str) -> str:
+    """The folder of the cudaload tree ``against`` names: a folder, or a revision of this
+    repository written out with ``git archive`` (no worktree is registered)."""
+    if os.path.isdir(os.path.join(against, "cudaload")):
+        return os.path.abspath(against)
+    folder = os.path.join(work, "tree-" + against.replace("/", "_"))
+    os.mkdir(folder)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", against, "cudaload"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+    return folder
+
+
+def _env(tree: str, cache: str) -> dict:
+    path = os.environ.get("PYTHONPATH")  # kept after the tree: cffi may come from there
+    env = {**os.environ, "CUDALOAD_CACHE_DIR": cache,
+           "PYTHONPATH": tree + (os.pathsep + path if path else "")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _summary(rows: list[dict], name: str) -> dict:
+    median = statistics.median
+    ratio = [r[name][0] / r["ctypes"][0] for r in rows]
+    return {"process_ms": median(r[name][0] for r in rows),
+            "inside_ms": median(r[name][2] for r in rows),
+            "first_program_ms": median(r[name][1] for r in rows),
+            "ratio_median": median(ratio), "ratio_quartiles": statistics.quantiles(ratio, n=4)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=21)
+    ap.add_argument("--against", action="append", default=[],
+                    help="another tree to run in the same repetitions: a revision or a folder")
     ap.add_argument("--out")
     args = ap.parse_args()
-    compileall.compile_dir(os.path.join(ROOT, "cudaload"), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.environ.get("PYTHONPATH")
-        env = {**os.environ, "CUDALOAD_CACHE_DIR": os.path.join(tmp, "cache"),
-               "PYTHONPATH": ROOT + (os.pathsep + path if path else "")}
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        setup = subprocess.run([sys.executable, "-c", SETUP % (KERNEL % 0)], env=env,
-                               capture_output=True, text=True, timeout=300, check=True)
-        found = json.loads(setup.stdout.splitlines()[-1])
+        trees = {"cudaload": ROOT, **{name: tree(name, tmp) for name in args.against}}
+        envs = {}
+        for n, (name, folder) in enumerate(trees.items()):
+            compileall.compile_dir(os.path.join(folder, "cudaload"), quiet=1)
+            envs[name] = _env(folder, os.path.join(tmp, f"cache-{n}"))
+            setup = subprocess.run([sys.executable, "-c", SETUP % (KERNEL % 0)], env=envs[name],
+                                   capture_output=True, text=True, timeout=300)
+            if setup.returncode:
+                raise SystemExit(f"{folder}: {setup.stderr[-2000:]}")
+            if name == "cudaload":
+                found = json.loads(setup.stdout.splitlines()[-1])
         options = json.dumps(found["options"])
         rows = []
         for i in range(1, args.repeats + 1):
             source = KERNEL % i
-            runs = {"cudaload": (CUDALOAD, [source]),
-                    "ctypes": (CTYPES, [source, found["nvrtc"], options])}
-            order = ("cudaload", "ctypes") if i % 2 else ("ctypes", "cudaload")
-            rows.append({name: _child(*runs[name], env) for name in order})
-    ratio = [r["cudaload"][0] / r["ctypes"][0] for r in rows]
+            runs = {name: (CUDALOAD, [source], envs[name]) for name in trees}
+            runs["ctypes"] = (CTYPES, [source, found["nvrtc"], options], envs["cudaload"])
+            names = list(runs)
+            shift = i % len(names)  # each one first, second, ... in turn
+            order = names[shift:] + names[:shift]
+            rows.append({name: _child(*runs[name]) for name in order})
     median = statistics.median
+    mine = _summary(rows, "cudaload")
     out = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "platform": platform.platform()},
         "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                                  capture_output=True, text=True).stdout.strip() or None,
         "repeats": args.repeats, "nvrtc": found["nvrtc"], "options": found["options"],
-        "process_ms": {name: median(r[name][0] for r in rows) for name in ("cudaload", "ctypes")},
-        "inside_ms": {name: median(r[name][2] for r in rows) for name in ("cudaload", "ctypes")},
-        "first_program_ms": median(r["cudaload"][1] for r in rows),
-        "ratio_median": median(ratio), "ratio_quartiles": statistics.quantiles(ratio, n=4),
+        "process_ms": {"cudaload": mine["process_ms"],
+                       "ctypes": median(r["ctypes"][0] for r in rows)},
+        "inside_ms": {"cudaload": mine["inside_ms"],
+                      "ctypes": median(r["ctypes"][2] for r in rows)},
+        "first_program_ms": mine["first_program_ms"],
+        "ratio_median": mine["ratio_median"], "ratio_quartiles": mine["ratio_quartiles"],
         "targets": {"ratio": RATIO_TARGET, "first_program_ms": PROGRAM_TARGET_MS},
     }
     out["met"] = {"ratio": out["ratio_median"] <= RATIO_TARGET,
                   "first_program_ms": out["first_program_ms"] <= PROGRAM_TARGET_MS}
+    if args.against:
+        out["against"] = {name: {**_summary(rows, name), "process_ratio_to_this": median(
+            r["cudaload"][0] / r[name][0] for r in rows)} for name in args.against}
     text = json.dumps(out, indent=2)
     if args.out:
         with open(args.out, "w") as f:

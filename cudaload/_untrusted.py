@@ -17,6 +17,7 @@ file far larger than anything cudaload writes; JSON may nest deeper than the par
 allows.  :func:`read_regular` opens without following a final symbolic link and without blocking,
 and reads only a regular file within a size bound; :func:`load_json` refuses nesting beyond a depth
 bound.  Both raise ValueError for what they refuse, so a caller treats it as a damaged file.
+:func:`dump_json` writes the JSON that :func:`load_json` reads back, as ``json.dumps`` does.
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ import errno
 import os
 import stat
 
+try:
+    import _json as _json_c  # json's own C codec, without json itself (see _parse_json)
+except ImportError:  # another Python: json itself is used
+    _json_c = None  # type: ignore[assignment]  # a module or None
+
 __all__ = ["SHARED_ENV", "shared", "problem", "path_problem", "folder_problem", "cache_problem",
-           "kind", "read_regular", "regular_problem", "load_json"]
+           "kind", "read_regular", "regular_problem", "load_json", "dump_json"]
 
 SHARED_ENV = "CUDALOAD_CACHE_SHARED"
 _POSIX = hasattr(os, "geteuid")  # Windows has neither owners in st_uid nor these mode bits
@@ -154,18 +160,78 @@ def regular_problem(path, limit: int) -> str | None:
 def load_json(data: bytes, depth: int):
     """``data`` parsed as JSON, refused when arrays and objects nest more than ``depth`` deep.
     Raises ValueError."""
-    import json  # deferred: a process that reads no JSON never imports it (1-2 ms)
-
-    if data.count(b"[") + data.count(b"{") > depth:  # only then can it nest deeper
-        import re  # deferred: only text that could nest too deep is scanned
-
-        level = 0
-        strings, brackets = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S), re.compile(rb"[\[\]{}]")
-        for m in brackets.finditer(strings.sub(b'""', data)):
-            level += 1 if m.group() in (b"[", b"{") else -1
-            if level > depth:
-                raise ValueError(f"JSON nested more than {depth} levels deep")
     try:
-        return json.loads(data)
-    except RecursionError:  # not reached within the bound; kept so no input can raise it
+        value = _parse_json(data)
+    except RecursionError:  # beyond what the parser follows, so beyond any bound given here
         raise ValueError("JSON nested too deeply") from None
+    # Only text with more brackets than ``depth`` can nest deeper: the value is walked then.
+    if data.count(b"[") + data.count(b"{") > depth and _nests_deeper(value, depth):
+        raise ValueError(f"JSON nested more than {depth} levels deep")
+    return value
+
+
+def dump_json(value, sort_keys: bool = False) -> str:
+    """``json.dumps(value, sort_keys=sort_keys)``, the same text (the records cudaload writes,
+    and the identities its keys hash), made by the encoder json.dumps itself uses without
+    importing json (see :func:`_parse_json`).  Raises as json.dumps does."""
+    if _json_c is None or isinstance(value, str):
+        import json  # deferred: another Python's json, or a plain string (json's own rule)
+
+        return json.dumps(value, sort_keys=sort_keys)
+    return "".join(_json_c.make_encoder({}, _unserializable, _json_c.encode_basestring_ascii,
+                                        None, ": ", ", ", sort_keys, False, True)(value, 0))
+
+
+class _Decoding:
+    """json.loads's own settings (json.decoder.JSONDecoder's defaults), for its C scanner."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int = float, int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"),
+                      "NaN": float("nan")}.__getitem__
+
+
+_BLANK = " \t\n\r"  # JSON's whitespace
+# (typeshed types its argument as a scanner; it is any object with json.decoder's attributes)
+_SCANNER = _json_c.make_scanner(_Decoding()) if _json_c is not None else None  # type: ignore[arg-type]
+
+
+def _parse_json(data: bytes):
+    """``json.loads(data)``, by the scanner json.loads itself uses: CPython's C scanner, called
+    without importing json, which imports re and enum (2-5 ms of a fresh process's first
+    compile).  ASCII text, which is all cudaload writes, is scanned so; anything else (text
+    json.loads would read as UTF-16 or 32), another Python, and every error go to json.loads
+    itself, so the value or the error is always json.loads's own.  (The C scanner reports an
+    error through json.decoder, which it does not import: a SystemError where that is absent.)"""
+    if _SCANNER is not None and data.isascii() and b"\0" not in data[:2]:
+        text = data.decode("ascii")
+        start = len(text) - len(text.lstrip(_BLANK))
+        try:
+            value, end = _SCANNER(text, start)
+        except (StopIteration, SystemError, ValueError):
+            pass  # json.loads says what is wrong
+        else:
+            if not text[end:].strip(_BLANK):
+                return value
+    import json  # deferred: only text the scanner did not take whole needs it
+
+    return json.loads(data)
+
+
+def _nests_deeper(value, depth: int) -> bool:
+    """Whether arrays and objects nest more than ``depth`` deep in the parsed ``value`` (walked
+    without recursion: a value may be nested as deep as the parser allows)."""
+    todo = [(value, 0)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, (list, dict)):
+            level += 1
+            if level > depth:
+                return True
+            todo.extend((v, level) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _unserializable(value):
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")

@@ -9,7 +9,7 @@ driver reports a device (compute capability 9.0), so ``compile()`` with no arch 
 from __future__ import annotations
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests._support import scenario_json
+from tests._support import run_json, run_py, scenario_json
 
 MAX_FILES = 12
 # What a disk hit may call into: the foundation (this folder's private modules and errors), the
@@ -34,3 +34,35 @@ def test_a_forked_child_does_not_take_its_parents_device_arch(recording_driver, 
     env = {"CUDALOAD_LIBCUDA": recording_driver, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
     assert scenario_json("disk_hit_walk", "forked", env=env) == {"parent": "sm_90",
                                                                 "child": "refused"}
+
+
+_FRESH = r"""
+import sys
+import cudaload
+before = set(sys.modules)
+obj = cudaload.Program('#include <cuda_fp16.h>\nextern "C" __global__ void k(__half *x) '
+                       '{ x[0] = __float2half(VALUE); }').compile(arch=90)
+new = sorted(set(sys.modules) - before)
+import json
+print(json.dumps({"cached": obj.cached, "modules": new}))
+"""
+# What a disk hit in a fresh process does without: the parsers (json, re and enum cost a first
+# compile 3-5 ms), the loader's bindings and cffi (a hit loads no library).
+NOT_FOR_A_HIT = ("json", "re", "enum", "cudaload.bindings._loader", "_cffi_backend",
+                 "cudaload.compile._linker", "socket", "tempfile", "hashlib")
+# What a first compile (a miss) does without, with the toolchain known from an earlier process
+# and a cache folder of one machine: json (a claim's record is read and written only where
+# machines share the folder), socket (its host name only is needed), tempfile, hashlib,
+# threading (the trace folder, the hashes and the writer thread are made without them).
+NOT_FOR_A_MISS = ("json", "socket", "tempfile", "hashlib", "threading", "cudaload.compile._linker")
+
+
+def test_a_fresh_process_imports_only_what_its_miss_or_disk_hit_uses(tmp_path):
+    env = {"CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
+    run_py(_FRESH.replace("VALUE", "1.0f"), env=env)  # toolchain.json written
+    out = run_json(_FRESH.replace("VALUE", "2.0f"), env=env)
+    assert out["cached"] is None, out  # compiled: NVRTC's wheel is here
+    assert [m for m in NOT_FOR_A_MISS if m in out["modules"]] == [], out["modules"]
+    out = run_json(_FRESH.replace("VALUE", "2.0f"), env=env)
+    assert out["cached"] == "disk", out
+    assert [m for m in NOT_FOR_A_HIT if m in out["modules"]] == [], out["modules"]

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cudaload import _untrusted
+from tests._support import run_json
 
 from cudaload.compile import cache, toolchain
 from cudaload.compile.bundle import BUNDLE_HEADER, FORMAT as BUNDLE_FORMAT, MAGIC as BUNDLE_MAGIC, Bundle
@@ -64,6 +65,60 @@ def test_load_json_refuses_exactly_what_nests_too_deeply(levels, depth, opener):
             _untrusted.load_json(text, depth)
     else:
         assert _depth(_untrusted.load_json(text, depth)) == levels
+
+
+@FAST
+@given(json_values | st.floats() | st.text(), st.booleans())
+def test_dump_json_writes_the_text_json_dumps_writes(value, sort_keys):
+    # Cache keys hash this text (toolchain identities): it must never drift from json.dumps.
+    assert _untrusted.dump_json(value, sort_keys) == json.dumps(value, sort_keys=sort_keys)
+    if isinstance(value, (list, dict)):
+        assert _untrusted.load_json(json.dumps(value).encode(), 99) == value
+
+
+def test_dump_json_refuses_what_json_dumps_refuses():
+    for value in ({1j: 1}, [object()], {"a": {b"x"}}):
+        with pytest.raises(TypeError) as ours:
+            _untrusted.dump_json(value)
+        with pytest.raises(TypeError) as theirs:
+            json.dumps(value)
+        assert str(ours.value) == str(theirs.value)
+
+
+_WITHOUT_JSON = r"""
+import sys
+from cudaload import _untrusted
+texts = [b' {"a": [1, 2.5, "x\\u00e9", null, true, -Infinity]} ', b'[1]', b'{"a" 1}', b'[1,]',
+         b'"abc', b'', b'[1] x', b'\xef\xbb\xbf[1]', b'[1', b'{"a": "\x01"}', b'\x00[1]']
+got = []
+for n, text in enumerate(texts):
+    if n == 2:  # what is read and written whole imports nothing; an error may import json
+        written = _untrusted.dump_json({"b": [1, None, "\u00e9"], "a": 1.5}, sort_keys=True)
+        imported = [m for m in ("json", "re", "enum") if m in sys.modules]
+    try:
+        got.append(["value", repr(_untrusted.load_json(text, 4))])
+    except ValueError as exc:
+        got.append(["error", type(exc).__name__, str(exc)])
+import json
+expected = []
+for text in texts:
+    try:
+        expected.append(["value", repr(json.loads(text))])
+    except ValueError as exc:
+        expected.append(["error", type(exc).__name__, str(exc)])
+print(json.dumps({"imported": imported, "same": got == expected, "got": got,
+                  "written": written == json.dumps({"b": [1, None, "\u00e9"], "a": 1.5},
+                                                   sort_keys=True)}))
+"""
+
+
+def test_json_read_and_written_without_importing_json_is_json_s_own():
+    # A fresh process, json not imported: the C scanner reports its errors through
+    # json.decoder, which it does not import itself; each value and each error must be
+    # json.loads's all the same.
+    out = run_json(_WITHOUT_JSON)
+    assert out["same"] and out["written"], out
+    assert out["imported"] == [], out
 
 
 # --- cache entries --------------------------------------------------------------------------

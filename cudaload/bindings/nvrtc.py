@@ -7,7 +7,6 @@ one request into one NVRTC program and back into bytes, or into a :class:`Compil
 from __future__ import annotations
 
 import os
-import re
 
 from . import _loader
 from ._nvrtc_ffi import ffi as _nvrtc_ffi
@@ -182,11 +181,13 @@ def _read(ffi, lib, prog, size_fn: str, get_fn: str, raw: bool = False):
     return data if raw else data.decode(errors="replace")
 
 
-_LOG_LINE = re.compile(r"^(.*)\((\d+)\): (?:error|warning|catastrophic error)", re.M)
+# Patterns of NVRTC's log, compiled by the failed compilation that reads one (importing re costs
+# a fresh process's first compile 2-4 ms, and a compilation that succeeds reads no log).
+_LOG_LINE = r"^(.*)\((\d+)\): (?:error|warning|catastrophic error)"
 # NVRTC's wordings, with and without folders to search
-_MISSING_INCLUDE = re.compile(r'(?:cannot|could not) open source file "([^"]*)"')
+_MISSING_INCLUDE = r'(?:cannot|could not) open source file "([^"]*)"'
 # What NVRTC (and CCCL's own check) says of host code pulled in by a header such as <cub/cub.cuh>
-_HOST_CODE = re.compile(r"not allowed in JIT mode|is not supported when compiling with NVRTC")
+_HOST_CODE = r"not allowed in JIT mode|is not supported when compiling with NVRTC"
 
 
 _HINT_INVALID_OPTION = ("fix or remove the option the log names; NVRTC's options are "
@@ -205,13 +206,15 @@ _HINT_NAME_EXPRESSION = ("each name expression ({}) must name a __global__ funct
 
 def _include_hint(log: str) -> str:
     """The next step for a log that shows a missing or host-only header, else ""."""
+    import re  # deferred: see _LOG_LINE
+
     from .. import releases  # deferred: only this path needs it
 
     # Host code first: a host-only header may also include a host header NVRTC lacks (CCCL 3.0's
     # <cub/cub.cuh> reaches <cstdint>), and no include path would fix that.
-    if _HOST_CODE.search(log):
+    if re.search(_HOST_CODE, log):
         return _HINT_HOST_CODE
-    missing = _MISSING_INCLUDE.search(log)
+    missing = re.search(_MISSING_INCLUDE, log)
     if missing is None:
         return ""
     requirement = releases.wheel_for_header(missing.group(1), version())
@@ -227,10 +230,12 @@ def _include_hint(log: str) -> str:
 def format_compile_error(name: str, source: str, options, log: str, reason: str) -> str:
     """What a failed compilation says, before its next step: the log, then each source line it
     points at, numbered (lines of the program itself, not of the headers it includes)."""
+    import re  # deferred: see _LOG_LINE
+
     lines = source.split("\n")  # as NVRTC counts them: a form feed or U+2028 is no line break
     if lines[-1] == "":
         lines.pop()
-    wanted = sorted({int(m.group(2)) for m in _LOG_LINE.finditer(log)
+    wanted = sorted({int(m.group(2)) for m in re.finditer(_LOG_LINE, log, re.M)
                      if m.group(1).strip() == name})
     shown = []
     for number in wanted:

@@ -1,15 +1,14 @@
 """Which CUDA header folders a toolchain passes to NVRTC: found (cuda.pathfinder's choice, the
 wheels of each site-packages, the toolkits the environment names) and chosen for an NVRTC.
 
-Imports of cudaload: releases, bindings._sites.
+Imports of cudaload: _untrusted, releases, bindings._sites.
 """
 
 from __future__ import annotations
 
-import json
 import os
 
-from ..bindings import _sites
+from .. import _untrusted
 
 __all__ = ["HEADER_SETS", "stat_id", "identity", "find", "choose", "find_meanwhile"]
 
@@ -31,7 +30,7 @@ def identity(name: str, path: str) -> str | None:
     """Part of every kernel's cache key: size and modification time only, so that an identical
     copy of the headers (an image layer, another host sharing the cache) keys the same."""
     folder, marker = stat_id(path), stat_id(os.path.join(path, HEADER_SETS[name]))
-    return None if folder is None else json.dumps([folder[1], marker and marker[:2]])
+    return None if folder is None else _untrusted.dump_json([folder[1], marker and marker[:2]])
 
 
 # Where wheels put each header set inside site-packages (CUDA 13, then CUDA 12 and older), and
@@ -110,6 +109,8 @@ def find_meanwhile():
     subprocess (50-120 ms) that waits in parallel with mapping libnvrtc (the loader releases the
     GIL).  cuda.pathfinder is imported here first, so the two threads never import it at once.
     """
+    from ..bindings import _sites  # deferred: a toolchain remembered with its headers needs none
+
     chosen = {name: _sites.header_folder(name) for name in HEADER_SETS}
     if all(chosen.values()):
         found_now = find(chosen)

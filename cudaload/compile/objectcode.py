@@ -220,11 +220,10 @@ def _key_bytes(key: str | None) -> bytes:
 def encode(obj: ObjectCode, key: str | None = None) -> bytes:
     """The bytes of the cache entry holding ``obj`` stored under ``key`` (None: a bundle's)."""
     # "linked" only where true: the entries of other programs stay as earlier versions wrote them.
-    import json  # deferred: a process that only reads entries never imports it
-
-    meta = json.dumps({"kind": obj.kind, "arch": obj.arch, "log": obj.log,
-                       "lowered_names": obj.lowered_names, **({"linked": True} if obj.linked else {})},
-                      sort_keys=True).encode()
+    meta = _untrusted.dump_json({"kind": obj.kind, "arch": obj.arch, "log": obj.log,
+                                 "lowered_names": obj.lowered_names,
+                                 **({"linked": True} if obj.linked else {})},
+                                sort_keys=True).encode()
     tag = _key_bytes(key)
     digest = sha256(tag + meta + obj.code).digest()
     return HEADER.pack(MAGIC, FORMAT, len(meta), len(obj.code), tag, digest) + meta + obj.code

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from . import _linker, _option_files, cache, includes, toolchain
+from . import cache, includes, toolchain
 from .. import _log
 from ..errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
@@ -73,7 +73,7 @@ class Plan:
         self.kind, self.target = choose(tc, self.arch, virtual(self.arch, self.output),
                                                  self.explicit)
         # LTO IR asked for is NVRTC's, unlinked: no linker in its key
-        self.linker = _linker.identity() if program._lto and self.kind != "ltoir" else None
+        self.linker = _nvjitlink().identity() if program._lto and self.kind != "ltoir" else None
         self.key = program._key(program._inputs_digest(self.inputs), tc, self.kind, self.target,
                                 self.linker)
         self.code = self._disk().lookup(self.key)
@@ -98,7 +98,7 @@ class Plan:
                     break
                 # The NVRTC (or nvJitLink) that loads may not be the one the key was made for.
                 loaded = toolchain.live()
-                if loaded != self.tc or (self.linker is not None and _linker.load() != self.linker):
+                if loaded != self.tc or (self.linker is not None and _nvjitlink().load() != self.linker):
                     self._look(loaded)
                     continue
                 obj, names = self._nvrtc(self.kind, self.target)
@@ -158,11 +158,12 @@ class Plan:
         then)."""
         from ..bindings import nvrtc  # deferred: only this path needs it
         from . import _reads  # deferred: a Plan that builds nothing (a disk hit) needs no trace
+        from ._option_files import check_files  # deferred: only a build checks option files
 
         program, tc, sure = self.program, self.tc, self.inputs.sure
         # Checked when the Program was made, and again now: NVRTC aborts the process on a file
         # option whose folder has gone since.
-        _option_files.check_files(program.options)
+        check_files(program.options)
         gpu = target.sm() if kind == "cubin" else target.compute()
         # NVRTC makes LTO IR for lto=True (nvJitLink links it into ``kind``) and where LTO IR
         # is asked for (returned unlinked: -dlto added where the program lacks it).
@@ -191,7 +192,7 @@ class Plan:
                                      program.name_expressions, kind=made)
         finally:  # read (and removed) however the compilation ended
             read = asked.names() if asked is not None else None
-        code, log = (_linker.link(compiled, program.name, gpu, kind) if links
+        code, log = (_nvjitlink().link(compiled, program.name, gpu, kind) if links
                      else (compiled.code, compiled.log))
         _log.debug("compile", "NVRTC compiled %s to %s for %s%s, key %s", program.name, kind,
                    target.sm(), ", linked by nvJitLink" if links else "", self.key,
@@ -227,6 +228,14 @@ class Plan:
         program = self.program
         return includes.watching(self.inputs.stamps, unkeyed, includes.searched_folders(
             program.name, program.headers, program.options))
+
+
+def _nvjitlink():
+    """compile/_linker.py, imported by the first program that nvJitLink links: it imports the
+    loader's bindings, which a disk hit of any other program does without."""
+    from . import _linker  # deferred: see above
+
+    return _linker
 
 
 # ---- which code a request makes ---------------------------------------------------------------

@@ -15,7 +15,6 @@ lifetime, bindings (_loader, nvrtc).
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 import _thread
@@ -68,7 +67,7 @@ class Toolchain(_Fields):
 def _key_of(version, build, headers) -> str:
     from ._prepare import sha256  # deferred: only this path needs it
 
-    return sha256(json.dumps(
+    return sha256(_untrusted.dump_json(
         [list(version), build, [list(h) for h in headers]]).encode()).hexdigest()
 
 
@@ -306,7 +305,7 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
             entries = _entries(_read_record())
             entries[_selector()] = entry
             _atomic.write_atomic(os.path.join(root, RECORD),
-                                 json.dumps({"nvrtc": entries}).encode())
+                                 _untrusted.dump_json({"nvrtc": entries}).encode())
     except OSError:
         pass  # only a speed-up for the next process; the cache reports an unusable folder itself
 

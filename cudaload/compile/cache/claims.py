@@ -17,17 +17,16 @@ Imports of cudaload: none.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import socket
 import time
+from _socket import gethostname  # socket's own; the socket module costs a first compile 2-4 ms
 
 __all__ = ["SUFFIX", "EXPIRY", "WAIT", "Claim", "take", "wait_for", "crosses_machines"]
 
 SUFFIX = ".claim"
 EXPIRY = 300.0  # seconds a claim stands: longer than any compile, short enough to outlive a crash
 WAIT = 60.0  # seconds a waiter waits for another's entry before compiling the key itself
-_HOST = socket.gethostname()
+_HOST = gethostname()
 
 # Filesystems whose locks may not cross machines (the types /proc/self/mounts names).
 _NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "9p", "ceph", "glusterfs",
@@ -65,6 +64,8 @@ class Claim:
 
 def _holder(path: str) -> dict | None:
     """The record of the claim at ``path``, or None where it is gone or unreadable."""
+    import json  # deferred: only a key another process claimed is read (json costs 1-3 ms)
+
     try:
         with open(path, "rb") as file:
             found = json.loads(file.read(4096))
@@ -115,6 +116,8 @@ def take(folder: str, key: str, mode: int = 0o600) -> Claim | None:
             with contextlib.suppress(OSError):
                 os.unlink(path)
             continue
+        import json  # deferred: as in _holder: a folder of one machine never claims
+
         try:
             try:
                 os.write(fd, json.dumps(record).encode())
