@@ -5,7 +5,9 @@ and writes one file; the package passes ``bundle=Bundle.from_resource("pkg", "_k
 to its :class:`~cudaload.Program` objects.  ``Program.compile`` asks the bundle first: an entry is
 used when it was made from the same program (the program's digest: source, name, in-memory headers,
 included files, options and name expressions) for an arch the device can run.  Otherwise, or when
-the file is missing or damaged, the program is compiled as usual.  The bundle needs neither NVRTC
+the file is missing or damaged, the program is compiled as usual.  A PTX program
+(``code_type="ptx"``) is filed under its digest (PTX text, name and link options) and its entries
+are CUBINs linked from that PTX, used before anything is linked (compile/_ptx_input.py).  The bundle needs neither NVRTC
 nor ``cuda.pathfinder``, and is independent of the toolchain that reads it.
 
 Layout::
@@ -30,6 +32,7 @@ import struct
 
 from .. import _atomic, _untrusted
 from .._warn import warn
+from ._ptx_input import is_ptx
 from .objectcode import decode, encode
 from .objectcode import ObjectCode
 from .options import parse_arch
@@ -135,7 +138,7 @@ class Bundle:
         if not entries:
             return None
         want = parse_arch(arch)
-        key = (digest or program._bundle_digest()).hex()
+        key = (digest or _digest(program)).hex()
         kind = "ltoir" if output == "ltoir" else "cubin"  # LTO IR: for exactly the arch asked
         entry = entries.get((key, kind, want.sm()))
         if entry is None and not want[1] and output == "auto":  # a CUBIN of an older minor
@@ -163,7 +166,7 @@ class Bundle:
             raise ValueError(f"a bundle holds CUBINs and LTO IR for a known arch, not {obj!r}: "
                              "compile with output='cubin' (or 'ltoir') and an arch NVRTC "
                              "supports")
-        meta = {"program": program._bundle_digest().hex(), "name": program.name, "kind": obj.kind,
+        meta = {"program": _digest(program).hex(), "name": program.name, "kind": obj.kind,
                 "arch": obj.arch, "name_expressions": list(program.name_expressions)}
         self._new = [(m, b) for m, b in self._new if _key(m) != _key(meta)]
         self._new.append((meta, encode(obj)))
@@ -194,6 +197,12 @@ class Bundle:
         _atomic.write_atomic(path, data)
         os.chmod(path, 0o644)  # package data, read by every user; the temporary file was 0600
         return len(data)
+
+
+def _digest(program) -> bytes:
+    """The digest ``program``'s entries are filed under: a PTX program's own (it reads no file,
+    and its text is no C++ for the include scan), a C++ program's with the files it reads."""
+    return program._digest if is_ptx(program) else program._bundle_digest()
 
 
 def _key(entry: dict) -> tuple[str, str, str]:
