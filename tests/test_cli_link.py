@@ -54,7 +54,7 @@ def test_a_link_that_misses_a_symbol_exits_1_naming_it(tmp_path):
     _ok(cli(tmp_path, "compile", "a.cu", "-rdc=true", "--arch", "sm_90"))
     proc = cli(tmp_path, "link", "a.cubin", "--arch", "sm_90", "-o", "a.linked")
     assert proc.returncode == 1 and not (tmp_path / "a.linked").exists()
-    assert "'_Z1bi' is not defined in any input" in proc.stderr
+    assert "b(int) (mangled _Z1bi) is not defined in any input" in proc.stderr
     assert "Undefined reference to '_Z1bi'" in proc.stderr
     bad = cli(tmp_path, "link", "a.cubin", "--arch", "sm_90", "--option=-fast", "-o", "x")
     assert bad.returncode == 1 and "'-fast' is no link option" in bad.stderr
