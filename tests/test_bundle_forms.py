@@ -11,7 +11,7 @@ import pytest
 from cudaload.compile import cache
 from cudaload.compile.bundle import Bundle
 from cudaload.compile.objectcode import ObjectCode
-from tests._support import run_json, scenario_json
+from tests._support import ROOT, run_json, scenario_json
 from tests.test_bundle import precompile
 from tests.test_cli_link import cli
 
@@ -99,3 +99,28 @@ def test_precompile_refuses_lto_ir_of_a_ptx_program_and_writes_no_bundle(ptx_fil
                       env={"CUDALOAD_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == 1 and "compiles to CUBIN, not 'ltoir'" in proc.stderr
     assert not os.path.exists(out)
+
+
+def test_a_package_ships_ptx_and_its_bundle_and_runs_without_nvrtc_or_nvjitlink(ptx_file,
+                                                                                tmp_path):
+    # package data of a host package: kernels as PTX, and the bundle precompile made of them
+    pkg = tmp_path / "site" / "ppkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "fill.ptx").write_bytes(ptx_file.read_bytes())
+    env = {"PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{ROOT}",
+           "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
+    proc = precompile("--package", "ppkg", "--resource", "fill.ptx", "--arch", "sm_90", "-o",
+                      str(pkg / "k.bundle"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "fill.ptx: cubin for sm_90" in proc.stdout  # linked from the PTX, not given to NVRTC
+    got = run_json("""
+        import json
+        import cudaload
+        program = cudaload.Program.from_resource(
+            "ppkg", "fill.ptx", bundle=cudaload.Bundle.from_resource("ppkg", "k.bundle"))
+        obj = program.compile(arch="sm_90")
+        print(json.dumps([obj.cached, obj.kind, obj.name, program.source.startswith("//")]))
+    """, env={**env, "CUDALOAD_LIBNVRTC": NOTHING, "CUDALOAD_LIBNVJITLINK": NOTHING,
+              "CUDALOAD_LIBCUDA": NOTHING, "CUDALOAD_CACHE_DIR": str(tmp_path / "empty")})
+    assert got == ["bundle", "cubin", "fill.ptx", True]

@@ -83,6 +83,7 @@ def test_another_nvjitlink_build_links_again(tmp_path):
     assert _forms(cache)["linked"]["cached"] is None
     moved = _forms(cache, env={"CUDALOAD_LIBNVJITLINK": str(other)})
     assert moved["linked"]["cached"] is None and moved["rdc"]["cached"] is None
+    assert moved["from_ptx"]["cached"] is None  # a PTX program's link: keyed by the linker too
     assert moved["ir"][0]["cached"] == "disk"  # NVRTC's LTO IR is not the linker's
     assert _forms(cache)["linked"]["cached"] == "disk"
 
