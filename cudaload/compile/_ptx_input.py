@@ -6,9 +6,9 @@ A PTX program is a Program whose prepared arguments (_prepare.Prepared) have "pt
 of their digested parts, so that its memory-cache key can be no C++ program's, and whose options
 are link options (``line_info``, ``debug`` and ``max_registers`` among them).  It has no headers,
 include folders or name expressions, and no NVRTC compiles it: CUDA C++ keywords are refused with
-the reason.  Its bundle entries (``cudaload precompile FILE.ptx``) are filed under that digest, which
-covers the PTX text, the name and the link options: a CUBIN a bundle holds for it is used before
-anything is linked, and other text or options are a miss.
+the reason.  Its bundle entries (``cudaload precompile FILE.ptx``) are filed under that digest,
+which covers the PTX text, the name and the link options: a CUBIN a bundle holds for it is used
+before anything is linked, and other text or options are a miss.
 
 Imports of cudaload: _link_options, _prepare, linker, objectcode, options.
 """

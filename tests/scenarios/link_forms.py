@@ -232,8 +232,8 @@ def refused_option() -> None:
     print(json.dumps({"type": None}))
 
 
-SCENARIOS = {f.__name__: f for f in (forms, undefined, undeclared, dynamic, keys, precompiled, variables,
-                                     damaged, refused_option)}
+SCENARIOS = {f.__name__: f for f in (forms, undefined, undeclared, dynamic, keys, precompiled,
+                                     variables, damaged, refused_option)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
