@@ -36,6 +36,21 @@ def _entries(path) -> dict:
             for e in bundle._entries().values()}
 
 
+def test_a_ptx_program_is_filed_under_its_digest_without_the_include_scan(monkeypatch):
+    from cudaload import Program
+
+    ptx = ".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry k() { ret; }\n"
+    program = Program(ptx, name="k.ptx", code_type="ptx")
+
+    def scanned(self, tc):
+        raise AssertionError("PTX is no C++ source: nothing to scan for #include")
+
+    monkeypatch.setattr(Program, "_inputs", scanned)
+    assert program._bundle_digest() == program._digest
+    assert Program(ptx + "// other\n", name="k.ptx", code_type="ptx")._bundle_digest() \
+        != program._digest
+
+
 def test_a_ptx_program_precompiled_is_used_in_a_fresh_process_that_links_nothing(ptx_file,
                                                                                  tmp_path):
     out = tmp_path / "k.bundle"

@@ -33,7 +33,6 @@ import struct
 
 from .. import _atomic, _untrusted
 from .._warn import warn
-from ._ptx_input import is_ptx
 from .objectcode import decode, encode
 from .objectcode import ObjectCode
 from .options import parse_arch
@@ -139,7 +138,7 @@ class Bundle:
         if not entries:
             return None
         want = parse_arch(arch)
-        key = (digest or _digest(program)).hex()
+        key = (digest or program._bundle_digest()).hex()
         kind = "ltoir" if output == "ltoir" else "cubin"  # LTO IR: for exactly the arch asked
         entry = entries.get((key, kind, want.sm()))
         if entry is None and not want[1] and output == "auto":  # a CUBIN of an older minor
@@ -167,7 +166,7 @@ class Bundle:
             raise ValueError(f"a bundle holds CUBINs and LTO IR for a known arch, not {obj!r}: "
                              "compile with output='cubin' (or 'ltoir') and an arch NVRTC "
                              "supports")
-        meta = {"program": _digest(program).hex(), "name": program.name, "kind": obj.kind,
+        meta = {"program": program._bundle_digest().hex(), "name": program.name, "kind": obj.kind,
                 "arch": obj.arch, "name_expressions": list(program.name_expressions)}
         self._new = [(m, b) for m, b in self._new if _key(m) != _key(meta)]
         self._new.append((meta, encode(obj)))
@@ -198,12 +197,6 @@ class Bundle:
         _atomic.write_atomic(path, data)
         os.chmod(path, 0o644)  # package data, read by every user; the temporary file was 0600
         return len(data)
-
-
-def _digest(program) -> bytes:
-    """The digest ``program``'s entries are filed under: a PTX program's own (it reads no file,
-    and its text is no C++ for the include scan), a C++ program's with the files it reads."""
-    return program._digest if is_ptx(program) else program._bundle_digest()
 
 
 def _key(entry: dict) -> tuple[str, str, str]:

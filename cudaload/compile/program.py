@@ -215,7 +215,10 @@ class Program:
 
     def _bundle_digest(self) -> bytes:
         """The digest a bundle files this program under: with the files it reads now, as a lookup
-        without NVRTC sees them."""
+        without NVRTC sees them; a PTX program's own (it reads no file, and its text is no C++
+        for the include scan)."""
+        if self._parts[0] == "ptx":
+            return self._digest
         return self._inputs_digest(self._inputs(None))
 
     def _inputs_digest(self, inputs: includes.Inputs) -> bytes:
