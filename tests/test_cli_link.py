@@ -54,7 +54,7 @@ def test_a_link_that_misses_a_symbol_exits_1_naming_it(tmp_path):
     _ok(cli(tmp_path, "compile", "a.cu", "-rdc=true", "--arch", "sm_90"))
     proc = cli(tmp_path, "link", "a.cubin", "--arch", "sm_90", "-o", "a.linked")
     assert proc.returncode == 1 and not (tmp_path / "a.linked").exists()
-    assert "'_Z1bi' is not defined in any input" in proc.stderr
+    assert "b(int) (mangled _Z1bi) is not defined in any input" in proc.stderr
     assert "Undefined reference to '_Z1bi'" in proc.stderr
     bad = cli(tmp_path, "link", "a.cubin", "--arch", "sm_90", "--option=-fast", "-o", "x")
     assert bad.returncode == 1 and "'-fast' is no link option" in bad.stderr
@@ -66,6 +66,19 @@ def test_a_ptx_file_compiles_to_cubin(tmp_path):
     out = _ok(cli(tmp_path, "compile", "k.ptx", "--arch", "sm_90", "-lineinfo"))
     assert "k.cubin: cubin for sm_90" in out
     assert cudaload.ObjectCode.from_file(tmp_path / "k.cubin").arch == "sm_90"
+
+
+def test_a_ptx_file_without_arch_or_driver_links_for_its_own_target(tmp_path):
+    (tmp_path / "k.cu").write_text(KERNEL)
+    _ok(cli(tmp_path, "compile", "k.cu", "--ptx", "--arch", "compute_75"))
+    proc = subprocess.run([sys.executable, "-m", "cudaload", "compile", "k.ptx"], cwd=tmp_path,
+                          env=child_env({"CUDALOAD_CACHE_DIR": str(tmp_path / "cache"),
+                                         "CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"},
+                                        unset=("CUDALOAD_LIBNVRTC", "CUDALOAD_LIBNVJITLINK")),
+                          capture_output=True, text=True, timeout=300)
+    # no GPU to ask: the PTX's own .target, as for Linker(arch=None); NVRTC never reads PTX
+    assert "k.cubin: cubin for sm_75" in _ok(proc)
+    assert cudaload.ObjectCode.from_file(tmp_path / "k.cubin").arch == "sm_75"
 
 
 def test_precompile_writes_lto_ir_into_a_bundle(tmp_path):

@@ -12,7 +12,8 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from cudaload.launch import _demangle, signature
+from cudaload import _demangle
+from cudaload.launch import signature
 
 from cudaload.compile import options  # noqa: E402
 from cudaload.errors import LaunchArgumentError  # noqa: E402

@@ -83,6 +83,7 @@ def test_another_nvjitlink_build_links_again(tmp_path):
     assert _forms(cache)["linked"]["cached"] is None
     moved = _forms(cache, env={"CUDALOAD_LIBNVJITLINK": str(other)})
     assert moved["linked"]["cached"] is None and moved["rdc"]["cached"] is None
+    assert moved["from_ptx"]["cached"] is None  # a PTX program's link: keyed by the linker too
     assert moved["ir"][0]["cached"] == "disk"  # NVRTC's LTO IR is not the linker's
     assert _forms(cache)["linked"]["cached"] == "disk"
 
@@ -95,8 +96,17 @@ def test_a_link_error_is_typed_with_the_log_and_names_the_undefined_symbol(tmp_p
     assert got["type"] == "LinkError" and got["runtime"] and got["linker"] == "nvJitLink"
     assert got["symbol"] == "_Z1ci"  # c(int), defined by the program left out
     assert words in got["log"] and got["error_log"] == got["log"]
-    assert "a.cu+b.cu" in got["message"] and "'_Z1ci' is not defined in any input" in \
-        got["message"] and "Next step: add the code that defines _Z1ci" in got["message"]
+    assert "a.cu+b.cu" in got["message"] and "c(int) (mangled _Z1ci) is not defined in any " \
+        "input" in got["message"] and "Next step: add the code that defines c(int)" in \
+        got["message"]
+
+
+@pytest.mark.parametrize("form", ["cubin", "ltoir"])
+def test_an_undefined_symbol_is_named_as_declared_and_as_mangled(tmp_path, form):
+    got = _forms(tmp_path, args=("undeclared", form))
+    assert got["symbol"] == "_Z3fooi"  # as the log names it
+    assert "foo(int) (mangled _Z3fooi) is not defined in any input" in got["message"]
+    assert got["hint"].startswith("add the code that defines foo(int) (compiled")
 
 
 def test_a_link_keeps_device_variables_unless_asked_to_drop_the_unused(tmp_path):
@@ -171,6 +181,8 @@ def test_a_link_the_driver_fails_is_a_link_error_with_its_log(recording_driver, 
     assert got["symbol"] == "_Z6helperv" and "Undefined reference" in got["log"]
     assert got["kept"] == got["log"] and got["pickled"] == [got["symbol"], got["log"]]
     assert "driver could not link caller.cu+undefined" in got["message"]
+    assert "helper() (mangled _Z6helperv) is not defined in any input" in got["message"]
+    assert got["hint"].startswith("add the code that defines helper() (compiled")
     assert got["destroyed"] == 1  # the link state is destroyed after a failure too
 
 

@@ -8,7 +8,8 @@ import struct
 import cffi
 import pytest
 
-from cudaload.launch import _demangle, arguments, signature
+from cudaload import _demangle
+from cudaload.launch import arguments, signature
 
 from cudaload.compile import options
 from cudaload.errors import LaunchArgumentError

@@ -6,7 +6,9 @@ A PTX program is a Program whose prepared arguments (_prepare.Prepared) have "pt
 of their digested parts, so that its memory-cache key can be no C++ program's, and whose options
 are link options (``line_info``, ``debug`` and ``max_registers`` among them).  It has no headers,
 include folders or name expressions, and no NVRTC compiles it: CUDA C++ keywords are refused with
-the reason.
+the reason.  Its bundle entries (``cudaload precompile FILE.ptx``) are filed under that digest,
+which covers the PTX text, the name and the link options: a CUBIN a bundle holds for it is used
+before anything is linked, and other text or options are a miss.
 
 Imports of cudaload: _link_options, _prepare, linker, objectcode, options.
 """
@@ -17,7 +19,7 @@ from . import _link_options, _prepare
 from .objectcode import ObjectCode
 from .options import strings
 
-__all__ = ["CODE_TYPES", "prepare", "link"]
+__all__ = ["CODE_TYPES", "prepare", "link", "is_ptx"]
 
 CODE_TYPES = ("c++", "ptx")
 _LINK_KEYWORDS = ("line_info", "debug", "max_registers")  # Program's keywords a link takes
@@ -50,8 +52,14 @@ def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepar
                              len(text), False, _prepare.Asked())
 
 
+def is_ptx(program) -> bool:
+    """Whether ``program`` was made from PTX text (``code_type="ptx"``)."""
+    return program._parts[0] == "ptx"
+
+
 def link(program, arch, output: str) -> ObjectCode:
-    """The CUBIN of PTX ``program`` for ``arch`` (None: the PTX's own target, ``.target``).
+    """The CUBIN of PTX ``program`` for ``arch`` (None: the PTX's own target, ``.target``): the
+    program's bundle's entry for it, else linked (or found in the Linker's cache).
     Raises ValueError for an output other than CUBIN, and as :meth:`Linker.link` does."""
     from .linker import Linker  # deferred: only this path needs it
 
@@ -59,7 +67,9 @@ def link(program, arch, output: str) -> ObjectCode:
         raise ValueError(f"a PTX program compiles to CUBIN, not {output!r}: its PTX is "
                          f"ObjectCode.from_bytes(text, 'ptx'), which loads as it is")
     ptx = ObjectCode.from_bytes(program.source.encode(), "ptx", name=program.name)
-    obj = Linker(ptx, arch=arch if arch is not None else ptx.arch,
-                 options=program.options).link("cubin")
+    target = arch if arch is not None else ptx.arch
+    shipped = program.bundle.find(program, target, output) \
+        if program.bundle is not None and target is not None else None
+    obj = shipped or Linker(ptx, arch=target, options=program.options).link("cubin")
     obj.name = program.name
     return obj

@@ -5,8 +5,11 @@ and writes one file; the package passes ``bundle=Bundle.from_resource("pkg", "_k
 to its :class:`~cudaload.Program` objects.  ``Program.compile`` asks the bundle first: an entry is
 used when it was made from the same program (the program's digest: source, name, in-memory headers,
 included files, options and name expressions) for an arch the device can run.  Otherwise, or when
-the file is missing or damaged, the program is compiled as usual.  The bundle needs neither NVRTC
-nor ``cuda.pathfinder``, and is independent of the toolchain that reads it.
+the file is missing or damaged, the program is compiled as usual.  A PTX program
+(``code_type="ptx"``) is filed under its digest (PTX text, name and link options) and its entries
+are CUBINs linked from that PTX, used before anything is linked (compile/_ptx_input.py).  The
+bundle needs neither NVRTC, nvJitLink nor ``cuda.pathfinder``, and is independent of the
+toolchain that reads it.
 
 Layout::
 

@@ -6,14 +6,15 @@ nvJitLink links (the ``nvidia-nvjitlink`` wheel of the ``nvrtc`` extra, found as
 than it knows, the driver's linker (``cuLink*``) links instead, in the current device's context:
 it needs a GPU, and it cannot link LTO IR.  Both logs are kept on the Linker after the link
 (``info_log``, ``error_log``); a failed link raises :class:`~cudaload.errors.LinkError` with the
-error log and the undefined symbol it names.
+error log and the undefined symbol it names (``.symbol``, mangled; the message names the C++
+declaration too: ``foo(int) (mangled _Z3fooi)``).
 
 The result is cached as a compile is: in memory by a digest of every input (each one's kind, name
 and bytes), the options, the arch, LTO and the output; on disk under that digest and the
 linker's identity (nvJitLink's build, or the driver's version).  So a second process links
 nothing, and another nvJitLink build or another input's bytes is a miss.
 
-Imports of cudaload: errors, _log, bindings (nvjitlink, driver_linker, driver, _sites,
+Imports of cudaload: errors, _log, _demangle, bindings (nvjitlink, driver_linker, driver, _sites,
 thread_device), _hooks, _linker, _link_options, _prepare, cache, objectcode, options.
 """
 
@@ -24,6 +25,7 @@ import os
 from . import _hooks, _link_options, _linker, cache
 from ._prepare import digest as _digest
 from .. import _log
+from .._demangle import demangled
 from ..bindings import thread_device
 from ..errors import CudaLoadError, CudaUnavailableError, LibraryNotFoundError, LinkError
 from .objectcode import ObjectCode
@@ -245,10 +247,13 @@ def _input(obj, i: int) -> ObjectCode:
 
 def _explained(err: LinkError, name: str) -> LinkError:
     """``err`` with the message a user reads: what was linked, the symbol, the log, what to do."""
-    symbol = f": {err.symbol!r} is not defined in any input" if err.symbol else ""
+    # The log names the symbol mangled (_Z3fooi); the message says the declaration too (foo(int))
+    declared = demangled(err.symbol) if err.symbol else None
+    named = f"{declared} (mangled {err.symbol})" if declared else repr(err.symbol)
+    symbol = f": {named} is not defined in any input" if err.symbol else ""
     if err.symbol:
-        hint = (f"add the code that defines {err.symbol} (compiled with relocatable=True, or "
-                "as LTO IR) to the Linker's inputs")
+        hint = (f"add the code that defines {declared or err.symbol} (compiled with "
+                "relocatable=True, or as LTO IR) to the Linker's inputs")
     elif err.result in _REFUSED_OPTIONS:
         hint = ("fix or remove the option it refuses (the values of the options only nvJitLink "
                 "takes are its to check)")

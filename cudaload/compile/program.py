@@ -129,9 +129,12 @@ class Program:
     @classmethod
     def from_resource(cls, package: str, resource: str, **kw) -> Program:
         """The program in the package data file ``resource`` of ``package``, with the sibling files
-        it includes passed as in-memory headers.  Raises FileNotFoundError, ModuleNotFoundError."""
+        it includes passed as in-memory headers; a ``.ptx`` file is a PTX program, as for
+        :meth:`from_file`.  Raises FileNotFoundError, ModuleNotFoundError."""
         from .includes import from_package  # deferred: see the module docstring
 
+        if resource.lower().endswith(".ptx"):
+            kw.setdefault("code_type", "ptx")
         source, found = from_package(package, resource)
         kw["headers"] = {**found, **(kw.get("headers") or {})}
         kw.setdefault("name", resource)
@@ -212,7 +215,10 @@ class Program:
 
     def _bundle_digest(self) -> bytes:
         """The digest a bundle files this program under: with the files it reads now, as a lookup
-        without NVRTC sees them."""
+        without NVRTC sees them; a PTX program's own (it reads no file, and its text is no C++
+        for the include scan)."""
+        if self._parts[0] == "ptx":
+            return self._digest
         return self._inputs_digest(self._inputs(None))
 
     def _inputs_digest(self, inputs: includes.Inputs) -> bytes:

@@ -1,6 +1,7 @@
 """Linked code on a real GPU: the A -> B -> C programs linked as relocatable CUBINs and as LTO IR
-give the right numbers, a kernel launches kernels through libcudadevrt.a, a PTX program runs,
-and the driver's linker (where nvJitLink is missing) links code that runs."""
+give the right numbers, a kernel launches kernels through libcudadevrt.a, a PTX program runs
+(linked, and shipped in a bundle), and the driver's linker (where nvJitLink is missing) links
+code that runs."""
 
 from __future__ import annotations
 
@@ -87,6 +88,29 @@ def test_a_ptx_program_runs():
     obj.load().get_kernel("fill")(1, 64, (out,))
     cudaload.Device(0).synchronize()
     assert (np.frombuffer(out.copy_to_host(), np.int32) == 7).all()
+
+
+def test_a_ptx_program_shipped_in_a_bundle_runs(tmp_path):
+    from cudaload.compile import cache
+
+    kernel = 'extern "C" __global__ void put(int *p) { p[threadIdx.x] = 3 * threadIdx.x + 1; }'
+    text = cudaload.Program(kernel + f"\n// {time.time_ns()}", name="put.cu").compile(
+        arch=75, output="ptx").code.decode()
+    major, minor = cudaload.Device(0).compute_capability
+    made = cudaload.Program(text, name="put.ptx", code_type="ptx")
+    bundle = cudaload.Bundle()
+    bundle.add(made, made.compile(arch=f"sm_{major}{minor}"))  # as `cudaload precompile` does
+    bundle.write(tmp_path / "put.bundle")
+    cache.MEMORY.clear()  # as a fresh process: the bundle is asked before anything is linked
+    program = cudaload.Program(text, name="put.ptx", code_type="ptx",
+                               bundle=cudaload.Bundle.from_file(tmp_path / "put.bundle"))
+    obj = program.compile()
+    assert obj.cached == "bundle" and obj.kind == "cubin" and obj.name == "put.ptx"
+    out = cudaload.alloc(64 * 4)
+    out.memset(0)
+    obj.load().get_kernel("put")(1, 64, (out,))
+    cudaload.Device(0).synchronize()
+    assert np.frombuffer(out.copy_to_host(), np.int32).tolist() == [3 * i + 1 for i in range(64)]
 
 
 def test_the_driver_linker_links_code_that_runs_where_nvjitlink_is_missing(tmp_path):

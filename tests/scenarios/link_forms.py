@@ -99,6 +99,23 @@ def undefined(form: str) -> None:
     print(json.dumps({"type": None}))
 
 
+def undeclared(form: str) -> None:
+    """A kernel calling ``__device__ int foo(int)``, which nothing defines, compiled as ``form``
+    ("cubin": relocatable; "ltoir") and linked alone: the symbol, the message and the hint of
+    the error."""
+    import cudaload
+
+    text = ("extern __device__ int foo(int);\n"
+            'extern "C" __global__ void k(int *p) { p[0] = foo(p[1]); }\n')
+    obj = cudaload.Program(text, name="k.cu", relocatable=True).compile(arch=90, output=form)
+    try:
+        cudaload.Linker(obj, arch=90, lto=form == "ltoir").link()
+    except cudaload.LinkError as err:
+        print(json.dumps({"symbol": err.symbol, "message": str(err), "hint": err.hint}))
+        return
+    print(json.dumps({"symbol": None}))
+
+
 def dynamic(library: str) -> None:
     """The kernel that launches a kernel, relocatable, linked with and without ``library``
     (libcudadevrt.a): the undefined symbol without it, what the linked CUBIN holds with it."""
@@ -215,8 +232,8 @@ def refused_option() -> None:
     print(json.dumps({"type": None}))
 
 
-SCENARIOS = {f.__name__: f for f in (forms, undefined, dynamic, keys, precompiled, variables,
-                                     damaged, refused_option)}
+SCENARIOS = {f.__name__: f for f in (forms, undefined, undeclared, dynamic, keys, precompiled,
+                                     variables, damaged, refused_option)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

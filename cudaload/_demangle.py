@@ -1,4 +1,7 @@
-"""Enough of the Itanium C++ ABI to read a kernel's parameter types from its mangled name.
+"""Enough of the Itanium C++ ABI to read a mangled name: a kernel's parameter types (the launch
+side packs its arguments by them) and the declaration a linker's undefined symbol stands for
+(``_Z3fooi`` is ``foo(int)``, named so in a LinkError).  A foundation module: pure text, read by
+the compile and the launch side alike.
 
 Back-references let a name of a few hundred characters stand for billions (each type may repeat
 the previous one twice), so the text a name may produce is bounded: past ``MAX_CHARS`` the name
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["mangled_types", "MAX_CHARS"]
+__all__ = ["mangled_types", "demangled", "MAX_CHARS"]
 
 # Characters of text a name may build in all, every candidate for a back-reference included.
 # Real kernels' names build a few thousand; templates of CUTLASS and CuTe some hundred thousand.
@@ -75,6 +78,8 @@ class _Demangler:
 
     def source_name(self) -> str:
         n = self.number()
+        if self.i + n > len(self.s):
+            raise ValueError("the name ends inside an identifier")
         return self.take(n)
 
     def template_args(self) -> list[str]:
@@ -218,7 +223,9 @@ class _Demangler:
         self.candidate(out)
         return out
 
-    def parse(self) -> list[str]:
+    def parse(self) -> tuple[str, list[str] | None]:
+        """(the qualified name, its parameter types; None for a variable's name, which has
+        none)."""
         if self.take(2) != "_Z":
             raise ValueError("not a mangled name")
         if self.peek() == "N":
@@ -233,24 +240,44 @@ class _Demangler:
                         self.candidate("::".join(parts))
                     parts.append(self.source_name())
             self.take()
+            name = "::".join(parts)
         else:
-            self.source_name()
+            name = self.source_name()
             if self.peek() == "I":
                 self.candidate("name")
                 self.targs = self.template_args()
         if self.targs:
+            name += "<" + ", ".join(self.targs) + ">"
             self.type()  # a function template's mangled name carries its return type
+        elif self.i == len(self.s):
+            return name, None  # no parameter list, not even (void): a variable
         params = []
         while self.i < len(self.s):
             params.append(self.type())
-        return [] if params == ["void"] else [str(p) for p in params]
+        return name, [] if params == ["void"] else [str(p) for p in params]
 
 
-def mangled_types(name: str):
-    """Parameter C types from an Itanium-mangled name, or None when it cannot be read."""
+def _read(name: str) -> tuple[str, list[str] | None] | None:
     if not name.startswith("_Z"):
         return None
     try:
         return _Demangler(name).parse()
     except (ValueError, IndexError, AssertionError, RecursionError):
         return None
+
+
+def mangled_types(name: str):
+    """Parameter C types from an Itanium-mangled name, or None when it cannot be read."""
+    read = _read(name)
+    return None if read is None else read[1] or []
+
+
+def demangled(name: str) -> str | None:
+    """The declaration the Itanium-mangled ``name`` stands for: ``foo(int)`` for ``_Z3fooi``,
+    ``ns::x`` for the variable ``_ZN2ns1xE``; None when it is no mangled name or cannot be
+    read."""
+    read = _read(name)
+    if read is None:
+        return None
+    qualified, params = read
+    return qualified if params is None else f"{qualified}({', '.join(params)})"
