@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from .launch.pinned import HostBuffer as HostBuffer, alloc_host as alloc_host, pin as pin
     from .launch.rawkernel import RawKernel as RawKernel
     from .launch.stream import Event as Event, Stream as Stream
+    from .launch.tensor_map import TensorMap as TensorMap
 
 
 def _load(code):
@@ -110,6 +111,7 @@ _LAZY = {
     "Stream": "launch.stream",
     "Event": "launch.stream",
     "Graph": "launch.graph",
+    "TensorMap": "launch.tensor_map",
     "Bundle": "compile.bundle",
     "Linker": "compile.linker",
 }

@@ -429,3 +429,103 @@ def text_file(tmp_path) -> str:
     path = tmp_path / "libcuda.so.1"
     path.write_text("this is not an ELF file\n")
     return str(path)
+
+
+# Tensor maps and memory pools, for the recording driver: each encode is logged with every
+# argument as the driver got it (arrays innermost first, as CUDA takes them) and fills the map
+# with bytes the test can recognise (the address, then i * 7 + rank); the pool's attributes are
+# kept, so that a value set reads back.  Read the log with fake_tensor_log.  Built without
+# cuTensorMapEncodeIm2col where NO_IM2COL is defined, as a driver before it.
+TENSOR_MAP_CALLS = r"""
+#include <stdio.h>
+#include <stdint.h>
+static char tensor_log[8192];
+static size_t tensor_logged;
+static void tensor_note(const char *text) {
+    size_t n = strlen(text);
+    if (tensor_logged + n + 1 < sizeof tensor_log) {
+        memcpy(tensor_log + tensor_logged, text, n); tensor_logged += n;
+        tensor_log[tensor_logged++] = '\n';
+    }
+}
+size_t fake_tensor_log(char *out, size_t n) {
+    size_t k = tensor_logged < n ? tensor_logged : n; memcpy(out, tensor_log, k); return k;
+}
+static char *tensor_list(char *at, const char *name, const void *values, int n, int wide) {
+    at += sprintf(at, " %s=", name);
+    for (int i = 0; i < n; i++)
+        at += wide ? sprintf(at, i ? ",%llu" : "%llu", ((const unsigned long long *)values)[i])
+                   : sprintf(at, i ? ",%d" : "%d", ((const int *)values)[i]);
+    return at;
+}
+static void tensor_fill(unsigned char *map, unsigned rank, void *address) {
+    for (int i = 0; i < 128; i++) map[i] = (unsigned char)(i * 7 + rank);
+    memcpy(map, &address, sizeof address);
+}
+int cuTensorMapEncodeTiled(unsigned char *map, int type, unsigned rank, void *address,
+                           const unsigned long long *dims, const unsigned long long *strides,
+                           const unsigned *box, const unsigned *estrides, int interleave,
+                           int swizzle, int l2, int oob) {
+    char text[512], *at = text;
+    at += sprintf(at, "cuTensorMapEncodeTiled aligned=%d type=%d rank=%u address=%llx",
+                  (int)((size_t)map % 128 == 0), type, rank, (unsigned long long)(size_t)address);
+    at = tensor_list(at, "dims", dims, (int)rank, 1);
+    at = tensor_list(at, "strides", strides, (int)rank - 1, 1);
+    at = tensor_list(at, "box", box, (int)rank, 0);
+    at = tensor_list(at, "element_strides", estrides, (int)rank, 0);
+    sprintf(at, " interleave=%d swizzle=%d l2=%d oob=%d", interleave, swizzle, l2, oob);
+    tensor_note(text); tensor_fill(map, rank, address); return 0;
+}
+#ifndef NO_IM2COL
+int cuTensorMapEncodeIm2col(unsigned char *map, int type, unsigned rank, void *address,
+                            const unsigned long long *dims, const unsigned long long *strides,
+                            const int *lower, const int *upper, unsigned channels,
+                            unsigned pixels, const unsigned *estrides, int interleave,
+                            int swizzle, int l2, int oob) {
+    char text[512], *at = text;
+    at += sprintf(at, "cuTensorMapEncodeIm2col aligned=%d type=%d rank=%u address=%llx",
+                  (int)((size_t)map % 128 == 0), type, rank, (unsigned long long)(size_t)address);
+    at = tensor_list(at, "dims", dims, (int)rank, 1);
+    at = tensor_list(at, "strides", strides, (int)rank - 1, 1);
+    at = tensor_list(at, "lower", lower, (int)rank - 2, 0);
+    at = tensor_list(at, "upper", upper, (int)rank - 2, 0);
+    at += sprintf(at, " channels=%u pixels=%u", channels, pixels);
+    at = tensor_list(at, "element_strides", estrides, (int)rank, 0);
+    sprintf(at, " interleave=%d swizzle=%d l2=%d oob=%d", interleave, swizzle, l2, oob);
+    tensor_note(text); tensor_fill(map, rank, address); return 0;
+}
+#endif
+/* pools: device d's is 0xa000 + 0x10 d; attribute 4 (the release threshold) a cuuint64_t */
+static unsigned long long pool_threshold[2];
+int cuDeviceGetMemPool(void **pool, int d) {
+    char text[64]; sprintf(text, "cuDeviceGetMemPool %d", d); tensor_note(text);
+    *pool = (void *)(0xa000 + 0x10 * (size_t)d); return 0;
+}
+int cuMemPoolSetAttribute(void *pool, int attr, void *value) {
+    char text[128]; int d = (int)(((size_t)pool - 0xa000) / 0x10) & 1;
+    if (attr != 4) return 1;
+    pool_threshold[d] = *(unsigned long long *)value;
+    sprintf(text, "cuMemPoolSetAttribute %zx %d %llu", (size_t)pool, attr, pool_threshold[d]);
+    tensor_note(text); return 0;
+}
+int cuMemPoolGetAttribute(void *pool, int attr, void *value) {
+    char text[128]; int d = (int)(((size_t)pool - 0xa000) / 0x10) & 1;
+    if (attr != 4) return 1;
+    *(unsigned long long *)value = pool_threshold[d];
+    sprintf(text, "cuMemPoolGetAttribute %zx %d", (size_t)pool, attr); tensor_note(text); return 0;
+}
+"""
+
+
+@pytest.fixture
+def tensor_map_driver(tmp_path) -> str:
+    """The recording driver, with tensor map encoding and the memory pool's attributes logged."""
+    return build_shared_library(str(tmp_path), "libcuda_tensor_map.so",
+                                RECORDING_DRIVER + TENSOR_MAP_CALLS)
+
+
+@pytest.fixture
+def no_im2col_driver(tmp_path) -> str:
+    """The tensor map driver as one before ``cuTensorMapEncodeIm2col``: without it."""
+    return build_shared_library(str(tmp_path), "libcuda_no_im2col.so",
+                                "#define NO_IM2COL\n" + RECORDING_DRIVER + TENSOR_MAP_CALLS)

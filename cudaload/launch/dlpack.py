@@ -35,7 +35,8 @@ from ..bindings._dlpack_ffi import ffi as _ffi
 from ..errors import DLPackError
 from .device import Device
 
-__all__ = ["DLPackError", "CUDA", "request", "export", "host_export", "wait", "viewed"]
+__all__ = ["DLPackError", "CUDA", "request", "export", "host_export", "wait", "viewed",
+           "capsule_pointer"]
 
 CUDA = _ffi.integer_const("kDLCUDA")
 _CPU = _ffi.integer_const("kDLCPU")
@@ -211,6 +212,13 @@ class _Python:
                                  ctypes.c_void_p)(("PyCapsule_New", api))
         self.capsule_is_valid = proto(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
             ("PyCapsule_IsValid", api))
+        self.capsule_get_pointer = proto(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+            ("PyCapsule_GetPointer", api))
+
+
+def capsule_pointer(capsule, name: bytes) -> int:
+    """The address a capsule named ``name`` holds.  Raises ValueError for another name."""
+    return _python().capsule_get_pointer(capsule, name) or 0
 
 
 @functools.cache
