@@ -15,7 +15,7 @@ from ..bindings import driver
 from ._array_layout import Layout, layout
 from ._sizes import integer
 from ._unpicklable import GpuState
-from .device import activate, as_device
+from .device import Device, activate, as_device
 
 __all__ = ["TensorMap"]
 
@@ -29,14 +29,14 @@ _DTYPES = {
     "float32_ftz": ("FLOAT32_FTZ", 4), "tfloat32": ("TFLOAT32", 4),
     "tfloat32_ftz": ("TFLOAT32_FTZ", 4),
 }
-# Each option: spelling -> (enum suffix, its size in bytes where the checks need it)
-_SWIZZLES = {"none": ("NONE", 0), "32b": ("32B", 32), "64b": ("64B", 64), "128b": ("128B", 128),
-             "128b_atom_32b": ("128B_ATOM_32B", 128),
-             "128b_atom_32b_flip_8b": ("128B_ATOM_32B_FLIP_8B", 128),
-             "128b_atom_64b": ("128B_ATOM_64B", 128)}
-_INTERLEAVES = {"none": ("NONE", 16), "16b": ("16B", 16), "32b": ("32B", 32)}
-_L2 = {"none": ("NONE", 0), "64b": ("L2_64B", 0), "128b": ("L2_128B", 0),
-       "256b": ("L2_256B", 0)}
+# Each option: spelling (any case) -> (enum suffix, its size in bytes where the checks need it)
+_SWIZZLES = {"none": ("NONE", 0), "32B": ("32B", 32), "64B": ("64B", 64), "128B": ("128B", 128),
+             "128B_atom_32B": ("128B_ATOM_32B", 128),
+             "128B_atom_32B_flip_8B": ("128B_ATOM_32B_FLIP_8B", 128),
+             "128B_atom_64B": ("128B_ATOM_64B", 128)}
+_INTERLEAVES = {"none": ("NONE", 16), "16B": ("16B", 16), "32B": ("32B", 32)}
+_L2 = {"none": ("NONE", 0), "64B": ("L2_64B", 0), "128B": ("L2_128B", 0),
+       "256B": ("L2_256B", 0)}
 _OOB_FILLS = {"zero": ("NONE", 0), "nan": ("NAN_REQUEST_ZERO_FMA", 0)}
 # im2col: the corners' range by rank (the driver stores them in 16, 8 or 5 bits)
 _CORNER_RANGE = {3: 1 << 15, 4: 1 << 7, 5: 1 << 4}
@@ -53,7 +53,7 @@ def _itemsize(name: str) -> int:
 def _choice(value, table: dict, what: str) -> tuple[str, int]:
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str such as {next(iter(table))!r}, not {value!r}")
-    entry = table.get(value.lower())
+    entry = next((v for k, v in table.items() if k.lower() == value.lower()), None)
     if entry is None:
         raise ValueError(f"{what}={value!r}: use one of {', '.join(map(repr, table))}")
     return entry
@@ -185,7 +185,7 @@ class TensorMap(bytes, GpuState):
     # A bytes subclass can have no __slots__: these live in the instance's dict.
     kind: str
     source: object
-    device: object
+    device: Device
     address: int
     dtype: str
     shape: tuple
