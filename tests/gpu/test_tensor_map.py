@@ -4,6 +4,8 @@ with their zero or NaN fill included; and the memory pool's release threshold on
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 import cudaload
@@ -51,12 +53,18 @@ extern "C" __global__ void tma_copy(const __grid_constant__ CUtensorMap map, int
 """
 
 
-@pytest.fixture(scope="module")
+@functools.cache
+def _tma_kernel():
+    return cudaload.Program(TMA_COPY).compile(arch=90).load().get_kernel("tma_copy")
+
+
+@pytest.fixture
 def tma_copy():
+    """The kernel, compiled once; a fixture of each test, so that the GPU check comes first."""
     major, minor = cudaload.Device(0).compute_capability
     if major < 9:
         pytest.skip(f"tensor maps need compute capability 9.0; device 0 is {major}.{minor}")
-    return cudaload.Program(TMA_COPY).compile(arch=90).load().get_kernel("tma_copy")
+    return _tma_kernel()
 
 
 def copied_box(kernel, tmap, x: int, y: int, box: tuple[int, int], dtype) -> np.ndarray:
