@@ -55,6 +55,10 @@ def test_tiled_maps_reach_the_driver_innermost_first_with_every_option(tensor_ma
     assert (length, kind, dtype, shape, strides) == (128, "tiled", "float32", [40, 64], [256, 4])
     assert (address, device, kept) == (out["ptr"], 0, True)
     assert text == shown and text.startswith("<cudaload.TensorMap tiled float32 (40, 64)")
+    # an address of this process's device memory: never sent elsewhere, nor copied as bytes
+    assert out["pickle"].startswith("NotPicklableError") and "make the tensor map again" in \
+        out["pickle"]
+    assert out["copy"].startswith("NotPicklableError")
 
 
 def test_im2col_maps_reach_the_driver_with_corners_innermost_first(tensor_map_driver):

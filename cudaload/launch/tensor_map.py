@@ -191,19 +191,19 @@ class TensorMap(bytes, GpuState):
     shape: tuple
     strides: tuple
 
+    def __new__(cls, data: bytes, kind: str, source: object, device: Device,
+                layout: Layout) -> TensorMap:
+        self = super().__new__(cls, data)
+        self.kind, self.source, self.device = kind, source, device
+        self.address, self.dtype = layout.address, layout.dtype
+        self.shape, self.strides = layout.shape, layout.strides
+        return self
+
     def __repr__(self) -> str:
         return (f"<cudaload.TensorMap {self.kind} {self.dtype} {self.shape} at "
                 f"0x{self.address:x} on device {self.device.ordinal}>")
 
     __str__ = __repr__  # not bytes' own, which would print the 128 opaque bytes
-
-    @classmethod
-    def _encoded(cls, data: bytes, kind: str, source, dev, fields: _Fields) -> TensorMap:
-        made = cls(data)
-        lay = fields.layout
-        made.kind, made.source, made.device, made.address = kind, source, dev, lay.address
-        made.dtype, made.shape, made.strides = lay.dtype, lay.shape, lay.strides
-        return made
 
     @classmethod
     def tiled(cls, source, box, *, dtype=None, shape=None, strides=None, element_strides=None,
@@ -225,7 +225,7 @@ class TensorMap(bytes, GpuState):
             tmap, *common[2:], drv.ffi.new("cuuint32_t[]", box[::-1]), *fields.options(drv)),
             f"cuTensorMapEncodeTiled ({fields.layout.dtype} {fields.layout.shape}, box {box})")
         data = drv.ffi.buffer(drv.ffi.cast("char *", tmap), _MAP_BYTES)[:]
-        return cls._encoded(data, "tiled", source, dev, fields)
+        return cls(data, "tiled", source, dev, fields.layout)
 
     @classmethod
     def im2col(cls, source, *, lower_corner, upper_corner, channels_per_pixel: int,
@@ -253,5 +253,5 @@ class TensorMap(bytes, GpuState):
                             *fields.options(drv)),
                      f"cuTensorMapEncodeIm2col ({fields.layout.dtype} {fields.layout.shape})")
         data = drv.ffi.buffer(drv.ffi.cast("char *", common[0]), _MAP_BYTES)[:]
-        return cls._encoded(data, "im2col", source, dev, fields)
+        return cls(data, "im2col", source, dev, fields.layout)
 

@@ -6,7 +6,9 @@ driver calls among it, as JSON on its last line.  cudaload is loaded inside the 
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 import sys
 
 from tests.scenarios.recorded_memory import calls, refusal
@@ -41,6 +43,8 @@ def tiled() -> dict:
     t = TensorMap.tiled(buf, (16, 32), dtype="float32", shape=(40, 64), swizzle="128B",
                         l2_promotion="128B")
     out["bytes"] = t.hex()
+    out["pickle"] = refusal(lambda: pickle.dumps(t))
+    out["copy"] = refusal(lambda: copy.copy(t))
     out["described"] = [len(t), t.kind, t.dtype, list(t.shape), list(t.strides), t.address,
                         t.device.ordinal, t.source is buf, repr(t), str(t)]
     # padded rows (64 bytes for 10 uint16), a stride along the middle dimension, NaN fill
