@@ -39,11 +39,15 @@ def test_pytorch_views_pinned_memory_in_place():
     torch = pytest.importorskip("torch")
     h, values = _pinned_floats(256)
     values[:] = 3.0
-    t = _imported(torch.from_dlpack, h).view(torch.float32)
+    # asked for on the host (kDLCPU), which every PyTorch imports: the pinned bytes themselves
+    t = torch.from_dlpack(h.__dlpack__(dl_device=(1, 0))).view(torch.float32)
     assert t.device.type == "cpu" and t.data_ptr() == h.host_ptr
     t += 1
     assert (values == 4.0).all()
     del t
+    own = _imported(torch.from_dlpack, h)  # kDLCUDAHost itself, where PyTorch takes it
+    assert own.data_ptr() == h.host_ptr
+    del own
 
 
 def test_cupy_reads_pinned_memory():
