@@ -149,6 +149,8 @@ def test_a_driver_without_im2col_says_so_and_still_encodes_tiled_maps(no_im2col_
 def test_a_tensor_map_is_passed_by_value_as_its_128_bytes(tensor_map_driver):
     out = run(tensor_map_driver, "launched")
     assert out["first"] == out["map"] + out["ptr"].to_bytes(8, "little").hex()
+    assert out["again"] == out["other"] + out["ptr"].to_bytes(8, "little").hex()
+    assert out["other"] != out["map"]
     assert out["second"] == out["map"] + (7).to_bytes(4, "little").hex()
     assert out["wrong"].startswith("LaunchArgumentError")
 
