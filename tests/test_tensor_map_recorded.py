@@ -105,6 +105,7 @@ REFUSED = {
     "dtype_size": ("ValueError", "2-byte elements"),
     "big_endian": ("ValueError", "little-endian"),
     "complex_typestr": ("ValueError", "'<c8'"),
+    "long_double_typestr": ("ValueError", "'float128' has no tensor map type"),
     "bad_interface": ("TypeError", "['data']"),
     "no_address": ("TypeError", "no device address"),
     "host_dlpack": ("ValueError", "reads device memory"),

@@ -86,7 +86,8 @@ class _Fields:
                  l2_promotion, oob_fill, ranks: range):
         lay = layout(source, dtype, shape, strides, _itemsize)
         self.layout, self.rank = lay, len(lay.shape)
-        self.type, self.size = _DTYPES[lay.dtype]
+        self.size = _itemsize(lay.dtype)  # an array's own type too: float128 has none
+        self.type = _DTYPES[lay.dtype][0]
         self.interleave, self.align = _choice(interleave, _INTERLEAVES, "interleave")
         self.swizzle, self.span = _choice(swizzle, _SWIZZLES, "swizzle")
         self.l2 = _choice(l2_promotion, _L2, "l2_promotion")[0]

@@ -129,6 +129,8 @@ def refusals() -> dict:
             Interface(data=(ptr, False), shape=(8, 16), typestr="<f4"), (4, 4), dtype="float16"),
         "big_endian": lambda: TensorMap.tiled(
             Interface(data=(ptr, False), shape=(8, 16), typestr=">f4"), (4, 4)),
+        "long_double_typestr": lambda: TensorMap.tiled(
+            Interface(data=(ptr, False), shape=(8, 16), typestr="<f16"), (4, 4)),
         "complex_typestr": lambda: TensorMap.tiled(
             Interface(data=(ptr, False), shape=(8, 16), typestr="<c8"), (4, 4)),
         "bad_interface": lambda: TensorMap.tiled(Interface(data="x", shape=(4,), typestr="<f4"),
