@@ -67,10 +67,12 @@ if TYPE_CHECKING:
     from .launch.kernel import Kernel as Kernel
     from .launch.managed import ManagedBuffer as ManagedBuffer, alloc_managed as alloc_managed
     from .launch.memory import DeviceBuffer as DeviceBuffer, alloc as alloc
+    from .launch.mempool import MemoryPool as MemoryPool, memory_pool as memory_pool
     from .launch.module import Module as Module
     from .launch.pinned import HostBuffer as HostBuffer, alloc_host as alloc_host, pin as pin
     from .launch.rawkernel import RawKernel as RawKernel
     from .launch.stream import Event as Event, Stream as Stream
+    from .launch.tensor_map import TensorMap as TensorMap
 
 
 def _load(code):
@@ -103,6 +105,8 @@ _LAZY = {
     "device_count": "launch.device",
     "alloc": "launch.memory",
     "DeviceBuffer": "launch.memory",
+    "memory_pool": "launch.mempool",
+    "MemoryPool": "launch.mempool",
     "alloc_host": "launch.pinned",
     "HostBuffer": "launch.pinned",
     "pin": "launch.pinned",
@@ -111,6 +115,7 @@ _LAZY = {
     "Stream": "launch.stream",
     "Event": "launch.stream",
     "Graph": "launch.graph",
+    "TensorMap": "launch.tensor_map",
     "Bundle": "compile.bundle",
     "Linker": "compile.linker",
 }

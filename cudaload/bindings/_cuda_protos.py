@@ -15,6 +15,8 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuDeviceGet': 'CUresult(*)(int *, int)',
  'cuDeviceGetAttribute': 'CUresult(*)(int *, CUdevice_attribute, int)',
  'cuDeviceGetCount': 'CUresult(*)(int *)',
+ 'cuDeviceGetDefaultMemPool': 'CUresult(*)(struct CUmemPoolHandle_st * *, int)',
+ 'cuDeviceGetMemPool': 'CUresult(*)(struct CUmemPoolHandle_st * *, int)',
  'cuDeviceGetName': 'CUresult(*)(char *, int, int)',
  'cuDeviceGetPCIBusId': 'CUresult(*)(char *, int, int)',
  'cuDeviceGetUuid_v2': 'CUresult(*)(CUuuid *, int)',
@@ -84,6 +86,8 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuMemHostGetDevicePointer_v2': 'CUresult(*)(unsigned long long *, void *, unsigned int)',
  'cuMemHostRegister_v2': 'CUresult(*)(void *, size_t, unsigned int)',
  'cuMemHostUnregister': 'CUresult(*)(void *)',
+ 'cuMemPoolGetAttribute': 'CUresult(*)(struct CUmemPoolHandle_st *, CUmemPool_attribute, void *)',
+ 'cuMemPoolSetAttribute': 'CUresult(*)(struct CUmemPoolHandle_st *, CUmemPool_attribute, void *)',
  'cuMemPrefetchAsync_v2': 'CUresult(*)(unsigned long long, size_t, CUmemLocation, unsigned int, '
                           'struct CUstream_st *)',
  'cuMemcpyDtoDAsync_v2': 'CUresult(*)(unsigned long long, unsigned long long, size_t, struct '
@@ -132,4 +136,12 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuStreamIsCapturing': 'CUresult(*)(struct CUstream_st *, CUstreamCaptureStatus *)',
  'cuStreamQuery': 'CUresult(*)(struct CUstream_st *)',
  'cuStreamSynchronize': 'CUresult(*)(struct CUstream_st *)',
- 'cuStreamWaitEvent': 'CUresult(*)(struct CUstream_st *, struct CUevent_st *, unsigned int)'}
+ 'cuStreamWaitEvent': 'CUresult(*)(struct CUstream_st *, struct CUevent_st *, unsigned int)',
+ 'cuTensorMapEncodeIm2col': 'CUresult(*)(struct CUtensorMap_st *, CUtensorMapDataType, uint32_t, '
+                            'void *, uint64_t const *, uint64_t const *, int const *, int const *, '
+                            'uint32_t, uint32_t, uint32_t const *, CUtensorMapInterleave, '
+                            'CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill)',
+ 'cuTensorMapEncodeTiled': 'CUresult(*)(struct CUtensorMap_st *, CUtensorMapDataType, uint32_t, '
+                           'void *, uint64_t const *, uint64_t const *, uint32_t const *, uint32_t '
+                           'const *, CUtensorMapInterleave, CUtensorMapSwizzle, '
+                           'CUtensorMapL2promotion, CUtensorMapFloatOOBfill)'}

@@ -1,4 +1,5 @@
-"""DLPack export: the capsules ``DeviceBuffer.__dlpack__`` gives PyTorch, CuPy and others.
+"""DLPack export: the capsules ``DeviceBuffer.__dlpack__`` (and ``HostBuffer.__dlpack__``, pinned
+host memory as kDLCUDAHost) give PyTorch, CuPy, NumPy and others.
 
 A DeviceBuffer is raw bytes, so it is exported as a 1-D uint8 tensor of ``nbytes`` elements
 (``torch.from_dlpack(buf).view(torch.float32)`` reinterprets it).  A consumer that asks for
@@ -35,9 +36,11 @@ from ..bindings._dlpack_ffi import ffi as _ffi
 from ..errors import DLPackError
 from .device import Device
 
-__all__ = ["DLPackError", "CUDA", "request", "export", "host_export", "wait", "viewed"]
+__all__ = ["DLPackError", "CUDA", "CUDA_HOST", "request", "pinned_request", "export",
+           "host_export", "wait", "viewed", "capsule_pointer"]
 
 CUDA = _ffi.integer_const("kDLCUDA")
+CUDA_HOST = _ffi.integer_const("kDLCUDAHost")
 _CPU = _ffi.integer_const("kDLCPU")
 _UINT = _ffi.integer_const("kDLUInt")
 _IS_COPIED = _ffi.integer_const("DLPACK_FLAG_BITMASK_IS_COPIED")
@@ -74,9 +77,7 @@ def request(device: Device, stream, max_version, dl_device, copy) -> tuple[bool,
 
     Raises DLPackError for an export this memory cannot give, TypeError or ValueError for
     keywords that are malformed."""
-    versioned = max_version is not None and _pair(max_version, "max_version", "(1, 0)")[0] >= 1
-    if copy not in (None, True, False):
-        raise TypeError(f"copy must be None, True or False, not {copy!r}")
+    versioned = _keywords(stream, max_version, copy)
     to_host = False
     if dl_device is not None:
         kind, index = _pair(dl_device, "dl_device", f"({CUDA}, {device.ordinal})")
@@ -91,12 +92,38 @@ def request(device: Device, stream, max_version, dl_device, copy) -> tuple[bool,
                 f"cannot export to DLPack device {(kind, index)}: this memory is on CUDA device "
                 f"{device.ordinal}", hint=f"ask for ({CUDA}, {device.ordinal}) or for the host "
                                          f"({_CPU}, 0)")
+    return versioned, to_host, to_host or copy is True
+
+
+def pinned_request(stream, max_version, dl_device, copy) -> tuple[bool, tuple[int, int], bool]:
+    """(versioned, DLPack device, copied) for ``__dlpack__``'s keywords on pinned host memory:
+    its own device is kDLCUDAHost; the host (kDLCPU) gets a view of the same bytes, since they
+    are host memory.  Raises as :func:`request`."""
+    versioned = _keywords(stream, max_version, copy)
+    target = (CUDA_HOST, 0)
+    if dl_device is not None:
+        wanted = _pair(dl_device, "dl_device", f"({CUDA_HOST}, 0)")
+        if wanted == (_CPU, 0):
+            target = wanted
+        elif wanted != target:
+            raise DLPackError(
+                f"cannot export to DLPack device {wanted}: this is pinned host memory",
+                hint=f"ask for ({CUDA_HOST}, 0) (CUDA host memory) or ({_CPU}, 0) (the host)")
+    return versioned, target, copy is True
+
+
+def _keywords(stream, max_version, copy) -> bool:
+    """Whether a DLPack 1.x structure was asked for; raises TypeError or ValueError for keywords
+    that are malformed."""
+    versioned = max_version is not None and _pair(max_version, "max_version", "(1, 0)")[0] >= 1
+    if copy not in (None, True, False):
+        raise TypeError(f"copy must be None, True or False, not {copy!r}")
     if type(stream) is not int and stream is not None:
         raise TypeError(f"stream must be an int (a CUDA stream handle) or None, not {stream!r}")
     if stream == 0 or (stream is not None and stream < -1):
         raise ValueError(f"stream={stream} is no CUDA stream for DLPack: pass 1 for the legacy "
                          f"default stream, 2 for the per-thread one, a stream handle, or -1")
-    return versioned, to_host, to_host or copy is True
+    return versioned
 
 
 def _pair(value, what: str, example: str) -> tuple[int, int]:
@@ -211,6 +238,13 @@ class _Python:
                                  ctypes.c_void_p)(("PyCapsule_New", api))
         self.capsule_is_valid = proto(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
             ("PyCapsule_IsValid", api))
+        self.capsule_get_pointer = proto(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+            ("PyCapsule_GetPointer", api))
+
+
+def capsule_pointer(capsule, name: bytes) -> int:
+    """The address a capsule named ``name`` holds.  Raises ValueError for another name."""
+    return _python().capsule_get_pointer(capsule, name) or 0
 
 
 @functools.cache

@@ -13,6 +13,7 @@ from .. import lifetime
 from ._sizes import allocation_size
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
+from . import dlpack as _dlpack
 
 __all__ = ["alloc_host", "HostBuffer", "pin"]
 
@@ -55,8 +56,8 @@ class HostBuffer(GpuState):
     """Pinned host memory: ``.host_ptr`` (the host address), ``.ptr`` (its device address),
     ``.nbytes``; ``.view`` (a writable memoryview, what ``copy_from_host``/``copy_to_host`` and
     numpy take), ``__array_interface__`` (numpy: ``numpy.asarray(h)``) and
-    ``__cuda_array_interface__`` (the mapped device address).  Freed when garbage or by
-    :meth:`free`."""
+    ``__cuda_array_interface__`` (the mapped device address), ``__dlpack__`` (kDLCUDAHost).
+    Freed when garbage or by :meth:`free`."""
 
     __slots__ = ("host_ptr", "ptr", "nbytes", "device", "_bytes", "_finalizer", "__weakref__")
     _SEND_INSTEAD = "send the contents (bytes(h.view)) and copy them into pinned memory there"
@@ -91,9 +92,30 @@ class HostBuffer(GpuState):
         return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
                 "version": 3, "strides": None, "stream": None}
 
+    def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> object:
+        """A DLPack capsule viewing this memory as 1-D uint8 of ``nbytes`` on kDLCUDAHost (pinned
+        host memory), or on kDLCPU where ``dl_device=(1, 0)`` asks for the host; ``copy=True``
+        a host copy.  The consumer's ``stream`` waits for cudaload's work without a stream.
+        Raises BufferError (DLPackError) for another device, TypeError/ValueError for malformed
+        keywords, ValueError once freed."""
+        self._live()
+        versioned, target, copied = _dlpack.pinned_request(stream, max_version, dl_device, copy)
+        if copied:
+            return _dlpack.host_export(bytearray(self._bytes), versioned)
+        _dlpack.wait(stream, self.device)
+        return _dlpack.export(self, self.host_ptr, self.nbytes, target, versioned)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return _dlpack.CUDA_HOST, 0
+
     def free(self) -> None:
         """Release the memory now; every later use raises ValueError.  A memoryview or numpy
-        array taken from it must not be used afterwards."""
+        array taken from it must not be used afterwards.  Raises BufferError while a view of it
+        (memoryview, DLPack) is alive."""
+        if self._finalizer is not None and self.host_ptr and _dlpack.viewed(self):
+            raise BufferError("a DLPack view of this HostBuffer is still alive; drop the array "
+                              "made from it before free()")
         if self._finalizer is not None and self.host_ptr:
             # Every live memoryview of h.view (slices and numpy.frombuffer included) holds a
             # reference to the buffer object; beyond ours and getrefcount's own, one is a view

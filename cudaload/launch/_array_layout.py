@@ -1,0 +1,146 @@
+"""Where an array lives and how it is laid out: address, element type, shape, strides in bytes and
+device, from a DeviceBuffer or raw address described by the caller, the CUDA Array Interface or
+DLPack.  What a tensor map (tensor_map.py) encodes.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ._foreign import interface_problem, pointer_device, short
+from ._sizes import integer
+
+__all__ = ["Layout", "layout", "dtype_name"]
+
+# (kind, bytes) of a CUDA Array Interface typestr, or (DLPack type code, bytes) -> dtype name
+_KINDS = {"u": "uint", "i": "int", "f": "float"}
+_DLPACK_KINDS = {0: "int", 1: "uint", 2: "float", 4: "bfloat"}
+
+
+class Layout:
+    """An array's memory: ``address``, ``dtype`` (a name, e.g. "float32"), ``shape`` and
+    ``strides`` (bytes) outermost first, ``device`` (ordinal, None when no one can say) and
+    ``nbytes`` (the bytes the source owns from ``address``, None when unknown)."""
+
+    __slots__ = ("address", "dtype", "shape", "strides", "device", "nbytes")
+
+    def __init__(self, address, dtype, shape, strides, device, nbytes):
+        self.address, self.dtype, self.shape, self.strides = address, dtype, shape, strides
+        self.device, self.nbytes = device, nbytes
+
+
+def dtype_name(dtype) -> str:
+    """A dtype given as a str, a numpy dtype or scalar type, or a PyTorch dtype, as its name."""
+    if isinstance(dtype, str):
+        return dtype
+    name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
+    return str(name).removeprefix("torch.")
+
+
+def layout(source, dtype, shape, strides, itemsize) -> Layout:
+    """The layout of ``source``: raw memory (a DeviceBuffer, anything with ``.ptr``, ``.nbytes``
+    and ``.device``, or an int address) as ``dtype``/``shape``/``strides`` describe it, or an
+    array that describes itself (``__cuda_array_interface__``, DLPack).  ``itemsize(name)``
+    gives a dtype's size in bytes or raises.  Raises TypeError, ValueError."""
+    if getattr(source, "host_ptr", None) is not None:
+        raise ValueError("a tensor map reads device memory, and this HostBuffer is pinned host "
+                         "memory: copy it into cudaload.alloc(n) and map that")
+    raw = isinstance(source, int) and not isinstance(source, bool) or all(
+        hasattr(source, a) for a in ("ptr", "nbytes", "device"))
+    if not raw:
+        if shape is not None or strides is not None:
+            raise TypeError(f"{type(source).__name__} describes its own shape and strides; pass "
+                            "shape= and strides= only with a DeviceBuffer or an address")
+        found = _described(source)
+        if dtype is not None:  # the same bits read as another type: bfloat16 from uint16
+            given = dtype_name(dtype)
+            if itemsize(given) != itemsize(found.dtype):
+                raise ValueError(f"dtype {given!r} has {itemsize(given)}-byte elements but the "
+                                 f"array's {found.dtype} has {itemsize(found.dtype)}")
+            found.dtype = given
+        return found
+    if dtype is None and shape is not None:
+        raise TypeError("shape= describes memory of a dtype: pass dtype= too (e.g. 'float32')")
+    name = "uint8" if dtype is None else dtype_name(dtype)
+    size = itemsize(name)
+    if isinstance(source, int):
+        address, nbytes, device = source, None, pointer_device(source)
+        if shape is None:
+            raise TypeError("an address says nothing of its shape: pass shape= and dtype=")
+    else:
+        address, nbytes, device = integer(source.ptr, "ptr"), source.nbytes, source.device.ordinal
+        if not address:
+            raise ValueError("the buffer was freed; map a live one")
+    if shape is None:
+        shape = (nbytes // size,)
+    shape = _ints(shape, "shape")
+    strides = _contiguous(shape, size) if strides is None else _ints(strides, "strides")
+    if len(strides) != len(shape):
+        raise ValueError(f"strides {strides} and shape {shape} have different lengths")
+    return Layout(address, name, shape, strides, device, nbytes)
+
+
+def _ints(values, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(integer(v, what) for v in values)
+    except TypeError:
+        raise TypeError(f"{what} must be a tuple of ints, not {short(values)}") from None
+
+
+def _contiguous(shape, size: int) -> tuple[int, ...]:
+    strides, step = [], size
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _described(source) -> Layout:
+    if hasattr(source, "__cuda_array_interface__"):
+        return _from_interface(source.__cuda_array_interface__)
+    if hasattr(source, "__dlpack__"):
+        return _from_dlpack(source)
+    raise TypeError(f"{type(source).__name__} has no device address: pass a DeviceBuffer, a CUDA "
+                    "array (__cuda_array_interface__ or __dlpack__) or an int address")
+
+
+def _from_interface(cai) -> Layout:
+    problem = interface_problem(cai)
+    if problem:
+        raise TypeError(problem)
+    typestr = cai["typestr"]
+    kind = _KINDS.get(typestr[1:2])
+    if typestr[:1] == ">" or kind is None or not typestr[2:].isdigit():
+        raise ValueError(f"typestr {typestr!r}: a tensor map takes little-endian integers and "
+                         "floats; pass dtype= for other bits of the same size (bfloat16)")
+    name = f"{kind}{8 * int(typestr[2:])}"
+    shape = tuple(operator.index(n) for n in cai["shape"])
+    size = int(typestr[2:])
+    given = cai.get("strides")
+    strides = _contiguous(shape, size) if given is None else _ints(given, "strides")
+    address = operator.index(cai["data"][0])
+    return Layout(address, name, shape, strides, pointer_device(address), None)
+
+
+def _from_dlpack(source) -> Layout:
+    from ..bindings._dlpack_ffi import ffi  # deferred: only this path needs it
+    from .dlpack import capsule_pointer  # deferred: only this path needs it
+
+    kind, index = source.__dlpack_device__()
+    if kind not in (2, 13):  # kDLCUDA, kDLCUDAManaged
+        raise ValueError(f"the array is in DLPack device {(kind, index)} memory: a tensor map "
+                         "reads device memory; copy it to the GPU first")
+    capsule = source.__dlpack__()  # not consumed: the producer frees it with the capsule
+    tensor = ffi.cast("DLManagedTensor *", capsule_pointer(capsule, b"dltensor")).dl_tensor
+    if tensor.dtype.lanes != 1 or tensor.dtype.code not in _DLPACK_KINDS:
+        raise ValueError(f"DLPack type code {tensor.dtype.code} with {tensor.dtype.lanes} lanes: "
+                         "a tensor map takes integers and floats of one lane")
+    name = f"{_DLPACK_KINDS[tensor.dtype.code]}{tensor.dtype.bits}"
+    size = tensor.dtype.bits // 8
+    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    if tensor.strides == ffi.NULL:
+        strides = _contiguous(shape, size)
+    else:
+        strides = tuple(tensor.strides[i] * size for i in range(tensor.ndim))
+    address = int(ffi.cast("uintptr_t", tensor.data)) + tensor.byte_offset
+    return Layout(address, name, shape, strides, index, None)
