@@ -17,6 +17,8 @@ fresh processes with an empty cache folder of their own:
   batch K      cudaload.compile_all() of the family's first K programs (one worker per CPU)
                against compile() of each in turn, each in a fresh process, timed from the call
 
+Other processes may share the machine: ``effective_cpus_before``/``_after`` say how many CPUs as
+many busy processes as it has cores got at once, before and after (bench/family_bench.py's).
 For each fleet: compilations per key (NVRTC compilations of all processes over the 64 keys, from
 the ``cudaload.compile`` DEBUG log), the wall time from the start until every process holds every
 kernel, and that time over the lone process's.  The JSON of every run goes to --out.
@@ -167,8 +169,12 @@ def run(args) -> dict:
     from tests import _sshfs
     from cudaload.compile.parallel import cores
 
+    sys.path.insert(0, BENCH)
+    from family_bench import effective_cpus
+
     work = tempfile.mkdtemp(prefix="cudaload-fleet-")
     out: dict = {"benchmark": "fleet_bench", "python": sys.version.split()[0], "cores": cores(),
+                 "effective_cpus_before": effective_cpus(cores()),
                  "kernels": args.kernels, "repeat": args.repeat, "rows": {}}
     rows = out["rows"]
 
@@ -202,6 +208,7 @@ def run(args) -> dict:
                         {"wall_s": _batch(how, k, work, args.timeout)})
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    out["effective_cpus_after"] = effective_cpus(out["cores"])
     out["summary"] = summary(rows, args)
     return out
 
@@ -239,7 +246,9 @@ def table(result: dict) -> str:
             per_key = ", ".join(f"{v:.2f}" for v in row["per_key"])
             lines.append(f"| {place}, {name.split()[1]} per machine | {row['processes']} | "
                          f"{per_key} | {row['wall_s']:.2f} s | {row['over_alone']:.2f}x |")
-    lines += ["", "| batch | serial | compile_all | speedup |", "|---|---|---|---|"]
+    lines += ["", f"CPUs: {result['cores']}; busy processes got {result['effective_cpus_before']}"
+              f" and {result['effective_cpus_after']} of them before and after.",
+              "", "| batch | serial | compile_all | speedup |", "|---|---|---|---|"]
     for name, row in s.items():
         if name.startswith("batch"):
             lines.append(f"| {name.split()[1]} programs | {row['serial_s']:.2f} s | "
