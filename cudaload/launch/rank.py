@@ -45,10 +45,10 @@ def _parse(value, variable: str | None) -> int:
     if isinstance(value, str):
         text = value.strip()
         number = int(text) if text.isascii() and text.isdigit() else None  # no sign, "1.0", ""
-    elif isinstance(value, int) and not isinstance(value, bool):
-        number = value if value >= 0 else None
-    else:
+    elif isinstance(value, bool) or not hasattr(value, "__index__"):  # True is no rank
         number = None
+    else:  # an int, a numpy integer
+        number = value.__index__() if value.__index__() >= 0 else None
     if number is None:
         raise RankError(f"{where} is not a local rank: a whole number of 0 or more is needed",
                         hint=f"set {variable or 'local_rank'} to this process's index on its "
