@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from .compile.parallel import compile_all as compile_all
     from .compile.program import Program as Program
     from .launch.device import Device as Device, device_count as device_count
+    from .launch.rank import device_for_rank as device_for_rank
     from .launch.graph import Graph as Graph
     from .launch.kernel import Kernel as Kernel
     from .launch.managed import ManagedBuffer as ManagedBuffer, alloc_managed as alloc_managed
@@ -103,6 +104,7 @@ _LAZY = {
     "RawKernel": "launch.rawkernel",
     "Device": "launch.device",
     "device_count": "launch.device",
+    "device_for_rank": "launch.rank",
     "alloc": "launch.memory",
     "DeviceBuffer": "launch.memory",
     "memory_pool": "launch.mempool",

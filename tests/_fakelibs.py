@@ -429,3 +429,38 @@ def text_file(tmp_path) -> str:
     path = tmp_path / "libcuda.so.1"
     path.write_text("this is not an ELF file\n")
     return str(path)
+
+
+# The recording driver, also counting per device each primary context retained and each time a
+# context of that device was made current (cuCtxSetCurrent, cuCtxPushCurrent): which devices a
+# process touched.  fake_contexts(retained, bound) fills two int[8]; cuDevicePrimaryCtxGetState
+# says a device's primary context is active once it was retained, as a real driver does.
+CONTEXT_COUNTING_DRIVER = (
+    "#define cuDevicePrimaryCtxRetain counted_cuDevicePrimaryCtxRetain\n"
+    "#define cuCtxSetCurrent counted_cuCtxSetCurrent\n" + RECORDING_DRIVER + r"""
+#undef cuDevicePrimaryCtxRetain
+#undef cuCtxSetCurrent
+static int ctx_retained[8], ctx_bound[8];
+static void count_bound(void *ctx) { if (ctx) ++ctx_bound[(((size_t)ctx - 0x1000) / 0x100) & 7]; }
+int cuDevicePrimaryCtxRetain(void **ctx, int d) {
+    if (d >= 0 && d < 8) ++ctx_retained[d];
+    return counted_cuDevicePrimaryCtxRetain(ctx, d);
+}
+int cuCtxSetCurrent(void *ctx) { count_bound(ctx); return counted_cuCtxSetCurrent(ctx); }
+int cuCtxPushCurrent_v2(void *ctx) { count_bound(ctx); return counted_cuCtxSetCurrent(ctx); }
+int cuDevicePrimaryCtxGetState(int d, unsigned *flags, int *active) {
+    if (d < 0 || d > 1) return 1;
+    *flags = 0; *active = ctx_retained[d] > 0; return 0;
+}
+int fake_contexts(int *retained, int *bound) {
+    memcpy(retained, ctx_retained, sizeof ctx_retained); memcpy(bound, ctx_bound, sizeof ctx_bound);
+    return 8;
+}
+""")
+
+
+@pytest.fixture
+def context_counting_driver(tmp_path) -> str:
+    """The recording driver (two devices) that also counts, per device, the contexts retained and
+    made current."""
+    return build_shared_library(str(tmp_path), "libcuda_contexts.so", CONTEXT_COUNTING_DRIVER)

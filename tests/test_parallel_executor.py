@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests._support import scenario_json
+from tests._support import ROOT, scenario_json
 
 
 def _run(how: str, spec: str, tag: str, cache_dir, log):
@@ -45,3 +45,25 @@ def test_a_dask_local_cluster_compiles_and_its_code_lands_here(tmp_path):
     assert got["kinds"] == ["cubin"] * 4 and got["entries"] == 4
     assert got["again"] == ["memory"] * 4
     assert str(got["pid"]) not in _compilers(log) and len(_compilers(log)) >= 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
+                    reason="distributed (Dask) is not installed")
+def test_a_dask_worker_killed_mid_job_fails_its_program_by_name_and_the_rest_land_here(tmp_path):
+    """A Dask worker dying while it compiles (a crash in NVRTC: SIGSEGV) comes back from the
+    scheduler as KilledWorker: compile_all raises a CudaLoadError naming that program, and the
+    programs the other worker compiled, in a cache folder of its own, are in this process's
+    memory and disk caches."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import tests._dying_workers\n")
+    env = {"CUDALOAD_CACHE_DIR": str(tmp_path / "cache"),
+           "TESTS_WORKERS_LOG": str(tmp_path / "workers.log"),
+           "PYTHONPATH": os.pathsep.join([str(site), ROOT, os.environ.get("PYTHONPATH", "")])}
+    got = scenario_json("executor_compiles", "dask_dying", "segv", "dask-dies",
+                        tmp_path / "workers-cache", 0, timeout=300, env=env)
+    kind, message, program = got["error"]
+    assert kind == "NvrtcError" and program == "dies.cu", got["error"]
+    assert "program 1 (dies.cu)" in message and "KilledWorker" in message, message
+    assert got["again"] == ["memory"] * 3  # the others compiled, kept here
+    assert got["entries"] == 3  # and landed in this process's disk cache, not only the workers'

@@ -1,7 +1,9 @@
 """The calling thread's CUDA device, by ordinal, and its architecture.
 
 A thread's device is the one it chose (``Device.set_current``), else that of the context another
-library made current in the thread, else device 0; once found it is remembered for the thread.
+library made current in the thread, else the process's default (:func:`choose_default`: the rank's
+device, so that a thread a pool starts never touches device 0 of a rank given device 3), else
+device 0; once found it is remembered for the thread.
 Compiling for "the current device" (``compile(arch=None)``) needs only its architecture, so it
 asks here, below the launch layer that owns ``Device`` objects: no climb from compiling up to
 launching.  ``launch/device.py`` keeps its ``Device`` objects in step through :func:`choose`.
@@ -21,7 +23,7 @@ from . import driver
 from .. import lifetime
 from ..errors import DriverUnavailableError
 
-__all__ = ["state", "ordinal", "choose", "arch", "none_visible"]
+__all__ = ["state", "ordinal", "choose", "choose_default", "arch", "none_visible"]
 
 
 class _State(threading.local):
@@ -33,11 +35,18 @@ class _State(threading.local):
 
 state = _State()
 _archs: dict[int, int] = {}  # ordinal -> compute capability: fixed for the life of a process
+_default: list[int] = []  # the process's default ordinal, when one was chosen: [ordinal]
 
 
 def choose(ordinal_: int) -> None:
     """Make device ``ordinal_`` the calling thread's."""
     state.ordinal, state.arch = ordinal_, None
+
+
+def choose_default(ordinal_: int) -> None:
+    """Make device ``ordinal_`` the device of every thread that has chosen none and has no other
+    library's context current (threads that already asked keep what they found)."""
+    _default[:] = [ordinal_]
 
 
 def ordinal() -> int:
@@ -49,7 +58,7 @@ def ordinal() -> int:
     drv = driver.init()
     ctx = drv.ffi.new("CUcontext *")
     driver.check(drv.cuCtxGetCurrent(ctx), "cuCtxGetCurrent")
-    found = 0
+    found = _default[0] if _default else 0
     if ctx[0] != drv.ffi.NULL:
         out = drv.ffi.new("CUdevice *")
         driver.check(drv.cuCtxGetDevice(out), "cuCtxGetDevice")

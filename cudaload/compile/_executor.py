@@ -8,6 +8,11 @@ cudaload (installed on the workers) and never carries a Program.  A worker proce
 caller's driver version, its log topics) before its first job, once: an executor's workers are
 not started by cudaload.  What a job raises, and what the executor raises for a worker it lost,
 comes back as the job's failure; the caller names the program.
+
+A worker that dies takes along the jobs queued on it (Dask fails every task "processing" on a
+worker it lost, queued ones included, once ``allowed-failures`` is spent), so a job the executor
+failed itself, rather than the job raising, is submitted once more, alone, after the others:
+alone it is lost again only by its own fault (NVRTC crashing on that program), and then it fails.
 """
 
 from __future__ import annotations
@@ -17,20 +22,35 @@ __all__ = ["run"]
 _set_up: tuple | None = None  # in a worker process: what it was set up with
 
 
-def run(executor, work, set_up, set_up_args: tuple, jobs: dict):
+def run(executor, work, set_up, set_up_args: tuple, jobs: dict, job_error=Exception):
     """Submit ``work(*job)`` for each key's job to ``executor``, the worker first set up with
-    ``set_up(*set_up_args)``; yield (key, True, result) or (key, False, error) for each."""
+    ``set_up(*set_up_args)``; yield (key, True, result) or (key, False, error) for each.  A job
+    whose error is no ``job_error`` (what ``work`` raises) is tried again alone, once."""
     futures = {key: executor.submit(_job, work, set_up, set_up_args, job)
                for key, job in jobs.items()}
+    lost = []
     for key, future in futures.items():
         try:
-            yield key, True, future.result()
-        except Exception as exc:  # the job's error, or the executor's for a lost worker
-            yield key, False, exc
+            done = True, future.result()
+        except job_error as exc:
+            done = False, exc
+        except Exception:  # the executor's own: a worker lost, maybe with another job's fault
+            lost.append(key)
+            continue
+        yield (key, *done)
+    for key in lost:
+        try:
+            # attempt 1: arguments of their own, or Dask (whose keys are the arguments' hash)
+            # would answer with the failed task again
+            done = True, executor.submit(_job, work, set_up, set_up_args, jobs[key], 1).result()
+        except Exception as exc:  # lost again, alone: its own fault
+            done = False, exc
+        yield (key, *done)
 
 
-def _job(work, set_up, set_up_args: tuple, job: tuple):
-    """In a worker: ``work(*job)``, the process set up first (once per setting)."""
+def _job(work, set_up, set_up_args: tuple, job: tuple, attempt: int = 0):
+    """In a worker: ``work(*job)``, the process set up first (once per setting); ``attempt``
+    tells a job tried again from the first try, and is not used."""
     global _set_up
     if _set_up != set_up_args:
         set_up(*set_up_args)

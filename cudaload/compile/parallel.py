@@ -129,7 +129,7 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
     set_up = (driver, _log.enabled_topics())
     with contextlib.ExitStack() as stack:
         if executor is not None:
-            done = _executor.run(executor, _work, _start_worker, set_up, jobs)
+            done = _executor.run(executor, _work, _start_worker, set_up, jobs, _Failed)
         else:
             done = stack.enter_context(_workers.Workers(n, _work, _start_worker, set_up)).run(jobs)
         for key, ok, made in done:

@@ -169,12 +169,24 @@ class Device:
 
     def __enter__(self) -> Device:
         stack = _tls.__dict__.setdefault("previous", [])
-        stack.append(current_device())
+        previous = current_device()
+        # A previous device whose context cudaload never made must not get one on the way out
+        # (a rank given device 1 would hold a context on device 0 too): the driver's own current
+        # context then, NULL or another library's, is what the block's end restores.
+        stack.append((previous, None if previous._context is not None
+                      else _current_context(driver.init())))
         self.set_current()
         return self
 
     def __exit__(self, *exc) -> None:
-        _tls.previous.pop().set_current()
+        previous, context = _tls.previous.pop()
+        if previous._context is not None:
+            previous.set_current()
+            return
+        driver.check(driver.init().cuCtxSetCurrent(context), "cuCtxSetCurrent")
+        _tls.device, _tls.bound = previous, None
+        thread_device.choose(previous.ordinal)
+        generation.value += 1
 
     def synchronize(self) -> None:
         """Wait for all work on this device.  Raises :class:`DriverError` (sticky errors too), and

@@ -52,7 +52,40 @@ def dask(spec: str, tag: str) -> None:
         _report(client.get_executor(), spec, tag)
 
 
-SCENARIOS = {f.__name__: f for f in (processes, dask)}
+def dask_dying(how: str, tag: str, workers_cache: str, retries: str) -> None:
+    """compile_all of four programs on a Dask LocalCluster of 2 worker processes whose cache
+    folder is ``workers_cache`` (another machine's), the one at index 1 making its worker die
+    ``how`` mid-job (tests/_dying_workers.py), the scheduler allowed ``retries`` more workers
+    lost by a job before it fails it (Dask's default is 3): the error raised,
+    as [type, message, its program], where the others came from when compiled again, and this
+    process's disk cache entries."""
+    import dask  # noqa: F401  (its config)
+    from distributed import Client, LocalCluster
+
+    import cudaload
+    from cudaload.compile import cache
+
+    programs = _programs("gggg", tag)
+    programs[1] = cudaload.Program(programs[1].source + f" // DIE:{how}", name="dies.cu")
+    # worker-saturation 1.0: a worker holds only the task it runs, so no other program is lost
+    # with the one that kills it (Dask fails every task "processing" on a worker it loses).
+    with dask.config.set({"distributed.scheduler.allowed-failures": int(retries),
+                          "distributed.scheduler.worker-saturation": 1.0}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=None,
+                         env={"CUDALOAD_CACHE_DIR": workers_cache}) as cluster, \
+            Client(cluster) as client:
+        try:
+            cudaload.compile_all(programs, arch=90, executor=client.get_executor())
+            error = None
+        except cudaload.CudaLoadError as err:
+            error = [type(err).__name__, str(err), getattr(err, "program", None)]
+    print(json.dumps({
+        "error": error, "entries": cache.default().info()["entries"],
+        "again": [p.compile(arch=90).cached for i, p in enumerate(programs) if i != 1]}))
+
+
+SCENARIOS = {f.__name__: f for f in (processes, dask, dask_dying)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,290 @@
+"""Many processes, many machines: the 64-kernel family compiled by every process of a fleet at once.
+
+    python bench/fleet_bench.py [--out DIR] [--procs 2,4,8] [--kernels 64] [--repeat 3]
+                                [--batches 6,24] [--no-sshfs]
+
+The family is bench/family_header.py's (64 kernels on one 3,300-line header, as
+bench/family_bench.py compiles them), for ``arch=90`` (no GPU needed).  Every figure comes from
+fresh processes with an empty cache folder of their own:
+
+  alone        one process compiles the family in turn: the wall time every fleet is measured
+               against
+  local N      N processes on one machine share one local cache folder, each compiling the whole
+               family in the same order, started together (a barrier after their imports)
+  sshfs N      N processes per "machine" on two sshfs mounts of one folder (tests/_sshfs.py: an
+               OpenSSH server on the loopback; a lock taken through one mount is not seen through
+               the other, O_EXCL is refused across them), 2N processes in all
+  batch K      cudaload.compile_all() of the family's first K programs (one worker per CPU)
+               against compile() of each in turn, each in a fresh process, timed from the call
+
+Other processes may share the machine: ``effective_cpus_before``/``_after`` say how many CPUs as
+many busy processes as it has cores got at once, before and after (bench/family_bench.py's).
+For each fleet: compilations per key (NVRTC compilations of all processes over the 64 keys, from
+the ``cudaload.compile`` DEBUG log), the wall time from the start until every process holds every
+kernel, and that time over the lone process's.  The JSON of every run goes to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+READY_TIMEOUT = 300.0  # seconds for every process of a fleet to import and make its Programs
+
+
+# ---- in a child process ---------------------------------------------------------------------------
+
+def _programs(count: int) -> list:
+    sys.path.insert(0, BENCH)
+    import family_bench
+
+    return [p for _name, p in family_bench._programs("fleet", count, ())]
+
+
+def child_fleet(barrier: str, name: str, count: str, log: str) -> dict:
+    """One process of a fleet: its Programs made, then ready; from the barrier's time, compile
+    each; when it held them all, and where each came from."""
+    sys.path.insert(0, ROOT)
+    from tests.scenarios import compile_log
+
+    compile_log.install(log)
+    progs = _programs(int(count))
+    from cudaload.bindings import _loader
+
+    _loader.nvrtc()  # loaded before the start, as in a process that compiled before
+    open(os.path.join(barrier, f"ready-{name}"), "w").close()
+    go = os.path.join(barrier, "go")
+    while not os.path.exists(go):
+        time.sleep(0.002)
+    with open(go) as f:
+        start = float(f.read() or 0)
+    while time.time() < start:
+        time.sleep(0.001)
+    objs = [p.compile(arch=90) for p in progs]
+    end = time.time()
+    where: dict = {}
+    for o in objs:
+        where[str(o.cached)] = where.get(str(o.cached), 0) + 1
+    return {"end": end, "start": start, "seconds": round(end - start, 3), "from": where}
+
+
+def child_batch(how: str, count: str) -> dict:
+    """``how``: "serial" (compile() of each) or "compile_all", of the family's first ``count``."""
+    import cudaload
+
+    progs = _programs(int(count))
+    from cudaload.bindings import _loader
+
+    _loader.nvrtc()
+    t = time.perf_counter()
+    if how == "serial":
+        for p in progs:
+            p.compile(arch=90)
+    else:
+        cudaload.compile_all(progs, arch=90)
+    return {"seconds": round(time.perf_counter() - t, 3)}
+
+
+# ---- the driver -----------------------------------------------------------------------------------
+
+def _env(cache: str) -> dict:
+    env = dict(os.environ, CUDALOAD_CACHE_DIR=cache,
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_READ_DIRS", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(name, None)
+    return env
+
+
+def _command(*args) -> list:
+    return [sys.executable, os.path.abspath(__file__), "--one", *map(str, args)]
+
+
+def fleet(folders: list, per_folder: int, count: int, work: str, timeout: float) -> dict:
+    """``per_folder`` processes on each cache folder of ``folders`` at once; the fleet's figures."""
+    barrier = tempfile.mkdtemp(prefix="barrier-", dir=work)
+    log = os.path.join(work, f"compiles-{os.path.basename(barrier)}.log")
+    procs = []
+    for f, folder in enumerate(folders):
+        for i in range(per_folder):
+            procs.append(subprocess.Popen(
+                _command("fleet", barrier, f"{f}-{i}", count, log), env=_env(folder),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work))
+    end = time.monotonic() + READY_TIMEOUT
+    while len([n for n in os.listdir(barrier) if n.startswith("ready-")]) < len(procs):
+        if time.monotonic() > end or any(p.poll() is not None for p in procs):
+            break
+        time.sleep(0.01)
+    with open(os.path.join(barrier, "go.tmp"), "w") as f:
+        f.write(repr(time.time() + 0.2))
+    os.rename(os.path.join(barrier, "go.tmp"), os.path.join(barrier, "go"))
+    outs, errors = [], []
+    for p in procs:
+        try:
+            stdout, stderr = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, stderr = p.communicate()
+            errors.append(f"timed out after {timeout:.0f} s")
+            continue
+        if p.returncode:
+            errors.append(f"exit {p.returncode}: {stderr[-600:]}")
+            continue
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    lines = open(log).read().split() if os.path.exists(log) else []
+    keys = lines[1::2]
+    start = min((o["start"] for o in outs), default=0.0)
+    wall = max((o["end"] for o in outs), default=0.0) - start
+    where: dict = {}
+    for o in outs:
+        for k, v in o["from"].items():
+            where[k] = where.get(k, 0) + v
+    return {"processes": len(procs), "finished": len(outs), "errors": errors,
+            "compilations": len(keys), "keys": len(set(keys)),
+            "per_key": round(len(keys) / count, 3), "wall_s": round(wall, 3),
+            "slowest_process_s": max((o["seconds"] for o in outs), default=None),
+            "fastest_process_s": min((o["seconds"] for o in outs), default=None),
+            "from": where}
+
+
+def _batch(how: str, count: int, work: str, timeout: float) -> float:
+    cache = tempfile.mkdtemp(prefix=f"batch-{how}-", dir=work)
+    proc = subprocess.run(_command("batch", how, count), env=_env(cache), capture_output=True,
+                          text=True, timeout=timeout, cwd=work)
+    if proc.returncode:
+        raise RuntimeError(f"batch {how} {count}: {proc.stderr[-800:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def run(args) -> dict:
+    sys.path.insert(0, ROOT)
+    from tests import _sshfs
+    from cudaload.compile.parallel import cores
+
+    sys.path.insert(0, BENCH)
+    from family_bench import effective_cpus
+
+    work = tempfile.mkdtemp(prefix="cudaload-fleet-")
+    out: dict = {"benchmark": "fleet_bench", "python": sys.version.split()[0], "cores": cores(),
+                 "effective_cpus_before": effective_cpus(cores()),
+                 "kernels": args.kernels, "repeat": args.repeat, "rows": {}}
+    rows = out["rows"]
+
+    def fresh(base: str, name: str) -> str:
+        path = os.path.join(base, name)
+        os.makedirs(path)
+        return path
+
+    try:
+        for r in range(args.repeat):
+            rows.setdefault("alone", []).append(
+                fleet([fresh(work, f"alone-{r}")], 1, args.kernels, work, args.timeout))
+            for n in args.procs:
+                rows.setdefault(f"local {n}", []).append(
+                    fleet([fresh(work, f"local-{n}-{r}")], n, args.kernels, work, args.timeout))
+        if not args.no_sshfs:
+            try:
+                with _sshfs.two_mounts(os.path.join(work, "net")) as (a, b, _backing):
+                    for r in range(args.repeat):
+                        for n in args.procs:
+                            name = f"sshfs-{n}-{r}"
+                            rows.setdefault(f"sshfs {n}", []).append(fleet(
+                                [os.path.join(a, name), os.path.join(b, name)], n,
+                                args.kernels, work, args.timeout))
+            except _sshfs.Unavailable as exc:
+                out["sshfs_unavailable"] = str(exc)
+        for k in args.batches:
+            for r in range(args.repeat):
+                for how in ("serial", "compile_all"):
+                    rows.setdefault(f"batch {k} {how}", []).append(
+                        {"wall_s": _batch(how, k, work, args.timeout)})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out["effective_cpus_after"] = effective_cpus(out["cores"])
+    out["summary"] = summary(rows, args)
+    return out
+
+
+def _median(runs: list, key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def summary(rows: dict, args) -> dict:
+    alone = _median(rows["alone"], "wall_s")
+    out = {"alone_s": alone}
+    for name, runs in rows.items():
+        if name.startswith(("local", "sshfs")):
+            wall = _median(runs, "wall_s")
+            out[name] = {"processes": runs[0]["processes"],
+                         "per_key": [r["per_key"] for r in runs], "wall_s": wall,
+                         "over_alone": round(wall / alone, 2),
+                         "errors": sum(len(r["errors"]) for r in runs)}
+    for k in args.batches:
+        serial = _median(rows[f"batch {k} serial"], "wall_s")
+        parallel = _median(rows[f"batch {k} compile_all"], "wall_s")
+        out[f"batch {k}"] = {"serial_s": serial, "compile_all_s": parallel,
+                             "speedup": round(serial / parallel, 2)}
+    return out
+
+
+def table(result: dict) -> str:
+    s = result["summary"]
+    lines = [f"| fleet | processes | compilations per key | wall until all hold all "
+             f"{result['kernels']} | over one process alone |", "|---|---|---|---|---|",
+             f"| one process alone | 1 | 1.0 | {s['alone_s']:.2f} s | 1.00x |"]
+    for name, row in s.items():
+        if name.startswith(("local", "sshfs")):
+            place = "one local folder" if name.startswith("local") else "two sshfs mounts"
+            per_key = ", ".join(f"{v:.2f}" for v in row["per_key"])
+            lines.append(f"| {place}, {name.split()[1]} per machine | {row['processes']} | "
+                         f"{per_key} | {row['wall_s']:.2f} s | {row['over_alone']:.2f}x |")
+    lines += ["", f"CPUs: {result['cores']}; busy processes got {result['effective_cpus_before']}"
+              f" and {result['effective_cpus_after']} of them before and after.",
+              "", "| batch | serial | compile_all | speedup |", "|---|---|---|---|"]
+    for name, row in s.items():
+        if name.startswith("batch"):
+            lines.append(f"| {name.split()[1]} programs | {row['serial_s']:.2f} s | "
+                         f"{row['compile_all_s']:.2f} s | {row['speedup']:.2f}x |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="write fleet_bench.json into this folder")
+    ap.add_argument("--procs", default="2,4,8", help="processes per machine (default 2,4,8)")
+    ap.add_argument("--kernels", type=int, default=64, help="how many of the family (default 64)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each fleet (default 3)")
+    ap.add_argument("--batches", default="6,24", help="compile_all batch sizes (default 6,24)")
+    ap.add_argument("--no-sshfs", action="store_true", help="skip the two-mount fleets")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per process")
+    ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        what, rest = args.one[0], args.one[1:]
+        print(json.dumps(child_fleet(*rest) if what == "fleet" else child_batch(*rest)))
+        return 0
+    args.procs = [int(n) for n in args.procs.split(",") if n]
+    args.batches = [int(n) for n in args.batches.split(",") if n]
+    import pycache
+
+    bytecode = pycache.ensure()  # as an installed wheel has it
+    result = run(args)
+    result["bytecode"] = bytecode
+    print(table(result))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "fleet_bench.json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
