@@ -32,7 +32,7 @@ _COMPILE_OPTIONS = (
 _REPEATABLE = frozenset({"name_expressions"})
 _COMPILE_USAGE = ("cudaload compile FILE.cu|FILE.ptx [--arch sm_90] [--ptx|--cubin|--ltoir] "
                   "[-o OUT] "
-                  "[--name-expression 'k<float>' ...] [nvrtc options...]")
+                  "[--name-expression EXPR ...] [nvrtc options...]")
 
 
 def _add_compile_parser(sub) -> None:
@@ -184,7 +184,9 @@ def _add_precompile_parser(sub) -> None:
         help="compile programs for given architectures into the kernel cache or, with -o, into "
              "a bundle a package ships",
         usage="cudaload precompile [FILE.cu ...] [--package PKG --resource RES ...] "
-              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [--ltoir] [-o OUT.bundle]",
+              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] "
+              "[--name-expression EXPR ...] [--option OPT ...] [--ltoir] "
+              "[-o OUT.bundle [--append]] [-j N]",
         description="Each program is compiled to CUBIN (LTO IR with --ltoir) for each --arch "
                     "through the kernel cache. "
                     "With -o the results are also written to a bundle file: a package that ships "
@@ -202,8 +204,8 @@ def _add_precompile_parser(sub) -> None:
     pre.add_argument("--arch", action="append", required=True,
                      help="repeatable: --arch sm_80 --arch sm_90")
     pre.add_argument("--name-expression", action="append", default=[], dest="name_expressions",
-                     help="for FILE.cu and --resource programs, e.g. 'add<float>'; repeatable")
-    pre.add_argument("--option", action="append", default=[],
+                     metavar="EXPR", help="for FILE.cu and --resource programs, e.g. 'add<float>'; repeatable")
+    pre.add_argument("--option", action="append", default=[], metavar="OPT",
                      help="an NVRTC option for FILE.cu and --resource programs; repeatable")
     pre.add_argument("-o", "--output-file", dest="out", metavar="OUT.bundle", type=_file_name,
                      help="write a bundle (replacing the file, unless --append)")
