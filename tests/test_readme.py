@@ -79,3 +79,54 @@ def test_the_map_of_the_code_names_files_that_exist(readme):
     for package in ("bindings", "compile", "launch"):
         docstring = _read("cudaload", package, "__init__.py")
         assert re.search(rf"Layer \d, {package}: may import", docstring), package
+
+
+# ---- the README's fallback code, as written there, run in a fresh process ------------------------
+
+SCALE_CU = ('extern "C" __global__ void scale(float *x, float a, int n) {\n'
+            '    int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
+            '    if (i < n) x[i] *= a;\n}\n')
+
+
+def run_readme_fallback(tmp_path, env=None, unset=()) -> dict:
+    """The first Python block of the README's "Three uses" in a package ``mypkg`` that ships
+    ``scale.cu``, called on 300 floats: its result, whether it is the right one, whether it came
+    from the GPU (the program compiled in this process) and whether libnvrtc was mapped."""
+    from tests._support import run_json
+
+    uses = _section(_read("README.md"), "Three uses")
+    code = re.search(r"```python\n(.*?)```", uses, re.S).group(1)
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "scale.cu").write_text(SCALE_CU)
+    (tmp_path / "readme_scale.py").write_text(code)
+    return run_json(f"""
+        import json, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import numpy as np
+        import cudaload
+        from readme_scale import scale
+
+        x = np.arange(300, dtype=np.float32)
+        y = scale(x, 3.0)
+        try:  # compiled in this process: the GPU path ran (a memory-cache hit now)
+            gpu = cudaload.Program.from_resource("mypkg", "scale.cu").compile().cached == "memory"
+        except cudaload.CudaUnavailableError:
+            gpu = False
+        with open("/proc/self/maps") as f:
+            nvrtc = "libnvrtc" in f.read()
+        print(json.dumps({{"right": bool((y == x * 3).all()), "gpu": gpu, "nvrtc": nvrtc}}))
+    """, env={"CUDALOAD_CACHE": "0", **(env or {})}, unset=unset)
+
+
+@pytest.mark.parametrize("nvrtc", ["nvrtc", "no nvrtc"])
+@pytest.mark.parametrize("driver", ["libcuda 535, no GPU", "no driver"])
+def test_the_readme_fallback_code_runs_as_written_without_a_gpu(request, tmp_path, driver, nvrtc):
+    env = {"CUDALOAD_LIBCUDA": request.getfixturevalue("libcuda_535")
+           if driver != "no driver" else "/nonexistent/libcuda.so.1"}
+    if nvrtc == "no nvrtc":
+        env["CUDALOAD_LIBNVRTC"] = "/nonexistent/libnvrtc.so"
+    out = run_readme_fallback(tmp_path, env, unset=() if nvrtc == "no nvrtc"
+                              else ("CUDALOAD_LIBNVRTC",))
+    assert out == {"right": True, "gpu": False, "nvrtc": False}, out
