@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import argparse
 import sys
+import warnings
 
 from ._compile_commands import _add_compile_parser, _add_precompile_parser, _cmd_compile
 from ._link_command import add_parser as _add_link_parser
@@ -36,15 +37,28 @@ def main(argv=None) -> int:
     output = _Output(sys.stdout)
     sys.stdout = output  # type: ignore[assignment]
     try:
-        try:
-            status = _run(argv)
-        except SystemExit as done:  # argparse: --help, --version, a usage error
-            if not isinstance(done.code, (int, type(None))):
-                raise
-            status = done.code or 0
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line(name)
+            try:
+                status = _run(argv)
+            except SystemExit as done:  # argparse: --help, --version, a usage error
+                if not isinstance(done.code, (int, type(None))):
+                    raise
+                status = done.code or 0
         return output.finish(status, name)
     finally:
         sys.stdout = output.stream
+
+
+def _warning_line(name: str):
+    """How a command shows a warning: one line on stderr, with the command's name.  The source
+    line a warning points at is the caller's, which for a command is Python's own runpy."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        try:
+            (file or sys.stderr).write(f"{name}: {category.__name__}: {message}\n")
+        except OSError:  # stderr closed: a warning is no reason to fail the command
+            pass
+    return show
 
 
 def _run(argv: list[str]) -> int:

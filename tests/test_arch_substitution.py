@@ -88,3 +88,23 @@ def test_a_typo_is_guessed_only_as_an_arch_nvrtc_has(arch, guess):
         assert "Did you mean" not in message and "sm_75" in message  # the archs it has instead
     else:
         assert f"Did you mean {guess}?" in message
+
+
+def test_the_command_line_says_it_in_one_line_of_its_own(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests._support import ROOT
+
+    source = tmp_path / "k.cu"
+    source.write_text('extern "C" __global__ void k(int *x) { *x = 1; }\n')
+    env = {**os.environ, "PYTHONPATH": ROOT, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "cudaload", "compile", str(source), "--arch",
+                           "sm_91", "-o", str(tmp_path / "k.cubin")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "cubin for sm_90" in proc.stdout  # what was made
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cudaload compile: ArchWarning: NVRTC "), lines
+    assert "runpy" not in proc.stderr
