@@ -157,7 +157,7 @@ def _cmd_compile(words) -> int:
         print(obj.log, file=sys.stderr)
     cached = f", from the {obj.cached} cache" if obj.cached else ""
     empty = "; no kernel, device functions only" if kernels is False else ""
-    print(f"{out}: {obj.kind} for {obj.arch}, {len(obj.code)} bytes{cached}{empty}")
+    print(f"{out}: {obj.kind} for {target_name(obj)}, {len(obj.code)} bytes{cached}{empty}")
     for expression, lowered in obj.lowered_names.items():
         print(f"  {expression}: {lowered}")
     return 0
@@ -204,7 +204,8 @@ def _add_precompile_parser(sub) -> None:
     pre.add_argument("--arch", action="append", required=True,
                      help="repeatable: --arch sm_80 --arch sm_90")
     pre.add_argument("--name-expression", action="append", default=[], dest="name_expressions",
-                     metavar="EXPR", help="for FILE.cu and --resource programs, e.g. 'add<float>'; repeatable")
+                     metavar="EXPR",
+                     help="for FILE.cu and --resource programs, e.g. 'add<float>'; repeatable")
     pre.add_argument("--option", action="append", default=[], metavar="OPT",
                      help="an NVRTC option for FILE.cu and --resource programs; repeatable")
     pre.add_argument("-o", "--output-file", dest="out", metavar="OUT.bundle", type=_file_name,
@@ -218,6 +219,12 @@ def _add_precompile_parser(sub) -> None:
                      help="compile on N processes (default: one per CPU; programs already in the "
                           "kernel cache are only read)")
     pre.set_defaults(func=_cmd_precompile)
+
+
+def target_name(obj) -> str:
+    """The arch compiled code is for, as nvcc names it: compute_90 for PTX, sm_90 otherwise."""
+    arch = obj.arch or "sm_?"  # a compiled Program always knows its arch
+    return arch.replace("sm_", "compute_") if obj.kind == "ptx" else arch
 
 
 def _file_name(text: str) -> str:
@@ -338,7 +345,7 @@ def _cmd_precompile(args) -> int:
             print(problem, file=sys.stderr)
             return 1
         names = ", ".join(program.name_expressions)
-        print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {obj.arch} "
+        print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {target_name(obj)} "
               f"({obj.cached or 'compiled'})")
         if args.out:
             bundle.add(program, obj)

@@ -9,7 +9,8 @@ import argparse
 import sys
 import warnings
 
-from ._compile_commands import _add_compile_parser, _add_precompile_parser, _cmd_compile
+from ._compile_commands import (_add_compile_parser, _add_precompile_parser, _cmd_compile,
+                                target_name)
 from ._link_command import add_parser as _add_link_parser
 from .wheelcheck.command import add_parser as _add_check_wheel_parser
 from .wheelcheck.driver_library import add_parser as _add_fetch_libcuda_parser
@@ -193,9 +194,7 @@ def _cmd_demo(args) -> int:
     major, minor = nvrtc.version()
     made = f"PTX for compute_{oldest} ({len(ptx.code)} bytes)"
     if native is not None:
-        arch = native.arch or "sm_?"  # a compiled Program always knows its arch
-        target = arch.replace("sm_", "compute_") if native.kind == "ptx" else arch
-        made += f", {native.kind.upper()} for {target} ({len(native.code)} bytes)"
+        made += f", {native.kind.upper()} for {target_name(native)} ({len(native.code)} bytes)"
     print(f"compiled saxpy with NVRTC {major}.{minor}: {made}")
     if native is None:
         print("no usable GPU here, so the kernel was not launched (`cudaload doctor` says why)")

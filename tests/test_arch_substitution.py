@@ -108,3 +108,20 @@ def test_the_command_line_says_it_in_one_line_of_its_own(tmp_path):
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("cudaload compile: ArchWarning: NVRTC "), lines
     assert "runpy" not in proc.stderr
+
+
+def test_the_command_line_names_ptx_by_its_virtual_arch(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests._support import ROOT
+
+    source = tmp_path / "k.cu"
+    source.write_text('extern "C" __global__ void k(int *x) { *x = 1; }\n')
+    env = {**os.environ, "PYTHONPATH": ROOT, "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "cudaload", "compile", str(source), "-o",
+                           str(tmp_path / "k.ptx"), "--arch", "compute_80"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "ptx for compute_80" in proc.stdout and "sm_80" not in proc.stdout, proc.stdout
