@@ -5,10 +5,10 @@
 # CUDA link-time dependency; every program of the bundle precompiled for each arch built, and
 # what the other archs find; installed into a fresh virtual environment with only its declared
 # dependencies and imported there without CUDA and with the real driver library of Debian's
-# libcuda1 but no GPU, CUDALOAD_TEST_LIBCUDA, fetched by ci/fetch_libcuda.sh); then the
-# example's own tests, which use cudaload's pytest plugin, against the installed wheels: the
-# operations fall back to numpy, give numpy's results, say so once with the reason, and map no
-# CUDA library beyond the driver they were pointed at.
+# libcuda1 but no GPU, CUDALOAD_TEST_LIBCUDA, fetched by the built wheel's
+# `cudaload fetch-libcuda`); then the example's own tests, which use cudaload's pytest plugin,
+# against the installed wheels: the operations fall back to numpy, give numpy's results, say so
+# once with the reason, and map no CUDA library beyond the driver they were pointed at.
 #
 # Building the bundle needs NVRTC in $PYTHON's environment (pip install 'cudaload[nvrtc]').
 set -euo pipefail
@@ -19,15 +19,6 @@ ARCHS=(sm_80 sm_90 sm_100)
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 say() { echo "packaging_example_test: $*"; }
-
-LIBCUDA="${CUDALOAD_TEST_LIBCUDA:-}"
-if [ -z "$LIBCUDA" ] || [ ! -e "$LIBCUDA" ]; then
-    if [ -n "${CI:-}" ]; then
-        say "CUDALOAD_TEST_LIBCUDA is not set or missing in CI: ci/fetch_libcuda.sh must run" >&2
-        exit 1
-    fi
-    say "the checks with a driver but no GPU are skipped: set CUDALOAD_TEST_LIBCUDA to a libcuda.so.1"
-fi
 
 # --- build --------------------------------------------------------------------------------------
 "$PYTHON" -m venv "$WORK/build-env"
@@ -76,6 +67,22 @@ PY
 # --- cudaload check-wheel, from an environment with cudaload's wheel installed ---------------------
 "$PYTHON" -m venv "$WORK/env"
 "$WORK/env/bin/python" -m pip install -q --disable-pip-version-check "$CUDALOAD_WHEEL" "$GPUOPS_WHEEL" pytest
+# The driver library without GPU as docs/packaging.md has a host package get it: the installed
+# wheel's `cudaload fetch-libcuda` (into this checkout's cache, which ci/fetch_libcuda.sh fills
+# too, so a second fetch needs no network); a CUDALOAD_TEST_LIBCUDA given is used as it is.
+if [ -z "${CUDALOAD_TEST_LIBCUDA:-}" ] || [ ! -e "$CUDALOAD_TEST_LIBCUDA" ]; then
+    if CUDALOAD_TEST_LIBCUDA="$(CUDALOAD_LIBCUDA_DIR="$ROOT/.cache/libcuda535" \
+            "$WORK/env/bin/cudaload" fetch-libcuda)"; then
+        export CUDALOAD_TEST_LIBCUDA
+        say "driver library without GPU: $CUDALOAD_TEST_LIBCUDA (cudaload fetch-libcuda)"
+    elif [ -n "${CI:-}" ]; then
+        say "cudaload fetch-libcuda failed in CI: the checks with a driver but no GPU cannot run" >&2
+        exit 1
+    else
+        unset CUDALOAD_TEST_LIBCUDA
+        say "the checks with a driver but no GPU are skipped: cudaload fetch-libcuda failed"
+    fi
+fi
 cd "$WORK"  # outside the checkout: the installed copies are what gets imported
 check=("$WORK/env/bin/cudaload" check-wheel "$GPUOPS_WHEEL" --with "$CUDALOAD_WHEEL" --import gpuops
        ${CI:+--no-skip} "${arch_args[@]}" --arch sm_86 --arch sm_75)

@@ -32,7 +32,7 @@ _COMPILE_OPTIONS = (
 _REPEATABLE = frozenset({"name_expressions"})
 _COMPILE_USAGE = ("cudaload compile FILE.cu|FILE.ptx [--arch sm_90] [--ptx|--cubin|--ltoir] "
                   "[-o OUT] "
-                  "[--name-expression 'k<float>' ...] [nvrtc options...]")
+                  "[--name-expression EXPR ...] [nvrtc options...]")
 
 
 def _add_compile_parser(sub) -> None:
@@ -161,7 +161,7 @@ def _cmd_compile(words) -> int:
         print(obj.log, file=sys.stderr)
     cached = f", from the {obj.cached} cache" if obj.cached else ""
     empty = "; no kernel, device functions only" if kernels is False else ""
-    print(f"{out}: {obj.kind} for {obj.arch}, {len(obj.code)} bytes{cached}{empty}")
+    print(f"{out}: {obj.kind} for {target_name(obj)}, {len(obj.code)} bytes{cached}{empty}")
     for expression, lowered in obj.lowered_names.items():
         print(f"  {expression}: {lowered}")
     return 0
@@ -188,7 +188,9 @@ def _add_precompile_parser(sub) -> None:
         help="compile programs for given architectures into the kernel cache or, with -o, into "
              "a bundle a package ships",
         usage="cudaload precompile [FILE.cu ...] [--package PKG --resource RES ...] "
-              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] [--ltoir] [-o OUT.bundle]",
+              "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] "
+              "[--name-expression EXPR ...] [--option OPT ...] [--ltoir] "
+              "[-o OUT.bundle [--append]] [-j N]",
         description="Each program is compiled to CUBIN (LTO IR with --ltoir) for each --arch "
                     "through the kernel cache. "
                     "With -o the results are also written to a bundle file: a package that ships "
@@ -206,8 +208,9 @@ def _add_precompile_parser(sub) -> None:
     pre.add_argument("--arch", action="append", required=True,
                      help="repeatable: --arch sm_80 --arch sm_90")
     pre.add_argument("--name-expression", action="append", default=[], dest="name_expressions",
+                     metavar="EXPR",
                      help="for FILE.cu and --resource programs, e.g. 'add<float>'; repeatable")
-    pre.add_argument("--option", action="append", default=[],
+    pre.add_argument("--option", action="append", default=[], metavar="OPT",
                      help="an NVRTC option for FILE.cu and --resource programs; repeatable")
     pre.add_argument("-o", "--output-file", dest="out", metavar="OUT.bundle", type=_file_name,
                      help="write a bundle (replacing the file, unless --append)")
@@ -220,6 +223,12 @@ def _add_precompile_parser(sub) -> None:
                      help="compile on N processes (default: one per CPU; programs already in the "
                           "kernel cache are only read)")
     pre.set_defaults(func=_cmd_precompile)
+
+
+def target_name(obj) -> str:
+    """The arch compiled code is for, as nvcc names it: compute_90 for PTX, sm_90 otherwise."""
+    arch = obj.arch or "sm_?"  # a compiled Program always knows its arch
+    return arch.replace("sm_", "compute_") if obj.kind == "ptx" else arch
 
 
 def _file_name(text: str) -> str:
@@ -340,7 +349,7 @@ def _cmd_precompile(args) -> int:
             print(problem, file=sys.stderr)
             return 1
         names = ", ".join(program.name_expressions)
-        print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {obj.arch} "
+        print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {target_name(obj)} "
               f"({obj.cached or 'compiled'})")
         if args.out:
             bundle.add(program, obj)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import argparse
 import sys
+import warnings
 
-from ._compile_commands import _add_compile_parser, _add_precompile_parser, _cmd_compile
+from ._compile_commands import (_add_compile_parser, _add_precompile_parser, _cmd_compile,
+                                target_name)
 from ._link_command import add_parser as _add_link_parser
 from .wheelcheck.command import add_parser as _add_check_wheel_parser
 from .wheelcheck.driver_library import add_parser as _add_fetch_libcuda_parser
@@ -36,15 +38,28 @@ def main(argv=None) -> int:
     output = _Output(sys.stdout)
     sys.stdout = output  # type: ignore[assignment]
     try:
-        try:
-            status = _run(argv)
-        except SystemExit as done:  # argparse: --help, --version, a usage error
-            if not isinstance(done.code, (int, type(None))):
-                raise
-            status = done.code or 0
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line(name)
+            try:
+                status = _run(argv)
+            except SystemExit as done:  # argparse: --help, --version, a usage error
+                if not isinstance(done.code, (int, type(None))):
+                    raise
+                status = done.code or 0
         return output.finish(status, name)
     finally:
         sys.stdout = output.stream
+
+
+def _warning_line(name: str):
+    """How a command shows a warning: one line on stderr, with the command's name.  The source
+    line a warning points at is the caller's, which for a command is Python's own runpy."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        try:
+            (file or sys.stderr).write(f"{name}: {category.__name__}: {message}\n")
+        except OSError:  # stderr closed: a warning is no reason to fail the command
+            pass
+    return show
 
 
 def _run(argv: list[str]) -> int:
@@ -179,9 +194,7 @@ def _cmd_demo(args) -> int:
     major, minor = nvrtc.version()
     made = f"PTX for compute_{oldest} ({len(ptx.code)} bytes)"
     if native is not None:
-        arch = native.arch or "sm_?"  # a compiled Program always knows its arch
-        target = arch.replace("sm_", "compute_") if native.kind == "ptx" else arch
-        made += f", {native.kind.upper()} for {target} ({len(native.code)} bytes)"
+        made += f", {native.kind.upper()} for {target_name(native)} ({len(native.code)} bytes)"
     print(f"compiled saxpy with NVRTC {major}.{minor}: {made}")
     if native is None:
         print("no usable GPU here, so the kernel was not launched (`cudaload doctor` says why)")

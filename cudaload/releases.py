@@ -117,21 +117,24 @@ _ARCHS = {
 }
 
 
-def arch_support(cc: int, nvrtc_version) -> str:
+def arch_support(cc: int, nvrtc_version, name: str | None = None) -> str:
     """Which NVRTC to install for compute capability ``cc`` (e.g. 35) that NVRTC ``nvrtc_version``
-    does not support: a sentence ending in a pip command, or saying that none is known."""
+    does not support, ``name`` being the arch as asked (default sm_CC): one sentence, ending in a
+    pip command where one helps, that reads on its own after another ("pick one of those. NVRTC
+    12.8 added sm_120: pip install ...")."""
     known = _ARCHS.get(cc)
+    name = name or f"sm_{cc}"
     if known is None and cc < min(_ARCHS):
-        return (f"no NVRTC that cudaload can use (11.2 or newer) compiles for sm_{cc}; "
+        return (f"No NVRTC that cudaload can use (11.2 or newer) compiles for {name}; "
                 f"compile for sm_{min(_ARCHS)} or newer")
     first, last = known or (None, None)
     if last is not None and tuple(nvrtc_version) > last:
-        return (f"NVRTC {last[0]}.{last[1]} is the last release that compiles for sm_{cc}: "
+        return (f"NVRTC {last[0]}.{last[1]} is the last release that compiles for {name}: "
                 f"{pip_install(nvrtc_requirement(*last))} (in an environment of its own, or set "
                 f"CUDALOAD_LIBNVRTC to its libnvrtc)")
     if known is None:
-        return (f"no NVRTC release cudaload knows of compiles for sm_{cc}; the newest may: "
-                f"pip install -U {_WHEELS['nvrtc']}")
+        return (f"No NVRTC release cudaload knows of compiles for {name} (check that it is the "
+                f"arch meant); a newer release may: pip install -U {_WHEELS['nvrtc']}")
     first = known[0]
     requirement = f"{_wheel('nvrtc', first[0])}>={first[0]}.{first[1]},<{first[0] + 1}"
-    return f"NVRTC {first[0]}.{first[1]} added sm_{cc}: {pip_install(requirement)}"
+    return f"NVRTC {first[0]}.{first[1]} added {name}: {pip_install(requirement)}"

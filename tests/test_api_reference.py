@@ -400,7 +400,8 @@ def check_reference(text: str, public) -> list[str]:
 
 
 # Warnings cudaload emits that live outside cudaload.errors.
-_WARNINGS = {"CacheWarning": "cudaload.compile.cache", "BundleWarning": "cudaload.compile.bundle"}
+_WARNINGS = {"CacheWarning": "cudaload.compile.cache", "BundleWarning": "cudaload.compile.bundle",
+             "ArchWarning": "cudaload.compile.plan"}
 
 
 def stubs(text: str) -> list[str]:
@@ -552,3 +553,26 @@ def test_the_readme_error_tree_names_every_error_class():
                and issubclass(value, errors.CudaLoadError) and value.__module__ == errors.__name__]
     missing = [name for name in classes if re.search(rf"(── |^){name}\b", tree, re.M) is None]
     assert len(classes) > 10 and missing == [], missing
+
+
+def test_the_cache_folders_python_methods_are_in_the_reference(text):
+    """``cudaload cache info|clear|prune`` have a Python counterpart each, and the page names it
+    with what it returns."""
+    from cudaload.compile.cache import disk
+
+    section = text[text.index("### `cudaload cache`"):text.index("### `cudaload precompile`")]
+    for method in ("info", "clear", "prune"):
+        assert callable(getattr(disk.DiskCache, method))
+        assert f"cudaload.compile.cache.configured().{method}(" in section, method
+
+
+def test_every_pickled_field_of_objectcode_is_listed(text):
+    import pickle
+
+    from cudaload import ObjectCode
+
+    _rebuild, (fields,) = ObjectCode(b"//ptx", "ptx").__reduce__()
+    line = next(line for line in text.splitlines() if line.startswith("pickle.dumps(obj)"))
+    assert pickle.loads(pickle.dumps(ObjectCode(b"//ptx", "ptx"))).kind == "ptx"
+    missing = [name for name in fields if name not in line]
+    assert missing == [], missing

@@ -146,3 +146,23 @@ def test_cache_prune_says_how_many_entries_it_kept_because_they_are_in_use(cache
     out = scenario_json("cli_compiles", "store_three", "aged", "prune", env=cache_env)
     assert out["entries"] == 3 and out["kept"] == 0
     assert json.loads(cli("cache", "info", "--json", env=cache_env).stdout)["entries"] == 0
+
+
+def _usage(command: str) -> str:
+    proc = cli(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout[:proc.stdout.index("\n\n")]
+
+
+def test_precompiles_usage_line_lists_every_option():
+    usage = _usage("precompile")
+    for option in ("-j N", "--option", "--name-expression", "--append", "--ltoir", "--programs",
+                   "-o OUT.bundle"):
+        assert option in usage, option
+
+
+@pytest.mark.parametrize("command", ["compile", "precompile"])
+def test_name_expressions_have_one_metavar_in_every_command(command):
+    help_text = cli(command, "--help").stdout
+    assert "--name-expression EXPR" in _usage(command)
+    assert "--name-expression EXPR" in help_text.split("\n\n", 1)[1]  # the option's own line

@@ -72,3 +72,37 @@ def test_the_fallback_catches_exactly_cudaloads_unavailable_error():
             with open(os.path.join(EXAMPLE, "gpuops", name)) as f:
                 clauses += re.findall(r"except\s+([^:]*cudaload[^:]*):", f.read())
     assert clauses and set(clauses) == {"cudaload.CudaUnavailableError as err"}, clauses
+
+
+def test_the_dependency_is_the_one_docs_packaging_prescribes_for_a_bundle_and_says_why():
+    """gpuops ships a bundle, so it depends on plain cudaload; docs/packaging.md says when that
+    is right and why, and the example tells its users when to add the extra."""
+    import tomllib
+
+    with open(os.path.join(EXAMPLE, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)
+    cudaload_deps = [d for d in project["project"]["dependencies"] if d.startswith("cudaload")]
+    assert cudaload_deps == ["cudaload>=0.1"], cudaload_deps  # no extra: the bundle serves
+    assert "gpuops/_kernels.bundle" in project["tool"]["hatch"]["build"]["targets"]["wheel"][
+        "artifacts"]
+    with open(os.path.join(ROOT, "docs", "packaging.md")) as f:
+        recipe = f.read()
+    section = recipe[recipe.index("## Which cudaload to depend on"):]
+    section = section[:section.index("\n## ", 3)]
+    assert "depends on `cudaload[nvrtc]`" in section and "may depend on plain `cudaload`" in section
+    assert "examples/gpuops" in section
+    with open(os.path.join(EXAMPLE, "README.md")) as f:
+        readme = f.read()
+    assert "pip install gpuops 'cudaload[nvrtc]'" in readme  # GPUs the bundle does not cover
+
+
+def test_ci_follows_the_recipe_from_a_built_cudaload_wheel():
+    """ci/packaging_example_test.sh does what docs/packaging.md tells a host package to do: the
+    driver library from the installed wheel's ``cudaload fetch-libcuda``, the built cudaload
+    wheel given with --with, --no-skip in CI, the bundle required."""
+    with open(os.path.join(ROOT, "ci", "packaging_example_test.sh")) as f:
+        script = f.read()
+    assert '"$WORK/env/bin/cudaload" fetch-libcuda' in script
+    assert "check-wheel" in script and '--with "$CUDALOAD_WHEEL"' in script
+    assert "${CI:+--no-skip}" in script and "--require-bundle" in script
+    assert "-m build --wheel" in script and '"$ROOT" >&2' in script  # cudaload's own wheel

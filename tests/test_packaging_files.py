@@ -45,13 +45,27 @@ def test_the_type_checker_runs_over_the_package_in_the_test_command():
 
 def test_the_classifiers_claim_only_what_ci_runs():
     # CI (.ci/run -> ci/test.sh) runs on Linux with the interpreter ci/test.sh makes its venv
-    # from; the Windows branches (nvcuda.dll, locks, PE files) have no CI job, so no Windows claim.
+    # from (3.11); the whole suite, GPU tests included, runs on the GPU machine with the Python
+    # each record of docs/gpu-runs names.  The Windows branches (nvcuda.dll, locks, PE files)
+    # have no CI job, so no Windows claim.
+    import glob
+    import json
+
     classifiers = _pyproject()["project"]["classifiers"]
     systems = [c for c in classifiers if c.startswith("Operating System ::")]
     assert systems == ["Operating System :: POSIX :: Linux"], systems
     versions = [c.rsplit(" :: ", 1)[1] for c in classifiers
                 if c.startswith("Programming Language :: Python :: 3.")]
-    assert versions == ["3.11"], versions
+    gpu_runs = set()
+    for record in sorted(glob.glob(os.path.join(ROOT, "docs", "gpu-runs", "*.json")))[-5:]:
+        with open(record) as f:
+            python = json.load(f).get("python")
+        if python:
+            gpu_runs.add(".".join(python.split(".")[:2]))
+    tested = sorted({"3.11"} | gpu_runs, key=lambda v: tuple(map(int, v.split("."))))
+    assert versions == tested, (versions, tested)
     with open(os.path.join(ROOT, "README.md")) as f:
         readme = f.read()
-    assert "Windows is untested" in readme and "CPython 3.11" in readme
+    assert "Windows is untested" in readme
+    for version in tested:
+        assert f"CPython {version}" in readme, version

@@ -26,7 +26,8 @@ from ..errors import CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
 from .options import LTO_OPTION, Arch, parse_arch, virtual
 
-__all__ = ["Plan", "choose", "check_plausible", "driver_version", "assume_driver_version"]
+__all__ = ["Plan", "ArchWarning", "choose", "check_plausible", "driver_version",
+           "assume_driver_version"]
 
 
 class Plan:
@@ -50,9 +51,10 @@ class Plan:
                 self.inputs, self.stamps, self.code = inputs, inputs.stamps, found
                 program._keep(found, arch, output, None, inputs.stamps)  # no key: none to evict
                 return
-        self._look(tc or toolchain.current())
-        if explicit:
-            check_plausible(arch, self.tc)
+        tc = tc or toolchain.current()
+        if explicit:  # a typo ("sm_900") is refused before any code is chosen for it
+            check_plausible(arch, tc)
+        self._look(tc)
 
     @classmethod
     def found(cls, program, arch, output: str, code: ObjectCode) -> Plan:
@@ -268,57 +270,91 @@ def driver_version() -> int | None:
 _MAJORS_AHEAD = 3
 
 
+class ArchWarning(UserWarning):
+    """Code was made for another arch than the one asked for (NVRTC does not know that one): the
+    message names both and how to get the code asked for."""
+
+
 def check_plausible(arch, tc: toolchain.Toolchain) -> None:
     want, newest = parse_arch(arch), max(tc.archs)
     if want.number // 10 > newest // 10 + _MAJORS_AHEAD:
-        guess = f" Did you mean sm_{want.number // 10}?" if want.number % 10 == 0 else ""
+        # A digit too many ("sm_900"): the guess is offered only where NVRTC has it (sm_200's
+        # sm_20 is no arch any NVRTC cudaload can use compiles for).
+        guess = want.number // 10
+        offer = (f" Did you mean sm_{guess}?" if want.number % 10 == 0 and guess in tc.archs
+                 else f" Pick one of {_list(sorted(tc.archs))}.")
         raise ValueError(f"arch {arch!r} is no GPU architecture: NVRTC knows up to sm_{newest}, "
                          f"and compute capability {want.number // 10}.{want.number % 10} is far "
-                         f"beyond it.{guess}")
+                         f"beyond it.{offer}")
 
 
 def choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
             ) -> tuple[str, Arch]:
     """(kind, target arch) for a request, from NVRTC's supported archs and the driver's version;
-    ``explicit``: whether ``arch`` was asked for (else it is the device's)."""
+    ``explicit``: whether ``arch`` was asked for (else it is the device's).  Code for another
+    arch than ``arch`` is made only with an :class:`ArchWarning` that says so."""
     supported = sorted(tc.archs)
     # With no arch and no device: CUBIN for NVRTC's newest; PTX for its oldest, which the driver
     # compiles forward for every newer GPU (never back), so it is the portable choice.
     default = supported[0] if output == "ptx" else supported[-1]
     want = Arch((default, "")) if arch is None else parse_arch(arch)
+    name = _named(arch, want)
+    asked = f"{name} ({_whose(explicit)})"
     known = want.number in supported
     if output != "auto" or known:
         if not known:
-            from ..releases import arch_support  # deferred: only this path needs it
-
             raise NvrtcError(
-                f"NVRTC {_v(tc)} cannot compile for {want.sm()} ({_whose(explicit)}): it "
-                f"supports {_list(supported)}",
-                hint=f"pick one of those, or {arch_support(want.number, tc.version)}", name="arch")
+                f"NVRTC {_v(tc)} cannot compile for {asked}: it supports {_list(supported)}",
+                hint=f"pick one of those. {_support(want, tc, name)}", name="arch")
         return ("cubin" if output == "auto" else output), want
     older = [a for a in supported if a < want.number]
     if not older:
-        from ..releases import arch_support  # deferred: only this path needs it
-
         raise NvrtcError(
-            f"{want.sm()} ({_whose(explicit)}) is older than anything NVRTC {_v(tc)} supports "
-            f"({_list(supported)})", hint=arch_support(want.number, tc.version), name="arch")
+            f"{asked} is older than anything NVRTC {_v(tc)} supports ({_list(supported)})",
+            hint=_support(want, tc, name), name="arch")
     same_major = [a for a in older if a // 10 == want.number // 10]
     if want.number < supported[-1] and same_major:  # a CUBIN of the same major runs on it
-        return "cubin", Arch((same_major[-1], ""))
+        return _instead(tc, asked, want, "cubin", Arch((same_major[-1], "")))
     driver = driver_version()
     if driver is None or driver >= tc.version_number():
-        return "ptx", Arch((older[-1], ""))
+        return _instead(tc, asked, want, "ptx", Arch((older[-1], "")))
     if same_major:
-        return "cubin", Arch((same_major[-1], ""))
+        return _instead(tc, asked, want, "cubin", Arch((same_major[-1], "")))
     from ..bindings.driver import format_version  # deferred: only this path needs it
-    from ..releases import arch_support  # deferred: only this path needs it
 
     raise NvrtcError(
-        f"cannot make code for {want.sm()}: NVRTC {_v(tc)} does not know this GPU, and its PTX "
+        f"cannot make code for {asked}: NVRTC {_v(tc)} does not know this GPU, and its PTX "
         f"would need a driver for CUDA {_v(tc)} or newer, but the driver is for CUDA "
         f"{format_version(driver)}",
-        hint=f"upgrade the NVIDIA driver, or {arch_support(want.number, tc.version)}", name="arch")
+        hint=f"upgrade the NVIDIA driver. {_support(want, tc, name)}", name="arch")
+
+
+def _instead(tc: toolchain.Toolchain, asked: str, want: Arch, kind: str, target: Arch
+             ) -> tuple[str, Arch]:
+    """(kind, target), made in place of code for ``want``: said once, with why it serves."""
+    from .. import _warn  # deferred: only a substitution warns
+
+    if kind == "cubin":
+        made = (f"CUBIN for {target.sm()}, which runs on {want.sm()} (a CUBIN runs on the GPUs "
+                f"of its major with a minor as new or newer)")
+    else:
+        made = (f"PTX for {target.compute()}, which the driver compiles for {want.sm()} when it "
+                f"loads it (a driver for CUDA {_v(tc)} or newer)")
+    _warn.warn(f"NVRTC {_v(tc)} cannot compile for {asked}: made {made}. For code of "
+               f"{want.sm()} itself: {_support(want, tc, want.sm())}", ArchWarning)
+    return kind, target
+
+
+def _support(want: Arch, tc: toolchain.Toolchain, name: str) -> str:
+    from ..releases import arch_support  # deferred: only an arch NVRTC lacks needs it
+
+    return arch_support(want.number, tc.version, name)
+
+
+def _named(arch, want: Arch) -> str:
+    """The arch as asked: compute_91 where a virtual arch was asked for, else sm_91."""
+    virtual_arch = isinstance(arch, str) and arch.strip().lower().startswith("compute_")
+    return want.compute() if virtual_arch else want.sm()
 
 
 def _whose(explicit: bool) -> str:
