@@ -146,7 +146,7 @@ def test_a_hit_marks_the_entry_recently_used(tmp_path):
 
 
 def test_a_folder_not_made_yet_is_looked_at_again_once_it_is(tmp_path):
-    """Not made yet: usable, but not vouched for; once made by another user (root here gives it
+    """Not made yet: usable, but not yet judged trusted; once made by another user (root here gives it
     away) it is not used.  tests/test_trust_unprivileged.py: the same as an ordinary user."""
     import os
 

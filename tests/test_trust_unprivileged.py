@@ -160,7 +160,7 @@ def test_a_cache_folder_made_by_another_user_after_the_first_look_is_not_used(wo
     /tmp, another user may create it meanwhile, and choose the code this process runs."""
     root = os.path.join(workspace, "cache")
     proc = _as_user(["-c", WATCH, root], stdin=subprocess.PIPE)
-    assert json.loads(proc.stdout.readline()) == [True, False]  # usable, not yet vouched for
+    assert json.loads(proc.stdout.readline()) == [True, False]  # usable, not yet judged trusted
     os.mkdir(root, 0o700)
     os.chown(root, owner, owner)
     stdout, stderr = proc.communicate("\n", timeout=60)

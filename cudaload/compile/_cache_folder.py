@@ -59,8 +59,8 @@ class Folder:
 
     @property
     def usable(self) -> bool:
-        """Whether the folder is used: it has not failed, and it may be trusted (see vouch)."""
-        return not self.broken and (self.trusted or self.vouch())
+        """Whether the folder is used: it has not failed, and it may be trusted (see judge_trust)."""
+        return not self.broken and (self.trusted or self.judge_trust())
 
     def make(self) -> None:
         """Create the entries folder (and the cache folder, private) if needed.  Raises
@@ -87,7 +87,7 @@ class Folder:
         """The test each file read from the folder must pass (see _untrusted.py)."""
         return shared_problem if self.shared else _untrusted.problem
 
-    def vouch(self) -> bool:
+    def judge_trust(self) -> bool:
         """Whether the folder may be used; when not, warn once and leave it unused.  A folder
         not made yet is checked again once it exists."""
         shared = _untrusted.shared()

@@ -295,7 +295,7 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
     root = place.root
     try:
         place.make()  # made private
-        if not place.trusted and not place.vouch():
+        if not place.trusted and not place.judge_trust():
             return
         from .. import _file_lock  # deferred: only to write the record: reading it takes no lock
 

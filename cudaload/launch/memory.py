@@ -11,6 +11,7 @@ from ._sizes import allocation_size, integer
 from .device import Device, activate, as_device
 from ._foreign import stream_handle as handle_of
 from ._unpicklable import GpuState
+from ._byte_interface import cuda_array_interface
 from . import dlpack as _dlpack
 from .pinned import HostBuffer
 
@@ -97,8 +98,7 @@ class DeviceBuffer(GpuState):
     @property
     def __cuda_array_interface__(self) -> dict:
         self._live()
-        return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
-                "version": 3, "strides": None, "stream": None}
+        return cuda_array_interface(self.ptr, self.nbytes)
 
     def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> object:

@@ -13,6 +13,7 @@ from .. import lifetime
 from ._sizes import allocation_size
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
+from ._byte_interface import array_interface, cuda_array_interface
 from . import dlpack as _dlpack
 
 __all__ = ["alloc_host", "HostBuffer", "pin"]
@@ -83,14 +84,12 @@ class HostBuffer(GpuState):
     @property
     def __array_interface__(self) -> dict:
         self._live()
-        return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.host_ptr, False),
-                "version": 3}
+        return array_interface(self.host_ptr, self.nbytes)
 
     @property
     def __cuda_array_interface__(self) -> dict:
         self._live()
-        return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
-                "version": 3, "strides": None, "stream": None}
+        return cuda_array_interface(self.ptr, self.nbytes)
 
     def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> object:

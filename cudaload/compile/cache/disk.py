@@ -286,7 +286,7 @@ class DiskCache:
         used."""
         self.place.make()  # every time: another process may have cleared it
         if not self.swept:  # once per process: the scan grows with the folder
-            if not self.place.trusted and not self.place.vouch():
+            if not self.place.trusted and not self.place.judge_trust():
                 raise PermissionError(f"{self.root} is not to be trusted")
             self.swept = True
             from . import pruning  # deferred: a disk hit sweeps nothing

@@ -45,7 +45,7 @@ class ReadTier:
         found = _untrusted.cache_problem(self.root, self.folder, _untrusted.shared())
         return f"{found[0]}: {found[1]}" if found else None
 
-    def vouched(self):
+    def entry_test(self):
         """The test of entry files, or None while the tier is not to be used.  Decided once per
         process for a folder that exists; a missing or failing one is looked at again later."""
         if self._check is not None or self.refused is not None:
@@ -106,7 +106,7 @@ def find(key: str, skip: str, read):
     something (disk.read_entry: (code, bytes)), or None; the tier at the root ``skip`` (the
     writable folder, already looked in) is left out."""
     for tier in configured():  # () without CUDALOAD_CACHE_READ_DIRS: no stat at all
-        check = tier.vouched() if tier.root != skip else None
+        check = tier.entry_test() if tier.root != skip else None
         found = None if check is None else read(tier.folder + os.sep + key + ".bin", key, check)
         if found is not None:
             if _log.enabled("cache"):
