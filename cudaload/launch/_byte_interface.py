@@ -1,7 +1,10 @@
-"""The array interfaces of a span of memory: 1-D uint8 of its length, the same shape DLPack gets
-(see dlpack.py), so a consumer reinterprets it as another dtype on its side."""
+"""What every span of memory with a device address shows consumers: its length and the array
+interfaces of 1-D uint8 of that length, the shape DLPack gets too (see dlpack.py), so that a
+consumer reinterprets it as another dtype on its side."""
 
 from __future__ import annotations
+
+from ._unpicklable import GpuState
 
 
 def array_interface(host_address: int, nbytes: int) -> dict:
@@ -9,8 +12,23 @@ def array_interface(host_address: int, nbytes: int) -> dict:
     return {"shape": (nbytes,), "typestr": "|u1", "data": (host_address, False), "version": 3}
 
 
-def cuda_array_interface(device_address: int, nbytes: int) -> dict:
-    """``__cuda_array_interface__`` (version 3) of device memory, with no stream for the
-    consumer to wait on."""
-    return {"shape": (nbytes,), "typestr": "|u1", "data": (device_address, False),
-            "version": 3, "strides": None, "stream": None}
+class ByteSpan(GpuState):
+    """Base of DeviceBuffer and HostBuffer: ``len()`` and ``__cuda_array_interface__`` from the
+    subclass's ``ptr``, ``nbytes`` and ``_live()`` (which raises once the memory is freed)."""
+
+    __slots__ = ()
+    ptr: int
+    nbytes: int
+
+    def _live(self):
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """Version 3, with no stream for the consumer to wait on."""
+        self._live()
+        return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
+                "version": 3, "strides": None, "stream": None}

@@ -10,8 +10,7 @@ from .. import lifetime
 from ._sizes import allocation_size, integer
 from .device import Device, activate, as_device
 from ._foreign import stream_handle as handle_of
-from ._unpicklable import GpuState
-from ._byte_interface import cuda_array_interface
+from ._byte_interface import ByteSpan
 from . import dlpack as _dlpack
 from .pinned import HostBuffer
 
@@ -60,7 +59,7 @@ def _free(ptr: int, dev: Device, stream=None) -> None:
         drv.cuMemFreeAsync(ptr, handle_of(stream))
 
 
-class DeviceBuffer(GpuState):
+class DeviceBuffer(ByteSpan):
     """A span of device memory: ``.ptr``, ``.nbytes``, ``.device``; ``__cuda_array_interface__``
     and ``__dlpack__`` (1-D uint8: raw bytes).
 
@@ -91,14 +90,6 @@ class DeviceBuffer(GpuState):
 
     def __deepcopy__(self, memo):
         return self.__copy__()
-
-    def __len__(self) -> int:
-        return self.nbytes
-
-    @property
-    def __cuda_array_interface__(self) -> dict:
-        self._live()
-        return cuda_array_interface(self.ptr, self.nbytes)
 
     def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> object:

@@ -12,8 +12,7 @@ from ..bindings import driver
 from .. import lifetime
 from ._sizes import allocation_size
 from .device import Device, activate, as_device
-from ._unpicklable import GpuState
-from ._byte_interface import array_interface, cuda_array_interface
+from ._byte_interface import ByteSpan, array_interface
 from . import dlpack as _dlpack
 
 __all__ = ["alloc_host", "HostBuffer", "pin"]
@@ -53,7 +52,7 @@ def _free(pointer, dev: Device) -> None:
     activate(dev).cuMemFreeHost(pointer)
 
 
-class HostBuffer(GpuState):
+class HostBuffer(ByteSpan):
     """Pinned host memory: ``.host_ptr`` (the host address), ``.ptr`` (its device address),
     ``.nbytes``; ``.view`` (a writable memoryview, what ``copy_from_host``/``copy_to_host`` and
     numpy take), ``__array_interface__`` (numpy: ``numpy.asarray(h)``) and
@@ -72,9 +71,6 @@ class HostBuffer(GpuState):
     def __repr__(self) -> str:
         return f"<cudaload.HostBuffer 0x{self.host_ptr:x} {self.nbytes} bytes, pinned>"
 
-    def __len__(self) -> int:
-        return self.nbytes
-
     @property
     def view(self) -> memoryview:
         """The memory as a writable 1-D memoryview of bytes.  Raises ValueError once freed."""
@@ -85,11 +81,6 @@ class HostBuffer(GpuState):
     def __array_interface__(self) -> dict:
         self._live()
         return array_interface(self.host_ptr, self.nbytes)
-
-    @property
-    def __cuda_array_interface__(self) -> dict:
-        self._live()
-        return cuda_array_interface(self.ptr, self.nbytes)
 
     def __dlpack__(self, *, stream: int | None = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> object:
