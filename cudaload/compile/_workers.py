@@ -8,9 +8,15 @@ other processes running and the interpreter waiting for them at exit.  Here a pr
 next job only once it has answered the last, so a process that dies names its job; the others go
 on, and a new process takes the dead one's place while jobs remain.
 
-The calling process only waits, in ``multiprocessing.connection.wait``, which Ctrl-C interrupts at
-once (a compilation of its own, inside NVRTC, would hold the KeyboardInterrupt until NVRTC
-returned).  However the wait ends, every process is ended and joined before the caller goes on:
+A process gets its first job only once it has started (a fresh interpreter importing cudaload:
+a few hundred milliseconds on a small machine), and the caller's own share of the jobs, taken from
+the end of the list while the processes take them from the front, runs on a thread of the
+calling process (``run(jobs, here=...)``): a batch too small to repay the start of a process is
+done here, as fast as compiling it in a loop would be, and the processes that did not start in
+time are ended unused.  The calling thread itself only waits, in
+``multiprocessing.connection.wait``, which Ctrl-C interrupts at once (a compilation on the calling
+thread, inside NVRTC, would hold the KeyboardInterrupt until NVRTC returned; the thread's
+compilation runs on, and its answer is dropped).  However the wait ends, every process is ended and joined before the caller goes on:
 asked to leave when all went well, else terminated, and killed if it lingers.  Workers ignore
 SIGINT: Ctrl-C at a terminal reaches the whole process group, and the caller ends them.
 
@@ -26,7 +32,9 @@ import signal
 import sys
 import types
 
-__all__ = ["Died", "Workers"]
+__all__ = ["Died", "HERE", "Workers"]
+
+HERE = object()  # what run() yields as the answer of a job done by ``here``
 
 _LINGER = 2.0  # seconds a process asked to leave, or terminated, has to exit before the next step
 
@@ -59,7 +67,7 @@ class _Process:
         with _without_main():
             self.process.start()
         theirs.close()  # theirs only: once it dies, writing to it fails and reading it ends
-        self.answered = False
+        self.started = False  # it said so: it may be given a job
 
     def leave(self, ask: bool) -> None:
         """Ask the process to leave (``ask``: a worker waiting for its next job reads the end of
@@ -81,11 +89,52 @@ class _Process:
 
 
 def _end(workers: list[_Process], ask: bool) -> None:
-    """End every one of ``workers`` (see :meth:`_Process.leave`), all at once."""
+    """End every one of ``workers`` (see :meth:`_Process.leave`), all at once.  One still
+    starting is terminated, not asked: it would finish its start before it read the request."""
     for worker in workers:
-        worker.leave(ask)
+        worker.leave(ask and worker.started)
     for worker in workers:
-        worker.join(ask)
+        worker.join(ask and worker.started)
+
+
+class _Here:
+    """The caller's share of the jobs: ``here(tag)`` on a thread of this process, one job at a
+    time, its answer kept here and announced by a byte on a pipe, which the caller waits on
+    beside the processes' pipes."""
+
+    def __init__(self, context, here) -> None:
+        self.conn, self._theirs = context.Pipe(duplex=False)
+        self._here = here
+        self.tag: object = None
+        self.busy = False
+        self._answer: tuple = ()
+
+    def take(self, tag) -> None:
+        self.tag, self.busy = tag, True
+        _thread.start_new_thread(self._run, (tag,))
+
+    def _run(self, tag) -> None:
+        try:
+            self._answer = (True, self._here(tag))
+        except BaseException as exc:  # all, SystemExit too: a thread that ended unheard would
+            self._answer = (False, exc)  # leave the caller waiting for ever
+        try:
+            self._theirs.send_bytes(b"")
+        except OSError:  # the caller gave up waiting (Ctrl-C): nobody wants the answer
+            pass
+
+    def answer(self) -> tuple:
+        """(tag, ok, value) of the job just done, once :attr:`conn` is ready."""
+        self.conn.recv_bytes()
+        self.busy = False
+        ok, value = self._answer
+        return self.tag, ok, HERE if ok else value
+
+    def close(self) -> None:
+        """Close the caller's end; a thread still running finds it closed and drops its answer.
+        The thread's end is closed when the process's last reference to it goes, never while
+        the thread may still write to it (its number could be another file's by then)."""
+        self.conn.close()
 
 
 class Workers:
@@ -99,12 +148,15 @@ class Workers:
         self._context = multiprocessing.get_context("spawn")
         self._n, self._start = n, (target, initializer, initargs)
         self._processes: list[_Process] = []
+        self._here: _Here | None = None
 
     def __enter__(self) -> Workers:
         return self
 
     def __exit__(self, kind, *_rest) -> None:
         processes, self._processes = self._processes, []
+        if self._here is not None:
+            self._here.close()
         _end(processes, ask=kind is None)
 
     def _spawn(self) -> _Process:
@@ -112,43 +164,83 @@ class Workers:
         self._processes.append(worker)
         return worker
 
-    def run(self, jobs: dict):
+    def run(self, jobs: dict, here=None):
         """Run ``target(*args)`` for each ``tag: args`` of ``jobs``; yields (tag, True, what it
         returned), (tag, False, what it raised) or (tag, False, :class:`Died`) for each, as each
-        finishes.  Raises what ends the wait (KeyboardInterrupt)."""
+        finishes.  With ``here``, the jobs at the end of ``jobs`` are done by ``here(tag)`` on a
+        thread of this process instead, each yielding (tag, True, :data:`HERE`) or (tag, False,
+        what it raised).  Raises what ends the wait (KeyboardInterrupt)."""
         from multiprocessing.connection import wait  # deferred: only this path needs it
 
         todo = collections.deque(jobs.items())
-        idle = [self._spawn() for _ in range(min(self._n, len(todo)))]  # all start at once
+        if here is not None:
+            self._here = _Here(self._context, here)
+        for _ in range(min(self._n, len(todo))):  # all start at once
+            self._spawn()
         busy: dict[_Process, object] = {}
-        while todo or busy:
-            while todo and (idle or not busy):
-                worker = idle.pop() if idle else self._spawn()
+        while todo or busy or (self._here is not None and self._here.busy):
+            self._hand_out(todo, busy)
+            if not (busy or self._processes or self._here):
+                # every process died before it started, and nothing here can do the jobs
+                for tag, _args in todo:
+                    yield tag, False, Died(self._died_at_start)
+                return
+            ready = set(wait(self._waited_on()))
+            if self._here is not None and self._here.conn in ready:
+                yield self._here.answer()
+            for worker in list(self._processes):
+                if worker.conn not in ready and worker.process.sentinel not in ready:
+                    continue
+                if worker not in busy:  # its start said, or its death before any job
+                    self._started(worker, todo)
+                    continue
+                tag = busy.pop(worker)
+                answer = _answer(worker)
+                if answer is None or worker.process.sentinel in ready:
+                    self._retire(worker, todo)
+                yield (tag, *answer) if answer else (tag, False, Died(worker.process.exitcode))
+
+    _died_at_start: int | None = None
+
+    def _waited_on(self) -> list:
+        waited = [w.conn for w in self._processes] + [w.process.sentinel for w in self._processes]
+        return waited + ([self._here.conn] if self._here is not None else [])
+
+    def _hand_out(self, todo, busy: dict) -> None:
+        """Give each started, idle process the next job from the front, and this process's
+        thread the next from the end."""
+        for worker in self._processes:
+            if not todo:
+                return
+            if worker.started and worker not in busy:
                 tag, args = todo.popleft()
                 try:
                     worker.conn.send(args)
                 except OSError:  # dead already: killed from outside while it waited for a job
-                    if worker.answered:
-                        todo.appendleft((tag, args))
-                        self._retire(worker, todo, idle)
-                        continue
+                    todo.appendleft((tag, args))
+                    continue  # its sentinel is ready: retired below, in the wait's answer
                 busy[worker] = tag  # else its death is this job's answer
-            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
-            for worker in [w for w in busy if w.conn in ready or w.process.sentinel in ready]:
-                tag = busy.pop(worker)
-                answer = _answer(worker)
-                if answer is None or worker.process.sentinel in ready:
-                    self._retire(worker, todo, idle)
-                else:
-                    idle.append(worker)
-                yield (tag, *answer) if answer else (tag, False, Died(worker.process.exitcode))
+        if todo and self._here is not None and not self._here.busy:
+            tag, _args = todo.pop()
+            self._here.take(tag)
 
-    def _retire(self, worker: _Process, todo, idle: list) -> None:
-        """Join the dead ``worker``; start another in its place while jobs wait for one."""
+    def _started(self, worker: _Process, todo) -> None:
+        """``worker`` said it started, or ended without a job: idle, or retired."""
+        if worker.started or _answer(worker) is None:  # an end, not the start's word
+            if not worker.started:
+                self._died_at_start = worker.process.exitcode
+            self._retire(worker, todo, replace=worker.started)
+        else:
+            worker.started = True
+
+    def _retire(self, worker: _Process, todo, replace: bool = True) -> None:
+        """Join the dead ``worker``; start another in its place while jobs wait for one (not for
+        one that died before it started: its replacement would too)."""
         self._processes.remove(worker)
         _end([worker], ask=False)
-        if len(todo) > len(idle):
-            idle.append(self._spawn())
+        idle = sum(not w.started for w in self._processes)
+        if replace and len(todo) > idle:
+            self._spawn()
 
 
 def _answer(worker: _Process) -> tuple | None:
@@ -159,7 +251,6 @@ def _answer(worker: _Process) -> tuple | None:
         return None
     except Exception as exc:  # it came whole but does not unpickle here
         ok, value = False, exc
-    worker.answered = True
     return ok, value
 
 
@@ -168,6 +259,10 @@ def _serve(conn, target, initializer, initargs: tuple) -> None:
     (True, value) or (False, exception), until the caller closes the pipe."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     initializer(*initargs)
+    try:
+        conn.send((True, None))  # started: it may be given jobs
+    except OSError:  # the caller is done without it
+        return
     while True:
         try:
             args = conn.recv()
