@@ -1,7 +1,7 @@
 """Many processes, many machines: the 64-kernel family compiled by every process of a fleet at once.
 
     python bench/fleet_bench.py [--out DIR] [--procs 2,4,8] [--kernels 64] [--repeat 3]
-                                [--batches 6,24] [--no-sshfs]
+                                [--batches 6,24] [--no-sshfs] [--batches-only] [--against PATH]
 
 The family is bench/family_header.py's (64 kernels on one 3,300-line header, as
 bench/family_bench.py compiles them), for ``arch=90`` (no GPU needed).  Every figure comes from
@@ -15,7 +15,9 @@ fresh processes with an empty cache folder of their own:
                OpenSSH server on the loopback; a lock taken through one mount is not seen through
                the other, O_EXCL is refused across them), 2N processes in all
   batch K      cudaload.compile_all() of the family's first K programs (one worker per CPU)
-               against compile() of each in turn, each in a fresh process, timed from the call
+               against compile() of each in turn, each in a fresh process, timed from the call;
+               with --against PATH, also the cudaload package under PATH (another checkout),
+               each of its runs right after this tree's, as "batch K reference"
 
 Other processes may share the machine: ``effective_cpus_before``/``_after`` say how many CPUs as
 many busy processes as it has cores got at once, before and after (bench/family_bench.py's).
@@ -96,9 +98,9 @@ def child_batch(how: str, count: str) -> dict:
 
 # ---- the driver -----------------------------------------------------------------------------------
 
-def _env(cache: str) -> dict:
+def _env(cache: str, tree: str = ROOT) -> dict:
     env = dict(os.environ, CUDALOAD_CACHE_DIR=cache,
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               PYTHONPATH=tree + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for name in ("CUDALOAD_CACHE", "CUDALOAD_CACHE_READ_DIRS", "PYTHONDONTWRITEBYTECODE"):
         env.pop(name, None)
     return env
@@ -155,10 +157,10 @@ def fleet(folders: list, per_folder: int, count: int, work: str, timeout: float)
             "from": where}
 
 
-def _batch(how: str, count: int, work: str, timeout: float) -> float:
+def _batch(how: str, count: int, work: str, timeout: float, tree: str = ROOT) -> float:
     cache = tempfile.mkdtemp(prefix=f"batch-{how}-", dir=work)
-    proc = subprocess.run(_command("batch", how, count), env=_env(cache), capture_output=True,
-                          text=True, timeout=timeout, cwd=work)
+    proc = subprocess.run(_command("batch", how, count), env=_env(cache, tree),
+                          capture_output=True, text=True, timeout=timeout, cwd=work)
     if proc.returncode:
         raise RuntimeError(f"batch {how} {count}: {proc.stderr[-800:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
@@ -184,13 +186,13 @@ def run(args) -> dict:
         return path
 
     try:
-        for r in range(args.repeat):
+        for r in range(0 if args.batches_only else args.repeat):
             rows.setdefault("alone", []).append(
                 fleet([fresh(work, f"alone-{r}")], 1, args.kernels, work, args.timeout))
             for n in args.procs:
                 rows.setdefault(f"local {n}", []).append(
                     fleet([fresh(work, f"local-{n}-{r}")], n, args.kernels, work, args.timeout))
-        if not args.no_sshfs:
+        if not (args.no_sshfs or args.batches_only):
             try:
                 with _sshfs.two_mounts(os.path.join(work, "net")) as (a, b, _backing):
                     for r in range(args.repeat):
@@ -203,9 +205,11 @@ def run(args) -> dict:
                 out["sshfs_unavailable"] = str(exc)
         for k in args.batches:
             for r in range(args.repeat):
-                for how in ("serial", "compile_all"):
-                    rows.setdefault(f"batch {k} {how}", []).append(
-                        {"wall_s": _batch(how, k, work, args.timeout)})
+                for name, tree in [("", ROOT)] + ([(" reference", args.against)]
+                                                  if args.against else []):
+                    for how in ("serial", "compile_all"):
+                        rows.setdefault(f"batch {k}{name} {how}", []).append(
+                            {"wall_s": _batch(how, k, work, args.timeout, tree)})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out["effective_cpus_after"] = effective_cpus(out["cores"])
@@ -218,7 +222,7 @@ def _median(runs: list, key: str) -> float:
 
 
 def summary(rows: dict, args) -> dict:
-    alone = _median(rows["alone"], "wall_s")
+    alone = _median(rows["alone"], "wall_s") if "alone" in rows else None
     out = {"alone_s": alone}
     for name, runs in rows.items():
         if name.startswith(("local", "sshfs")):
@@ -228,18 +232,23 @@ def summary(rows: dict, args) -> dict:
                          "over_alone": round(wall / alone, 2),
                          "errors": sum(len(r["errors"]) for r in runs)}
     for k in args.batches:
-        serial = _median(rows[f"batch {k} serial"], "wall_s")
-        parallel = _median(rows[f"batch {k} compile_all"], "wall_s")
-        out[f"batch {k}"] = {"serial_s": serial, "compile_all_s": parallel,
-                             "speedup": round(serial / parallel, 2)}
+        for name in [""] + ([" reference"] if args.against else []):
+            serial = _median(rows[f"batch {k}{name} serial"], "wall_s")
+            parallel = _median(rows[f"batch {k}{name} compile_all"], "wall_s")
+            speedups = [s["wall_s"] / p["wall_s"] for s, p in
+                        zip(rows[f"batch {k}{name} serial"], rows[f"batch {k}{name} compile_all"])]
+            out[f"batch {k}{name}"] = {"serial_s": serial, "compile_all_s": parallel,
+                                       "speedup": round(serial / parallel, 2),
+                                       "speedup_each_run": [round(x, 2) for x in speedups]}
     return out
 
 
 def table(result: dict) -> str:
     s = result["summary"]
     lines = [f"| fleet | processes | compilations per key | wall until all hold all "
-             f"{result['kernels']} | over one process alone |", "|---|---|---|---|---|",
-             f"| one process alone | 1 | 1.0 | {s['alone_s']:.2f} s | 1.00x |"]
+             f"{result['kernels']} | over one process alone |", "|---|---|---|---|---|"]
+    if s["alone_s"] is not None:
+        lines.append(f"| one process alone | 1 | 1.0 | {s['alone_s']:.2f} s | 1.00x |")
     for name, row in s.items():
         if name.startswith(("local", "sshfs")):
             place = "one local folder" if name.startswith("local") else "two sshfs mounts"
@@ -248,11 +257,14 @@ def table(result: dict) -> str:
                          f"{per_key} | {row['wall_s']:.2f} s | {row['over_alone']:.2f}x |")
     lines += ["", f"CPUs: {result['cores']}; busy processes got {result['effective_cpus_before']}"
               f" and {result['effective_cpus_after']} of them before and after.",
-              "", "| batch | serial | compile_all | speedup |", "|---|---|---|---|"]
+              "", "| batch | serial | compile_all | speedup (median; each run) |",
+              "|---|---|---|---|"]
     for name, row in s.items():
         if name.startswith("batch"):
-            lines.append(f"| {name.split()[1]} programs | {row['serial_s']:.2f} s | "
-                         f"{row['compile_all_s']:.2f} s | {row['speedup']:.2f}x |")
+            each = ", ".join(f"{x:.2f}" for x in row["speedup_each_run"])
+            label = f"{name.split()[1]} programs" + (", reference" if "reference" in name else "")
+            lines.append(f"| {label} | {row['serial_s']:.2f} s"
+                         f" | {row['compile_all_s']:.2f} s | {row['speedup']:.2f}x; {each} |")
     return "\n".join(lines)
 
 
@@ -264,6 +276,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each fleet (default 3)")
     ap.add_argument("--batches", default="6,24", help="compile_all batch sizes (default 6,24)")
     ap.add_argument("--no-sshfs", action="store_true", help="skip the two-mount fleets")
+    ap.add_argument("--batches-only", action="store_true", help="no fleet, the batches alone")
+    ap.add_argument("--against", help="also time the batches with the cudaload under PATH")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per process")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

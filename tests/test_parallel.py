@@ -339,9 +339,10 @@ def test_a_batch_done_before_any_worker_started_waits_for_none(tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_stops_compile_all_at_once_and_ends_its_workers(tmp_path):
     """SIGINT while workers compiled took about 13 s to raise (the caller was compiling too,
-    inside NVRTC, which holds off a KeyboardInterrupt until it returns).  Now the caller only
-    waits: KeyboardInterrupt comes within a second, no worker is left, every cache entry written
-    is whole and compile_all works again in the same process."""
+    inside NVRTC, which holds off a KeyboardInterrupt until it returns).  Now the calling
+    thread only waits (this process's share compiles on a thread of its own): KeyboardInterrupt
+    comes within a second, no worker is left, every cache entry written is whole and
+    compile_all works again in the same process."""
     log = tmp_path / "workers.log"
     proc = subprocess.Popen(scenario_command("parallel_compiles", "interrupted", _tag()),
                             env=_watched_env(tmp_path, log), stdout=subprocess.PIPE,
