@@ -77,8 +77,14 @@ int cuCtxGetCurrent(void **ctx) { *ctx = current; return 0; }
 int cuCtxGetDevice(int *d) { *d = current == (void *)0x1100; return 0; }
 static void run_host_calls(void);
 int cuCtxSynchronize(void) { run_host_calls(); return 0; }
+/* fake_fail_loads(rc, n): the next n library loads answer rc, as a driver refusing an image */
+static int load_fail_rc, load_fail_count;
+void fake_fail_loads(int rc, int n) { load_fail_rc = rc; load_fail_count = n; }
 int cuLibraryLoadData(void **lib, const void *code, void *o, void *ov, unsigned n, void *lo,
-                      void *lov, unsigned ln) { *lib = (void *)0x2000; ++loads; return 0; }
+                      void *lov, unsigned ln) {
+    if (load_fail_count > 0) { --load_fail_count; return load_fail_rc; }
+    *lib = (void *)0x2000; ++loads; return 0;
+}
 int fake_loads(void) { return loads; }
 int cuLibraryUnload(void *lib) { ++unloads; return 0; }
 int fake_unloads(void) { return unloads; }

@@ -36,3 +36,11 @@ def test_a_launch_refused_for_a_foreign_context_is_retried_once_in_ours(recordin
     assert out["refused"] == 1
     count, _dims, data, _name = out["last"]
     assert count == 2 and bytes.fromhex(data) == struct.pack("<i", 2)
+
+
+def test_an_image_the_driver_refuses_is_named_in_the_error(recording_driver):
+    """The error named the driver call alone; which code it refused (ObjectCode.name: the
+    program or file it came from) was left to guess."""
+    out = run(recording_driver, "refused_image")
+    assert out["type"] == "DriverError" and out["name"] == "CUDA_ERROR_INVALID_IMAGE", out
+    assert "shipped.ptx" in out["str"], out["str"]

@@ -75,12 +75,17 @@ class Module(GpuState):
             code += b"\0"  # the driver reads PTX as a C string
         return drv.ffi.new("char[]", code)
 
+    def _loading(self, call: str) -> str:
+        """``call`` named with the code it loads (its program or file), for the error."""
+        name = getattr(self._obj, "name", None)
+        return f"{call} of {name}" if name else call
+
     def _load_library(self) -> None:
         drv = driver.init()
         out = drv.ffi.new("CUlibrary *")
         null = drv.ffi.NULL
         driver.check(drv.cuLibraryLoadData(out, self._image(drv), null, null, 0, null, null, 0),
-                     "cuLibraryLoadData")
+                     self._loading("cuLibraryLoadData"))
         self._library = out[0]
         self._kernels.clear()
         weakref.finalize(self, _unload, "cuLibraryUnload", out[0], None).atexit = False
@@ -90,7 +95,8 @@ class Module(GpuState):
         if mod is None:
             drv = activate(dev, owning=True)
             out = drv.ffi.new("CUmodule *")
-            driver.check(drv.cuModuleLoadData(out, self._image(drv)), "cuModuleLoadData")
+            driver.check(drv.cuModuleLoadData(out, self._image(drv)),
+                         self._loading("cuModuleLoadData"))
             mod = self._per_device[dev.ordinal] = out[0]
             weakref.finalize(self, _unload, "cuModuleUnload", mod, dev).atexit = False
         return mod

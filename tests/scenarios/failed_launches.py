@@ -1,5 +1,5 @@
-"""Launches the recording driver of tests/_fakelibs.py refuses (fake_fail_launches), one fresh
-process each: what the launch path raises and retries.
+"""Launches and loads the recording driver of tests/_fakelibs.py refuses (fake_fail_launches,
+fake_fail_loads), one fresh process each: what the launch path raises and retries.
 
     python -m tests.scenarios.failed_launches SCENARIO
 
@@ -15,6 +15,7 @@ from tests.scenarios.recorded_launches import fake, last, layout
 
 _SRC = 'extern "C" __global__ void k(int n) {}'
 _COOPERATIVE_TOO_LARGE, _OUT_OF_RESOURCES, _INVALID_CONTEXT = 720, 701, 201
+_INVALID_IMAGE = 200
 
 
 def _kernel():
@@ -61,8 +62,24 @@ def foreign_context_retried() -> dict:
     return {"refused": fake().fake_refused_launches(), "last": last(4)}
 
 
+_PTX = b"""//
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u32 n) { ret; }
+"""
+
+
+def refused_image() -> dict:
+    """Code made elsewhere (no Program to compile again) whose image the driver refuses."""
+    from cudaload import ObjectCode
+
+    fake().fake_fail_loads(_INVALID_IMAGE, 1)
+    return _raised(lambda: ObjectCode.from_bytes(_PTX, "ptx", name="shipped.ptx").load())
+
+
 SCENARIOS = {f.__name__: f for f in (cooperative_too_large, fast_path_failure,
-                                     foreign_context_retried)}
+                                     foreign_context_retried, refused_image)}
 
 if __name__ == "__main__":
     import cudaload  # noqa: F401  (imported before the recording driver is opened, as by a user)
