@@ -38,12 +38,6 @@ def _host() -> str:
         _host_name = gethostname()
     return _host_name
 
-
-def __getattr__(name: str) -> str:
-    if name == "_HOST":  # the machine's name, as it was a constant of this module
-        return _host()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 # Filesystems whose locks may not cross machines (the types /proc/self/mounts names).
 _NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "9p", "ceph", "glusterfs",
             "fuse.sshfs", "fuse.glusterfs", "fuse.ceph", "gpfs", "beegfs")
