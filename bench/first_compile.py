@@ -83,11 +83,13 @@ print(0.0, (time.perf_counter() - start) * 1e3)
 """
 
 
-def _child(code: str, args: list[str], env: dict) -> tuple[float, float, float]:
-    """(wall ms of the whole process, the child's first Program() ms, its own ms)."""
+def _child(code: str, args: list[str], env: dict, cwd: str) -> tuple[float, float, float]:
+    """(wall ms of the whole process, the child's first Program() ms, its own ms).  ``cwd`` is a
+    folder without cudaload: ``python -c`` puts its working folder first on ``sys.path``, so a
+    child started in a checkout would import that checkout's cudaload, not its tree's."""
     began = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, cwd=cwd)
     wall = (time.perf_counter() - began) * 1e3
     if proc.returncode:
         raise SystemExit(proc.stderr[-2000:])
@@ -139,7 +141,7 @@ def main() -> None:
             compileall.compile_dir(os.path.join(folder, "cudaload"), quiet=1)
             envs[name] = _env(folder, os.path.join(tmp, f"cache-{n}"))
             setup = subprocess.run([sys.executable, "-c", SETUP % (KERNEL % 0)], env=envs[name],
-                                   capture_output=True, text=True, timeout=300)
+                                   capture_output=True, text=True, timeout=300, cwd=tmp)
             if setup.returncode:
                 raise SystemExit(f"{folder}: {setup.stderr[-2000:]}")
             if name == "cudaload":
@@ -153,7 +155,7 @@ def main() -> None:
             names = list(runs)
             shift = i % len(names)  # each one first, second, ... in turn
             order = names[shift:] + names[:shift]
-            rows.append({name: _child(*runs[name]) for name in order})
+            rows.append({name: _child(*runs[name], tmp) for name in order})
     median = statistics.median
     mine = _summary(rows, "cudaload")
     out = {

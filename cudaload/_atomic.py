@@ -2,7 +2,8 @@
 (``cudaload compile -o``, ``compile-all``), so it belongs to no one of them.
 
 A file is written to a temporary file beside it (named ``PREFIX``...) and renamed into place, so a
-reader sees the old file or the new one, never a part.
+reader sees the old file or the new one, never a part.  :func:`sweep_stale` removes those a
+crashed writer left.
 
 A cache miss's entry is written this way on a thread of its own (compile/cache/writer.py).
 
@@ -11,14 +12,16 @@ Imports of cudaload: _untrusted (to describe what an output path names).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
+import time
 
-__all__ = ["PREFIX", "commit", "write_atomic", "check_output", "write_output"]
+__all__ = ["PREFIX", "STALE_S", "commit", "sweep_stale", "write_atomic", "check_output",
+           "write_output"]
 
 PREFIX = ".tmp-"
+STALE_S = 300.0  # no write takes this long: an older temporary file is a crashed writer's
 
 
 def commit(fd: int, tmp: str, path: str, data: bytes, durable: bool = False,
@@ -40,9 +43,32 @@ def commit(fd: int, tmp: str, path: str, data: bytes, durable: bool = False,
             os.close(fd)  # before the rename: Windows cannot rename an open file
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
+
+
+def sweep_stale(folder: str, now: float | None = None) -> int:
+    """Remove the temporary files in ``folder`` older than ``STALE_S``; return how many.  Here,
+    not in compile/cache/pruning.py: a cache miss sweeps its folder once, and needs none of
+    pruning's name patterns (nor ``re``, which compiling them imports)."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if entry.name.startswith(PREFIX):
+                    try:
+                        if now - entry.stat(follow_symlinks=False).st_mtime > STALE_S:
+                            os.unlink(entry.path)
+                            removed += 1
+                    except OSError:
+                        pass
+    except OSError:
+        pass
+    return removed
 
 
 # As tempfile.mkstemp opens its files (importing tempfile, with random and shutil, cost 5 ms of

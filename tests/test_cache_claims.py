@@ -26,14 +26,14 @@ def _claim_file(folder, record) -> str:
 
 
 def _another_host(expires_in: float = 600.0) -> dict:
-    return {"host": "another-" + claims._HOST, "pid": 1, "expires": time.time() + expires_in}
+    return {"host": "another-" + claims._host(), "pid": 1, "expires": time.time() + expires_in}
 
 
 def test_one_claimant_per_key_and_the_claim_dropped_frees_it(tmp_path):
     first = claims.take(str(tmp_path), KEY)
     assert first is not None
     record = json.loads((tmp_path / (KEY + claims.SUFFIX)).read_text())
-    assert record["host"] == claims._HOST and record["pid"] == os.getpid()
+    assert record["host"] == claims._host() and record["pid"] == os.getpid()
     assert record["expires"] > time.time()
     assert claims.take(str(tmp_path), KEY) is None  # held, by a live process
     first.drop()
@@ -55,7 +55,7 @@ def test_an_expired_claim_is_taken_over(tmp_path):
 def test_a_claim_of_a_gone_process_of_this_host_is_taken_over(tmp_path):
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, timeout=60, check=True)
-    _claim_file(tmp_path, {"host": claims._HOST, "pid": int(gone.stdout),
+    _claim_file(tmp_path, {"host": claims._host(), "pid": int(gone.stdout),
                            "expires": time.time() + 600})
     assert claims.take(str(tmp_path), KEY) is not None
 

@@ -27,7 +27,6 @@ Imports of cudaload: _log, _untrusted.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
@@ -71,10 +70,11 @@ class Folder:
             return
         except FileNotFoundError:
             os.makedirs(os.path.dirname(self.root), exist_ok=True)  # ~/.cache, as programs do
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(self.root, 0o700)
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(self.folder, 0o700)
+            for folder in (self.root, self.folder):
+                try:
+                    os.mkdir(folder, 0o700)
+                except FileExistsError:
+                    pass
         if _untrusted.shared():  # a group's folder: its entries folder is the group's as well
             os.chmod(self.folder, stat.S_IMODE(os.stat(self.root).st_mode) & 0o2770)
 

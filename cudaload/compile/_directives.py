@@ -18,7 +18,6 @@ Imports of cudaload: options (the include folders an option list names).
 
 from __future__ import annotations
 
-import functools
 import os
 
 from .options import include_inputs
@@ -52,12 +51,17 @@ _TRIGRAPHS = {"=": "#", "/": "\\", "'": "^", "(": "[", ")": "]", "!": "|", "<": 
               "-": "~"}
 
 
-@functools.lru_cache(maxsize=None)
-def _pattern(name: str) -> re.Pattern:
-    import re  # deferred: compiled only for a text that needs it (see the module docstring)
+_compiled: dict[str, re.Pattern] = {}  # name -> its pattern, compiled when first needed
 
-    source, flag = _SOURCES[name]
-    return re.compile(source, getattr(re, flag) if flag else 0)
+
+def _pattern(name: str) -> re.Pattern:
+    found = _compiled.get(name)
+    if found is None:
+        import re  # deferred: compiled only for a text that needs it (see the module docstring)
+
+        source, flag = _SOURCES[name]
+        found = _compiled[name] = re.compile(source, getattr(re, flag) if flag else 0)
+    return found
 
 
 def _mark_length(text: str, at: int) -> int:
@@ -136,7 +140,13 @@ def _operand(rest: str) -> tuple[bool, str] | None:
     return close == '"', rest[1:end]
 
 
-@functools.lru_cache(maxsize=256)  # a header shared by many programs is scanned once
+# A header shared by many programs is scanned once: text -> scan(text), the most recently used
+# last, at most _SCANS of them (a dict rather than functools.lru_cache: importing functools, and
+# the collections it imports, cost a fresh process's first compile 1-2 ms).
+_scans: dict[str, tuple[tuple[tuple[str, bool, str], ...], bool]] = {}
+_SCANS = 256
+
+
 def scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
     """The includes and probes of ``text``: ([(kind, quoted, name)], computed), where kind is
     "include", "include_next" or "probe" (``__has_include``), and computed says whether some
@@ -146,6 +156,19 @@ def scan(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
     older) and not where it does not (C++17 on): ``??=include`` is an include in one, and a
     ``// ...??/`` line splices the next line into its comment in one only.  The scan does not know
     the standard, so a text with trigraphs is scanned both ways and the union is taken."""
+    found = _scans.pop(text, None)
+    if found is None:
+        found = _scanned(text)
+        if len(_scans) >= _SCANS:
+            try:  # the least recently used goes (another thread may have taken it meanwhile)
+                del _scans[next(iter(_scans))]
+            except (KeyError, StopIteration, RuntimeError):
+                pass
+    _scans[text] = found
+    return found
+
+
+def _scanned(text: str) -> tuple[tuple[tuple[str, bool, str], ...], bool]:
     found, computed = _scan(text)
     if "??" not in text:
         return found, computed

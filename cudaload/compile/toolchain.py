@@ -14,11 +14,10 @@ lifetime, bindings (_loader, nvrtc).
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import _thread
-from collections import namedtuple
+from _operator import itemgetter  # operator's own; the operator module costs a Program 0.3 ms
 
 from . import _cache_folder
 from .. import _atomic, _log, _untrusted, lifetime
@@ -36,10 +35,34 @@ RECORD = "toolchain.json"
 _FINGERPRINT_SPAN = 16 << 10
 
 
-_Fields = namedtuple("_Fields", "nvrtc_path version build archs headers found_via", defaults=("",))
+class _Fields(tuple):
+    """The fields of a Toolchain: a tuple with a name for each item, as collections.namedtuple
+    makes one (importing collections cost a fresh process's first compile 1-2 ms)."""
+
+    __slots__ = ()
+    _fields = ("nvrtc_path", "version", "build", "archs", "headers", "found_via")
+
+    def __new__(cls, nvrtc_path, version, build, archs, headers, found_via=""):
+        return tuple.__new__(cls, (nvrtc_path, version, build, archs, headers, found_via))
+
+    nvrtc_path = property(itemgetter(0))
+    version = property(itemgetter(1))
+    build = property(itemgetter(2))
+    archs = property(itemgetter(3))
+    headers = property(itemgetter(4))
+    found_via = property(itemgetter(5))
+
+    def __getnewargs__(self) -> tuple:  # pickled as its fields
+        return tuple(self)
+
+    def _replace(self, **changes):
+        return type(self)(**{**dict(zip(self._fields, self)), **changes})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(map('{}={!r}'.format, self._fields, self))})"
 
 
-# A namedtuple, not a dataclass: the availability report builds one, and importing dataclasses
+# A tuple, not a dataclass: the availability report builds one, and importing dataclasses
 # alone costs several milliseconds of a report that should take a few.
 class Toolchain(_Fields):
     """NVRTC's identity and the CUDA header folders passed to it.
@@ -63,12 +86,21 @@ class Toolchain(_Fields):
         return self.version[0] * 1000 + self.version[1] * 10
 
 
-@functools.lru_cache(maxsize=16)  # asked for on every cache miss; cold after NVRTC, it cost 20+ us
-def _key_of(version, build, headers) -> str:
-    from ._prepare import sha256  # deferred: only this path needs it
+_keys: dict[tuple, str] = {}  # (version, build, headers) -> key, for _key_of
 
-    return sha256(_untrusted.dump_json(
-        [list(version), build, [list(h) for h in headers]]).encode()).hexdigest()
+
+def _key_of(version, build, headers) -> str:
+    # Remembered: asked for on every cache miss; cold after NVRTC, it cost 20+ us
+    found = _keys.get((version, build, headers))
+    if found is None:
+        from ._prepare import sha256  # deferred: only this path needs it
+
+        found = sha256(_untrusted.dump_json(
+            [list(version), build, [list(h) for h in headers]]).encode()).hexdigest()
+        if len(_keys) >= 16:  # a few toolchains at most in one process
+            _keys.clear()
+        _keys[version, build, headers] = found
+    return found
 
 
 _lock = _thread.allocate_lock()

@@ -16,17 +16,27 @@ Imports of cudaload: none.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from _socket import gethostname  # socket's own; the socket module costs a first compile 2-4 ms
 
 __all__ = ["SUFFIX", "EXPIRY", "WAIT", "Claim", "take", "wait_for", "crosses_machines"]
 
 SUFFIX = ".claim"
 EXPIRY = 300.0  # seconds a claim stands: longer than any compile, short enough to outlive a crash
 WAIT = 60.0  # seconds a waiter waits for another's entry before compiling the key itself
-_HOST = gethostname()
+_host_name: str | None = None
+
+
+def _host() -> str:
+    """This machine's name, asked once, when first needed: a miss in a folder of one machine
+    never claims (importing _socket cost a fresh process's first compile 1 ms)."""
+    global _host_name
+    if _host_name is None:
+        # socket's own; the socket module costs a first compile 2-4 ms
+        from _socket import gethostname  # deferred: only a claim needs it
+
+        _host_name = gethostname()
+    return _host_name
 
 # Filesystems whose locks may not cross machines (the types /proc/self/mounts names).
 _NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "9p", "ceph", "glusterfs",
@@ -58,8 +68,16 @@ class Claim:
         self.path = path
 
     def drop(self) -> None:
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        _remove(self.path)
+
+
+def _remove(path: str) -> None:
+    """Delete ``path``, if it can be (contextlib.suppress would import contextlib: 1 ms of a
+    fresh process's first compile, which imports this module)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _holder(path: str) -> dict | None:
@@ -83,7 +101,7 @@ def _stale(record: dict | None, now: float) -> bool:
     if not isinstance(expires, (int, float)) or expires < now:
         return True
     pid = record.get("pid")
-    if record.get("host") == _HOST and isinstance(pid, int) and pid != os.getpid():
+    if record.get("host") == _host() and isinstance(pid, int) and pid != os.getpid():
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -100,21 +118,22 @@ def take(folder: str, key: str, mode: int = 0o600) -> Claim | None:
     path = folder + os.sep + key + SUFFIX
     for _ in range(3):  # a stale claim removed, then claimed again (twice at most: races)
         now = time.time()
-        record = {"host": _HOST, "pid": os.getpid(), "expires": now + EXPIRY}
+        record = {"host": _host(), "pid": os.getpid(), "expires": now + EXPIRY}
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         except FileExistsError:
             held = _holder(path)
             if held is None:  # empty or torn: its claimant died writing it, or is writing it
-                with contextlib.suppress(OSError):
+                try:
                     if os.stat(path).st_mtime + EXPIRY < now:
                         os.unlink(path)
                         continue
+                except OSError:
+                    pass
                 return None
             if not _stale(held, now):
                 return None
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            _remove(path)
             continue
         import json  # deferred: as in _holder: a folder of one machine never claims
 
@@ -126,8 +145,7 @@ def take(folder: str, key: str, mode: int = 0o600) -> Claim | None:
         except BaseException:
             # An empty claim left here would have every other machine wait for an entry this
             # process may never write (its filesystem is full or failing): none is made.
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+            _remove(path)
             raise
         return Claim(path)
     return None

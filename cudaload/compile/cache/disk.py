@@ -29,7 +29,6 @@ objectcode, pruning, tiers, writer.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import _thread
 
@@ -45,10 +44,6 @@ from ... import _atomic, _log, _untrusted
 __all__ = ["NULL", "DiskCache", "NullCache", "default", "configured", "directory"]
 
 
-def _discard(_obj) -> None:
-    pass
-
-
 class NullCache:
     """The disk part off: nothing is found, locked or kept."""
 
@@ -58,9 +53,8 @@ class NullCache:
     def lookup(self, key: str) -> None:
         return None
 
-    @contextlib.contextmanager
-    def lock(self, key: str):
-        yield _discard
+    def lock(self, key: str) -> _writer.Handover:
+        return _writer.Handover(_nothing, None)
 
     def store(self, key: str, obj: ObjectCode) -> None:
         pass
@@ -70,6 +64,10 @@ class NullCache:
 
 
 NULL = NullCache()
+
+
+def _nothing() -> None:
+    return None  # no lock taken: nothing to release
 
 
 class DiskCache:
@@ -117,8 +115,10 @@ class DiskCache:
             if os.access(path, os.F_OK):  # a miss without raising and catching an OSError
                 found = read_entry(path, key, self.check())
                 if found is not None:
-                    with contextlib.suppress(OSError):
+                    try:
                         os.utime(path)  # least-recently-used order is by modification time
+                    except OSError:
+                        pass
                     if _log.enabled("cache"):
                         _log.debug("cache", "disk hit %s in %s", key, self.folder)
                     return found[0]
@@ -146,14 +146,19 @@ class DiskCache:
             self.writer.submit(lambda: self._copy(key, found[1]))
         return found[0]
 
-    @contextlib.contextmanager
-    def lock(self, key: str):
+    def lock(self, key: str) -> _writer.Handover:
         """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which has
         ``obj`` stored under ``key`` before the lock is released, so another process waiting
         for the key finds it.  Nothing is locked or stored when the folder is unusable."""
+        return _writer.Handover(lambda: self._acquire(key),
+                                lambda obj, release: self._publish(key, obj, release))
+
+    def _acquire(self, key: str):
+        """Take the lock of ``key`` (and its claim, see _claimed): the function that releases
+        them, once however often it is called, or None where nothing was locked (the folder is
+        unusable, or its lock file could not be made)."""
         if not self.usable:
-            yield _discard
-            return
+            return None
         try:
             if not self.swept:
                 self.ready()
@@ -163,28 +168,21 @@ class DiskCache:
             release = locks.acquire_key(self.folder, key, mode)
         except OSError as exc:
             self.place.failed(exc, "creating a lock file")
-            yield _discard
-            return
+            return None
         release = self._claimed(key, mode, release)
-        handed = False
-        # Released once, by whichever comes first: the writer once the entry is stored, or this
+        # Released once, by whichever comes first: the writer once the entry is stored, or the
         # block's end when no write was handed over (an interrupt during the handover included).
         once = _thread.allocate_lock()
 
         def release_once() -> None:
             if once.acquire(False):
                 release()
+        return release_once
 
-        def publish(obj: ObjectCode) -> None:
-            nonlocal handed
-            self.writer.pending[(self.folder, key)] = obj
-            self.writer.submit(lambda: self._store_and_release(key, obj, release_once))
-            handed = True
-        try:  # from here on, whatever happens (KeyboardInterrupt included) the key is released
-            yield publish
-        finally:
-            if not handed:
-                release_once()
+    def _publish(self, key: str, obj: ObjectCode, release) -> None:
+        """Have the writer store ``obj`` under ``key`` and then call ``release``."""
+        self.writer.pending[(self.folder, key)] = obj
+        self.writer.submit(lambda: self._store_and_release(key, obj, release))
 
     def _claimed(self, key: str, mode: int, release):
         """With the key's lock held: claim ``key`` across machines where the folder is shared
@@ -245,11 +243,13 @@ class DiskCache:
         """Forget ``key`` on disk (memory entries are the caller's to drop)."""
         self.writer.wait()  # nor is one being written kept: it is gone once written
         if self.usable:
-            with contextlib.suppress(OSError):
+            try:
                 os.unlink(self.path(key))
-                if _log.enabled("cache"):
-                    _log.debug("cache", "evicted %s from %s (refused by the driver)", key,
-                               self.folder)
+            except OSError:
+                return
+            if _log.enabled("cache"):
+                _log.debug("cache", "evicted %s from %s (refused by the driver)", key,
+                           self.folder)
 
     def _write(self, key: str, data: bytes) -> str | None:
         """Write the entry ``data`` (objectcode.encode's) of ``key``; the entry's path, or None
@@ -289,9 +289,7 @@ class DiskCache:
             if not self.place.trusted and not self.place.judge_trust():
                 raise PermissionError(f"{self.root} is not to be trusted")
             self.swept = True
-            from . import pruning  # deferred: a disk hit sweeps nothing
-
-            pruning.sweep_tmp(self.folder)
+            _atomic.sweep_stale(self.folder)  # not pruning's: a miss needs none of its patterns
 
     # ---- looking after it (``cudaload cache info|clear|prune``) ---------------------------------
 

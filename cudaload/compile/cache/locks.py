@@ -12,7 +12,6 @@ locks).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import sys
@@ -132,8 +131,10 @@ else:
                 # A failed unlock (ESTALE: the file's handle went stale on a network filesystem;
                 # EIO) leaves nothing to give back: the lock went with the file, or goes with the
                 # descriptor once closed.  Raised, it would fail a compile that has its code.
-                with contextlib.suppress(OSError):
+                try:
                     fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)
+                except OSError:
+                    pass
             finally:
                 with _guard:
                     _unuse(fd)

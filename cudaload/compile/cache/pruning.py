@@ -1,5 +1,7 @@
 """Looking after a kernel cache folder: what ``cudaload cache info``, ``clear`` and ``prune`` do,
-and the sweep of stale temporary files.  Each function takes the disk.DiskCache to look after.
+and the sweep of stale temporary files (_atomic.sweep_stale: a cache miss sweeps its folder once,
+and imports neither this module nor the ``re`` its patterns need).  Each function takes the
+disk.DiskCache to look after.
 
 Only cudaload's own names are touched (entry, lock and claim files named by a key, ``.locks``,
 temporary files, ``toolchain.json``): a folder set by mistake to one that holds other files loses
@@ -27,7 +29,7 @@ from ..._file_lock import remove_if_free
 __all__ = ["GRACE_S", "STALE_TMP_S", "tally", "clear", "prune", "sweep_tmp"]
 
 GRACE_S = 10.0  # an entry this young may be one another process is about to read
-STALE_TMP_S = 300.0  # no write takes this long: an older temporary file is a crashed writer's
+STALE_TMP_S = _atomic.STALE_S  # an older temporary file is a crashed writer's (_atomic.py)
 
 # cudaload's own names in a format folder (v1, v2, ...)
 _FORMAT_FOLDER = re.compile(r"v[0-9]+")
@@ -35,18 +37,8 @@ _OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock|claim)|" + re.escape(KEYS_FIL
 _ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.bin")
 
 
-def sweep_tmp(folder: str, now: float | None = None) -> int:
-    """Remove the temporary files in ``folder`` older than ``STALE_TMP_S``; return how many."""
-    now = time.time() if now is None else now
-    removed = 0
-    with contextlib.suppress(OSError), os.scandir(folder) as it:
-        for entry in it:
-            if entry.name.startswith(_atomic.PREFIX):
-                with contextlib.suppress(OSError):
-                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TMP_S:
-                        os.unlink(entry.path)
-                        removed += 1
-    return removed
+# Remove the temporary files in a folder older than ``STALE_TMP_S``; return how many.
+sweep_tmp = _atomic.sweep_stale
 
 
 def _scan(folder: str):
