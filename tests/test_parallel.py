@@ -359,7 +359,7 @@ def test_ctrl_c_stops_compile_all_at_once_and_ends_its_workers(tmp_path):
     first = proc.stdout.readline()
     waited = time.monotonic() - signalled
     out, err = _ended(proc, log)
-    assert first.strip() == "interrupted", (first, err[-3000:])
+    assert first.strip() == "interrupted", (first, err[-3000:], log.read_text()[-3000:])
     assert waited < 1.5, waited
     result = last_json(subprocess.CompletedProcess([], 0, out, err))
     assert result["alive"] == []

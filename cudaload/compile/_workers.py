@@ -114,6 +114,8 @@ class _Here:
         _thread.start_new_thread(self._run, (tag,))
 
     def _run(self, tag) -> None:
+        if hasattr(signal, "pthread_sigmask"):  # Ctrl-C goes to the waiting thread, never here
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             self._answer = (True, self._here(tag))
         except BaseException as exc:  # all, SystemExit too: a thread that ended unheard would

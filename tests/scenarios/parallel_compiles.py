@@ -223,7 +223,7 @@ def interrupted(tag: str) -> None:
     from cudaload.compile import cache
 
     progs = [cudaload.Program(CUB.format(i=i, tag=tag)) for i in range(24)]
-    _workers_first()  # then its thread compiles too, inside NVRTC when SIGINT comes
+    _workers_first(answers=2)  # then its thread compiles too, inside NVRTC when SIGINT comes
     try:
         cudaload.compile_all(progs, arch=90, workers=2)
         print("finished", flush=True)
