@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -222,6 +223,9 @@ def interrupted(tag: str) -> None:
     import cudaload
     from cudaload.compile import cache
 
+    # Ctrl-C as at a terminal, also where this process was started with SIGINT ignored (as a
+    # shell's background job is), which Python then leaves ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     progs = [cudaload.Program(CUB.format(i=i, tag=tag)) for i in range(24)]
     _workers_first(answers=2)  # then its thread compiles too, inside NVRTC when SIGINT comes
     try:
