@@ -98,32 +98,44 @@ def _end(workers: list[_Process], ask: bool) -> None:
 
 
 class _Here:
-    """The caller's share of the jobs: ``here(tag)`` on a thread of this process, one job at a
-    time, its answer kept here and announced by a byte on a pipe, which the caller waits on
-    beside the processes' pipes."""
+    """The caller's share of the jobs: ``here(tag)`` on one thread of this process for the whole
+    batch (a new thread for each program compiled each slower, by about a fifth, on the
+    64-kernel family of bench/fleet_bench.py), one job at a time, its answer
+    kept here and announced by a byte on a pipe, which the caller waits on beside the processes'
+    pipes."""
+
+    _STOP = object()
 
     def __init__(self, context, here) -> None:
+        from _queue import SimpleQueue  # deferred: only this path needs it
+
         self.conn, self._theirs = context.Pipe(duplex=False)
         self._here = here
+        self._jobs: SimpleQueue = SimpleQueue()
         self.tag: object = None
         self.busy = False
         self._answer: tuple = ()
+        _thread.start_new_thread(self._serve, ())
 
     def take(self, tag) -> None:
         self.tag, self.busy = tag, True
-        _thread.start_new_thread(self._run, (tag,))
+        self._jobs.put(tag)
 
-    def _run(self, tag) -> None:
+    def _serve(self) -> None:
         if hasattr(signal, "pthread_sigmask"):  # Ctrl-C goes to the waiting thread, never here
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            self._answer = (True, self._here(tag))
-        except BaseException as exc:  # all, SystemExit too: a thread that ended unheard would
-            self._answer = (False, exc)  # leave the caller waiting for ever
-        try:
-            self._theirs.send_bytes(b"")
-        except OSError:  # the caller gave up waiting (Ctrl-C): nobody wants the answer
-            pass
+        while True:
+            tag = self._jobs.get()
+            if tag is self._STOP:
+                return
+            try:
+                self._answer = (True, self._here(tag))
+            except BaseException as exc:  # all, SystemExit too: a thread that ended unheard
+                self._answer = (False, exc)  # would leave the caller waiting for ever
+            try:
+                self._theirs.send_bytes(b"")
+            except OSError:  # the caller gave up waiting (Ctrl-C): nobody wants the answer
+                return
 
     def answer(self) -> tuple:
         """(tag, ok, value) of the job just done, once :attr:`conn` is ready."""
@@ -133,10 +145,12 @@ class _Here:
         return self.tag, ok, HERE if ok else value
 
     def close(self) -> None:
-        """Close the caller's end; a thread still running finds it closed and drops its answer.
-        The thread's end is closed when the process's last reference to it goes, never while
-        the thread may still write to it (its number could be another file's by then)."""
+        """Close the caller's end and end the thread once its job is done (a thread still
+        compiling finds the end closed and drops its answer).  The thread's end is closed when
+        the last reference to it goes, never while the thread may still write to it (its number
+        could be another file's by then)."""
         self.conn.close()
+        self._jobs.put(self._STOP)
 
 
 class Workers:
