@@ -28,9 +28,9 @@ def _log_lines(path) -> list[tuple[str, str]]:
 
 def test_results_come_in_order_from_workers_each_key_once(tmp_path):
     log = tmp_path / "compiles.log"
-    out = scenario_json("parallel_compiles", "compile_spec", "ggdgggg", _tag(), "90", "3",
+    out = scenario_json("parallel_compiles", "compile_spec", "ggdgggg", _tag(), "90", "2",
                         "workers first", env={"TESTS_COMPILE_LOG": str(log)})
-    assert out["pools"] == [2]  # this process is the third
+    assert out["pools"] == [2]
     assert [r[0] for r in out["results"]] == [None] * 7
     assert all(r[1] == "sm_90" for r in out["results"])
     # each program's code holds its own kernel (k2 is the duplicate of k1)
@@ -340,9 +340,9 @@ def test_a_batch_done_before_any_worker_started_waits_for_none(tmp_path):
 def test_ctrl_c_stops_compile_all_at_once_and_ends_its_workers(tmp_path):
     """SIGINT while workers compiled took about 13 s to raise (the caller was compiling too,
     inside NVRTC, which holds off a KeyboardInterrupt until it returns).  Now the calling
-    thread only waits (this process's share compiles on a thread of its own): KeyboardInterrupt
-    comes within a second, no worker is left, every cache entry written is whole and
-    compile_all works again in the same process."""
+    thread only waits (what this process compiles before the workers start is on a thread of
+    its own): KeyboardInterrupt comes within a second, no worker is left, every cache entry
+    written is whole and compile_all works again in the same process."""
     log = tmp_path / "workers.log"
     proc = subprocess.Popen(scenario_command("parallel_compiles", "interrupted", _tag()),
                             env=_watched_env(tmp_path, log), stdout=subprocess.PIPE,

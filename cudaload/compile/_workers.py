@@ -9,11 +9,10 @@ next job only once it has answered the last, so a process that dies names its jo
 on, and a new process takes the dead one's place while jobs remain.
 
 A process gets its first job only once it has started (a fresh interpreter importing cudaload:
-a few hundred milliseconds on a small machine), and the caller's own share of the jobs, taken from
-the end of the list while the processes take them from the front, runs on a thread of the
-calling process (``run(jobs, here=...)``): a batch too small to repay the start of a process is
-done here, as fast as compiling it in a loop would be, and the processes that did not start in
-time are ended unused.  The calling thread itself only waits, in
+a few hundred milliseconds on a small machine), and until one has, the jobs are done from the end
+of the list on a thread of the calling process (``run(jobs, here=...)``): a batch too small to
+repay the start of a process is done here, as fast as compiling it in a loop would be, and the
+processes that did not start in time are ended unused.  The calling thread itself only waits, in
 ``multiprocessing.connection.wait``, which Ctrl-C interrupts at once (a compilation on the calling
 thread, inside NVRTC, would hold the KeyboardInterrupt until NVRTC returned; the thread's
 compilation runs on, and its answer is dropped).  However the wait ends, every process is ended and joined before the caller goes on:
@@ -224,7 +223,7 @@ class Workers:
 
     def _hand_out(self, todo, busy: dict) -> None:
         """Give each started, idle process the next job from the front, and this process's
-        thread the next from the end."""
+        thread the next from the end while no process has started."""
         for worker in self._processes:
             if not todo:
                 return
@@ -236,7 +235,10 @@ class Workers:
                     todo.appendleft((tag, args))
                     continue  # its sentinel is ready: retired below, in the wait's answer
                 busy[worker] = tag  # else its death is this job's answer
-        if todo and self._here is not None and not self._here.busy:
+        # This process compiles only while no process has started (or none is left): once they
+        # work, its waiting thread stays the only one, as Ctrl-C wants.
+        if todo and self._here is not None and not self._here.busy \
+                and not any(w.started for w in self._processes):
             tag, _args = todo.pop()
             self._here.take(tag)
 

@@ -14,10 +14,9 @@ workers, one per distinct cache key, as the Program's text, name, options, heade
 expressions; each worker makes the Program again and compiles it through the disk cache, whose
 per-key locks make each key compiled once, by one process, also when other processes compile the
 same keys.  Workers send back the code, its log and lowered names; the calling process makes the
-ObjectCode and keeps it in its memory cache, in the order the programs were given.  This process
-is one of the ``workers``: a thread of it compiles from the end of the list while the others start
-and then take programs from the front, so that a batch too small to repay starting processes
-costs what compiling it in a loop does.  Failures are collected and reported together once every
+ObjectCode and keeps it in its memory cache, in the order the programs were given.  Until a worker
+has started, a thread of this process compiles from the end of the list, so that a batch too
+small to repay starting processes costs what compiling it in a loop does.  Failures are collected and reported together once every
 program is done: a worker that dies (NVRTC crashing on a program) fails the program it was
 compiling, by name, and another process takes its place.  The calling thread only waits, so
 Ctrl-C stops compile_all at once.
@@ -48,7 +47,7 @@ def cores() -> int:
 def compile_all(programs, arch=None, output: str = "auto", workers: int | None = None,
                 executor=None) -> list[ObjectCode]:
     """Compile every Program in ``programs`` for ``arch`` (as :meth:`Program.compile` does) on
-    ``workers`` processes, this one included (None: one per CPU), or on ``executor`` (any
+    ``workers`` processes (None: one per CPU), or on ``executor`` (any
     ``concurrent.futures.Executor``-like, see _executor.py); the ObjectCode of each, in order,
     kept in this process's memory and disk caches.
 
@@ -118,8 +117,8 @@ _WORKER_DIED = ("compile this program alone with Program.compile() to see why (N
 
 def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict,
                 executor=None) -> None:
-    """Compile each pending key on ``executor``, or on this process and ``n - 1`` spawned ones;
-    fill ``results``/``errors``.  This thread only waits (see _workers.py: so that Ctrl-C ends
+    """Compile each pending key on ``executor``, or on ``n`` spawned processes (and on a thread
+    of this one until they start); fill ``results``/``errors``.  This thread only waits (see _workers.py: so that Ctrl-C ends
     compile_all at once)."""
     kinds = {plan.kind for waiting in pending.values() for _i, plan in waiting}
     driver = driver_version() if "ptx" in kinds else None  # part of a PTX key
@@ -134,7 +133,7 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
         if executor is not None:
             done = _executor.run(executor, _work, _start_worker, set_up, jobs, _Failed)
         else:
-            workers = stack.enter_context(_workers.Workers(n - 1, _work, _start_worker, set_up))
+            workers = stack.enter_context(_workers.Workers(n, _work, _start_worker, set_up))
             done = workers.run(jobs, here=lambda key: _here(items, output, pending[key], results,
                                                             errors))
         for key, ok, made in done:

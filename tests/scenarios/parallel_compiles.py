@@ -227,7 +227,6 @@ def interrupted(tag: str) -> None:
     # shell's background job is), which Python then leaves ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)
     progs = [cudaload.Program(CUB.format(i=i, tag=tag)) for i in range(24)]
-    _workers_first(answers=2)  # then its thread compiles too, inside NVRTC when SIGINT comes
     try:
         cudaload.compile_all(progs, arch=90, workers=2)
         print("finished", flush=True)
