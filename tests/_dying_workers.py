@@ -6,8 +6,6 @@ each compilation a compile_all worker begins appends ``<pid> <parent pid> compil
 program whose source holds ``DIE:segv`` (a real segmentation fault), ``DIE:exit`` (``os._exit``),
 ``DIE:abort`` (SIGABRT, as NVRTC aborts the process on some options) or ``DIE:hang`` (waits to be
 killed from outside) does that in a worker; never in the process that called compile_all.
-With ``$TESTS_WORKERS_SLOW_START`` (seconds), each worker waits that long before it starts, as a
-worker of a heavily loaded machine would.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ import re
 import time
 
 LOG = os.environ.get("TESTS_WORKERS_LOG")
-_start = None  # compile_all's real start of a worker, where it is slowed
 
 
 def _note(what: str) -> None:
@@ -54,18 +51,6 @@ def _install() -> None:
         return real(self)
 
     plan.Plan.build = build_or_die  # type: ignore[method-assign]
-
-    if os.environ.get("TESTS_WORKERS_SLOW_START"):
-        from cudaload.compile import parallel
-
-        global _start
-        _start = parallel._start_worker
-        parallel._start_worker = _slow_start  # pickled by name: this module's, in each worker
-
-
-def _slow_start(*args) -> None:
-    time.sleep(float(os.environ["TESTS_WORKERS_SLOW_START"]))
-    _start(*args)
 
 
 if LOG:

@@ -8,14 +8,9 @@ other processes running and the interpreter waiting for them at exit.  Here a pr
 next job only once it has answered the last, so a process that dies names its job; the others go
 on, and a new process takes the dead one's place while jobs remain.
 
-A process gets its first job only once it has started (a fresh interpreter importing cudaload:
-a few hundred milliseconds on a small machine), and until one has, the jobs are done from the end
-of the list on a thread of the calling process (``run(jobs, here=...)``): a batch too small to
-repay the start of a process is done here, as fast as compiling it in a loop would be, and the
-processes that did not start in time are ended unused.  The calling thread itself only waits, in
-``multiprocessing.connection.wait``, which Ctrl-C interrupts at once (a compilation on the calling
-thread, inside NVRTC, would hold the KeyboardInterrupt until NVRTC returned; the thread's
-compilation runs on, and its answer is dropped).  However the wait ends, every process is ended and joined before the caller goes on:
+The calling process only waits, in ``multiprocessing.connection.wait``, which Ctrl-C interrupts at
+once (a compilation of its own, inside NVRTC, would hold the KeyboardInterrupt until NVRTC
+returned).  However the wait ends, every process is ended and joined before the caller goes on:
 asked to leave when all went well, else terminated, and killed if it lingers.  Workers ignore
 SIGINT: Ctrl-C at a terminal reaches the whole process group, and the caller ends them.
 
@@ -31,9 +26,7 @@ import signal
 import sys
 import types
 
-__all__ = ["Died", "HERE", "Workers"]
-
-HERE = object()  # what run() yields as the answer of a job done by ``here``
+__all__ = ["Died", "Workers"]
 
 _LINGER = 2.0  # seconds a process asked to leave, or terminated, has to exit before the next step
 
@@ -66,7 +59,7 @@ class _Process:
         with _without_main():
             self.process.start()
         theirs.close()  # theirs only: once it dies, writing to it fails and reading it ends
-        self.started = False  # it said so: it may be given a job
+        self.answered = False
 
     def leave(self, ask: bool) -> None:
         """Ask the process to leave (``ask``: a worker waiting for its next job reads the end of
@@ -88,68 +81,11 @@ class _Process:
 
 
 def _end(workers: list[_Process], ask: bool) -> None:
-    """End every one of ``workers`` (see :meth:`_Process.leave`), all at once.  One still
-    starting is terminated, not asked: it would finish its start before it read the request."""
+    """End every one of ``workers`` (see :meth:`_Process.leave`), all at once."""
     for worker in workers:
-        worker.leave(ask and worker.started)
+        worker.leave(ask)
     for worker in workers:
-        worker.join(ask and worker.started)
-
-
-class _Here:
-    """The caller's share of the jobs: ``here(tag)`` on one thread of this process for the whole
-    batch (a new thread for each program compiled each slower, by about a fifth, on the
-    64-kernel family of bench/fleet_bench.py), one job at a time, its answer
-    kept here and announced by a byte on a pipe, which the caller waits on beside the processes'
-    pipes."""
-
-    _STOP = object()
-
-    def __init__(self, context, here) -> None:
-        from _queue import SimpleQueue  # deferred: only this path needs it
-
-        self.conn, self._theirs = context.Pipe(duplex=False)
-        self._here = here
-        self._jobs: SimpleQueue = SimpleQueue()
-        self.tag: object = None
-        self.busy = False
-        self._answer: tuple = ()
-        _thread.start_new_thread(self._serve, ())
-
-    def take(self, tag) -> None:
-        self.tag, self.busy = tag, True
-        self._jobs.put(tag)
-
-    def _serve(self) -> None:
-        if hasattr(signal, "pthread_sigmask"):  # Ctrl-C goes to the waiting thread, never here
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        while True:
-            tag = self._jobs.get()
-            if tag is self._STOP:
-                return
-            try:
-                self._answer = (True, self._here(tag))
-            except BaseException as exc:  # all, SystemExit too: a thread that ended unheard
-                self._answer = (False, exc)  # would leave the caller waiting for ever
-            try:
-                self._theirs.send_bytes(b"")
-            except OSError:  # the caller gave up waiting (Ctrl-C): nobody wants the answer
-                return
-
-    def answer(self) -> tuple:
-        """(tag, ok, value) of the job just done, once :attr:`conn` is ready."""
-        self.conn.recv_bytes()
-        self.busy = False
-        ok, value = self._answer
-        return self.tag, ok, HERE if ok else value
-
-    def close(self) -> None:
-        """Close the caller's end and end the thread once its job is done (a thread still
-        compiling finds the end closed and drops its answer).  The thread's end is closed when
-        the last reference to it goes, never while the thread may still write to it (its number
-        could be another file's by then)."""
-        self.conn.close()
-        self._jobs.put(self._STOP)
+        worker.join(ask)
 
 
 class Workers:
@@ -163,15 +99,12 @@ class Workers:
         self._context = multiprocessing.get_context("spawn")
         self._n, self._start = n, (target, initializer, initargs)
         self._processes: list[_Process] = []
-        self._here: _Here | None = None
 
     def __enter__(self) -> Workers:
         return self
 
     def __exit__(self, kind, *_rest) -> None:
         processes, self._processes = self._processes, []
-        if self._here is not None:
-            self._here.close()
         _end(processes, ask=kind is None)
 
     def _spawn(self) -> _Process:
@@ -179,86 +112,43 @@ class Workers:
         self._processes.append(worker)
         return worker
 
-    def run(self, jobs: dict, here=None):
+    def run(self, jobs: dict):
         """Run ``target(*args)`` for each ``tag: args`` of ``jobs``; yields (tag, True, what it
         returned), (tag, False, what it raised) or (tag, False, :class:`Died`) for each, as each
-        finishes.  With ``here``, the jobs at the end of ``jobs`` are done by ``here(tag)`` on a
-        thread of this process instead, each yielding (tag, True, :data:`HERE`) or (tag, False,
-        what it raised).  Raises what ends the wait (KeyboardInterrupt)."""
+        finishes.  Raises what ends the wait (KeyboardInterrupt)."""
         from multiprocessing.connection import wait  # deferred: only this path needs it
 
         todo = collections.deque(jobs.items())
-        if here is not None:
-            self._here = _Here(self._context, here)
-        for _ in range(min(self._n, len(todo))):  # all start at once
-            self._spawn()
+        idle = [self._spawn() for _ in range(min(self._n, len(todo)))]  # all start at once
         busy: dict[_Process, object] = {}
-        while todo or busy or (self._here is not None and self._here.busy):
-            self._hand_out(todo, busy)
-            if not (busy or self._processes or self._here):
-                # every process died before it started, and nothing here can do the jobs
-                for tag, _args in todo:
-                    yield tag, False, Died(self._died_at_start)
-                return
-            ready = set(wait(self._waited_on()))
-            if self._here is not None and self._here.conn in ready:
-                yield self._here.answer()
-            for worker in list(self._processes):
-                if worker.conn not in ready and worker.process.sentinel not in ready:
-                    continue
-                if worker not in busy:  # its start said, or its death before any job
-                    self._started(worker, todo)
-                    continue
-                tag = busy.pop(worker)
-                answer = _answer(worker)
-                if answer is None or worker.process.sentinel in ready:
-                    self._retire(worker, todo)
-                yield (tag, *answer) if answer else (tag, False, Died(worker.process.exitcode))
-
-    _died_at_start: int | None = None
-
-    def _waited_on(self) -> list:
-        waited = [w.conn for w in self._processes] + [w.process.sentinel for w in self._processes]
-        return waited + ([self._here.conn] if self._here is not None else [])
-
-    def _hand_out(self, todo, busy: dict) -> None:
-        """Give each started, idle process the next job from the front, and this process's
-        thread the next from the end while no process has started."""
-        for worker in self._processes:
-            if not todo:
-                return
-            if worker.started and worker not in busy:
+        while todo or busy:
+            while todo and (idle or not busy):
+                worker = idle.pop() if idle else self._spawn()
                 tag, args = todo.popleft()
                 try:
                     worker.conn.send(args)
                 except OSError:  # dead already: killed from outside while it waited for a job
-                    todo.appendleft((tag, args))
-                    continue  # its sentinel is ready: retired below, in the wait's answer
+                    if worker.answered:
+                        todo.appendleft((tag, args))
+                        self._retire(worker, todo, idle)
+                        continue
                 busy[worker] = tag  # else its death is this job's answer
-        # This process compiles only while no process has started (or none is left): once they
-        # work, its waiting thread stays the only one, as Ctrl-C wants.
-        if todo and self._here is not None and not self._here.busy \
-                and not any(w.started for w in self._processes):
-            tag, _args = todo.pop()
-            self._here.take(tag)
+            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+            for worker in [w for w in busy if w.conn in ready or w.process.sentinel in ready]:
+                tag = busy.pop(worker)
+                answer = _answer(worker)
+                if answer is None or worker.process.sentinel in ready:
+                    self._retire(worker, todo, idle)
+                else:
+                    idle.append(worker)
+                yield (tag, *answer) if answer else (tag, False, Died(worker.process.exitcode))
 
-    def _started(self, worker: _Process, todo) -> None:
-        """``worker`` said it started, or ended without a job: idle, or retired."""
-        if worker.started or _answer(worker) is None:  # an end, not the start's word
-            if not worker.started:
-                self._died_at_start = worker.process.exitcode
-            self._retire(worker, todo, replace=worker.started)
-        else:
-            worker.started = True
-
-    def _retire(self, worker: _Process, todo, replace: bool = True) -> None:
-        """Join the dead ``worker``; start another in its place while jobs wait for one (not for
-        one that died before it started: its replacement would too)."""
+    def _retire(self, worker: _Process, todo, idle: list) -> None:
+        """Join the dead ``worker``; start another in its place while jobs wait for one."""
         self._processes.remove(worker)
         _end([worker], ask=False)
-        idle = sum(not w.started for w in self._processes)
-        if replace and len(todo) > idle:
-            self._spawn()
+        if len(todo) > len(idle):
+            idle.append(self._spawn())
 
 
 def _answer(worker: _Process) -> tuple | None:
@@ -269,6 +159,7 @@ def _answer(worker: _Process) -> tuple | None:
         return None
     except Exception as exc:  # it came whole but does not unpickle here
         ok, value = False, exc
+    worker.answered = True
     return ok, value
 
 
@@ -277,10 +168,6 @@ def _serve(conn, target, initializer, initargs: tuple) -> None:
     (True, value) or (False, exception), until the caller closes the pipe."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     initializer(*initargs)
-    try:
-        conn.send((True, None))  # started: it may be given jobs
-    except OSError:  # the caller is done without it
-        return
     while True:
         try:
             args = conn.recv()

@@ -14,12 +14,10 @@ workers, one per distinct cache key, as the Program's text, name, options, heade
 expressions; each worker makes the Program again and compiles it through the disk cache, whose
 per-key locks make each key compiled once, by one process, also when other processes compile the
 same keys.  Workers send back the code, its log and lowered names; the calling process makes the
-ObjectCode and keeps it in its memory cache, in the order the programs were given.  Until a worker
-has started, a thread of this process compiles from the end of the list, so that a batch too
-small to repay starting processes costs what compiling it in a loop does.  Failures are collected and reported together once every
-program is done: a worker that dies (NVRTC crashing on a program) fails the program it was
-compiling, by name, and another process takes its place.  The calling thread only waits, so
-Ctrl-C stops compile_all at once.
+ObjectCode and keeps it in its memory cache, in the order the programs were given.  Failures are
+collected and reported together once every program is done: a worker that dies (NVRTC crashing on
+a program) fails the program it was compiling, by name, and another process takes its place.
+While workers compile, this process only waits for them, so Ctrl-C stops compile_all at once.
 """
 
 from __future__ import annotations
@@ -117,9 +115,9 @@ _WORKER_DIED = ("compile this program alone with Program.compile() to see why (N
 
 def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict,
                 executor=None) -> None:
-    """Compile each pending key on ``executor``, or on ``n`` spawned processes (and on a thread
-    of this one until they start); fill ``results``/``errors``.  This thread only waits (see _workers.py: so that Ctrl-C ends
-    compile_all at once)."""
+    """Compile each pending key on one of ``n`` spawned processes, or on ``executor``; fill
+    ``results``/``errors``.  This process only waits for them (see _workers.py: so that Ctrl-C
+    ends compile_all at once)."""
     kinds = {plan.kind for waiting in pending.values() for _i, plan in waiting}
     driver = driver_version() if "ptx" in kinds else None  # part of a PTX key
     jobs = {}
@@ -133,12 +131,8 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
         if executor is not None:
             done = _executor.run(executor, _work, _start_worker, set_up, jobs, _Failed)
         else:
-            workers = stack.enter_context(_workers.Workers(n, _work, _start_worker, set_up))
-            done = workers.run(jobs, here=lambda key: _here(items, output, pending[key], results,
-                                                            errors))
+            done = stack.enter_context(_workers.Workers(n, _work, _start_worker, set_up)).run(jobs)
         for key, ok, made in done:
-            if made is _workers.HERE:  # compiled by this process, its results filled
-                continue
             if not ok:
                 made = _raised(made, pending[key][0][0], items)
             # An executor's workers may be elsewhere, with disk caches of their own.
@@ -165,8 +159,7 @@ def _raised(raised, i: int, items) -> Exception:
 
 
 def _here(items, output: str, waiting: list, results: list, errors: dict) -> None:
-    """Compile in this process what ``waiting`` waits for (a key no worker took); on a thread
-    of its own beside workers, each call filling its own items."""
+    """Compile in this process what ``waiting`` waits for (a key no worker took)."""
     for i, _plan in waiting:
         prog, arch = items[i]
         try:  # planned again: a program met before is a memory hit by now

@@ -51,41 +51,11 @@ def _counting_pools() -> list:
     return started
 
 
-def _workers_first(answers: int = 1) -> None:
-    """Make compile_all's own thread (this process's share of a batch) wait until workers have
-    answered ``answers`` jobs, for scenarios about what workers do: otherwise this process may
-    compile the whole of a small batch before any worker has started."""
-    import threading
-
-    from cudaload.compile import parallel
-
-    answered = threading.Semaphore(0)
-    deliver, here = parallel._deliver, parallel._here
-
-    def delivered(*args, **kw):
-        answered.release()
-        return deliver(*args, **kw)
-
-    def after_workers(*args, **kw):
-        if threading.current_thread() is not threading.main_thread():
-            for _ in range(answers):
-                assert answered.acquire(timeout=120), "no worker answered"
-            for _ in range(answers):
-                answered.release()  # for the thread's next job
-        return here(*args, **kw)
-
-    parallel._deliver, parallel._here = delivered, after_workers
-
-
-def compile_spec(spec: str, tag: str, arch: str = "90", workers: str = "",
-                 workers_first: str = "") -> None:
+def compile_spec(spec: str, tag: str, arch: str = "90", workers: str = "") -> None:
     """compile_all of the programs of ``spec``: for each, [where its code came from, its arch,
-    whether it holds its own kernel], the pools started, and this process's pid; or the error.
-    With ``workers_first``, this process compiles its share only once a worker has answered."""
+    whether it holds its own kernel], the pools started, and this process's pid; or the error."""
     import cudaload
 
-    if workers_first:
-        _workers_first()
     pools = _counting_pools()
     progs = _programs(spec, tag)
     try:
@@ -117,7 +87,7 @@ def using_the_driver(spec: str, tag: str) -> None:
 
     assert cudaload.is_available(), cudaload.status()
     print("device", cudaload.Device(0).compute_capability, file=sys.stderr)
-    compile_spec(spec, tag, arch="none", workers_first="yes")
+    compile_spec(spec, tag, arch="none")
 
 
 def logged(spec: str, tag: str, workers: str) -> None:
@@ -137,7 +107,6 @@ def logged(spec: str, tag: str, workers: str) -> None:
 
     logging.getLogger("cudaload").setLevel(logging.DEBUG)
     logging.getLogger("cudaload").addHandler(Keep())
-    _workers_first()
     failed = []
     try:
         cudaload.compile_all(_programs(spec, tag), arch=90, workers=int(workers))
@@ -185,7 +154,6 @@ def dying(how: str, tag: str) -> None:
 
     progs = _programs("gggggggg", tag)
     progs[2] = cudaload.Program(progs[2].source + f" // DIE:{how}", name="dies.cu")
-    _workers_first(answers=3)  # the worker's first three: 0, 1 and the death on 2
     try:
         cudaload.compile_all(progs, arch=90, workers=2)
         error = None
@@ -195,18 +163,6 @@ def dying(how: str, tag: str) -> None:
                  getattr(err, "exitcode", None), str(back) == str(err) and type(back) is type(err)]
     again = [p.compile(arch=90).cached for i, p in enumerate(progs) if i != 2]
     print(json.dumps({"error": error, "again": again, "pid": os.getpid()}))
-
-
-def timed(spec: str, tag: str, workers: str) -> None:
-    """compile_all of the programs of ``spec`` timed: [seconds, where each one's code came from,
-    this process's pid]."""
-    import cudaload
-
-    progs = _programs(spec, tag)
-    began = time.monotonic()
-    got = cudaload.compile_all(progs, arch=90, workers=int(workers))
-    print(json.dumps({"seconds": time.monotonic() - began, "cached": [o.cached for o in got],
-                      "pid": os.getpid()}))
 
 
 CUB = ('#include <cub/block/block_reduce.cuh>\n'
@@ -250,7 +206,7 @@ def cli(*words: str) -> None:
 
 SCENARIOS = {"compile_spec": compile_spec, "at_once": at_once,
              "using_the_driver": using_the_driver, "logged": logged, "two_threads": two_threads,
-             "dying": dying, "interrupted": interrupted, "timed": timed, "cli": cli}
+             "dying": dying, "interrupted": interrupted, "cli": cli}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
