@@ -349,12 +349,20 @@ def launch(grid, block, args, _=None, shared_mem=0, stream=None, cluster=None, c
 """
 
 
+def _thread_state(k):
+    """The calling thread's prepared launch state of ``k``, read the same way from trees before
+    the state's rename (``_core``) as after (``_kernel_state``), so that ``--against`` can time
+    both."""
+    owner = k._kernel_state if hasattr(k, "_kernel_state") else k._core
+    return owner._tls.state
+
+
 def _python_floor(k, args, s):
     """The least a launch through a Python callable object costs: ``k``'s prepared configuration
     and parameter buffer launched by a function of the Kernel's signature, reading them as
     globals as cudaload's launch does, called as cudaload's launch is, checking and packing
     nothing.  cudaload's launch over this is what its checks cost."""
-    state = k._kernel_state._tls.state
+    state = _thread_state(k)
     cfg, _by_identity = state.configs[1, 1, 0, s, None, False]
     env = {"cuLaunchKernelEx": state.launch, "CONFIG": cfg, "FUNC": state.func,
            "PTRS": state.pointers, "NULL": state.null}
@@ -366,7 +374,7 @@ def _python_floor(k, args, s):
 def _bare(k, s):
     """The bare cffi cuLaunchKernelEx call with the configuration and parameter buffer that the
     launches of ``k`` prepared (on the stream ``s``, grid and block 1)."""
-    state = k._kernel_state._tls.state
+    state = _thread_state(k)
     cfg, _by_identity = state.configs[1, 1, 0, s, None, False]
     launch, func, ptrs, null = state.launch, state.func, state.pointers, state.null
     return lambda: launch(cfg, func, ptrs, null)
@@ -377,7 +385,7 @@ def breakdown(k, args, s, n, repeats):
     from cudaload.bindings import driver
 
     k(1, 1, args, stream=s)
-    state = k._kernel_state._tls.state
+    state = _thread_state(k)
     cfg, _by_identity = state.configs[1, 1, 0, s, None, False]
     func, ptrs, null, launch, pack = state.func, state.pointers, state.null, state.launch, state.pack
     configs = state.configs
