@@ -67,6 +67,10 @@ _BOOT = ("import signal,sys;signal.signal(signal.SIGINT,signal.SIG_IGN);sys.path
 
 in_worker = False  # True in a worker process
 
+# Pipes waited on with poll() and passed by descriptor: POSIX.  Elsewhere (Windows) compile_all
+# compiles in the calling process.
+AVAILABLE = os.name == "posix"
+
 
 class _Process:
     """One worker: its process, and the caller's ends of the pipes to it (jobs) and from it

@@ -83,7 +83,7 @@ def compile_many(items, output: str = "auto", workers: int | None = None, execut
                 pending.setdefault(plan.key, []).append((i, plan))
         except (CudaLoadError, OSError, ValueError) as err:
             errors[i] = err
-    n = min(workers, len(pending))
+    n = min(workers, len(pending)) if _workers.AVAILABLE else 1
     if _log.enabled("compile"):
         _log.debug("compile", "compile_all: %d of %d programs found compiled, %d to compile on "
                    "%s", len(items) - len(pending) - len(errors), len(items), len(pending),
