@@ -38,12 +38,13 @@ def _die(how: str) -> None:
 def _install() -> None:
     import multiprocessing
 
-    from cudaload.compile import plan
+    from cudaload.compile import _workers, plan
 
     real = plan.Plan.build
 
     def build_or_die(self):
-        if multiprocessing.parent_process() is not None:  # a worker, not the caller
+        # a worker (compile_all's own, or an executor's multiprocessing process), not the caller
+        if _workers.in_worker or multiprocessing.parent_process() is not None:
             how = re.search(r"DIE:(\w+)", self.program.source)
             _note("compiles " + (how.group(1) if how else "-"))
             if how:

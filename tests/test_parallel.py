@@ -372,7 +372,26 @@ def test_workers_answer_every_job_and_end_with_the_block():
     assert got[2][0] is False and "could not be sent back" in str(got[2][1])
     pids = {got[i][1] for i in (0, 3, 4)}
     assert all(got[i][0] for i in (0, 3, 4)) and pids <= {p.pid for p in processes}
-    assert len(processes) == 2 and all(p.exitcode == 0 for p in processes)
+    assert len(processes) == 2 and all(p.returncode == 0 for p in processes)
+
+
+def test_a_worker_is_a_plain_interpreter_with_the_callers_flags():
+    """A worker starts without multiprocessing (a spawned process imports it, with pickle and
+    socket, before anything: the start a small batch cannot pay back), reads its jobs and
+    answers through its pipes, and runs with the interpreter flags of the process that started
+    it."""
+    code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import imported\n"
+            "with _workers.Workers(1, imported, print, ()) as w:\n"
+            "    print(dict((t, v) for t, ok, v in w.run({0: ('multiprocessing',), 1: ('pickle',)})))\n"
+            "print('multiprocessing' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-O", "-B", "-c", code, ROOT], capture_output=True,
+                         text=True, timeout=120, env=child_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines[-2] == str({0: (False, 1, 1), 1: (False, 1, 1)}), out.stdout
+    assert lines[-1] == "False", out.stdout
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

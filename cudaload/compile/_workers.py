@@ -1,4 +1,4 @@
-"""The processes :func:`compile_all` compiles on: :class:`Workers`, spawned, one job at a time each.
+"""The processes :func:`compile_all` compiles on: :class:`Workers`, one job at a time each.
 
 Not ``concurrent.futures.ProcessPoolExecutor``: when one of its processes dies (NVRTC crashing on
 a program with a segmentation fault, aborting on an option it cannot honour, a kill from outside)
@@ -8,23 +8,34 @@ other processes running and the interpreter waiting for them at exit.  Here a pr
 next job only once it has answered the last, so a process that dies names its job; the others go
 on, and a new process takes the dead one's place while jobs remain.
 
-The calling process only waits, in ``multiprocessing.connection.wait``, which Ctrl-C interrupts at
-once (a compilation of its own, inside NVRTC, would hold the KeyboardInterrupt until NVRTC
-returned).  However the wait ends, every process is ended and joined before the caller goes on:
-asked to leave when all went well, else terminated, and killed if it lingers.  Workers ignore
-SIGINT: Ctrl-C at a terminal reaches the whole process group, and the caller ends them.
+Nor ``multiprocessing``: a worker is a fresh interpreter (never a fork of a process that may use
+the GPU) started with ``-c`` (``_BOOT``) and the caller's ``sys.path``, which reads its jobs from
+one pipe and writes its answers to another.  A multiprocessing "spawn" process imports
+multiprocessing, pickle and socket before it runs anything, and the caller imports
+multiprocessing to start it: 60 ms or more on a 2-core machine, as much as a batch of a few
+programs gains from its workers (bench/fleet_bench.py --batches-only).  Nor does a worker import
+the calling script, as a spawned process does (its ``__main__`` again): the script's top-level
+code never runs twice, and a call at its top level needs no main guard.  A message is marshal's
+where its values allow (a job, the code and its log: strings, bytes, tuples, dicts), else
+pickle's (an exception), framed by its kind and length.
+
+The calling process only waits, in ``poll``, which Ctrl-C interrupts at once (a compilation of its
+own, inside NVRTC, would hold the KeyboardInterrupt until NVRTC returned).  However the wait ends,
+every process is ended and reaped before the caller goes on: asked to leave (its job pipe closed)
+when all went well, else terminated, and killed if it lingers.  Workers ignore SIGINT: Ctrl-C at a
+terminal reaches the whole process group, and the caller ends them.  A caller that dies closes
+their job pipes, and a waiting worker leaves.
 
 Imports of cudaload: nothing.
 """
 
 from __future__ import annotations
 
-import _thread
 import collections
-import contextlib
+import marshal
+import os
 import signal
 import sys
-import types
 
 __all__ = ["Died", "Workers"]
 
@@ -37,7 +48,7 @@ class Died:
     __slots__ = ("exitcode",)
 
     def __init__(self, exitcode: int | None) -> None:
-        self.exitcode = exitcode  # as multiprocessing says: -N for signal N
+        self.exitcode = exitcode  # as subprocess says: -N for signal N
 
     def __str__(self) -> str:
         if self.exitcode is not None and self.exitcode < 0:
@@ -49,35 +60,86 @@ class Died:
         return f"it exited with status {self.exitcode}"
 
 
-class _Process:
-    """One worker: its process and the caller's end of the pipe to it."""
+# A worker's whole program: SIGINT ignored before anything else, the caller's sys.path (its
+# arguments after the two pipes' descriptors), then _serve.
+_BOOT = ("import signal,sys;signal.signal(signal.SIGINT,signal.SIG_IGN);sys.path[:]=sys.argv[3:];"
+         "from cudaload.compile._workers import _serve;_serve(int(sys.argv[1]),int(sys.argv[2]))")
 
-    def __init__(self, context, target, initializer, initargs) -> None:
-        self.conn, theirs = context.Pipe()
-        self.process = context.Process(target=_serve, daemon=True,  # ended at exit if need be
-                                       args=(theirs, target, initializer, initargs))
-        with _without_main():
-            self.process.start()
-        theirs.close()  # theirs only: once it dies, writing to it fails and reading it ends
+in_worker = False  # True in a worker process
+
+# Pipes waited on with poll() and passed by descriptor: POSIX.  Elsewhere (Windows) compile_all
+# compiles in the calling process.
+AVAILABLE = os.name == "posix"
+
+
+class _Process:
+    """One worker: its process, and the caller's ends of the pipes to it (jobs) and from it
+    (answers)."""
+
+    def __init__(self, start: bytes) -> None:
+        import subprocess  # deferred: imported when there are jobs, not with cudaload
+
+        their_jobs, self.jobs = os.pipe()  # not inheritable: no other worker holds them open
+        self.answers, their_answers = os.pipe()
+        try:
+            # The interpreter's flags (-O, -E, -s, ...) as the caller has them, as
+            # multiprocessing passes them: the helper it uses for that (private, so untyped).
+            flags = getattr(subprocess, "_args_from_interpreter_flags")()
+            self.process = subprocess.Popen(
+                [sys.executable, *flags, "-c", _BOOT,
+                 str(their_jobs), str(their_answers), *sys.path],
+                stdin=subprocess.DEVNULL, pass_fds=(their_jobs, their_answers))
+        except BaseException:
+            os.close(self.jobs)
+            os.close(self.answers)
+            raise
+        finally:
+            os.close(their_jobs)  # theirs only: once it dies, writing fails and reading ends
+            os.close(their_answers)
         self.answered = False
+        self.send(start)
+
+    def send(self, message: bytes) -> None:
+        """Write ``message`` (a frame of :func:`_frame`) to the process; OSError if it is gone."""
+        _write(self.jobs, message)
+
+    def answer(self) -> tuple | None:
+        """(ok, value) that the process sent; None if it died first."""
+        try:
+            ok, value = _read(self.answers)
+        except (EOFError, OSError):
+            return None
+        except Exception as exc:  # it came whole but does not unpickle here
+            ok, value = False, exc
+        self.answered = True
+        return ok, value
 
     def leave(self, ask: bool) -> None:
         """Ask the process to leave (``ask``: a worker waiting for its next job reads the end of
         the pipe and returns) or terminate it."""
-        self.conn.close()
+        if self.jobs >= 0:
+            os.close(self.jobs)
+            self.jobs = -1
         if not ask:
             self.process.terminate()
 
     def join(self, ask: bool) -> None:
         """Wait for the process to end, after :meth:`leave`: terminated if it lingers (or
-        killed, if it was terminated already), then killed."""
-        self.process.join(_LINGER)
-        if self.process.exitcode is None:
+        killed, if it was terminated already), then killed; its answers' pipe closed."""
+        from subprocess import TimeoutExpired  # deferred: imported by __init__ already
+
+        try:
+            self.process.wait(_LINGER)
+        except TimeoutExpired:
             self.process.terminate() if ask else self.process.kill()
-            self.process.join(_LINGER)
-            if self.process.exitcode is None:
+            try:
+                self.process.wait(_LINGER)
+            except TimeoutExpired:
                 self.process.kill()
-                self.process.join()
+                self.process.wait()
+        if self.answers >= 0:
+            os.close(self.answers)
+            self.answers = -1
 
 
 def _end(workers: list[_Process], ask: bool) -> None:
@@ -89,15 +151,14 @@ def _end(workers: list[_Process], ask: bool) -> None:
 
 
 class Workers:
-    """Up to ``n`` spawned processes, each running ``initializer(*initargs)`` once and then
-    ``target(*args)`` for each job :meth:`run` hands it.  A context manager: leaving it ends
-    every process (see the module's docstring)."""
+    """Up to ``n`` processes, each running ``initializer(*initargs)`` once and then
+    ``target(*args)`` for each job :meth:`run` hands it (both functions importable by their
+    module and name; the arguments and answers marshal's or pickle's values).  A context
+    manager: leaving it ends every process (see the module's docstring)."""
 
     def __init__(self, n: int, target, initializer, initargs: tuple) -> None:
-        import multiprocessing  # deferred: imported when there are jobs, not with cudaload
-
-        self._context = multiprocessing.get_context("spawn")
-        self._n, self._start = n, (target, initializer, initargs)
+        self._n = n
+        self._start = _frame((_name(target), _name(initializer), tuple(initargs)))
         self._processes: list[_Process] = []
 
     def __enter__(self) -> Workers:
@@ -108,7 +169,7 @@ class Workers:
         _end(processes, ask=kind is None)
 
     def _spawn(self) -> _Process:
-        worker = _Process(self._context, *self._start)
+        worker = _Process(self._start)
         self._processes.append(worker)
         return worker
 
@@ -116,61 +177,111 @@ class Workers:
         """Run ``target(*args)`` for each ``tag: args`` of ``jobs``; yields (tag, True, what it
         returned), (tag, False, what it raised) or (tag, False, :class:`Died`) for each, as each
         finishes.  Raises what ends the wait (KeyboardInterrupt)."""
-        from multiprocessing.connection import wait  # deferred: only this path needs it
+        import select  # deferred: only this path needs it
 
         todo = collections.deque(jobs.items())
         idle = [self._spawn() for _ in range(min(self._n, len(todo)))]  # all start at once
-        busy: dict[_Process, object] = {}
+        busy: dict[int, tuple[_Process, object]] = {}  # answers' descriptor -> (worker, tag)
+        poll = select.poll()
         while todo or busy:
             while todo and (idle or not busy):
                 worker = idle.pop() if idle else self._spawn()
                 tag, args = todo.popleft()
                 try:
-                    worker.conn.send(args)
+                    worker.send(_frame(args))
                 except OSError:  # dead already: killed from outside while it waited for a job
                     if worker.answered:
                         todo.appendleft((tag, args))
                         self._retire(worker, todo, idle)
                         continue
-                busy[worker] = tag  # else its death is this job's answer
-            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
-            for worker in [w for w in busy if w.conn in ready or w.process.sentinel in ready]:
-                tag = busy.pop(worker)
-                answer = _answer(worker)
-                if answer is None or worker.process.sentinel in ready:
+                busy[worker.answers] = (worker, tag)  # else its death is this job's answer
+                poll.register(worker.answers, select.POLLIN)
+            for fd, _event in poll.poll():  # readable, or ended (POLLHUP): answer() tells
+                poll.unregister(fd)
+                worker, tag = busy.pop(fd)
+                answer = worker.answer()
+                if answer is None:
                     self._retire(worker, todo, idle)
                 else:
                     idle.append(worker)
-                yield (tag, *answer) if answer else (tag, False, Died(worker.process.exitcode))
+                yield (tag, *answer) if answer else (tag, False, Died(worker.process.returncode))
 
     def _retire(self, worker: _Process, todo, idle: list) -> None:
-        """Join the dead ``worker``; start another in its place while jobs wait for one."""
+        """Reap the dead ``worker``; start another in its place while jobs wait for one."""
         self._processes.remove(worker)
         _end([worker], ask=False)
         if len(todo) > len(idle):
             idle.append(self._spawn())
 
 
-def _answer(worker: _Process) -> tuple | None:
-    """(ok, value) that ``worker`` sent; None if it died first."""
+def _name(function) -> str:
+    """``function`` as a worker finds it: "module:qualified name"."""
+    return f"{function.__module__}:{function.__qualname__}"
+
+
+def _named(name: str):
+    """The function :func:`_name` named, imported."""
+    module, _sep, qualname = name.partition(":")
+    __import__(module)
+    found = sys.modules[module]
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def _frame(value) -> bytes:
+    """``value`` as one message: its kind (m: marshal, p: pickle), its length, its bytes."""
     try:
-        ok, value = worker.conn.recv()
-    except (EOFError, OSError):
-        return None
-    except Exception as exc:  # it came whole but does not unpickle here
-        ok, value = False, exc
-    worker.answered = True
-    return ok, value
+        kind, data = b"m", marshal.dumps(value)
+    except ValueError:  # a type marshal does not write (an exception, a class's instance)
+        import pickle  # deferred: only these values need it
+
+        kind, data = b"p", pickle.dumps(value)
+    return kind + len(data).to_bytes(8, "little") + data
 
 
-def _serve(conn, target, initializer, initargs: tuple) -> None:
-    """A worker's life: ``initializer(*initargs)``, then each job's ``target(*args)`` answered as
-    (True, value) or (False, exception), until the caller closes the pipe."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    initializer(*initargs)
+def _read(fd: int):
+    """The next message on ``fd``; EOFError where the pipe ends first."""
+    head = _read_exactly(fd, 9)
+    data = _read_exactly(fd, int.from_bytes(head[1:], "little"))
+    if head[:1] == b"m":
+        return marshal.loads(data)
+    import pickle  # deferred: only these values need it
+
+    return pickle.loads(data)
+
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    parts = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _serve(jobs: int, answers: int) -> None:
+    """A worker's life (see ``_BOOT``): the start message's ``initializer(*initargs)``, then each
+    job's ``target(*args)`` answered as (True, value) or (False, exception), until the caller
+    closes the jobs' pipe."""
+    global in_worker
+    in_worker = True
+    for fd in (jobs, answers):  # a process this one starts must not hold them open
+        os.set_inheritable(fd, False)
+    target, initializer, initargs = _read(jobs)
+    target = _named(target)
+    _named(initializer)(*initargs)
     while True:
         try:
-            args = conn.recv()
+            args = _read(jobs)
         except EOFError:
             return
         try:
@@ -178,40 +289,8 @@ def _serve(conn, target, initializer, initargs: tuple) -> None:
         except Exception as exc:
             answer = (False, exc)
         try:
-            conn.send(answer)
+            message = _frame(answer)
         except Exception as exc:  # an answer that does not pickle: nothing of it was sent
-            conn.send((False, RuntimeError(f"its answer could not be sent back: "
-                                           f"{type(exc).__name__}: {exc}")))
-
-
-_hiding = _thread.allocate_lock()  # one thread at a time hides and restores __main__
-
-
-@contextlib.contextmanager
-def _without_main():
-    """Processes started meanwhile do not import the calling script.  A spawned process imports
-    ``__main__`` again (as ``__mp_main__``, by ``__spec__`` name or ``__file__`` path) before it
-    runs anything: the script's top-level code would run once more in every worker, with all it
-    imports (seconds for a framework), and a compile_all outside a main guard would start
-    processes from a process still starting, which multiprocessing ends.  A worker needs nothing
-    of the script: it gets plain data and runs functions of cudaload.  multiprocessing reads
-    both attributes while it starts a process, so they are hidden for that time and put back,
-    by one thread at a time (two that overlapped would put back what the other had hidden).
-
-    They are the process's: a process that another thread starts with "spawn" or "forkserver"
-    in that time (a few milliseconds per worker) does not import the script either, and fails if
-    what it runs was defined there."""
-    main = sys.modules.get("__main__")
-    if not isinstance(main, types.ModuleType):  # none, or another object (some embedders)
-        yield
-        return
-    with _hiding:
-        names = vars(main)
-        saved = {name: names[name] for name in ("__spec__", "__file__") if name in names}
-        try:
-            names["__spec__"] = None  # read without a default: set, not removed
-            names.pop("__file__", None)
-            yield
-        finally:
-            names.pop("__spec__", None)
-            names.update(saved)
+            message = _frame((False, RuntimeError(f"its answer could not be sent back: "
+                                                  f"{type(exc).__name__}: {exc}")))
+        _write(answers, message)

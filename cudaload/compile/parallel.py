@@ -1,10 +1,9 @@
 """Many programs compiled at once on every core: :func:`compile_all`.
 
 NVRTC serialises compilations across the threads of a process beyond about 1.5x, so the work goes
-to processes.  They are started with the "spawn" method, fresh interpreters: a process that uses
-the GPU is never forked, and nothing a worker inherits was made for another process.  Nor do they
-import the calling script, as spawned processes otherwise do (see ``_workers._without_main``).  A
-worker never initialises CUDA: the architecture (``arch=None``: the current device's, else NVRTC's
+to processes.  They are fresh interpreters (see _workers.py): a process that uses the GPU is never
+forked, nothing a worker inherits was made for another process, and none imports the calling
+script.  A worker never initialises CUDA: the architecture (``arch=None``: the current device's, else NVRTC's
 choice), the kind of code and, for PTX, the driver's version are settled here, in the calling
 process, and sent.
 
@@ -84,7 +83,7 @@ def compile_many(items, output: str = "auto", workers: int | None = None, execut
                 pending.setdefault(plan.key, []).append((i, plan))
         except (CudaLoadError, OSError, ValueError) as err:
             errors[i] = err
-    n = min(workers, len(pending))
+    n = min(workers, len(pending)) if _workers.AVAILABLE else 1
     if _log.enabled("compile"):
         _log.debug("compile", "compile_all: %d of %d programs found compiled, %d to compile on "
                    "%s", len(items) - len(pending) - len(errors), len(items), len(pending),

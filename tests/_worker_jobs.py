@@ -1,0 +1,9 @@
+"""Jobs for compile_all's worker processes in tests: a module that imports nothing, so that what
+a worker has imported is what the worker itself imported."""
+
+import sys
+
+
+def imported(name):
+    """Whether this process has imported ``name``, and its -O and -B flags."""
+    return name in sys.modules, sys.flags.optimize, sys.flags.dont_write_bytecode
