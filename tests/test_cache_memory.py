@@ -239,3 +239,32 @@ def test_the_prepared_arguments_are_read_by_name_and_the_last_request_is_shared(
     assert (p.source, p.options, p.digest) == (src, one.options, one._digest)
     assert isinstance(p.asked, _prepare.Asked) and two._p.asked is p.asked
     assert Program(src, options=["-DN=2"])._p.asked is not p.asked
+
+
+def test_a_memory_hit_asks_the_cache_for_the_key_and_nothing_else():
+    """A hit reads the key once (MemoryCache.get) and never sizes the cache: ``_memory or ...``
+    called MemoryCache.__len__ on every hit, some 20 % of one."""
+    from tests._support import run_json
+
+    got = run_json("""
+        import json
+        from cudaload import Program
+        from cudaload.compile.cache import memory
+        src = 'extern "C" __global__ void k(int *a) { a[0] = 1; }'
+        prog = Program(src)
+        prog.compile(arch=90)
+        calls = {"len": 0, "get": 0}
+        real_len, real_get = memory.MemoryCache.__len__, memory.MemoryCache.get
+        def counted_len(self):
+            calls["len"] += 1
+            return real_len(self)
+        def counted_get(self, key):
+            calls["get"] += 1
+            return real_get(self, key)
+        memory.MemoryCache.__len__, memory.MemoryCache.get = counted_len, counted_get
+        for _ in range(10):
+            assert prog.compile(arch=90).cached == "memory"
+            assert Program(src).compile(arch=90).cached == "memory"
+        print(json.dumps(calls))
+    """, env={"CUDALOAD_CACHE": "0"})
+    assert got == {"len": 0, "get": 20}

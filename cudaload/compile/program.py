@@ -51,6 +51,11 @@ def _compile_path():
     return MEMORY
 
 
+def _memory_cache():
+    """The memory cache (Program.compile reads the global itself: a call per hit is time)."""
+    return _compile_path() if _memory is None else _memory
+
+
 def _field(name: str, doc: str) -> property:
     """Field ``name`` of a Program's prepared arguments (_prepare.Prepared), read-only (an
     attrgetter: read in C, as fast as a tuple's item)."""
@@ -172,7 +177,8 @@ class Program:
             shared.last = (arch, output, key)
         # A hit holds while the files its compile read are as they were (nothing to check for
         # a program that reads none, the common case).
-        hit = (_memory or _compile_path()).get(key)
+        # _memory_cache() inline; "is None", not "or": "or" would call MemoryCache.__len__.
+        hit = (_compile_path() if _memory is None else _memory).get(key)
         if hit is not None and (not hit.stamps or _still_valid(hit.stamps)):
             return hit.code
         from .plan import Plan  # deferred: imported by _compile_path() already
@@ -190,7 +196,8 @@ class Program:
         if arch is None:
             arch = _device_arch() or _without_device()
         key = (self._digest, _request(arch, output))
-        hit = (_memory or _compile_path()).get(key)
+        # _memory_cache() inline; "is None", not "or": "or" would call MemoryCache.__len__.
+        hit = (_compile_path() if _memory is None else _memory).get(key)
         from .plan import Plan  # deferred: imported by _compile_path() already
 
         if hit is not None and (not hit.stamps or _still_valid(hit.stamps)):
@@ -234,7 +241,7 @@ class Program:
         ``keep``, the memory cache's."""
         self._own(obj, arch, output, key)
         if keep:
-            (_memory or _compile_path()).put((self._digest, _request(arch, output)), obj, stamps,
+            _memory_cache().put((self._digest, _request(arch, output)), obj, stamps,
                              self._size + len(obj.code) + len(obj.log))
 
     def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch,
@@ -307,7 +314,7 @@ def _linked_ptx(program: Program, arch, output: str, memory_key) -> ObjectCode:
     from . import _ptx_input  # deferred: only this path needs it
 
     obj = _ptx_input.link(program, arch, output)
-    (_memory or _compile_path()).put(memory_key, obj, None, program._size + len(obj.code))
+    _memory_cache().put(memory_key, obj, None, program._size + len(obj.code))
     return obj
 
 
