@@ -103,19 +103,26 @@ def _frozen(value, kind: str = ""):
     return _UNHASHABLE
 
 
+# Where prepare()'s memo holds the arguments it froze: options, headers, include_paths,
+# name_expressions, std and defines.
+_FROZEN = slice(3, 9)
+
+
 def prepare(source, name, options, headers, include_paths, name_expressions, std, defines,
             fast_math, line_info, debug, max_registers, relocatable, lto) -> Prepared:
     """The prepared arguments of a Program.  Raises what :func:`_prepare` raises."""
-    # The defaults ((), None) are taken as they are: building the key must cost little.
-    frozen = (options if options.__class__ is tuple else _frozen(options),
-              headers if headers is None else _frozen(headers),
-              include_paths if include_paths.__class__ is tuple else _frozen(include_paths),
-              name_expressions if name_expressions.__class__ is tuple
-              else _frozen(name_expressions),
-              std, defines if defines is None else _frozen(defines, "defines"))
-    # max_registers with its type: True == 1, and True is refused where 1 is not.
-    memo = (source, name.__class__, name, *frozen, fast_math, line_info, debug,
-            max_registers.__class__, max_registers, relocatable, lto)
+    # The defaults ((), None) are taken as they are: building the key must cost little, so it
+    # is one tuple display (unpacking a tuple of the frozen arguments into it cost a new Program
+    # a tenth of its time); _FROZEN names where those arguments are in it.
+    memo = (source, name.__class__, name,
+            options if options.__class__ is tuple else _frozen(options),
+            headers if headers is None else _frozen(headers),
+            include_paths if include_paths.__class__ is tuple else _frozen(include_paths),
+            name_expressions if name_expressions.__class__ is tuple
+            else _frozen(name_expressions),
+            std, defines if defines is None else _frozen(defines, "defines"),
+            # max_registers with its type: True == 1, and True is refused where 1 is not.
+            fast_math, line_info, debug, max_registers.__class__, max_registers, relocatable, lto)
     remembered = _remembered
     try:
         found = remembered.table.get(memo)
@@ -135,7 +142,8 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
     made = _prepare(source, name, options, headers, include_paths, name_expressions, std,
                     defines, (fast_math, line_info, debug, max_registers, relocatable, lto))
     # Options that name a file are checked at each Program (the file may go): never remembered.
-    if memo is not None and _UNHASHABLE not in frozen and not _options.names_files(made.options):
+    if memo is not None and _UNHASHABLE not in memo[_FROZEN] \
+            and not _options.names_files(made.options):
         _remember(memo, made)
     return made
 
