@@ -7,7 +7,8 @@ Targets: cold compile <= 2% over calling NVRTC directly on the same source; memo
 that build kernel text per call do); disk hit in a fresh process <= 2 ms from the
 compile(arch=...) call to the ObjectCode; lookup cost flat from 10 to 10,000 entries.  ``--against`` times the
 fresh-process disk hit of other trees too (a revision, or a folder holding one), each in its own
-cache folder, alternating with this tree's: ``disk_hit_fresh_process.against``.  Prints one
+cache folder, alternating with this tree's: ``disk_hit_fresh_process.against``; and the memory
+hits of each tree in fresh processes run in turn: ``memory_hit_fresh_processes``.  Prints one
 JSON document.  Needs NVRTC, not a GPU (``arch=None``'s memory hit needs a device, or a driver
 that reports one: ``memory_hit`` says so where there is none).
 """
@@ -59,6 +60,50 @@ import json
 print(json.dumps({"ms": took * 1e3, "whole_ms": whole * 1e3, "cached": obj.cached, "nvrtc_mapped": "libnvrtc" in maps,
                   "pathfinder": "cuda.pathfinder" in sys.modules}))
 """ % ARCH
+
+
+# The memory hits of one tree in a fresh process (its tree first on sys.path), best of 5 rounds
+# each: the same Program asked again, and a new Program made each call.
+MEMORY_HITS = r"""
+import json, sys, timeit
+sys.path.insert(0, sys.argv[1])
+from cudaload import Program
+src, names, calls = sys.argv[2], tuple(sys.argv[4:]), int(sys.argv[3])
+prog = Program(src, name_expressions=names)
+prog.compile(arch=%d)
+cases = {"same Program": lambda: prog.compile(arch=%d),
+         "new Program": lambda: Program(src, name_expressions=names).compile(arch=%d),
+         "Program() alone": lambda: Program(src, name_expressions=names)}
+print(json.dumps({case: min(timeit.repeat(call, number=calls, repeat=5)) / calls * 1e6
+                  for case, call in cases.items()}))
+""" % (ARCH, ARCH, ARCH)
+
+
+def memory_hits_against(runs: int, calls: int, against, work: str) -> dict:
+    """The memory hits of this tree and of each tree ``against`` names, in fresh processes run
+    in turn (``runs`` of each, the order turned each time), with one hash seed for all: which
+    string hashes collide in the caches' dicts otherwise differs from process to process."""
+    from first_compile import tree
+
+    trees = {"this": ROOT, **{name: tree(name, work) for name in against}}
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # the cache folder: filled by the caller
+    results: dict = {name: [] for name in trees}
+    for i in range(runs):
+        names = list(trees)
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            results[name].append(json.loads(subprocess.run(
+                [sys.executable, "-c", MEMORY_HITS, trees[name], KERNEL, str(calls), *NAMES],
+                env=env, check=True, capture_output=True, text=True).stdout))
+    cases = list(results["this"][0])
+    out: dict = {"us_per_call": {case: round(statistics.median(r[case] for r in results["this"]), 3)
+                                 for case in cases}, "runs": runs, "calls": calls}
+    out["against"] = {name: {
+        "us_per_call": {case: round(statistics.median(r[case] for r in results[name]), 3)
+                        for case in cases},
+        "ratio_paired_median": {case: round(statistics.median(
+            a[case] / b[case] for a, b in zip(results["this"], results[name])), 3)
+            for case in cases}} for name in against}
+    return out
 
 
 def cold_overhead(reps: int) -> dict:
@@ -249,6 +294,9 @@ def main() -> int:
                 args.disk_hit_runs or (5 if args.quick else 15), args.against, trees),
             "lookup_scaling": lookup_scaling((10, 100, 1000, 10_000), 50 if args.quick else 300),
         }
+        if args.against:
+            result["memory_hit_fresh_processes"] = memory_hits_against(
+                5 if args.quick else 11, 20_000 if args.quick else 100_000, args.against, trees)
         from cudaload.bindings import nvrtc
 
         result["nvrtc"] = ".".join(map(str, nvrtc.version()))

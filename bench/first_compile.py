@@ -103,6 +103,8 @@ def tree(against: str, work: str) -> str:
     if os.path.isdir(os.path.join(against, "cudaload")):
         return os.path.abspath(against)
     folder = os.path.join(work, "tree-" + against.replace("/", "_"))
+    if os.path.isdir(folder):  # written out already, by an earlier step of the same run
+        return folder
     os.mkdir(folder)
     archive = subprocess.run(["git", "-C", ROOT, "archive", against, "cudaload"],
                              capture_output=True, check=True).stdout
