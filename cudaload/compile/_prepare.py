@@ -114,15 +114,16 @@ def prepare(source, name, options, headers, include_paths, name_expressions, std
     # The defaults ((), None) are taken as they are: building the key must cost little, so it
     # is one tuple display (unpacking a tuple of the frozen arguments into it cost a new Program
     # a tenth of its time); _FROZEN names where those arguments are in it.
-    memo = (source, name.__class__, name,
-            options if options.__class__ is tuple else _frozen(options),
-            headers if headers is None else _frozen(headers),
-            include_paths if include_paths.__class__ is tuple else _frozen(include_paths),
-            name_expressions if name_expressions.__class__ is tuple
-            else _frozen(name_expressions),
-            std, defines if defines is None else _frozen(defines, "defines"),
-            # max_registers with its type: True == 1, and True is refused where 1 is not.
-            fast_math, line_info, debug, max_registers.__class__, max_registers, relocatable, lto)
+    memo: tuple = (source, name.__class__, name,
+                   options if options.__class__ is tuple else _frozen(options),
+                   headers if headers is None else _frozen(headers),
+                   include_paths if include_paths.__class__ is tuple else _frozen(include_paths),
+                   name_expressions if name_expressions.__class__ is tuple
+                   else _frozen(name_expressions),
+                   std, defines if defines is None else _frozen(defines, "defines"),
+                   # max_registers with its type: True == 1, and True is refused where 1 is not.
+                   fast_math, line_info, debug, max_registers.__class__, max_registers,
+                   relocatable, lto)
     remembered = _remembered
     try:
         found = remembered.table.get(memo)
