@@ -2,6 +2,7 @@
 
     python bench/fleet_bench.py [--out DIR] [--procs 2,4,8] [--kernels 64] [--repeat 3]
                                 [--batches 6,24] [--no-sshfs] [--batches-only] [--against PATH]
+                                [--quick-kernels]
 
 The family is bench/family_header.py's (64 kernels on one 3,300-line header, as
 bench/family_bench.py compiles them), for ``arch=90`` (no GPU needed).  Every figure comes from
@@ -17,7 +18,9 @@ fresh processes with an empty cache folder of their own:
   batch K      cudaload.compile_all() of the family's first K programs (one worker per CPU)
                against compile() of each in turn, each in a fresh process, timed from the call;
                with --against PATH, also the cudaload package under PATH (another checkout),
-               each of its runs right after this tree's, as "batch K reference"
+               each of its runs right after this tree's, as "batch K reference"; with
+               --quick-kernels, K short kernels instead (QUICK: some 50-90 ms each on 2 cores),
+               where the workers' start weighs most
 
 Other processes may share the machine: ``effective_cpus_before``/``_after`` say how many CPUs as
 many busy processes as it has cores got at once, before and after (bench/family_bench.py's).
@@ -44,6 +47,19 @@ READY_TIMEOUT = 300.0  # seconds for every process of a fleet to import and make
 
 
 # ---- in a child process ---------------------------------------------------------------------------
+
+# One short kernel per program (the batches of --quick-kernels): a compile of some 50-90 ms.
+QUICK = """
+extern "C" __global__ void k{i}(float *y, const float *x, float a, int n) {{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i] * {i}.0f;
+}}
+template <typename T> __global__ void t{i}(T *y, T a, int n)
+{{ if (threadIdx.x < n) y[threadIdx.x] *= a; }}
+template __global__ void t{i}<float>(float *, float, int);
+template __global__ void t{i}<double>(double *, double, int);
+"""
+
 
 def _programs(count: int) -> list:
     sys.path.insert(0, BENCH)
@@ -79,11 +95,13 @@ def child_fleet(barrier: str, name: str, count: str, log: str) -> dict:
     return {"end": end, "start": start, "seconds": round(end - start, 3), "from": where}
 
 
-def child_batch(how: str, count: str) -> dict:
-    """``how``: "serial" (compile() of each) or "compile_all", of the family's first ``count``."""
+def child_batch(how: str, count: str, kernels: str = "family") -> dict:
+    """``how``: "serial" (compile() of each) or "compile_all", of the family's first ``count``
+    (``kernels`` "quick": ``count`` QUICK programs)."""
     import cudaload
 
-    progs = _programs(int(count))
+    progs = [cudaload.Program(QUICK.format(i=i)) for i in range(int(count))] \
+        if kernels == "quick" else _programs(int(count))
     from cudaload.bindings import _loader
 
     _loader.nvrtc()
@@ -157,9 +175,10 @@ def fleet(folders: list, per_folder: int, count: int, work: str, timeout: float)
             "from": where}
 
 
-def _batch(how: str, count: int, work: str, timeout: float, tree: str = ROOT) -> float:
+def _batch(how: str, count: int, work: str, timeout: float, tree: str = ROOT,
+           kernels: str = "family") -> float:
     cache = tempfile.mkdtemp(prefix=f"batch-{how}-", dir=work)
-    proc = subprocess.run(_command("batch", how, count), env=_env(cache, tree),
+    proc = subprocess.run(_command("batch", how, count, kernels), env=_env(cache, tree),
                           capture_output=True, text=True, timeout=timeout, cwd=work)
     if proc.returncode:
         raise RuntimeError(f"batch {how} {count}: {proc.stderr[-800:]}")
@@ -177,7 +196,8 @@ def run(args) -> dict:
     work = tempfile.mkdtemp(prefix="cudaload-fleet-")
     out: dict = {"benchmark": "fleet_bench", "python": sys.version.split()[0], "cores": cores(),
                  "effective_cpus_before": effective_cpus(cores()),
-                 "kernels": args.kernels, "repeat": args.repeat, "rows": {}}
+                 "kernels": args.kernels, "repeat": args.repeat, "rows": {},
+                 "batch_kernels": "quick" if args.quick_kernels else "family"}
     rows = out["rows"]
 
     def fresh(base: str, name: str) -> str:
@@ -209,7 +229,8 @@ def run(args) -> dict:
                                                   if args.against else []):
                     for how in ("serial", "compile_all"):
                         rows.setdefault(f"batch {k}{name} {how}", []).append(
-                            {"wall_s": _batch(how, k, work, args.timeout, tree)})
+                            {"wall_s": _batch(how, k, work, args.timeout, tree,
+                                              "quick" if args.quick_kernels else "family")})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out["effective_cpus_after"] = effective_cpus(out["cores"])
@@ -278,6 +299,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-sshfs", action="store_true", help="skip the two-mount fleets")
     ap.add_argument("--batches-only", action="store_true", help="no fleet, the batches alone")
     ap.add_argument("--against", help="also time the batches with the cudaload under PATH")
+    ap.add_argument("--quick-kernels", action="store_true",
+                    help="batches of short kernels (QUICK) instead of the family's")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per process")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -290,6 +313,10 @@ def main(argv=None) -> int:
     import pycache
 
     bytecode = pycache.ensure()  # as an installed wheel has it
+    if args.against:  # and the other tree's, or its first run would compile it
+        import compileall
+
+        compileall.compile_dir(os.path.join(args.against, "cudaload"), quiet=1)
     result = run(args)
     result["bytecode"] = bytecode
     print(table(result))
