@@ -120,17 +120,17 @@ def two_threads(tag: str) -> None:
     start (each start slowed by 0.2 s): this module's ``__spec__`` name and ``__file__`` after
     both."""
     import threading
-    from multiprocessing.context import SpawnProcess
 
     import cudaload
+    from cudaload.compile import _workers
 
-    start = SpawnProcess.start
+    start = _workers._Process.__init__
 
-    def slow(self):
+    def slow(self, *args):
         time.sleep(0.2)
-        return start(self)
+        start(self, *args)
 
-    SpawnProcess.start = slow  # type: ignore[method-assign]
+    _workers._Process.__init__ = slow  # type: ignore[method-assign]
     threads = [threading.Thread(target=cudaload.compile_all, args=(_programs("gg", tag + str(i)),),
                                 kwargs={"arch": 90, "workers": 2}) for i in range(2)]
     threads[0].start()
@@ -170,12 +170,21 @@ CUB = ('#include <cub/block/block_reduce.cuh>\n'
        '  __shared__ typename R::TempStorage t; p[{i}] = R(t).Sum(p[threadIdx.x]); }} // {tag}')
 
 
+def _children() -> list:
+    """This process's child processes, living or not yet reaped (Linux's /proc): compile_all's
+    workers are plain processes, which multiprocessing.active_children() does not list."""
+    me = f"/proc/{os.getpid()}/task"
+    found = []
+    for task in os.listdir(me):
+        with open(os.path.join(me, task, "children")) as f:
+            found += [int(pid) for pid in f.read().split()]
+    return found
+
+
 def interrupted(tag: str) -> None:
     """compile_all of 24 programs including CUB (seconds each) on two workers, until SIGINT: prints
     "interrupted" the moment KeyboardInterrupt reaches this process, then [every cache entry
     whole?, the worker processes still alive, two programs compiled again (where from)]."""
-    import multiprocessing
-
     import cudaload
     from cudaload.compile import cache
 
@@ -192,7 +201,7 @@ def interrupted(tag: str) -> None:
     disk = cache.default()
     keys = [name[:-4] for name in os.listdir(disk.folder) if name.endswith(".bin")]
     whole = [disk.lookup(key) is not None for key in keys]
-    alive = [p.pid for p in multiprocessing.active_children()]
+    alive = _children()
     again = [o.cached for o in cudaload.compile_all(progs[:2], arch=90, workers=2)]
     print(json.dumps({"whole": whole, "alive": alive, "again": again}))
 
