@@ -3,9 +3,9 @@
 NVRTC serialises compilations across the threads of a process beyond about 1.5x, so the work goes
 to processes.  They are fresh interpreters (see _workers.py): a process that uses the GPU is never
 forked, nothing a worker inherits was made for another process, and none imports the calling
-script.  A worker never initialises CUDA: the architecture (``arch=None``: the current device's, else NVRTC's
-choice), the kind of code and, for PTX, the driver's version are settled here, in the calling
-process, and sent.
+script.  A worker never initialises CUDA: the architecture (``arch=None``: the current device's,
+else NVRTC's choice), the kind of code and, for PTX, the driver's version are settled here, in the
+calling process, and sent.
 
 In the calling process each program is looked up first, as ``compile()`` would (memory cache, its
 bundle, the disk cache): a program found there costs that lookup and no worker.  The rest go to the

@@ -52,7 +52,8 @@ def _compile_path():
 
 
 def _memory_cache():
-    """The memory cache (Program.compile reads the global itself: a call per hit is time)."""
+    """The memory cache, imported at the first call; "is None", not "or", which would call
+    MemoryCache.__len__ (Program.compile has this inline: a call per hit is time)."""
     return _compile_path() if _memory is None else _memory
 
 
@@ -177,7 +178,7 @@ class Program:
             shared.last = (arch, output, key)
         # A hit holds while the files its compile read are as they were (nothing to check for
         # a program that reads none, the common case).
-        # _memory_cache() inline; "is None", not "or": "or" would call MemoryCache.__len__.
+        # _memory_cache(), inline
         hit = (_compile_path() if _memory is None else _memory).get(key)
         if hit is not None and (not hit.stamps or _still_valid(hit.stamps)):
             return hit.code
@@ -196,8 +197,7 @@ class Program:
         if arch is None:
             arch = _device_arch() or _without_device()
         key = (self._digest, _request(arch, output))
-        # _memory_cache() inline; "is None", not "or": "or" would call MemoryCache.__len__.
-        hit = (_compile_path() if _memory is None else _memory).get(key)
+        hit = _memory_cache().get(key)
         from .plan import Plan  # deferred: imported by _compile_path() already
 
         if hit is not None and (not hit.stamps or _still_valid(hit.stamps)):
@@ -242,7 +242,7 @@ class Program:
         self._own(obj, arch, output, key)
         if keep:
             _memory_cache().put((self._digest, _request(arch, output)), obj, stamps,
-                             self._size + len(obj.code) + len(obj.log))
+                                self._size + len(obj.code) + len(obj.log))
 
     def _key(self, digest: bytes, tc: toolchain.Toolchain, kind: str, target: Arch,
              linker: str | None = None) -> str:
