@@ -302,7 +302,7 @@ def _serve(jobs: int, answers: int) -> None:
             answer = (False, exc)
         try:
             message = _frame(answer)
-        except Exception as exc:  # an answer that does not pickle: nothing of it was sent
+        except Exception as exc:  # neither marshal nor pickle writes it: nothing of it was sent
             message = _frame((False, RuntimeError(f"its answer could not be sent back: "
                                                   f"{type(exc).__name__}: {exc}")))
         _write(answers, message)
