@@ -5,7 +5,9 @@ With ``$TESTS_WORKERS_LOG`` set, each process started appends ``<pid> <parent pi
 each compilation a compile_all worker begins appends ``<pid> <parent pid> compiles <marker>``.  A
 program whose source holds ``DIE:segv`` (a real segmentation fault), ``DIE:exit`` (``os._exit``),
 ``DIE:abort`` (SIGABRT, as NVRTC aborts the process on some options) or ``DIE:hang`` (waits to be
-killed from outside) does that in a worker; never in the process that called compile_all.
+killed from outside) does that in a worker; never in the process that called compile_all.  With
+``$TESTS_WORKER_START_DELAY`` (seconds), a compile_all worker's start takes that much longer
+(before it says it is ready).
 """
 
 from __future__ import annotations
@@ -52,6 +54,16 @@ def _install() -> None:
         return real(self)
 
     plan.Plan.build = build_or_die  # type: ignore[method-assign]
+    delay = float(os.environ.get("TESTS_WORKER_START_DELAY") or 0)
+    ready = plan.ready_to_build  # bound by parallel.py when it is imported, after this
+
+    def slow_ready() -> None:
+        if _workers.in_worker:
+            time.sleep(delay)
+        ready()
+
+    if delay:
+        plan.ready_to_build = slow_ready
 
 
 if LOG:

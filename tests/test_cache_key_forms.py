@@ -218,8 +218,8 @@ os.chdir(sys.argv[1])
 import cudaload
 kernel = 'extern "C" __global__ void k(int *p) { *p = VAL; }\n'
 programs = [cudaload.Program('#define H "h.h"\n#include H\n' + kernel + f"// {i}\n",
-                             options=["-Iinc"]) for i in range(2)]
-cudaload.compile_all(programs, arch=90, output="ptx", workers=2)
+                             options=["-Iinc"]) for i in range(4)]
+cudaload.compile_all(programs, arch=90, output="ptx", workers=2)  # more than 3: the workers' alone
 with open("inc/h.h", "w") as f:
     f.write("#define VAL 222\n")
 obj = programs[0].compile(arch=90, output="ptx")

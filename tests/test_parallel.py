@@ -67,6 +67,42 @@ def test_programs_already_cached_cost_a_lookup_and_no_worker(tmp_path):
     assert more["pools"] == [] and [pid for pid, _k in _log_lines(log)] == [str(more["pid"])]
 
 
+def test_a_batch_of_one_program_more_than_workers_is_shared_with_the_calling_process(tmp_path):
+    """Three programs on two workers: two processes of their own took longer than compiling the
+    three in turn (each one's start is as long as a short compilation).  Now one process is
+    started, the calling process compiles the last program while it starts, then whatever no
+    ready worker has taken; each key is compiled once.  A larger batch is the workers' alone."""
+    log = tmp_path / "compiles.log"
+    out = scenario_json("parallel_compiles", "compile_spec", "ggg", _tag(), "90", "2",
+                        env={"TESTS_COMPILE_LOG": str(log)})
+    assert out["pools"] == [1] and [r[0] for r in out["results"]] == [None] * 3
+    assert all(r[2] for r in out["results"])  # each program's code holds its own kernel
+    compiled = _log_lines(log)
+    assert len({key for _pid, key in compiled}) == len(compiled) == 3
+    assert str(out["pid"]) in [pid for pid, _key in compiled]
+    more = scenario_json("parallel_compiles", "compile_spec", "gggg", _tag(), "90", "2",
+                         env={"TESTS_COMPILE_LOG": str(tmp_path / "more.log")})
+    assert more["pools"] == [2] and [r[0] for r in more["results"]] == [None] * 4
+    assert str(more["pid"]) not in [pid for pid, _k in _log_lines(tmp_path / "more.log")]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_shared_batch_never_waits_for_a_worker_that_is_slow_to_start(tmp_path):
+    """Its workers' start made 30 s slower: the calling process compiles every program itself,
+    ending the worker it no longer needs, instead of waiting for it; no process is left."""
+    log, compiled = tmp_path / "workers.log", tmp_path / "compiles.log"
+    env = _watched_env(tmp_path, log)
+    env.update(TESTS_COMPILE_LOG=str(compiled), TESTS_WORKER_START_DELAY="30")
+    started = time.monotonic()
+    out = last_json(run_scenario("parallel_compiles", "compile_spec", "ggg", _tag(), "90", "2",
+                                 environ=env))
+    assert time.monotonic() - started < 20
+    assert out["pools"] == [1] and [r[0] for r in out["results"]] == [None] * 3
+    assert [pid for pid, _key in _log_lines(compiled)] == [str(out["pid"])] * 3
+    assert len(_children(log, out["pid"])) == 1  # the one worker, started and ended
+    assert _none_survive(log, out["pid"]) == []
+
+
 def test_two_processes_compiling_the_same_keys_compile_each_once(tmp_path):
     tag, log = _tag(), tmp_path / "compiles.log"
     start = str(time.time() + 2.0)
@@ -373,6 +409,34 @@ def test_workers_answer_every_job_and_end_with_the_block():
     pids = {got[i][1] for i in (0, 3, 4)}
     assert all(got[i][0] for i in (0, 3, 4)) and pids <= {p.pid for p in processes}
     assert len(processes) == 2 and all(p.returncode == 0 for p in processes)
+
+
+def _sleep_and_note(ran: list, seconds: float):
+    """A ``here`` for Workers.run: notes each job it runs, after ``seconds``."""
+    def here(tag):
+        time.sleep(seconds)
+        ran.append(tag)
+    return here
+
+
+def test_workers_share_jobs_with_the_calling_process_each_run_once():
+    """With ``here``, the calling process runs the last job while the processes start; free at
+    once, it runs every job whose process has not said it is ready (ending that process).  Slow,
+    it leaves to a process that has answered meanwhile the next job, and each job runs once."""
+    from cudaload.compile import _workers
+
+    jobs = {i: ("pid",) for i in range(4)}
+    ran: list = []
+    with _workers.Workers(1, _pid_of_job, print, ()) as workers:
+        got = [tag for tag, _ok, _value in workers.run(jobs, here=_sleep_and_note(ran, 0))]
+        left = list(workers._processes)
+    assert got == [] and ran == [3, 2, 1, 0] and left == []
+    ran = []
+    with _workers.Workers(1, _pid_of_job, print, ()) as workers:
+        answers = {tag: value for tag, ok, value in
+                   workers.run(jobs, here=_sleep_and_note(ran, 3.0)) if ok}
+        pid = workers._processes[0].process.pid
+    assert ran == [3, 2] and answers == {0: pid, 1: pid}
 
 
 def test_a_worker_is_a_plain_interpreter_with_the_callers_flags():

@@ -19,12 +19,19 @@ code never runs twice, and a call at its top level needs no main guard.  A messa
 where its values allow (a job, the code and its log: strings, bytes, tuples, dicts), else
 pickle's (an exception), framed by its kind and length.
 
-The calling process only waits, in ``poll``, which Ctrl-C interrupts at once (a compilation of its
-own, inside NVRTC, would hold the KeyboardInterrupt until NVRTC returned).  However the wait ends,
-every process is ended and reaped before the caller goes on: asked to leave (its job pipe closed)
-when all went well, else terminated, and killed if it lingers.  Workers ignore SIGINT: Ctrl-C at a
-terminal reaches the whole process group, and the caller ends them.  A caller that dies closes
-their job pipes, and a waiting worker leaves.
+A worker says it is ready (its initializer has run) before it reads its first job.  The calling
+process only waits, in ``poll``, which Ctrl-C interrupts at once (a compilation of its own, inside
+NVRTC, holds the KeyboardInterrupt until NVRTC returns) -- unless :meth:`Workers.run` is given a
+share of the jobs (``here``): then the caller runs the last job itself while the processes start,
+one for each other job; whenever it is free again, it hands the next job to a process that has
+answered meanwhile, else runs the last job no process has taken, else the job of a process that
+has not yet said it is ready, ending that process rather than wait for its start.
+
+However the wait ends, every process is ended and reaped before the caller goes on: asked to
+leave (its job pipe closed) when all went well, else terminated, and killed if it lingers.  One
+asked leaves through its exit hooks and ``os._exit`` (``_leave``).  Workers ignore SIGINT: Ctrl-C
+at a terminal reaches the whole process group, and the caller ends them.  A caller that dies
+closes their job pipes, and a waiting worker leaves.
 
 Imports of cudaload: nothing.
 """
@@ -96,7 +103,7 @@ class _Process:
         finally:
             os.close(their_jobs)  # theirs only: once it dies, writing fails and reading ends
             os.close(their_answers)
-        self.answered = False
+        self.ready = False  # it said so: its initializer has run, it reads its jobs
         self.send(start)
 
     def send(self, message: bytes) -> None:
@@ -111,8 +118,21 @@ class _Process:
             return None
         except Exception as exc:  # it came whole but does not unpickle here
             ok, value = False, exc
-        self.answered = True
         return ok, value
+
+    def says_ready(self) -> bool | None:
+        """Whether the process has said it is ready, without waiting (reading what it said);
+        None if it died first."""
+        if not self.ready:
+            import select  # deferred: imported by run() already
+
+            poll = select.poll()
+            poll.register(self.answers, select.POLLIN)
+            if poll.poll(0):
+                if self.answer() is None:
+                    return None
+                self.ready = True
+        return self.ready
 
     def leave(self, ask: bool) -> None:
         """Ask the process to leave (``ask``: a worker waiting for its next job reads the end of
@@ -185,33 +205,57 @@ class Workers:
         self._processes.append(worker)
         return worker
 
-    def run(self, jobs: dict):
+    def run(self, jobs: dict, here=None):
         """Run ``target(*args)`` for each ``tag: args`` of ``jobs``; yields (tag, True, what it
         returned), (tag, False, what it raised) or (tag, False, :class:`Died`) for each, as each
-        finishes.  Raises what ends the wait (KeyboardInterrupt)."""
+        finishes.  With ``here``, this process's share (see the module's docstring): ``here(tag)``
+        runs a job here, and nothing is yielded for it.  Raises what ends the wait
+        (KeyboardInterrupt) or what ``here`` raised."""
         import select  # deferred: only this path needs it
 
         todo = collections.deque(jobs.items())
-        idle = [self._spawn() for _ in range(min(self._n, len(todo)))]  # all start at once
+        share = here is not None
+        # all start at once, each with its first job waiting in its pipe (one job fewer: here's)
+        idle = [self._spawn() for _ in range(min(self._n, len(todo) - share))]
         busy: dict[int, tuple[_Process, object]] = {}  # answers' descriptor -> (worker, tag)
         poll = select.poll()
         while todo or busy:
-            while todo and (idle or not busy):
+            while todo and (idle or not (busy or share)):
                 worker = idle.pop() if idle else self._spawn()
                 tag, args = todo.popleft()
-                try:
+                try:  # it reads the job once ready
                     worker.send(_frame(args))
                 except OSError:  # dead already: killed from outside while it waited for a job
-                    if worker.answered:
+                    if worker.ready:
                         todo.appendleft((tag, args))
                         self._retire(worker, todo, idle)
                         continue
                 busy[worker.answers] = (worker, tag)  # else its death is this job's answer
                 poll.register(worker.answers, select.POLLIN)
-            for fd, _event in poll.poll():  # readable, or ended (POLLHUP): answer() tells
-                poll.unregister(fd)
-                worker, tag = busy.pop(fd)
+            # Shared: what came meanwhile first (a process that is free takes the next job);
+            # if nothing did, the last job no process has taken, else one whose process is late.
+            events = poll.poll(0) if share else None
+            if share and not events:
+                late = None if todo else next(
+                    (fd for fd, (w, _tag) in busy.items() if not w.says_ready()), None)
+                if todo or late is not None:
+                    if late is not None:  # sooner here than after that process's start
+                        poll.unregister(late)
+                        worker, tag = busy.pop(late)
+                        self._processes.remove(worker)
+                        _end([worker], ask=False)
+                    else:
+                        tag = todo.pop()[0]
+                    here(tag)
+                    continue
+            for fd, _event in events or poll.poll():  # readable, or ended (POLLHUP): see answer()
+                worker, tag = busy[fd]
                 answer = worker.answer()
+                if answer is not None and not worker.ready:  # its first answer: it is ready
+                    worker.ready = True
+                    continue
+                poll.unregister(fd)
+                del busy[fd]
                 if answer is None:
                     self._retire(worker, todo, idle)
                 else:
@@ -291,11 +335,12 @@ def _serve(jobs: int, answers: int) -> None:
     target, initializer, initargs = _read(jobs)
     target = _named(target)
     _named(initializer)(*initargs)
+    _write(answers, _frame((True, None)))  # ready: see Workers.run
     while True:
         try:
             args = _read(jobs)
         except EOFError:
-            return
+            _leave()
         try:
             answer = (True, target(*args))
         except Exception as exc:
@@ -306,3 +351,18 @@ def _serve(jobs: int, answers: int) -> None:
             message = _frame((False, RuntimeError(f"its answer could not be sent back: "
                                                   f"{type(exc).__name__}: {exc}")))
         _write(answers, message)
+
+
+def _leave():
+    """A worker's end, once the caller has closed its jobs' pipe: the exit hooks (cudaload's
+    writes the cache entries still pending), then ``os._exit``.  The interpreter's own teardown
+    (every module's, NVRTC's unloading) took some 12 ms more, which the caller waits for."""
+    import atexit  # deferred: only this path needs it
+
+    getattr(atexit, "_run_exitfuncs")()  # what Python's exit runs first (private: untyped)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # closed, or a pipe nobody reads: nothing more to say
+            pass
+    os._exit(0)

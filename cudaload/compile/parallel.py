@@ -16,7 +16,17 @@ same keys.  Workers send back the code, its log and lowered names; the calling p
 ObjectCode and keeps it in its memory cache, in the order the programs were given.  Failures are
 collected and reported together once every program is done: a worker that dies (NVRTC crashing on
 a program) fails the program it was compiling, by name, and another process takes its place.
-While workers compile, this process only waits for them, so Ctrl-C stops compile_all at once.
+
+A worker's start (an interpreter, the compile path's imports, NVRTC's loading: some 60-80 ms on 2
+cores) is as long as a short kernel's compilation.  So a batch of at most one key more than
+``workers`` is shared with this process (_workers.py's ``here``): it starts ``workers - 1``
+processes, each with a key, and compiles the last key itself meanwhile; then, whenever it is
+free, the last key no ready worker has taken, else the key of a worker that has not yet started
+(ending that worker).  Each key is compiled once, and no worker's start is waited for while this
+process could compile (bench/fleet_bench.py --quick-kernels).  Ctrl-C then waits for the
+compilation this process is in, as it would for Program.compile().  A larger batch is the
+workers' alone, where this process handing out keys as workers finish gains more than its own
+share: it only waits for them, so Ctrl-C stops compile_all at once.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ import contextlib
 import os
 
 from . import _executor, _workers, program as _program
-from .plan import assume_driver_version, driver_version
+from .plan import assume_driver_version, driver_version, ready_to_build
 from .. import _log
 from ..errors import CompileError, CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
@@ -114,9 +124,9 @@ _WORKER_DIED = ("compile this program alone with Program.compile() to see why (N
 
 def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict,
                 executor=None) -> None:
-    """Compile each pending key on one of ``n`` spawned processes, or on ``executor``; fill
-    ``results``/``errors``.  This process only waits for them (see _workers.py: so that Ctrl-C
-    ends compile_all at once)."""
+    """Compile each pending key on one of ``n`` processes (this one among them where there are
+    no more keys than that: see the module's docstring), or on ``executor``; fill
+    ``results``/``errors``."""
     kinds = {plan.kind for waiting in pending.values() for _i, plan in waiting}
     driver = driver_version() if "ptx" in kinds else None  # part of a PTX key
     jobs = {}
@@ -129,8 +139,12 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
     with contextlib.ExitStack() as stack:
         if executor is not None:
             done = _executor.run(executor, _work, _start_worker, set_up, jobs, _Failed)
-        else:
+        elif len(jobs) > n + 1:  # the workers' alone
             done = stack.enter_context(_workers.Workers(n, _work, _start_worker, set_up)).run(jobs)
+        else:  # shared with this process
+            workers = stack.enter_context(_workers.Workers(n - 1, _work, _start_worker, set_up))
+            done = workers.run(jobs, here=lambda key: _here(items, output, pending[key], results,
+                                                            errors))
         for key, ok, made in done:
             if not ok:
                 made = _raised(made, pending[key][0][0], items)
@@ -191,9 +205,13 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
 
 def _start_worker(driver: int | None, topics: tuple) -> None:
     """A worker's start: the caller's driver version (see :func:`plan.assume_driver_version`),
-    and its log's topics kept to be sent back with each result."""
+    its log's topics kept to be sent back with each result, and what a first compilation loads
+    (NVRTC, the toolchain): the worker says it is ready once it compiles as fast as this
+    process, which in a shared batch compiles a key itself rather than wait for a start."""
     assume_driver_version(driver)
     _log.keep_for_parent(topics)
+    with contextlib.suppress(Exception):  # raised again, typed, by the job that needs it
+        ready_to_build()
 
 
 class _Failed(Exception):

@@ -27,7 +27,7 @@ from .objectcode import ObjectCode
 from .options import LTO_OPTION, Arch, parse_arch, virtual
 
 __all__ = ["Plan", "ArchWarning", "choose", "check_plausible", "driver_version",
-           "assume_driver_version"]
+           "assume_driver_version", "ready_to_build"]
 
 
 class Plan:
@@ -230,6 +230,18 @@ class Plan:
         program = self.program
         return includes.watching(self.inputs.stamps, unkeyed, includes.searched_folders(
             program.name, program.headers, program.options))
+
+
+def ready_to_build() -> None:
+    """Load now what a first :meth:`Plan.build` loads: NVRTC, the toolchain, the modules _nvrtc
+    and the disk cache's miss import.  For a process that will build at once and wants that cost
+    paid first: compile_all's workers, before they say they are ready (compile/_workers.py)."""
+    from ..bindings import nvrtc  # deferred, as in _nvrtc
+    from . import _option_files, _reads  # noqa: F401  (as in _nvrtc)
+    from .cache import claims, locks  # noqa: F401  (as in cache/disk.py's miss)
+
+    toolchain.current()
+    nvrtc.version()  # loads NVRTC
 
 
 def _nvjitlink():
