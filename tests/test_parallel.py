@@ -383,6 +383,31 @@ def test_ctrl_c_stops_compile_all_at_once_and_ends_its_workers(tmp_path):
     assert _none_survive(log, proc.pid) == []
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_in_a_shared_batch_comes_once_this_process_compiled_and_ends_the_workers(tmp_path):
+    """Two programs on two workers: one worker compiles the first, this process the second.
+    SIGINT while both compile raises KeyboardInterrupt once this process's compilation returns
+    (NVRTC holds it off, as in Program.compile()), the worker is ended, no process is left and
+    every cache entry written is whole."""
+    log = tmp_path / "workers.log"
+    proc = subprocess.Popen(scenario_command("parallel_compiles", "interrupted", _tag(), "2"),
+                            env=_watched_env(tmp_path, log), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while " compiles " not in (log.read_text() if log.exists() else ""):  # the worker's began
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    first = proc.stdout.readline()
+    out, err = _ended(proc, log)
+    assert first.strip() == "interrupted", (first, err[-3000:], log.read_text()[-3000:])
+    result = last_json(subprocess.CompletedProcess([], 0, out, err))
+    assert result["alive"] == [] and all(result["whole"]), result
+    assert len(result["again"]) == 2
+    assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+    assert _none_survive(log, proc.pid) == []
+
+
 def _pid_of_job(what):
     """A job for the workers of the tests below: this process's id, else raises or answers
     something that does not pickle."""

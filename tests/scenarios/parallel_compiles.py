@@ -181,17 +181,17 @@ def _children() -> list:
     return found
 
 
-def interrupted(tag: str) -> None:
-    """compile_all of 24 programs including CUB (seconds each) on two workers, until SIGINT: prints
-    "interrupted" the moment KeyboardInterrupt reaches this process, then [every cache entry
-    whole?, the worker processes still alive, two programs compiled again (where from)]."""
+def interrupted(tag: str, count: str = "24") -> None:
+    """compile_all of ``count`` programs including CUB (seconds each) on two workers, until SIGINT:
+    prints "interrupted" the moment KeyboardInterrupt reaches this process, then [every cache
+    entry whole?, the worker processes still alive, two programs compiled again (where from)]."""
     import cudaload
     from cudaload.compile import cache
 
     # Ctrl-C as at a terminal, also where this process was started with SIGINT ignored (as a
     # shell's background job is), which Python then leaves ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    progs = [cudaload.Program(CUB.format(i=i, tag=tag)) for i in range(24)]
+    progs = [cudaload.Program(CUB.format(i=i, tag=tag)) for i in range(int(count))]
     try:
         cudaload.compile_all(progs, arch=90, workers=2)
         print("finished", flush=True)
