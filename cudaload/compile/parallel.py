@@ -21,12 +21,13 @@ A worker's start (an interpreter, the compile path's imports, NVRTC's loading: s
 cores) is as long as a short kernel's compilation.  So a batch of at most one key more than
 ``workers`` is shared with this process (_workers.py's ``here``): it starts ``workers - 1``
 processes, each with a key, and compiles the last key itself meanwhile; then, whenever it is
-free, the last key no ready worker has taken, else the key of a worker that has not yet started
-(ending that worker).  Each key is compiled once, and no worker's start is waited for while this
-process could compile (bench/fleet_bench.py --quick-kernels).  Ctrl-C then waits for the
-compilation this process is in, as it would for Program.compile().  A larger batch is the
-workers' alone, where this process handing out keys as workers finish gains more than its own
-share: it only waits for them, so Ctrl-C stops compile_all at once.
+free, it hands the next key to a worker that has finished, else compiles the last key no worker
+has taken, else the key of a worker that has not yet started (ending that worker).  Each key is
+compiled once, and no worker's start is waited for while this process could compile
+(bench/fleet_bench.py --quick-kernels).  Ctrl-C then waits for the compilation this process is
+in, as it would for Program.compile().  A larger batch is the workers' alone, where this process
+handing out keys as workers finish gains more than its own share: it only waits for them, so
+Ctrl-C stops compile_all at once.
 """
 
 from __future__ import annotations
