@@ -316,6 +316,7 @@ def main(argv=None) -> int:
     if args.against:  # and the other tree's, or its first run would compile it
         import compileall
 
+        args.against = os.path.abspath(args.against)  # its processes run in a folder of their own
         compileall.compile_dir(os.path.join(args.against, "cudaload"), quiet=1)
     result = run(args)
     result["bytecode"] = bytecode

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import base64
+import sys
+
+import pytest
 
 from tests._support import run_json, scenario_json
 
@@ -80,3 +83,48 @@ def test_error_names_the_code_with_or_without_nvrtc():
     expected = ["NVRTC_ERROR_INVALID_INPUT", 3, "nvrtcCreateProgram"]
     assert run_json(code, unset=("CUDALOAD_LIBNVRTC",)) == expected
     assert run_json(code, env={"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}) == expected
+
+
+# A program NVRTC takes seconds over (CUB's block reduction), compiled in the main thread while
+# another thread watches the main thread's blocked signals (/proc) and, once SIGINT is among
+# them, sends it: [whether it was seen held, KeyboardInterrupt raised?, held after it?].
+_HELD_DURING_NVRTC = r"""
+import json, os, signal, threading, time
+from cudaload.bindings import nvrtc
+signal.signal(signal.SIGINT, signal.default_int_handler)
+main, done = threading.main_thread().native_id, []
+def held():
+    with open(f"/proc/self/task/{main}/status") as f:
+        mask = next(line.split()[1] for line in f if line.startswith("SigBlk:"))
+    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+seen = []
+def watch():
+    while not done and not held():
+        time.sleep(0.001)
+    if not done:
+        seen.append(True)
+        os.kill(os.getpid(), signal.SIGINT)
+before = held()
+threading.Thread(target=watch, daemon=True).start()
+source = ('#include <cub/block/block_reduce.cuh>\n'
+          'extern "C" __global__ void k(int *p) { typedef cub::BlockReduce<int, 128> R;\n'
+          '  __shared__ typename R::TempStorage t; p[0] = R(t).Sum(p[threadIdx.x]); }\n')
+from cudaload.compile import toolchain
+try:
+    nvrtc.compile(source, "cub.cu", ["-arch=sm_90", *toolchain.current().include_options])
+    interrupted = False
+except KeyboardInterrupt:
+    interrupted = True
+done.append(True)
+print(json.dumps([before, bool(seen), interrupted, held()]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_during_a_compilation_waits_for_nvrtc_and_raises_keyboard_interrupt():
+    """SIGINT that reached a process inside nvrtcCompileProgram (NVRTC 13.0) ended it at once,
+    with no KeyboardInterrupt.  It is now held off the compiling thread while NVRTC compiles
+    and delivered when NVRTC returns: KeyboardInterrupt, and SIGINT unblocked again."""
+    before, seen_held, interrupted, after = run_json(_HELD_DURING_NVRTC, timeout=300)
+    assert before is False and seen_held is True
+    assert interrupted is True and after is False

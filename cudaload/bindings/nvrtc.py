@@ -6,6 +6,7 @@ one request into one NVRTC program and back into bytes, or into a :class:`Compil
 
 from __future__ import annotations
 
+import _signal  # the C module: signal.py imports enum, milliseconds of a first compile
 import os
 
 from . import _loader
@@ -18,6 +19,11 @@ _COMPILATION = _nvrtc_ffi.integer_const("NVRTC_ERROR_COMPILATION")
 _INVALID_OPTION = _nvrtc_ffi.integer_const("NVRTC_ERROR_INVALID_OPTION")
 _BUILTIN_OPERATION_FAILURE = _nvrtc_ffi.integer_const("NVRTC_ERROR_BUILTIN_OPERATION_FAILURE")
 INVALID_OPTION = _INVALID_OPTION
+
+# Ctrl-C (SIGINT) is held off the compiling thread while NVRTC compiles, and comes once it
+# returns: a SIGINT that reached a process inside nvrtcCompileProgram (NVRTC 13.0, the H200
+# machine's) ended it at once, with no KeyboardInterrupt, no finally block and no exit hook run.
+_INTERRUPT = {_signal.SIGINT} if hasattr(_signal, "pthread_sigmask") else None
 
 
 class Compiled:
@@ -115,7 +121,12 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         for expr in name_expressions:
             check(lib.nvrtcAddNameExpression(prog, cstr(expr)), "nvrtcAddNameExpression")
         opts = [cstr(o) for o in (*options, *own_options)]
-        rc = lib.nvrtcCompileProgram(prog, len(opts), ffi.new("char *[]", opts) if opts else ffi.NULL)
+        held = _hold_interrupt()
+        try:
+            rc = lib.nvrtcCompileProgram(prog, len(opts),
+                                         ffi.new("char *[]", opts) if opts else ffi.NULL)
+        finally:
+            _release_interrupt(held)
         log = _read(ffi, lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog").rstrip("\0")
         if rc in (_COMPILATION, _INVALID_OPTION):
             hint = _HINT_INVALID_OPTION if rc == _INVALID_OPTION else (
@@ -144,6 +155,22 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         return Compiled(code, kind, log.strip(), lowered)
     finally:
         lib.nvrtcDestroyProgram(prog_p)
+
+
+def _hold_interrupt():
+    """Block SIGINT in this thread (see ``_INTERRUPT``); what :func:`_release_interrupt` restores,
+    None where there is nothing to restore (it was blocked already, or cannot be)."""
+    if _INTERRUPT is None:
+        return None
+    before = _signal.pthread_sigmask(_signal.SIG_BLOCK, _INTERRUPT)
+    return None if _signal.SIGINT in before else before
+
+
+def _release_interrupt(held) -> None:
+    """Unblock what :func:`_hold_interrupt` blocked: a SIGINT that came meanwhile is delivered
+    now, and Python raises KeyboardInterrupt in its main thread."""
+    if held is not None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
 
 
 def _builtins_error(rc: int, log: str) -> NvrtcError:

@@ -232,22 +232,12 @@ class Workers:
                         continue
                 busy[worker.answers] = (worker, tag)  # else its death is this job's answer
                 poll.register(worker.answers, select.POLLIN)
-            # Shared: what came meanwhile first (a process that is free takes the next job);
-            # if nothing did, the last job no process has taken, else one whose process is late.
+            # Shared: what came meanwhile first (a process that is free takes the next job)
             events = poll.poll(0) if share else None
-            if share and not events:
-                late = None if todo else next(
-                    (fd for fd, (w, _tag) in busy.items() if not w.says_ready()), None)
-                if todo or late is not None:
-                    if late is not None:  # sooner here than after that process's start
-                        poll.unregister(late)
-                        worker, tag = busy.pop(late)
-                        self._processes.remove(worker)
-                        _end([worker], ask=False)
-                    else:
-                        tag = todo.pop()[0]
-                    here(tag)
-                    continue
+            mine = self._own(todo, busy, poll) if share and not events else []
+            if mine:
+                here(mine[0])
+                continue
             for fd, _event in events or poll.poll():  # readable, or ended (POLLHUP): see answer()
                 worker, tag = busy[fd]
                 answer = worker.answer()
@@ -261,6 +251,21 @@ class Workers:
                 else:
                     idle.append(worker)
                 yield (tag, *answer) if answer else (tag, False, Died(worker.process.returncode))
+
+    def _own(self, todo, busy: dict, poll) -> list:
+        """In a shared run, the job this process runs next, as [tag]: the last no process has
+        taken, else that of a process that has not said it is ready (ended: sooner here than
+        after its start); [] if there is none."""
+        if todo:
+            return [todo.pop()[0]]
+        late = next((fd for fd, (w, _tag) in busy.items() if not w.says_ready()), None)
+        if late is None:
+            return []
+        poll.unregister(late)
+        worker, tag = busy.pop(late)
+        self._processes.remove(worker)
+        _end([worker], ask=False)
+        return [tag]
 
     def _retire(self, worker: _Process, todo, idle: list) -> None:
         """Reap the dead ``worker``; start another in its place while jobs wait for one."""

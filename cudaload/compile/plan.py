@@ -237,8 +237,8 @@ def ready_to_build() -> None:
     and the disk cache's miss import.  For a process that will build at once and wants that cost
     paid first: compile_all's workers, before they say they are ready (compile/_workers.py)."""
     from ..bindings import nvrtc  # deferred, as in _nvrtc
-    from . import _option_files, _reads  # noqa: F401  (as in _nvrtc)
-    from .cache import claims, locks  # noqa: F401  (as in cache/disk.py's miss)
+    from . import _option_files, _reads  # noqa: F401  (deferred, as in _nvrtc)
+    from .cache import claims, locks  # noqa: F401  (deferred, as in cache/disk.py's miss)
 
     toolchain.current()
     nvrtc.version()  # loads NVRTC

@@ -53,7 +53,8 @@ def _counting_pools() -> list:
 
 def compile_spec(spec: str, tag: str, arch: str = "90", workers: str = "") -> None:
     """compile_all of the programs of ``spec``: for each, [where its code came from, its arch,
-    whether it holds its own kernel], the pools started, and this process's pid; or the error."""
+    whether it holds its own kernel], the pools started, this process's pid and its child
+    processes after compile_all returned (none, to pass); or the error."""
     import cudaload
 
     pools = _counting_pools()
@@ -70,7 +71,7 @@ def compile_spec(spec: str, tag: str, arch: str = "90", workers: str = "") -> No
                                   for i, o in enumerate(got)],
                       "same": [got[i] is got[i - 1] or got[i]._module is got[i - 1]._module
                                for i in range(1, len(got))],
-                      "pools": pools, "pid": os.getpid()}))
+                      "pools": pools, "pid": os.getpid(), "alive": _children()}))
 
 
 def at_once(start: str, spec: str, tag: str) -> None:

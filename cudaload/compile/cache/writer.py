@@ -23,6 +23,7 @@ Imports of cudaload: lifetime.
 from __future__ import annotations
 
 import _queue
+import _signal
 import _thread
 import sys
 
@@ -85,6 +86,10 @@ class Writer:
         self.wait()
 
     def _serve(self) -> None:
+        # Never this thread's: a SIGINT the compiling thread holds off (bindings/nvrtc.py) waits
+        # for it rather than reach a process inside NVRTC here.
+        if hasattr(_signal, "pthread_sigmask"):
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
         while True:
             _run(self._jobs.get())
 
