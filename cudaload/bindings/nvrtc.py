@@ -21,8 +21,9 @@ _BUILTIN_OPERATION_FAILURE = _nvrtc_ffi.integer_const("NVRTC_ERROR_BUILTIN_OPERA
 INVALID_OPTION = _INVALID_OPTION
 
 # Ctrl-C (SIGINT) is held off the compiling thread while NVRTC compiles, and comes once it
-# returns: a SIGINT that reached a process inside nvrtcCompileProgram (NVRTC 13.0, the H200
-# machine's) ended it at once, with no KeyboardInterrupt, no finally block and no exit hook run.
+# returns.  On the H200 machine (NVRTC 13.0) a SIGINT that came early in a process's first
+# nvrtcCompileProgram ended the process at once: no KeyboardInterrupt, no finally block, no exit
+# hook (one 1 s into a later compilation raised KeyboardInterrupt: docs/gpu-runs/, d13fbde).
 _INTERRUPT = {_signal.SIGINT} if hasattr(_signal, "pthread_sigmask") else None
 
 
