@@ -483,6 +483,32 @@ def test_a_worker_is_a_plain_interpreter_with_the_callers_flags():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_starts_without_subprocess_and_inherits_only_its_pipes():
+    """Workers were started with subprocess.Popen, whose import (signal, threading, selectors)
+    cost a fresh process's first compile_all some 11 ms on the way to the worker's start.  Now
+    a process started without interpreter options imports no subprocess to start one, and the
+    worker still gets only its two pipes and /dev/null as stdin: not a descriptor the caller
+    made inheritable, as Popen's close_fds would have closed it."""
+    code = ("import json, os, sys; sys.path[:0] = [sys.argv[1]]\n"
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import descriptors\n"
+            "r, w = os.pipe(); os.set_inheritable(r, True); os.set_inheritable(w, True)\n"
+            "with _workers.Workers(1, descriptors, print, ()) as workers:\n"
+            "    got = [value for _tag, _ok, value in workers.run({0: ()})][0]\n"
+            "print(json.dumps({'mine': f'pipe:[{os.fstat(r).st_ino}]', 'got': got,\n"
+            "                  'subprocess': 'subprocess' in sys.modules}))\n")
+    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True,
+                         timeout=120, env=child_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = last_json(out)
+    assert result["subprocess"] is False
+    links = result["got"]
+    assert links["0"] == "/dev/null" and result["mine"] not in links.values()
+    theirs = [link for fd, link in links.items() if int(fd) > 2 and link.startswith("pipe:")]
+    assert len(theirs) == 2, links  # its jobs and its answers (1 and 2: this test's capture)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_worker_killed_between_jobs_fails_no_job():
     """A worker killed while it waits for its next job (from outside): that job goes to a new
     process instead of failing as if the dead one had been compiling it."""

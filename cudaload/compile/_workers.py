@@ -38,10 +38,10 @@ Imports of cudaload: nothing.
 
 from __future__ import annotations
 
+import _signal  # the C module: signal.py imports enum (Died's words import it, when said)
 import collections
 import marshal
 import os
-import signal
 import sys
 
 __all__ = ["Died", "Workers"]
@@ -59,6 +59,8 @@ class Died:
 
     def __str__(self) -> str:
         if self.exitcode is not None and self.exitcode < 0:
+            import signal  # deferred: only a death's message names the signal
+
             try:
                 name = signal.Signals(-self.exitcode).name
             except ValueError:
@@ -68,9 +70,10 @@ class Died:
 
 
 # A worker's whole program: SIGINT ignored before anything else, the caller's sys.path (its
-# arguments after the two pipes' descriptors), then _serve.
-_BOOT = ("import signal,sys;signal.signal(signal.SIGINT,signal.SIG_IGN);sys.path[:]=sys.argv[3:];"
-         "from cudaload.compile._workers import _serve;_serve(int(sys.argv[1]),int(sys.argv[2]))")
+# arguments but the last), then _serve with the pipes' descriptors (the last: _spawn.spawn's).
+_BOOT = ("import _signal,sys;_signal.signal(_signal.SIGINT,_signal.SIG_IGN);"
+         "sys.path[:]=sys.argv[1:-1];n=int(sys.argv[-1]);"
+         "from cudaload.compile._workers import _serve;_serve(n,n+1)")
 
 in_worker = False  # True in a worker process
 
@@ -84,18 +87,12 @@ class _Process:
     (answers)."""
 
     def __init__(self, start: bytes) -> None:
-        import subprocess  # deferred: imported when there are jobs, not with cudaload
+        from . import _spawn  # deferred: imported when there are jobs, not with cudaload
 
         their_jobs, self.jobs = os.pipe()  # not inheritable: no other worker holds them open
         self.answers, their_answers = os.pipe()
         try:
-            # The interpreter's flags (-O, -E, -s, ...) as the caller has them, as
-            # multiprocessing passes them: the helper it uses for that (private, so untyped).
-            flags = getattr(subprocess, "_args_from_interpreter_flags")()
-            self.process = subprocess.Popen(
-                [sys.executable, *flags, "-c", _BOOT,
-                 str(their_jobs), str(their_answers), *sys.path],
-                stdin=subprocess.DEVNULL, pass_fds=(their_jobs, their_answers))
+            self.process, _n = _spawn.spawn(["-c", _BOOT, *sys.path], (their_jobs, their_answers))
         except BaseException:
             os.close(self.jobs)
             os.close(self.answers)
@@ -141,15 +138,15 @@ class _Process:
             os.close(self.jobs)
             self.jobs = -1
         if not ask:
-            self.process.terminate()
+            self.process.signal(_signal.SIGTERM)
 
     def join(self, ask: bool) -> None:
         """Wait for the process to end, after :meth:`leave`: terminated if it lingers (or
         killed, if it was terminated already), then killed; its answers' pipe closed."""
         if not self._ended(_LINGER):
-            self.process.terminate() if ask else self.process.kill()
+            self.process.signal(_signal.SIGTERM if ask else _signal.SIGKILL)
             if not self._ended(_LINGER):
-                self.process.kill()
+                self.process.signal(_signal.SIGKILL)
                 self.process.wait()
         if self.answers >= 0:
             os.close(self.answers)
@@ -158,20 +155,15 @@ class _Process:
     def _ended(self, timeout: float) -> bool:
         """Whether the process has ended within ``timeout`` seconds.  Waited for in poll() on
         its answers' pipe, whose end closes as it exits (or which holds an answer never read),
-        before Popen.wait: that one, given a timeout, sleeps in steps of up to 50 ms, which cost
-        every compile_all some 30 ms."""
+        before it is reaped: a wait in steps of sleep (Popen.wait's, up to 50 ms) cost every
+        compile_all some 30 ms."""
         import select  # deferred: imported by run() already
-        from subprocess import TimeoutExpired  # deferred: imported by __init__ already
 
         if self.answers >= 0:
             poll = select.poll()
             poll.register(self.answers, select.POLLIN)
             poll.poll(int(timeout * 1000))
-        try:
-            self.process.wait(timeout)
-        except TimeoutExpired:
-            return False
-        return True
+        return self.process.wait(timeout)
 
 
 def _end(workers: list[_Process], ask: bool) -> None:
