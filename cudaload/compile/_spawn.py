@@ -76,10 +76,9 @@ def interpreter_flags() -> list[str]:
     return getattr(subprocess, "_args_from_interpreter_flags")()  # private: untyped
 
 
-def spawn(args: list[str], fds: tuple[int, ...]) -> tuple[Child, int]:
+def spawn(args: list[str], fds: tuple[int, ...]) -> Child:
     """Start ``sys.executable`` with the interpreter's flags, then ``args`` followed by the
-    number ``n`` at which the child finds ``fds`` (``n``, ``n + 1``, ...); returns the Child
-    and ``n``."""
+    number ``n`` at which the child finds ``fds`` (``n``, ``n + 1``, ...)."""
     first = max(fds) + 1  # above every source: no move overwrites one not yet moved
     actions: list = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable(fds)]
@@ -87,7 +86,7 @@ def spawn(args: list[str], fds: tuple[int, ...]) -> tuple[Child, int]:
     argv = [sys.executable, *interpreter_flags(), *args, str(first)]
     pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=actions,
                          setsigmask=())
-    return Child(pid), first
+    return Child(pid)
 
 
 def _inheritable(keep) -> list[int]:

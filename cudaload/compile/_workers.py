@@ -92,7 +92,7 @@ class _Process:
         their_jobs, self.jobs = os.pipe()  # not inheritable: no other worker holds them open
         self.answers, their_answers = os.pipe()
         try:
-            self.process, _n = _spawn.spawn(["-c", _BOOT, *sys.path], (their_jobs, their_answers))
+            self.process = _spawn.spawn(["-c", _BOOT, *sys.path], (their_jobs, their_answers))
         except BaseException:
             os.close(self.jobs)
             os.close(self.answers)
