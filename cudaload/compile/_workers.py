@@ -39,7 +39,6 @@ Imports of cudaload: nothing.
 from __future__ import annotations
 
 import _signal  # the C module: signal.py imports enum (Died's words import it, when said)
-import collections
 import marshal
 import os
 import sys
@@ -205,7 +204,9 @@ class Workers:
         (KeyboardInterrupt) or what ``here`` raised."""
         import select  # deferred: only this path needs it
 
-        todo = collections.deque(jobs.items())
+        # The jobs to hand out, the next one last (a list: importing collections for a deque
+        # cost every worker's start some 4 ms, the calling process's first run too).
+        todo = list(jobs.items())[::-1]
         share = here is not None
         # all start at once, each with its first job waiting in its pipe (one job fewer: here's)
         idle = [self._spawn() for _ in range(min(self._n, len(todo) - share))]
@@ -214,12 +215,12 @@ class Workers:
         while todo or busy:
             while todo and (idle or not (busy or share)):
                 worker = idle.pop() if idle else self._spawn()
-                tag, args = todo.popleft()
+                tag, args = todo.pop()
                 try:  # it reads the job once ready
                     worker.send(_frame(args))
                 except OSError:  # dead already: killed from outside while it waited for a job
                     if worker.ready:
-                        todo.appendleft((tag, args))
+                        todo.append((tag, args))
                         self._retire(worker, todo, idle)
                         continue
                 busy[worker.answers] = (worker, tag)  # else its death is this job's answer
@@ -249,7 +250,7 @@ class Workers:
         taken, else that of a process that has not said it is ready (ended: sooner here than
         after its start); [] if there is none."""
         if todo:
-            return [todo.pop()[0]]
+            return [todo.pop(0)[0]]  # a shared batch's: a few jobs
         late = next((fd for fd, (w, _tag) in busy.items() if not w.says_ready()), None)
         if late is None:
             return []

@@ -32,10 +32,9 @@ Ctrl-C stops compile_all at once.
 
 from __future__ import annotations
 
-import contextlib
 import os
 
-from . import _executor, _workers, program as _program
+from . import _workers, program as _program
 from .plan import assume_driver_version, driver_version, ready_to_build
 from .. import _log
 from ..errors import CompileError, CudaLoadError, NvrtcError
@@ -137,21 +136,24 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
         spec = (prog.source, prog.name, prog.options, prog.headers, prog.name_expressions)
         jobs[key] = (spec, plan.target.sm(), plan.kind)
     set_up = (driver, _log.enabled_topics())
-    with contextlib.ExitStack() as stack:
-        if executor is not None:
-            done = _executor.run(executor, _work, _start_worker, set_up, jobs, _Failed)
-        elif len(jobs) > n + 1:  # the workers' alone
-            done = stack.enter_context(_workers.Workers(n, _work, _start_worker, set_up)).run(jobs)
-        else:  # shared with this process
-            workers = stack.enter_context(_workers.Workers(n - 1, _work, _start_worker, set_up))
-            done = workers.run(jobs, here=lambda key: _here(items, output, pending[key], results,
-                                                            errors))
+
+    def deliver(done) -> None:
         for key, ok, made in done:
             if not ok:
                 made = _raised(made, pending[key][0][0], items)
             # An executor's workers may be elsewhere, with disk caches of their own.
             _deliver(items, output, key, pending[key], made, results, errors,
                      land=executor is not None)
+
+    if executor is not None:
+        from . import _executor  # deferred: only a batch given an executor needs it
+
+        deliver(_executor.run(executor, _work, _start_worker, set_up, jobs, _Failed))
+        return
+    share = len(jobs) <= n + 1  # else the workers' alone
+    with _workers.Workers(n - 1 if share else n, _work, _start_worker, set_up) as workers:
+        deliver(workers.run(jobs, here=(lambda key: _here(items, output, pending[key], results,
+                                                          errors)) if share else None))
 
 
 def _raised(raised, i: int, items) -> Exception:
@@ -211,8 +213,10 @@ def _start_worker(driver: int | None, topics: tuple) -> None:
     process, which in a shared batch compiles a key itself rather than wait for a start."""
     assume_driver_version(driver)
     _log.keep_for_parent(topics)
-    with contextlib.suppress(Exception):  # raised again, typed, by the job that needs it
+    try:
         ready_to_build()
+    except Exception:  # raised again, typed, by the job that needs it
+        pass
 
 
 class _Failed(Exception):
