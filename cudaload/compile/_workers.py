@@ -116,18 +116,22 @@ class _Process:
             ok, value = False, exc
         return ok, value
 
+    def _heard(self, timeout: float) -> bool:
+        """Whether its answers' pipe has something to read (an answer, or its end: the process
+        exited) within ``timeout`` seconds."""
+        import select  # deferred: imported by run() already
+
+        poll = select.poll()
+        poll.register(self.answers, select.POLLIN)
+        return bool(poll.poll(int(timeout * 1000)))
+
     def says_ready(self) -> bool | None:
         """Whether the process has said it is ready, without waiting (reading what it said);
         None if it died first."""
-        if not self.ready:
-            import select  # deferred: imported by run() already
-
-            poll = select.poll()
-            poll.register(self.answers, select.POLLIN)
-            if poll.poll(0):
-                if self.answer() is None:
-                    return None
-                self.ready = True
+        if not self.ready and self._heard(0):
+            if self.answer() is None:
+                return None
+            self.ready = True
         return self.ready
 
     def leave(self, ask: bool) -> None:
@@ -156,12 +160,8 @@ class _Process:
         its answers' pipe, whose end closes as it exits (or which holds an answer never read),
         before it is reaped: a wait in steps of sleep (Popen.wait's, up to 50 ms) cost every
         compile_all some 30 ms."""
-        import select  # deferred: imported by run() already
-
         if self.answers >= 0:
-            poll = select.poll()
-            poll.register(self.answers, select.POLLIN)
-            poll.poll(int(timeout * 1000))
+            self._heard(timeout)
         return self.process.wait(timeout)
 
 
