@@ -21,6 +21,9 @@ fresh processes with an empty cache folder of their own:
                each of its runs right after this tree's, as "batch K reference"; with
                --quick-kernels, K short kernels instead (QUICK: some 50-90 ms each on 2 cores),
                where the workers' start weighs most
+  --one batch HOW K KIND   one such run, printed as JSON: HOW serial, compile_all or thread (the
+               first program on a second thread beside the caller's), KIND family, quick or cub
+               (CUB block reductions: seconds each)
 
 Other processes may share the machine: ``effective_cpus_before``/``_after`` say how many CPUs as
 many busy processes as it has cores got at once, before and after (bench/family_bench.py's).
@@ -61,6 +64,19 @@ template __global__ void t{i}<double>(double *, double, int);
 """
 
 
+# One CUB block reduction per program (--kernels-of cub): seconds each, most of it CUB's headers.
+CUB = """
+#include <cub/block/block_reduce.cuh>
+template <int N> __global__ void r{i}(const float *x, float *out) {{
+    using R = cub::BlockReduce<float, 128>;
+    __shared__ typename R::TempStorage tmp;
+    float v = R(tmp).Sum(x[threadIdx.x] * N);
+    if (threadIdx.x == 0) out[blockIdx.x] = v;
+}}
+template __global__ void r{i}<{i}>(const float *, float *);
+"""
+
+
 def _programs(count: int) -> list:
     sys.path.insert(0, BENCH)
     import family_bench
@@ -96,12 +112,16 @@ def child_fleet(barrier: str, name: str, count: str, log: str) -> dict:
 
 
 def child_batch(how: str, count: str, kernels: str = "family") -> dict:
-    """``how``: "serial" (compile() of each) or "compile_all", of the family's first ``count``
-    (``kernels`` "quick": ``count`` QUICK programs)."""
+    """``how``: "serial" (compile() of each), "compile_all", or "thread" (the first program on a
+    second thread while this one compiles the others in turn), of the family's first ``count``
+    (``kernels`` "quick" or "cub": ``count`` QUICK or CUB programs)."""
+    import threading
+
     import cudaload
 
-    progs = [cudaload.Program(QUICK.format(i=i)) for i in range(int(count))] \
-        if kernels == "quick" else _programs(int(count))
+    text = {"quick": QUICK, "cub": CUB}.get(kernels)
+    progs = [cudaload.Program(text.format(i=i)) for i in range(int(count))] \
+        if text else _programs(int(count))
     from cudaload.bindings import _loader
 
     _loader.nvrtc()
@@ -109,6 +129,12 @@ def child_batch(how: str, count: str, kernels: str = "family") -> dict:
     if how == "serial":
         for p in progs:
             p.compile(arch=90)
+    elif how == "thread":
+        beside = threading.Thread(target=progs[0].compile, kwargs={"arch": 90})
+        beside.start()
+        for p in progs[1:]:
+            p.compile(arch=90)
+        beside.join()
     else:
         cudaload.compile_all(progs, arch=90)
     return {"seconds": round(time.perf_counter() - t, 3)}
