@@ -57,8 +57,9 @@ def enabled_topics() -> tuple:
     return tuple(topic for topic in TOPICS if enabled(topic))
 
 
-def keep_for_parent(topics) -> None:
-    """In a worker process: keep the DEBUG records of ``topics`` for :func:`taken` from now on."""
+def keep_for_parent(topics, forked: bool = False) -> None:
+    """In a worker process: keep the DEBUG records of ``topics`` for :func:`taken` from now on;
+    ``forked``: a fork of the caller, whose handlers (its copies) then get none of them."""
     if not topics:
         return
     import logging  # deferred: only this path needs it
@@ -72,7 +73,13 @@ def keep_for_parent(topics) -> None:
 
     for topic in topics:
         logging.getLogger(f"cudaload.{topic}").setLevel(logging.DEBUG)
-    logging.getLogger("cudaload").addHandler(Keep(logging.DEBUG))
+    root = logging.getLogger("cudaload")
+    if forked:  # the caller's handlers would have every record twice: here, and replayed there
+        for name in TOPICS:
+            logging.getLogger(f"cudaload.{name}").handlers = []
+        root.handlers = []
+        root.propagate = False
+    root.addHandler(Keep(logging.DEBUG))
 
 
 def taken() -> list:

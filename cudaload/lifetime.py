@@ -31,7 +31,7 @@ import atexit
 import os
 
 __all__ = ["on_fork_in_child", "on_forget", "forget_found", "at_exit", "forked",
-           "mark_unforkable"]
+           "mark_unforkable", "unforkable"]
 
 _hooks: list = []
 _forget_hooks: list = []
@@ -77,6 +77,11 @@ def mark_unforkable() -> None:
     """From now on, a child of a fork of this process inherits state it cannot use."""
     global _unforkable
     _unforkable = True
+
+
+def unforkable() -> bool:
+    """Whether a child of a fork of this process would inherit state it cannot use."""
+    return _unforkable
 
 
 def forked() -> bool:

@@ -1,11 +1,12 @@
 """Imported by a test's ``sitecustomize`` in every process it starts, compile_all's workers
 included: makes a worker die on the programs that ask it to, and writes down the processes.
 
-With ``$TESTS_WORKERS_LOG`` set, each process started appends ``<pid> <parent pid> started``, and
-each compilation a compile_all worker begins appends ``<pid> <parent pid> compiles <marker>``.  A
-program whose source holds ``DIE:segv`` (a real segmentation fault), ``DIE:exit`` (``os._exit``),
-``DIE:abort`` (SIGABRT, as NVRTC aborts the process on some options) or ``DIE:hang`` (waits to be
-killed from outside) does that in a worker; never in the process that called compile_all.  With
+With ``$TESTS_WORKERS_LOG`` set, each process started (or forked) appends ``<pid> <parent pid>
+started``, and each compilation a compile_all worker begins appends ``<pid> <parent pid> compiles
+<marker>``.  A program whose source holds ``DIE:segv`` (a real segmentation fault), ``DIE:exit``
+(``os._exit``), ``DIE:abort`` (SIGABRT, as NVRTC aborts the process on some options) or
+``DIE:hang`` (waits to be killed from outside) does that in a worker; never in the process that
+called compile_all.  With
 ``$TESTS_WORKER_START_DELAY`` (seconds), a compile_all worker's start takes that much longer
 (before it says it is ready).
 """
@@ -69,3 +70,5 @@ def _install() -> None:
 if LOG:
     _note("started")
     _install()
+    if hasattr(os, "register_at_fork"):  # a worker forked from its caller imports nothing again
+        os.register_at_fork(after_in_child=lambda: _note("started"))

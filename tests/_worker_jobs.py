@@ -20,3 +20,19 @@ def descriptors():
         except OSError:  # the listing's own, closed by now
             pass
     return links
+
+
+def how_started(what="all"):
+    """"forked": prints a line, then whether this worker is a fork of its caller, and its pid;
+    "sleep": never ends; else whether forked, its parent and its descriptors."""
+    import os
+    import time
+
+    from cudaload.compile import _workers
+
+    if what == "sleep":
+        time.sleep(600)
+    if what == "forked":
+        print("worker", flush=True)
+        return _workers.forked, os.getpid()
+    return {"forked": _workers.forked, "parent": os.getppid(), "links": descriptors()}

@@ -463,12 +463,17 @@ def test_workers_share_jobs_with_the_calling_process_each_run_once():
     assert ran == [3, 2] and answers == {0: pid, 1: pid}
 
 
+# A thread of the calling process: a worker is then a fresh interpreter, never a fork.
+_ANOTHER_THREAD = ("import threading, time\n"
+                   "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
+
+
 def test_a_worker_is_a_plain_interpreter_with_the_callers_flags():
     """A worker starts without multiprocessing (a spawned process imports it, with pickle and
     socket, before anything: the start a small batch cannot pay back), reads its jobs and
     answers through its pipes, and runs with the interpreter flags of the process that started
     it."""
-    code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
+    code = ("import sys; sys.path[:0] = [sys.argv[1]]\n" + _ANOTHER_THREAD +
             "from cudaload.compile import _workers\n"
             "from tests._worker_jobs import imported\n"
             "with _workers.Workers(1, imported, print, ()) as w:\n"
@@ -489,7 +494,7 @@ def test_a_worker_starts_without_subprocess_and_inherits_only_its_pipes():
     a process started without interpreter options imports no subprocess to start one, and the
     worker still gets only its two pipes and /dev/null as stdin: not a descriptor the caller
     made inheritable, as Popen's close_fds would have closed it."""
-    code = ("import json, os, sys; sys.path[:0] = [sys.argv[1]]\n"
+    code = ("import json, os, sys; sys.path[:0] = [sys.argv[1]]\n" + _ANOTHER_THREAD +
             "from cudaload.compile import _workers\n"
             "from tests._worker_jobs import descriptors\n"
             "r, w = os.pipe(); os.set_inheritable(r, True); os.set_inheritable(w, True)\n"
@@ -506,6 +511,67 @@ def test_a_worker_starts_without_subprocess_and_inherits_only_its_pipes():
     assert links["0"] == "/dev/null" and result["mine"] not in links.values()
     theirs = [link for fd, link in links.items() if int(fd) > 2 and link.startswith("pipe:")]
     assert len(theirs) == 2, links  # its jobs and its answers (1 and 2: this test's capture)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_single_threaded_caller_forks_its_workers_which_hold_no_end_of_the_callers():
+    """A fresh interpreter took some 45-70 ms to be ready (its start, the compile path's imports,
+    NVRTC), as long as a short kernel's compilation, so two short kernels on a worker took as
+    long as in turn.  A process with no other thread now forks its workers.  Each closes the
+    calling process's ends of every worker's pipes (else a worker would not see its jobs' pipe
+    end while another held it open), and every one leaves by itself when asked (status 0)."""
+    code = ("import json, os, sys; sys.path[:0] = [sys.argv[1]]\n"
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import how_started\n"
+            "with _workers.Workers(3, how_started, print, ()) as workers:\n"
+            "    got = [v for _t, ok, v in workers.run({i: () for i in range(3)})]\n"
+            "    ends = [[os.fstat(fd).st_ino for fd in (w.jobs, w.answers)]\n"
+            "            for w in workers._processes]\n"
+            "    processes = [w.process for w in workers._processes]\n"
+            "print(json.dumps({'got': got, 'ends': ends, 'me': os.getpid(),\n"
+            "                  'codes': [p.returncode for p in processes]}))\n")
+    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True,
+                         timeout=120, env=child_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = last_json(out)
+    assert [g["forked"] for g in result["got"]] == [True] * 3, result
+    assert {g["parent"] for g in result["got"]} == {result["me"]}
+    assert result["codes"] == [0, 0, 0]  # asked to leave, each did
+    every = {f"pipe:[{ino}]" for pair in result["ends"] for ino in pair}
+    for worker in result["got"]:
+        pipes = [link for fd, link in worker["links"].items()
+                 if int(fd) > 2 and link in every]
+        # its own jobs' and answers' ends, one descriptor each: no other worker's, no caller's
+        assert len(pipes) == 2 and len(set(pipes)) == 2, (worker, result["ends"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_forked_worker_runs_none_of_the_callers_signal_handlers_and_writes_none_of_its_output():
+    """A forked worker inherits the caller's Python signal handlers and its buffered output.
+    Terminated (in a job that does not end, the block left by an error), it dies of SIGTERM without
+    running the caller's handler, and what the caller had printed but not flushed is written
+    once, also where the worker writes to the same output."""
+    code = ("import os, signal, sys; sys.path[:0] = [sys.argv[1]]\n"
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import how_started\n"
+            "signal.signal(signal.SIGTERM, lambda *a: print('handled', os.getpid(), flush=True))\n"
+            "print('before', end=' ')\n"  # buffered: stdout is a pipe
+            "try:\n"
+            "    with _workers.Workers(2, how_started, os.getpid, ()) as workers:\n"
+            "        for _t, _ok, (forked, pid) in workers.run({0: ('sleep',), 1: ('forked',)}):\n"
+            "            print('forked' if forked else 'spawned', end=' ')\n"
+            "            sleeping = [w.process for w in workers._processes\n"
+            "                        if w.process.pid != pid]\n"
+            "            raise LookupError\n"
+            "except LookupError:\n"
+            "    print('code', *[p.returncode for p in sleeping])\n")
+    env = child_env()
+    env.pop("PYTHONUNBUFFERED", None)  # its output buffered, as a pipe's is by default
+    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # the worker's own line (flushed by the job) comes between
+    assert out.stdout == f"before worker\nforked code {-signal.SIGTERM}\n", out.stdout
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -8,9 +8,11 @@ other processes running and the interpreter waiting for them at exit.  Here a pr
 next job only once it has answered the last, so a process that dies names its job; the others go
 on, and a new process takes the dead one's place while jobs remain.
 
-Nor ``multiprocessing``: a worker is a fresh interpreter (never a fork of a process that may use
-the GPU) started with ``-c`` (``_BOOT``) and the caller's ``sys.path``, which reads its jobs from
-one pipe and writes its answers to another.  A multiprocessing "spawn" process imports
+Nor ``multiprocessing``: a worker is a fork of the calling process where that is safe (no other
+thread, no CUDA driver initialised, not too large: _fork.py), ready in a millisecond; else a
+fresh interpreter started with ``-c`` (``_BOOT``) and the caller's ``sys.path``, ready in some
+45-70 ms on 2 cores (_spawn.py).  Either reads its jobs from one pipe and writes its answers to
+another.  A multiprocessing "spawn" process imports
 multiprocessing, pickle and socket before it runs anything, and the caller imports
 multiprocessing to start it: 60 ms or more on a 2-core machine, as much as a batch of a few
 programs gains from its workers (bench/fleet_bench.py --batches-only).  Nor does a worker import
@@ -28,12 +30,13 @@ answered meanwhile, else runs the last job no process has taken, else the job of
 has not yet said it is ready, ending that process rather than wait for its start.
 
 However the wait ends, every process is ended and reaped before the caller goes on: asked to
-leave (its job pipe closed) when all went well, else terminated, and killed if it lingers.  One
-asked leaves through its exit hooks and ``os._exit`` (``_leave``).  Workers ignore SIGINT: Ctrl-C
+leave (its job pipe closed) when all went well, else terminated, and killed if it lingers.  A
+fresh interpreter asked leaves through its exit hooks and ``os._exit`` (``_leave``), a fork with
+``os._exit`` alone (the hooks are its caller's).  Workers ignore SIGINT: Ctrl-C
 at a terminal reaches the whole process group, and the caller ends them.  A caller that dies
 closes their job pipes, and a waiting worker leaves.
 
-Imports of cudaload: nothing.
+Imports of cudaload: _fork and _spawn, when a worker starts.
 """
 
 from __future__ import annotations
@@ -72,9 +75,10 @@ class Died:
 # arguments but the last), then _serve with the pipes' descriptors (the last: _spawn.spawn's).
 _BOOT = ("import _signal,sys;_signal.signal(_signal.SIGINT,_signal.SIG_IGN);"
          "sys.path[:]=sys.argv[1:-1];n=int(sys.argv[-1]);"
-         "from cudaload.compile._workers import _serve;_serve(n,n+1)")
+         "from cudaload.compile._workers import _serve,_leave;_serve(n,n+1);_leave()")
 
 in_worker = False  # True in a worker process
+forked = False  # True in a worker forked from its caller (_fork.py)
 
 # Pipes waited on with poll() and passed by descriptor: POSIX.  Elsewhere (Windows) compile_all
 # compiles in the calling process.
@@ -85,13 +89,17 @@ class _Process:
     """One worker: its process, and the caller's ends of the pipes to it (jobs) and from it
     (answers)."""
 
-    def __init__(self, start: bytes) -> None:
-        from . import _spawn  # deferred: imported when there are jobs, not with cudaload
+    def __init__(self, start: bytes, others: list[_Process]) -> None:
+        from . import _fork, _spawn  # deferred: imported when there are jobs, not with cudaload
 
-        their_jobs, self.jobs = os.pipe()  # not inheritable: no other worker holds them open
+        their_jobs, self.jobs = os.pipe()  # not inheritable: no spawned worker holds them open
         self.answers, their_answers = os.pipe()
         try:
-            self.process = _spawn.spawn(["-c", _BOOT, *sys.path], (their_jobs, their_answers))
+            if _fork.possible():  # a forked one closes the caller's ends: see _fork.py
+                mine = [fd for w in (self, *others) for fd in (w.jobs, w.answers) if fd >= 0]
+                self.process = _fork.fork(lambda: _serve(their_jobs, their_answers, True), mine)
+            else:
+                self.process = _spawn.spawn(["-c", _BOOT, *sys.path], (their_jobs, their_answers))
         except BaseException:
             os.close(self.jobs)
             os.close(self.answers)
@@ -192,7 +200,7 @@ class Workers:
         _end(processes, ask=kind is None)
 
     def _spawn(self) -> _Process:
-        worker = _Process(self._start)
+        worker = _Process(self._start, self._processes)
         self._processes.append(worker)
         return worker
 
@@ -322,12 +330,12 @@ def _write(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _serve(jobs: int, answers: int) -> None:
-    """A worker's life (see ``_BOOT``): the start message's ``initializer(*initargs)``, then each
-    job's ``target(*args)`` answered as (True, value) or (False, exception), until the caller
-    closes the jobs' pipe."""
-    global in_worker
-    in_worker = True
+def _serve(jobs: int, answers: int, fork: bool = False) -> None:
+    """A worker's life (see ``_BOOT``, _fork.py): the start message's ``initializer(*initargs)``,
+    then each job's ``target(*args)`` answered as (True, value) or (False, exception), until the
+    caller closes the jobs' pipe."""
+    global in_worker, forked
+    in_worker, forked = True, fork
     for fd in (jobs, answers):  # a process this one starts must not hold them open
         os.set_inheritable(fd, False)
     target, initializer, initargs = _read(jobs)
@@ -338,7 +346,7 @@ def _serve(jobs: int, answers: int) -> None:
         try:
             args = _read(jobs)
         except EOFError:
-            _leave()
+            return
         try:
             answer = (True, target(*args))
         except Exception as exc:
@@ -352,15 +360,13 @@ def _serve(jobs: int, answers: int) -> None:
 
 
 def _leave():
-    """A worker's end, once the caller has closed its jobs' pipe: the exit hooks (cudaload's
+    """A spawned worker's end, once the caller has closed its jobs' pipe: the exit hooks (cudaload's
     writes the cache entries still pending), then ``os._exit``.  The interpreter's own teardown
     (every module's, NVRTC's unloading) took some 12 ms more, which the caller waits for."""
     import atexit  # deferred: only this path needs it
 
+    from ._fork import flush_output  # deferred: as atexit
+
     getattr(atexit, "_run_exitfuncs")()  # what Python's exit runs first (private: untyped)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # closed, or a pipe nobody reads: nothing more to say
-            pass
+    flush_output()
     os._exit(0)

@@ -1,8 +1,9 @@
 """Many programs compiled at once on every core: :func:`compile_all`.
 
-NVRTC serialises compilations across the threads of a process beyond about 1.5x, so the work goes
-to processes.  They are fresh interpreters (see _workers.py): a process that uses the GPU is never
-forked, nothing a worker inherits was made for another process, and none imports the calling
+NVRTC serialises compilations across the threads of a process beyond about 1.5x (two CUB
+programs on two threads took as long as in turn), so the work goes to processes.  They are forks
+of this process where that is safe, else fresh interpreters (see _workers.py): a process that has
+initialised the driver, or has another thread, is never forked, and no worker imports the calling
 script.  A worker never initialises CUDA: the architecture (``arch=None``: the current device's,
 else NVRTC's choice), the kind of code and, for PTX, the driver's version are settled here, in the
 calling process, and sent.
@@ -17,8 +18,9 @@ ObjectCode and keeps it in its memory cache, in the order the programs were give
 collected and reported together once every program is done: a worker that dies (NVRTC crashing on
 a program) fails the program it was compiling, by name, and another process takes its place.
 
-A worker's start (an interpreter, the compile path's imports, NVRTC's loading: some 60-80 ms on 2
-cores) is as long as a short kernel's compilation.  So a batch of at most one key more than
+A fresh interpreter's start (the interpreter, the compile path's imports, NVRTC's loading: some
+45-70 ms on 2 cores) is as long as a short kernel's compilation; a fork's is about a millisecond,
+but its first compilation, like this process's, pays NVRTC's own start.  So a batch of at most one key more than
 ``workers`` is shared with this process (_workers.py's ``here``): it starts ``workers - 1``
 processes, each with a key, and compiles the last key itself meanwhile; then, whenever it is
 free, it hands the next key to a worker that has finished, else compiles the last key no worker
@@ -212,7 +214,7 @@ def _start_worker(driver: int | None, topics: tuple) -> None:
     (NVRTC, the toolchain): the worker says it is ready once it compiles as fast as this
     process, which in a shared batch compiles a key itself rather than wait for a start."""
     assume_driver_version(driver)
-    _log.keep_for_parent(topics)
+    _log.keep_for_parent(topics, _workers.forked)
     try:
         ready_to_build()
     except Exception:  # raised again, typed, by the job that needs it
