@@ -32,7 +32,7 @@ from ._spawn import Child
 
 __all__ = ["MAX_RESIDENT", "possible", "fork", "flush_output"]
 
-MAX_RESIDENT = 2 << 30  # bytes resident above which a fresh interpreter starts sooner than a fork
+MAX_RESIDENT = 2 << 30  # bytes resident above which a fresh interpreter is started instead
 
 
 def possible() -> bool:

@@ -46,7 +46,7 @@ import marshal
 import os
 import sys
 
-__all__ = ["Died", "Workers"]
+__all__ = ["Died", "Workers", "forks"]
 
 _LINGER = 2.0  # seconds a process asked to leave, or terminated, has to exit before the next step
 
@@ -83,6 +83,13 @@ forked = False  # True in a worker forked from its caller (_fork.py)
 # Pipes waited on with poll() and passed by descriptor: POSIX.  Elsewhere (Windows) compile_all
 # compiles in the calling process.
 AVAILABLE = os.name == "posix"
+
+
+def forks() -> bool:
+    """Whether a worker started now would be a fork of this process (_fork.py)."""
+    from . import _fork  # deferred: imported when there are jobs, not with cudaload
+
+    return _fork.possible()
 
 
 class _Process:

@@ -19,10 +19,11 @@ collected and reported together once every program is done: a worker that dies (
 a program) fails the program it was compiling, by name, and another process takes its place.
 
 A fresh interpreter's start (the interpreter, the compile path's imports, NVRTC's loading: some
-45-70 ms on 2 cores) is as long as a short kernel's compilation; a fork's is about a millisecond,
-but its first compilation, like this process's, pays NVRTC's own start.  So a batch of at most one key more than
-``workers`` is shared with this process (_workers.py's ``here``): it starts ``workers - 1``
-processes, each with a key, and compiles the last key itself meanwhile; then, whenever it is
+45-70 ms on 2 cores) is as long as a short kernel's compilation; a fork's is about a millisecond.
+So a batch of at most one key more than ``workers`` is shared with this process (_workers.py's
+``here``): it loads what a first build loads (before forking, so that the forks have it too),
+starts ``workers - 1`` processes, each with a key, and compiles the last key itself meanwhile;
+then, whenever it is
 free, it hands the next key to a worker that has finished, else compiles the last key no worker
 has taken, else the key of a worker that has not yet started (ending that worker).  Each key is
 compiled once, and no worker's start is waited for while this process could compile
@@ -153,6 +154,8 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
         deliver(_executor.run(executor, _work, _start_worker, set_up, jobs, _Failed))
         return
     share = len(jobs) <= n + 1  # else the workers' alone
+    if share and _workers.forks():  # this process builds too: loaded once, before the forks
+        _ready()
     with _workers.Workers(n - 1 if share else n, _work, _start_worker, set_up) as workers:
         deliver(workers.run(jobs, here=(lambda key: _here(items, output, pending[key], results,
                                                           errors)) if share else None))
@@ -215,6 +218,11 @@ def _start_worker(driver: int | None, topics: tuple) -> None:
     process, which in a shared batch compiles a key itself rather than wait for a start."""
     assume_driver_version(driver)
     _log.keep_for_parent(topics, _workers.forked)
+    _ready()
+
+
+def _ready() -> None:
+    """What a first build loads, loaded now (:func:`plan.ready_to_build`)."""
     try:
         ready_to_build()
     except Exception:  # raised again, typed, by the job that needs it
