@@ -546,6 +546,26 @@ def test_a_single_threaded_caller_forks_its_workers_which_hold_no_end_of_the_cal
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_fork_that_fails_starts_a_fresh_interpreter_instead():
+    """A fork refused (ENOMEM where the system does not overcommit memory for the copy) would
+    have failed compile_all with an OSError; the worker is a fresh interpreter instead."""
+    code = ("import errno, json, os, sys; sys.path[:0] = [sys.argv[1]]\n"
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import how_started\n"
+            "def refused():\n"
+            "    raise OSError(errno.ENOMEM, 'Cannot allocate memory')\n"
+            "os.fork = refused\n"
+            "with _workers.Workers(1, how_started, os.getpid, ()) as workers:\n"
+            "    got = [v for _t, ok, v in workers.run({0: ()})]\n"
+            "print(json.dumps({'forks': _workers.forks(), 'got': got}))\n")
+    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True,
+                         timeout=120, env=child_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = last_json(out)
+    assert result["forks"] is True and [g["forked"] for g in result["got"]] == [False]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_forked_worker_runs_none_of_the_callers_signal_handlers_and_writes_none_of_its_output():
     """A forked worker inherits the caller's Python signal handlers and its buffered output.
     Terminated (in a job that does not end, the block left by an error), it dies of SIGTERM without

@@ -102,10 +102,15 @@ class _Process:
         their_jobs, self.jobs = os.pipe()  # not inheritable: no spawned worker holds them open
         self.answers, their_answers = os.pipe()
         try:
+            self.process = None
             if _fork.possible():  # a forked one closes the caller's ends: see _fork.py
                 mine = [fd for w in (self, *others) for fd in (w.jobs, w.answers) if fd >= 0]
-                self.process = _fork.fork(lambda: _serve(their_jobs, their_answers, True), mine)
-            else:
+                try:
+                    self.process = _fork.fork(lambda: _serve(their_jobs, their_answers, True),
+                                              mine)
+                except OSError:  # no memory for a copy (overcommit refused): start one instead
+                    pass
+            if self.process is None:
                 self.process = _spawn.spawn(["-c", _BOOT, *sys.path], (their_jobs, their_answers))
         except BaseException:
             os.close(self.jobs)
