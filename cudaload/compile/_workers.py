@@ -97,21 +97,13 @@ class _Process:
     (answers)."""
 
     def __init__(self, start: bytes, others: list[_Process]) -> None:
-        from . import _fork, _spawn  # deferred: imported when there are jobs, not with cudaload
+        from . import _spawn  # deferred: imported when there are jobs, not with cudaload
 
         their_jobs, self.jobs = os.pipe()  # not inheritable: no spawned worker holds them open
         self.answers, their_answers = os.pipe()
         try:
-            self.process = None
-            if _fork.possible():  # a forked one closes the caller's ends: see _fork.py
-                mine = [fd for w in (self, *others) for fd in (w.jobs, w.answers) if fd >= 0]
-                try:
-                    self.process = _fork.fork(lambda: _serve(their_jobs, their_answers, True),
-                                              mine)
-                except OSError:  # no memory for a copy (overcommit refused): start one instead
-                    pass
-            if self.process is None:
-                self.process = _spawn.spawn(["-c", _BOOT, *sys.path], (their_jobs, their_answers))
+            self.process = self._forked(their_jobs, their_answers, others) \
+                or _spawn.spawn(["-c", _BOOT, *sys.path], (their_jobs, their_answers))
         except BaseException:
             os.close(self.jobs)
             os.close(self.answers)
@@ -121,6 +113,20 @@ class _Process:
             os.close(their_answers)
         self.ready = False  # it said so: its initializer has run, it reads its jobs
         self.send(start)
+
+    def _forked(self, jobs: int, answers: int, others: list[_Process]):
+        """A fork of this process serving the pipes ``jobs`` and ``answers``, where that is safe
+        (_fork.py); else None."""
+        from . import _fork  # deferred: as _spawn
+
+        if not _fork.possible():
+            return None
+        # the caller's ends of every worker's pipes, closed in the fork
+        mine = [fd for w in (self, *others) for fd in (w.jobs, w.answers) if fd >= 0]
+        try:
+            return _fork.fork(lambda: _serve(jobs, answers, True), mine)
+        except (OSError, RuntimeError):  # no memory for a copy (overcommit refused), or no fork
+            return None                  # here (a subinterpreter): a fresh interpreter instead
 
     def send(self, message: bytes) -> None:
         """Write ``message`` (a frame of :func:`_frame`) to the process; OSError if it is gone."""
