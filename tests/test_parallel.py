@@ -237,6 +237,10 @@ def test_the_workers_log_records_reach_the_callers_loggers(tmp_path):
     misses = [pid for name, pid, _key, text in out["seen"]
               if name == "cudaload.cache" and "miss" in text]
     assert any(pid != out["pid"] for pid in misses)  # every topic the caller turned on
+    # how the workers started: forks of this process, which has no other thread
+    said = [text for name, _pid, _key, text in out["seen"] if text.startswith("compile_all:")]
+    assert said == ["compile_all: 0 of 4 programs found compiled, 4 to compile on 2 processes "
+                    "(forks of this one)"], out["seen"]
 
 
 def test_a_failed_jobs_log_records_reach_the_caller(tmp_path):

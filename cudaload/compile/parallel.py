@@ -100,7 +100,7 @@ def compile_many(items, output: str = "auto", workers: int | None = None, execut
     if _log.enabled("compile"):
         _log.debug("compile", "compile_all: %d of %d programs found compiled, %d to compile on "
                    "%s", len(items) - len(pending) - len(errors), len(items), len(pending),
-                   f"{n} processes" if n > 1 else "this process")
+                   _where(n, executor is not None and bool(pending)))
     if pending and executor is not None:
         _in_workers(items, output, pending, n, results, errors, executor)
     elif n > 1:
@@ -109,6 +109,15 @@ def compile_many(items, output: str = "auto", workers: int | None = None, execut
         for waiting in pending.values():
             _here(items, output, waiting, results, errors)
     return results, [(i, items[i][0].name, errors[i]) for i in sorted(errors)]
+
+
+def _where(n: int, executor: bool) -> str:
+    """Where compile_all compiles, in its log: ``executor``'s workers, else ``n`` processes."""
+    if executor:
+        return "the executor"
+    if n == 1:
+        return "this process"
+    return f"{n} processes ({'forks of this one' if _workers.forks() else 'started'})"
 
 
 def _count(workers) -> int:
