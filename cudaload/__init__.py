@@ -9,8 +9,9 @@ import circle exists):
 0. foundation, in this folder: errors, lifetime (fork), _log, _version, releases (facts about
    CUDA releases), _untrusted (files others may have written: whether to believe them, and
    reading them safely), _atomic (atomic writes), _file_lock (locks held through a file), _warn
-   (warnings attributed to the caller's line) and _demangle (C++ mangled names read: a kernel's
-   parameter types, a link's undefined symbol);
+   (warnings attributed to the caller's line), _demangle (C++ mangled names read: a kernel's
+   parameter types, a link's undefined symbol) and _sigint (Ctrl-C held off a thread inside
+   NVRTC or nvJitLink);
 1. ``bindings``: finding and opening libcuda and libnvrtc, and checked calls into them;
 2. ``compile``: programs, options, the include search, the toolchain, the kernel cache, bundles,
    compiled code (``ObjectCode``) and the linker;

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -127,3 +128,40 @@ def test_the_linked_flag_is_kept_in_the_entry_and_checked():
     assert forged(True) == _entry.encode(linked, key)
     assert _entry.decode(forged(False), key).linked is False
     assert _entry.decode(forged(1), key) is None and _entry.decode(forged("yes"), key) is None
+
+
+# CUB's block reduction compiled to LTO IR first, then linked in the main thread while another
+# thread watches the main thread's blocked signals and, once SIGINT is among them, sends it:
+# [held before the link?, seen held?, KeyboardInterrupt raised?, held after it?].
+_HELD_DURING_THE_LINK = r"""
+import json
+from cudaload.bindings import nvjitlink, nvrtc
+from cudaload.compile import toolchain
+from tests import _sigint_watch
+source = ('#include <cub/block/block_reduce.cuh>\n'
+          'extern "C" __global__ void k(int *p) { typedef cub::BlockReduce<int, 128> R;\n'
+          '  __shared__ typename R::TempStorage t; p[0] = R(t).Sum(p[threadIdx.x]); }\n')
+ir = nvrtc.compile(source, "cub.cu", ["-arch=sm_90", "-dlto",
+                                      *toolchain.current().include_options], kind="ltoir").code
+before = _sigint_watch.held()
+seen, done = _sigint_watch.watch()
+try:
+    for _ in range(20):  # until the watcher sees one: a link takes some 10-100 ms
+        nvjitlink.link(ir, "cub.cu", "sm_90")
+    interrupted = False
+except KeyboardInterrupt:
+    interrupted = True
+done.append(True)
+print(json.dumps([before, bool(seen), interrupted, _sigint_watch.held()]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_during_a_link_waits_for_nvjitlink_and_raises_keyboard_interrupt():
+    """nvJitLink runs the same LLVM as NVRTC, whose early SIGINT ended a process with no
+    KeyboardInterrupt (tests/test_nvrtc.py), but its link was not held off SIGINT.  Now it is,
+    as a compilation is: KeyboardInterrupt once the link returns, and SIGINT unblocked again."""
+    before, seen_held, interrupted, after = run_json(_HELD_DURING_THE_LINK, unset=UNSET,
+                                                     timeout=300)
+    assert before is False and seen_held is True
+    assert interrupted is True and after is False

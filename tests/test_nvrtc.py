@@ -86,37 +86,25 @@ def test_error_names_the_code_with_or_without_nvrtc():
 
 
 # A program NVRTC takes seconds over (CUB's block reduction), compiled in the main thread while
-# another thread watches the main thread's blocked signals (/proc) and, once SIGINT is among
-# them, sends it: [whether it was seen held, KeyboardInterrupt raised?, held after it?].
+# another thread watches the main thread's blocked signals and, once SIGINT is among them, sends
+# it: [held before?, seen held?, KeyboardInterrupt raised?, held after it?].
 _HELD_DURING_NVRTC = r"""
-import json, os, signal, threading, time
+import json
 from cudaload.bindings import nvrtc
-signal.signal(signal.SIGINT, signal.default_int_handler)
-main, done = threading.main_thread().native_id, []
-def held():
-    with open(f"/proc/self/task/{main}/status") as f:
-        mask = next(line.split()[1] for line in f if line.startswith("SigBlk:"))
-    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
-seen = []
-def watch():
-    while not done and not held():
-        time.sleep(0.001)
-    if not done:
-        seen.append(True)
-        os.kill(os.getpid(), signal.SIGINT)
-before = held()
-threading.Thread(target=watch, daemon=True).start()
+from cudaload.compile import toolchain
+from tests import _sigint_watch
+before = _sigint_watch.held()
+seen, done = _sigint_watch.watch()
 source = ('#include <cub/block/block_reduce.cuh>\n'
           'extern "C" __global__ void k(int *p) { typedef cub::BlockReduce<int, 128> R;\n'
           '  __shared__ typename R::TempStorage t; p[0] = R(t).Sum(p[threadIdx.x]); }\n')
-from cudaload.compile import toolchain
 try:
     nvrtc.compile(source, "cub.cu", ["-arch=sm_90", *toolchain.current().include_options])
     interrupted = False
 except KeyboardInterrupt:
     interrupted = True
 done.append(True)
-print(json.dumps([before, bool(seen), interrupted, held()]))
+print(json.dumps([before, bool(seen), interrupted, _sigint_watch.held()]))
 """
 
 

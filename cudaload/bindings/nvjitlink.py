@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from . import _loader
+from .. import _sigint
 from ..errors import CompileError, LinkError, NvrtcError
 
 __all__ = ["link", "link_inputs", "OPTIONS", "INPUTS", "undefined_symbol"]
@@ -83,7 +84,11 @@ def link_inputs(inputs, options, kind: str = "cubin") -> tuple[bytes, str]:
                 failed = f"{input_kind} input {name}"
                 break
         if not rc:
-            rc = lib.nvJitLinkComplete(handle[0])
+            held = _sigint.hold()  # Ctrl-C comes once the link returns (_sigint.py says why)
+            try:
+                rc = lib.nvJitLinkComplete(handle[0])
+            finally:
+                _sigint.release(held)
         info = _text(_read(ffi, lib, handle[0], "InfoLog"))
         if rc:
             log = _text(_read(ffi, lib, handle[0], "ErrorLog"))

@@ -6,11 +6,11 @@ one request into one NVRTC program and back into bytes, or into a :class:`Compil
 
 from __future__ import annotations
 
-import _signal  # the C module: signal.py imports enum, milliseconds of a first compile
 import os
 
 from . import _loader
 from ._nvrtc_ffi import ffi as _nvrtc_ffi
+from .. import _sigint
 from ..errors import CompileError, NvrtcError
 
 __all__ = ["Compiled", "compile", "version", "supported_archs", "describe", "check", "error"]
@@ -20,11 +20,6 @@ _INVALID_OPTION = _nvrtc_ffi.integer_const("NVRTC_ERROR_INVALID_OPTION")
 _BUILTIN_OPERATION_FAILURE = _nvrtc_ffi.integer_const("NVRTC_ERROR_BUILTIN_OPERATION_FAILURE")
 INVALID_OPTION = _INVALID_OPTION
 
-# Ctrl-C (SIGINT) is held off the compiling thread while NVRTC compiles, and comes once it
-# returns.  On the H200 machine (NVRTC 13.0) a SIGINT that came early in a process's first
-# nvrtcCompileProgram ended the process at once: no KeyboardInterrupt, no finally block, no exit
-# hook (one 1 s into a later compilation raised KeyboardInterrupt: docs/gpu-runs/, d13fbde).
-_INTERRUPT = {_signal.SIGINT} if hasattr(_signal, "pthread_sigmask") else None
 
 
 class Compiled:
@@ -122,12 +117,12 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         for expr in name_expressions:
             check(lib.nvrtcAddNameExpression(prog, cstr(expr)), "nvrtcAddNameExpression")
         opts = [cstr(o) for o in (*options, *own_options)]
-        held = _hold_interrupt()
+        held = _sigint.hold()  # Ctrl-C comes once NVRTC returns (_sigint.py says why)
         try:
             rc = lib.nvrtcCompileProgram(prog, len(opts),
                                          ffi.new("char *[]", opts) if opts else ffi.NULL)
         finally:
-            _release_interrupt(held)
+            _sigint.release(held)
         log = _read(ffi, lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog").rstrip("\0")
         if rc in (_COMPILATION, _INVALID_OPTION):
             hint = _HINT_INVALID_OPTION if rc == _INVALID_OPTION else (
@@ -156,22 +151,6 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         return Compiled(code, kind, log.strip(), lowered)
     finally:
         lib.nvrtcDestroyProgram(prog_p)
-
-
-def _hold_interrupt():
-    """Block SIGINT in this thread (see ``_INTERRUPT``); what :func:`_release_interrupt` restores,
-    None where there is nothing to restore (it was blocked already, or cannot be)."""
-    if _INTERRUPT is None:
-        return None
-    before = _signal.pthread_sigmask(_signal.SIG_BLOCK, _INTERRUPT)
-    return None if _signal.SIGINT in before else before
-
-
-def _release_interrupt(held) -> None:
-    """Unblock what :func:`_hold_interrupt` blocked: a SIGINT that came meanwhile is delivered
-    now, and Python raises KeyboardInterrupt in its main thread."""
-    if held is not None:
-        _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
 
 
 def _builtins_error(rc: int, log: str) -> NvrtcError:

@@ -17,17 +17,16 @@ entries are then on disk when it hands back its result.  A job that is lost all 
 same (a process killed, or a child that imported cudaload after a bare ``fork()`` and ended with
 ``os._exit``) leaves a miss, never a part of an entry: the rename is the last step.
 
-Imports of cudaload: lifetime.
+Imports of cudaload: lifetime, _sigint.
 """
 
 from __future__ import annotations
 
 import _queue
-import _signal
 import _thread
 import sys
 
-from ... import lifetime
+from ... import _sigint, lifetime
 
 __all__ = ["Handover", "Writer", "DEFAULT"]
 
@@ -86,10 +85,9 @@ class Writer:
         self.wait()
 
     def _serve(self) -> None:
-        # Never this thread's: a SIGINT the compiling thread holds off (bindings/nvrtc.py) waits
-        # for it rather than reach a process inside NVRTC here.
-        if hasattr(_signal, "pthread_sigmask"):
-            _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
+        # Never this thread's: a SIGINT the compiling thread holds off (_sigint.py) waits for it
+        # rather than reach a process inside NVRTC here.
+        _sigint.block_here()
         while True:
             _run(self._jobs.get())
 

@@ -1,0 +1,42 @@
+"""Ctrl-C (SIGINT) held off a thread while it is inside a compiler that must not see it.
+
+On the H200 machine (NVRTC 13.0) a SIGINT that came early in a process's first
+nvrtcCompileProgram ended the process at once: no KeyboardInterrupt, no finally block, no exit
+hook (one that came 1 s into a later compilation raised KeyboardInterrupt: docs/gpu-runs/,
+d13fbde).  nvJitLink's link runs the same LLVM.  So each call into either holds SIGINT off its
+thread (:func:`hold`, :func:`release`), and the signal comes once the call returns: Python then
+raises KeyboardInterrupt in its main thread.  A thread that runs no Python handler of its own and
+may be inside neither (the cache writer's) blocks SIGINT for good (:func:`block_here`), so that
+the signal waits for a thread that is not in NVRTC rather than reach one that is.
+
+Imports nothing of cudaload.
+"""
+
+from __future__ import annotations
+
+import _signal  # the C module: signal.py imports enum
+
+__all__ = ["hold", "release", "block_here"]
+
+_SIGINT = {_signal.SIGINT} if hasattr(_signal, "pthread_sigmask") else None
+
+
+def hold():
+    """Block SIGINT in this thread; what :func:`release` restores, None where there is nothing
+    to restore (it was blocked already, or cannot be: no pthread_sigmask)."""
+    if _SIGINT is None:
+        return None
+    before = _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)
+    return None if _signal.SIGINT in before else before
+
+
+def release(held) -> None:
+    """Unblock what :func:`hold` blocked: a SIGINT that came meanwhile is delivered now."""
+    if held is not None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
+
+
+def block_here() -> None:
+    """Block SIGINT in this thread for good."""
+    if _SIGINT is not None:
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)

@@ -1,0 +1,37 @@
+"""For tests of Ctrl-C held off a thread inside NVRTC or nvJitLink (cudaload/_sigint.py): a
+thread that watches the main thread's blocked signals (Linux's /proc) and, once SIGINT is among
+them, sends SIGINT to this process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+_MAIN = threading.main_thread().native_id
+
+
+def held() -> bool:
+    """Whether the main thread has SIGINT blocked now."""
+    with open(f"/proc/self/task/{_MAIN}/status") as f:
+        mask = next(line.split()[1] for line in f if line.startswith("SigBlk:"))
+    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+
+
+def watch() -> tuple[list, list]:
+    """Start the watcher: (seen, done); ``seen`` gets True once it sent SIGINT, and it stops
+    watching once something is appended to ``done``."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    seen: list = []
+    done: list = []
+
+    def run() -> None:
+        while not done and not held():
+            time.sleep(0.001)
+        if not done:
+            seen.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=run, daemon=True).start()
+    return seen, done
