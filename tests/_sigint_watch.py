@@ -1,6 +1,7 @@
 """For tests of Ctrl-C held off a thread inside NVRTC or nvJitLink (cudaload/_sigint.py): a
 thread that watches the main thread's blocked signals (Linux's /proc) and, once SIGINT is among
-them, sends SIGINT to this process."""
+them, sends SIGINT to this process; and a program NVRTC takes seconds over (CUB's block
+reduction)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ import threading
 import time
 
 _MAIN = threading.main_thread().native_id
+
+CUB = ('#include <cub/block/block_reduce.cuh>\n'
+       'extern "C" __global__ void k(int *p) { typedef cub::BlockReduce<int, 128> R;\n'
+       '  __shared__ typename R::TempStorage t; p[0] = R(t).Sum(p[threadIdx.x]); }\n')
 
 
 def held() -> bool:
@@ -35,3 +40,17 @@ def watch() -> tuple[list, list]:
 
     threading.Thread(target=run, daemon=True).start()
     return seen, done
+
+
+def interrupted(call) -> list:
+    """``call()`` in the main thread, watched: [SIGINT held before it?, seen held (and sent)?,
+    KeyboardInterrupt raised?, held after it?]."""
+    before = held()
+    seen, done = watch()
+    try:
+        call()
+        raised = False
+    except KeyboardInterrupt:
+        raised = True
+    done.append(True)
+    return [before, bool(seen), raised, held()]

@@ -131,28 +131,18 @@ def test_the_linked_flag_is_kept_in_the_entry_and_checked():
 
 
 # CUB's block reduction compiled to LTO IR first, then linked in the main thread while another
-# thread watches the main thread's blocked signals and, once SIGINT is among them, sends it:
-# [held before the link?, seen held?, KeyboardInterrupt raised?, held after it?].
+# thread watches the main thread's blocked signals and, once SIGINT is among them, sends it.
 _HELD_DURING_THE_LINK = r"""
 import json
 from cudaload.bindings import nvjitlink, nvrtc
 from cudaload.compile import toolchain
-from tests import _sigint_watch
-source = ('#include <cub/block/block_reduce.cuh>\n'
-          'extern "C" __global__ void k(int *p) { typedef cub::BlockReduce<int, 128> R;\n'
-          '  __shared__ typename R::TempStorage t; p[0] = R(t).Sum(p[threadIdx.x]); }\n')
-ir = nvrtc.compile(source, "cub.cu", ["-arch=sm_90", "-dlto",
-                                      *toolchain.current().include_options], kind="ltoir").code
-before = _sigint_watch.held()
-seen, done = _sigint_watch.watch()
-try:
+from tests import _sigint_watch as watched
+options = ["-arch=sm_90", "-dlto", *toolchain.current().include_options]
+ir = nvrtc.compile(watched.CUB, "cub.cu", options, kind="ltoir").code
+def links():
     for _ in range(20):  # until the watcher sees one: a link takes some 10-100 ms
         nvjitlink.link(ir, "cub.cu", "sm_90")
-    interrupted = False
-except KeyboardInterrupt:
-    interrupted = True
-done.append(True)
-print(json.dumps([before, bool(seen), interrupted, _sigint_watch.held()]))
+print(json.dumps(watched.interrupted(links)))
 """
 
 

@@ -85,26 +85,15 @@ def test_error_names_the_code_with_or_without_nvrtc():
     assert run_json(code, env={"CUDALOAD_LIBNVRTC": "/nonexistent/libnvrtc.so"}) == expected
 
 
-# A program NVRTC takes seconds over (CUB's block reduction), compiled in the main thread while
-# another thread watches the main thread's blocked signals and, once SIGINT is among them, sends
-# it: [held before?, seen held?, KeyboardInterrupt raised?, held after it?].
+# A program NVRTC takes seconds over, compiled in the main thread while another thread watches
+# the main thread's blocked signals and, once SIGINT is among them, sends it.
 _HELD_DURING_NVRTC = r"""
 import json
 from cudaload.bindings import nvrtc
 from cudaload.compile import toolchain
-from tests import _sigint_watch
-before = _sigint_watch.held()
-seen, done = _sigint_watch.watch()
-source = ('#include <cub/block/block_reduce.cuh>\n'
-          'extern "C" __global__ void k(int *p) { typedef cub::BlockReduce<int, 128> R;\n'
-          '  __shared__ typename R::TempStorage t; p[0] = R(t).Sum(p[threadIdx.x]); }\n')
-try:
-    nvrtc.compile(source, "cub.cu", ["-arch=sm_90", *toolchain.current().include_options])
-    interrupted = False
-except KeyboardInterrupt:
-    interrupted = True
-done.append(True)
-print(json.dumps([before, bool(seen), interrupted, _sigint_watch.held()]))
+from tests import _sigint_watch as watched
+options = ["-arch=sm_90", *toolchain.current().include_options]
+print(json.dumps(watched.interrupted(lambda: nvrtc.compile(watched.CUB, "cub.cu", options))))
 """
 
 

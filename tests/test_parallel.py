@@ -472,6 +472,15 @@ _ANOTHER_THREAD = ("import threading, time\n"
                    "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
 
 
+def _script(code: str, *flags: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh interpreter with ``flags``, this checkout as its first argument;
+    its output, once it has exited with status 0."""
+    out = subprocess.run([sys.executable, *flags, "-c", code, ROOT], capture_output=True,
+                         text=True, timeout=120, env=env or child_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
 def test_a_worker_is_a_plain_interpreter_with_the_callers_flags():
     """A worker starts without multiprocessing (a spawned process imports it, with pickle and
     socket, before anything: the start a small batch cannot pay back), reads its jobs and
@@ -483,9 +492,7 @@ def test_a_worker_is_a_plain_interpreter_with_the_callers_flags():
             "with _workers.Workers(1, imported, print, ()) as w:\n"
             "    print(dict((t, v) for t, ok, v in w.run({0: ('multiprocessing',), 1: ('pickle',)})))\n"
             "print('multiprocessing' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-O", "-B", "-c", code, ROOT], capture_output=True,
-                         text=True, timeout=120, env=child_env())
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = _script(code, "-O", "-B")
     lines = out.stdout.splitlines()
     assert lines[-2] == str({0: (False, 1, 1), 1: (False, 1, 1)}), out.stdout
     assert lines[-1] == "False", out.stdout
@@ -506,10 +513,7 @@ def test_a_worker_starts_without_subprocess_and_inherits_only_its_pipes():
             "    got = [value for _tag, _ok, value in workers.run({0: ()})][0]\n"
             "print(json.dumps({'mine': f'pipe:[{os.fstat(r).st_ino}]', 'got': got,\n"
             "                  'subprocess': 'subprocess' in sys.modules}))\n")
-    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True,
-                         timeout=120, env=child_env())
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = last_json(out)
+    result = last_json(_script(code))
     assert result["subprocess"] is False
     links = result["got"]
     assert links["0"] == "/dev/null" and result["mine"] not in links.values()
@@ -534,10 +538,7 @@ def test_a_single_threaded_caller_forks_its_workers_which_hold_no_end_of_the_cal
             "    processes = [w.process for w in workers._processes]\n"
             "print(json.dumps({'got': got, 'ends': ends, 'me': os.getpid(),\n"
             "                  'codes': [p.returncode for p in processes]}))\n")
-    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True,
-                         timeout=120, env=child_env())
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = last_json(out)
+    result = last_json(_script(code))
     assert [g["forked"] for g in result["got"]] == [True] * 3, result
     assert {g["parent"] for g in result["got"]} == {result["me"]}
     assert result["codes"] == [0, 0, 0]  # asked to leave, each did
@@ -562,10 +563,7 @@ def test_a_fork_that_fails_starts_a_fresh_interpreter_instead():
             "with _workers.Workers(1, how_started, os.getpid, ()) as workers:\n"
             "    got = [v for _t, ok, v in workers.run({0: ()})]\n"
             "print(json.dumps({'forks': _workers.forks(), 'got': got}))\n")
-    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True,
-                         timeout=120, env=child_env())
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = last_json(out)
+    result = last_json(_script(code))
     assert result["forks"] is True and [g["forked"] for g in result["got"]] == [False]
 
 
@@ -591,9 +589,7 @@ def test_a_forked_worker_runs_none_of_the_callers_signal_handlers_and_writes_non
             "    print('code', *[p.returncode for p in sleeping])\n")
     env = child_env()
     env.pop("PYTHONUNBUFFERED", None)  # its output buffered, as a pipe's is by default
-    out = subprocess.run([sys.executable, "-c", code, ROOT], capture_output=True, text=True,
-                         timeout=120, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
+    out = _script(code, env=env)
     # the worker's own line (flushed by the job) comes between
     assert out.stdout == f"before worker\nforked code {-signal.SIGTERM}\n", out.stdout
 
