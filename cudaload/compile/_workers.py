@@ -12,10 +12,10 @@ Nor ``multiprocessing``: a worker is a fork of the calling process where that is
 thread, no CUDA driver initialised, not too large: _fork.py), ready in a millisecond; else a
 fresh interpreter started with ``-c`` (``_BOOT``) and the caller's ``sys.path``, ready in some
 45-70 ms on 2 cores (_spawn.py).  Either reads its jobs from one pipe and writes its answers to
-another.  A multiprocessing "spawn" process imports
-multiprocessing, pickle and socket before it runs anything, and the caller imports
-multiprocessing to start it: 60 ms or more on a 2-core machine, as much as a batch of a few
-programs gains from its workers (bench/fleet_bench.py --batches-only).  Nor does a worker import
+another.  A multiprocessing "spawn" process imports multiprocessing, pickle and socket before it
+runs anything, and the caller imports multiprocessing to start it: 60 ms or more on a 2-core
+machine, as much as a batch of a few programs gains from its workers (bench/fleet_bench.py
+--batches-only).  Nor does a worker import
 the calling script, as a spawned process does (its ``__main__`` again): the script's top-level
 code never runs twice, and a call at its top level needs no main guard.  A message is marshal's
 where its values allow (a job, the code and its log: strings, bytes, tuples, dicts), else
@@ -32,9 +32,9 @@ has not yet said it is ready, ending that process rather than wait for its start
 However the wait ends, every process is ended and reaped before the caller goes on: asked to
 leave (its job pipe closed) when all went well, else terminated, and killed if it lingers.  A
 fresh interpreter asked leaves through its exit hooks and ``os._exit`` (``_leave``), a fork with
-``os._exit`` alone (the hooks are its caller's).  Workers ignore SIGINT: Ctrl-C
-at a terminal reaches the whole process group, and the caller ends them.  A caller that dies
-closes their job pipes, and a waiting worker leaves.
+``os._exit`` alone (the hooks are its caller's).  Workers ignore SIGINT: Ctrl-C at a terminal
+reaches the whole process group, and the caller ends them.  A caller that dies closes their job
+pipes, and a waiting worker leaves.
 
 Imports of cudaload: _fork and _spawn, when a worker starts.
 """
@@ -378,9 +378,10 @@ def _serve(jobs: int, answers: int, fork: bool = False) -> None:
 
 
 def _leave():
-    """A spawned worker's end, once the caller has closed its jobs' pipe: the exit hooks (cudaload's
-    writes the cache entries still pending), then ``os._exit``.  The interpreter's own teardown
-    (every module's, NVRTC's unloading) took some 12 ms more, which the caller waits for."""
+    """A spawned worker's end, once the caller has closed its jobs' pipe: the exit hooks
+    (cudaload's writes the cache entries still pending), then ``os._exit``.  The interpreter's
+    own teardown (every module's, NVRTC's unloading) took some 12 ms more, which the caller
+    waits for."""
     import atexit  # deferred: only this path needs it
 
     from ._fork import flush_output  # deferred: as atexit

@@ -23,9 +23,9 @@ A fresh interpreter's start (the interpreter, the compile path's imports, NVRTC'
 So a batch of at most one key more than ``workers`` is shared with this process (_workers.py's
 ``here``): it loads what a first build loads (before forking, so that the forks have it too),
 starts ``workers - 1`` processes, each with a key, and compiles the last key itself meanwhile;
-then, whenever it is
-free, it hands the next key to a worker that has finished, else compiles the last key no worker
-has taken, else the key of a worker that has not yet started (ending that worker).  Each key is
+then, whenever it is free, it hands the next key to a worker that has finished, else compiles
+the last key no worker has taken, else the key of a worker that has not yet started (ending that
+worker).  Each key is
 compiled once, and no worker's start is waited for while this process could compile
 (bench/fleet_bench.py --quick-kernels).  Ctrl-C then waits for the compilation this process is
 in, as it would for Program.compile().  A larger batch is the workers' alone, where this process
@@ -115,7 +115,7 @@ def _where(n: int, executor: bool) -> str:
     """Where compile_all compiles, in its log: ``executor``'s workers, else ``n`` processes."""
     if executor:
         return "the executor"
-    if n == 1:
+    if n <= 1:  # one key, or none (every program found compiled)
         return "this process"
     return f"{n} processes ({'forks of this one' if _workers.forks() else 'started'})"
 
