@@ -32,10 +32,12 @@ def _finished(proc: subprocess.CompletedProcess, check: bool) -> subprocess.Comp
 
 
 def run_py(code: str, env: dict | None = None, timeout: float = 120, check: bool = True,
-           unset=()) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter with the repository importable; return the result."""
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env(env, unset),
-                          capture_output=True, text=True, timeout=timeout)
+           unset=(), flags=()) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (started with the options ``flags``) with the
+    repository importable; return the result."""
+    proc = subprocess.run([sys.executable, *flags, "-c", textwrap.dedent(code)],
+                          env=child_env(env, unset), capture_output=True, text=True,
+                          timeout=timeout)
     return _finished(proc, check)
 
 

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from tests import _fakelibs
-from tests._support import (ROOT, child_env, last_json, run_scenario, scenario_command,
-                            scenario_json)
+from tests._support import (ROOT, child_env, last_json, run_json, run_py, run_scenario,
+                            scenario_command, scenario_json)
 
 
 def _tag() -> str:
@@ -472,27 +472,18 @@ _ANOTHER_THREAD = ("import threading, time\n"
                    "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
 
 
-def _script(code: str, *flags: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``code`` run by a fresh interpreter with ``flags``, this checkout as its first argument;
-    its output, once it has exited with status 0."""
-    out = subprocess.run([sys.executable, *flags, "-c", code, ROOT], capture_output=True,
-                         text=True, timeout=120, env=env or child_env())
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out
-
-
 def test_a_worker_is_a_plain_interpreter_with_the_callers_flags():
     """A worker starts without multiprocessing (a spawned process imports it, with pickle and
     socket, before anything: the start a small batch cannot pay back), reads its jobs and
     answers through its pipes, and runs with the interpreter flags of the process that started
     it."""
-    code = ("import sys; sys.path[:0] = [sys.argv[1]]\n" + _ANOTHER_THREAD +
+    code = ("import sys\n" + _ANOTHER_THREAD +
             "from cudaload.compile import _workers\n"
             "from tests._worker_jobs import imported\n"
             "with _workers.Workers(1, imported, print, ()) as w:\n"
             "    print(dict((t, v) for t, ok, v in w.run({0: ('multiprocessing',), 1: ('pickle',)})))\n"
             "print('multiprocessing' in sys.modules)\n")
-    out = _script(code, "-O", "-B")
+    out = run_py(code, flags=("-O", "-B"))
     lines = out.stdout.splitlines()
     assert lines[-2] == str({0: (False, 1, 1), 1: (False, 1, 1)}), out.stdout
     assert lines[-1] == "False", out.stdout
@@ -505,7 +496,7 @@ def test_a_worker_starts_without_subprocess_and_inherits_only_its_pipes():
     a process started without interpreter options imports no subprocess to start one, and the
     worker still gets only its two pipes and /dev/null as stdin: not a descriptor the caller
     made inheritable, as Popen's close_fds would have closed it."""
-    code = ("import json, os, sys; sys.path[:0] = [sys.argv[1]]\n" + _ANOTHER_THREAD +
+    code = ("import json, os, sys\n" + _ANOTHER_THREAD +
             "from cudaload.compile import _workers\n"
             "from tests._worker_jobs import descriptors\n"
             "r, w = os.pipe(); os.set_inheritable(r, True); os.set_inheritable(w, True)\n"
@@ -513,7 +504,7 @@ def test_a_worker_starts_without_subprocess_and_inherits_only_its_pipes():
             "    got = [value for _tag, _ok, value in workers.run({0: ()})][0]\n"
             "print(json.dumps({'mine': f'pipe:[{os.fstat(r).st_ino}]', 'got': got,\n"
             "                  'subprocess': 'subprocess' in sys.modules}))\n")
-    result = last_json(_script(code))
+    result = run_json(code)
     assert result["subprocess"] is False
     links = result["got"]
     assert links["0"] == "/dev/null" and result["mine"] not in links.values()
@@ -528,7 +519,7 @@ def test_a_single_threaded_caller_forks_its_workers_which_hold_no_end_of_the_cal
     long as in turn.  A process with no other thread now forks its workers.  Each closes the
     calling process's ends of every worker's pipes (else a worker would not see its jobs' pipe
     end while another held it open), and every one leaves by itself when asked (status 0)."""
-    code = ("import json, os, sys; sys.path[:0] = [sys.argv[1]]\n"
+    code = ("import json, os, sys\n"
             "from cudaload.compile import _workers\n"
             "from tests._worker_jobs import how_started\n"
             "with _workers.Workers(3, how_started, print, ()) as workers:\n"
@@ -538,7 +529,7 @@ def test_a_single_threaded_caller_forks_its_workers_which_hold_no_end_of_the_cal
             "    processes = [w.process for w in workers._processes]\n"
             "print(json.dumps({'got': got, 'ends': ends, 'me': os.getpid(),\n"
             "                  'codes': [p.returncode for p in processes]}))\n")
-    result = last_json(_script(code))
+    result = run_json(code)
     assert [g["forked"] for g in result["got"]] == [True] * 3, result
     assert {g["parent"] for g in result["got"]} == {result["me"]}
     assert result["codes"] == [0, 0, 0]  # asked to leave, each did
@@ -554,7 +545,7 @@ def test_a_single_threaded_caller_forks_its_workers_which_hold_no_end_of_the_cal
 def test_a_fork_that_fails_starts_a_fresh_interpreter_instead():
     """A fork refused (ENOMEM where the system does not overcommit memory for the copy) would
     have failed compile_all with an OSError; the worker is a fresh interpreter instead."""
-    code = ("import errno, json, os, sys; sys.path[:0] = [sys.argv[1]]\n"
+    code = ("import errno, json, os\n"
             "from cudaload.compile import _workers\n"
             "from tests._worker_jobs import how_started\n"
             "def refused():\n"
@@ -563,7 +554,7 @@ def test_a_fork_that_fails_starts_a_fresh_interpreter_instead():
             "with _workers.Workers(1, how_started, os.getpid, ()) as workers:\n"
             "    got = [v for _t, ok, v in workers.run({0: ()})]\n"
             "print(json.dumps({'forks': _workers.forks(), 'got': got}))\n")
-    result = last_json(_script(code))
+    result = run_json(code)
     assert result["forks"] is True and [g["forked"] for g in result["got"]] == [False]
 
 
@@ -573,7 +564,7 @@ def test_a_forked_worker_runs_none_of_the_callers_signal_handlers_and_writes_non
     Terminated (in a job that does not end, the block left by an error), it dies of SIGTERM without
     running the caller's handler, and what the caller had printed but not flushed is written
     once, also where the worker writes to the same output."""
-    code = ("import os, signal, sys; sys.path[:0] = [sys.argv[1]]\n"
+    code = ("import os, signal\n"
             "from cudaload.compile import _workers\n"
             "from tests._worker_jobs import how_started\n"
             "signal.signal(signal.SIGTERM, lambda *a: print('handled', os.getpid(), flush=True))\n"
@@ -587,9 +578,8 @@ def test_a_forked_worker_runs_none_of_the_callers_signal_handlers_and_writes_non
             "            raise LookupError\n"
             "except LookupError:\n"
             "    print('code', *[p.returncode for p in sleeping])\n")
-    env = child_env()
-    env.pop("PYTHONUNBUFFERED", None)  # its output buffered, as a pipe's is by default
-    out = _script(code, env=env)
+    # its output buffered, as a pipe's is by default
+    out = run_py(code, unset=("PYTHONUNBUFFERED",))
     # the worker's own line (flushed by the job) comes between
     assert out.stdout == f"before worker\nforked code {-signal.SIGTERM}\n", out.stdout
 
