@@ -94,21 +94,18 @@ def _compile_words(words) -> tuple[dict, list, list]:
 
 
 def _compile_here(program, arch, output: str):
-    """``program`` compiled for ``arch``; None: this GPU's, and without one (the library compiles
-    nothing then) NVRTC's newest for CUBIN and its oldest for PTX, which the driver compiles
-    forward for every newer GPU, and a PTX file's own ``.target``: a file written is for some GPU,
-    wherever it is run."""
-    from .compile import _ptx_input  # deferred: each command imports what it runs
+    """``program`` compiled for ``arch``; None: this GPU's, and without one NVRTC's newest for
+    CUBIN and its oldest for PTX, which the driver compiles forward for every newer GPU: a file
+    written is for some GPU, wherever it is run.  (LTO IR and a PTX file's CUBIN need no device:
+    compile() itself makes them, for NVRTC's newest and the PTX's own ``.target``.)"""
     from .compile.plan import Plan  # deferred: each command imports what it runs
     from .errors import CudaUnavailableError  # deferred: each command imports what it runs
 
     try:
         return program.compile(arch=arch, output=output)
-    except CudaUnavailableError:
+    except CudaUnavailableError:  # machine code for this GPU asked for, and there is none
         if arch is not None:
             raise
-        if _ptx_input.is_ptx(program):  # linked for the PTX's own .target: NVRTC reads no PTX
-            return _ptx_input.link(program, None, output)
         return Plan(program, None, output, False).build()
 
 

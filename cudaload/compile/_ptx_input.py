@@ -19,7 +19,7 @@ from . import _link_options, _prepare
 from .objectcode import ObjectCode
 from .options import strings
 
-__all__ = ["CODE_TYPES", "prepare", "link", "is_ptx"]
+__all__ = ["CODE_TYPES", "prepare", "check_output", "link", "is_ptx"]
 
 CODE_TYPES = ("c++", "ptx")
 _LINK_KEYWORDS = ("line_info", "debug", "max_registers")  # Program's keywords a link takes
@@ -57,15 +57,20 @@ def is_ptx(program) -> bool:
     return program._parts[0] == "ptx"
 
 
+def check_output(output: str) -> None:
+    """Raise ValueError unless ``output`` is one a PTX program compiles to: CUBIN ("auto" too)."""
+    if output not in ("auto", "cubin"):
+        raise ValueError(f"a PTX program compiles to CUBIN, not {output!r}: its PTX is "
+                         f"ObjectCode.from_bytes(text, 'ptx'), which loads as it is")
+
+
 def link(program, arch, output: str) -> ObjectCode:
     """The CUBIN of PTX ``program`` for ``arch`` (None: the PTX's own target, ``.target``): the
     program's bundle's entry for it, else linked (or found in the Linker's cache).
     Raises ValueError for an output other than CUBIN, and as :meth:`Linker.link` does."""
     from .linker import Linker  # deferred: only this path needs it
 
-    if output not in ("auto", "cubin"):
-        raise ValueError(f"a PTX program compiles to CUBIN, not {output!r}: its PTX is "
-                         f"ObjectCode.from_bytes(text, 'ptx'), which loads as it is")
+    check_output(output)
     ptx = ObjectCode.from_bytes(program.source.encode(), "ptx", name=program.name)
     target = arch if arch is not None else ptx.arch
     shipped = program.bundle.find(program, target, output) \

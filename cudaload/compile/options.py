@@ -1,4 +1,5 @@
-"""NVRTC options: the keyword options of :class:`~cudaload.Program`, and architecture names.
+"""NVRTC options: the keyword options of :class:`~cudaload.Program`, architecture names, and the
+``arch``/``output`` a compile is asked for, checked and keyed (:func:`request`).
 
 Keywords only add the option they stand for; anything else goes through ``options`` unchanged, and
 an option the user spelled out wins over the keyword default (``-std=c++20`` replaces ``std="c++17"``).
@@ -10,7 +11,7 @@ import _operator as operator  # operator's own functions; the operator module co
 
 __all__ = ["build", "strings", "include_inputs", "searches_source_folder", "Arch", "parse_arch",
            "split_cli", "cli_options", "LTO_OPTION", "links", "OUTPUTS", "virtual", "FILE_OPTIONS", "file_option",
-           "names_files"]
+           "names_files", "check_output", "request", "REQUESTS"]
 
 # What ``compile(output=...)`` may ask for.
 OUTPUTS = ("auto", "cubin", "ptx", "ltoir")
@@ -252,6 +253,36 @@ def virtual(arch, output: str) -> str:
     if output == "auto" and isinstance(arch, str) and arch.strip().lower().startswith("compute_"):
         return "ptx"
     return output
+
+
+def check_output(output) -> None:
+    """Raise ValueError unless ``output`` is one of OUTPUTS (a list or a dict is not in it)."""
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+
+
+REQUESTS: dict = {}  # (type, arch, output) as asked -> "sm_90/auto": a few values
+
+
+def request(arch, output: str) -> str:
+    """``arch``/``output`` as the memory cache keys them, e.g. "sm_90/auto" (a str: its hash is
+    computed once; ``arch`` None: "-/auto").  Raises TypeError for an unhashable arch, ValueError
+    for an unknown arch or output."""
+    asked = (arch.__class__, arch, output)  # 90 and 90.0 are equal keys, but 90.0 is no arch
+    try:
+        return REQUESTS[asked]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable: a list or a dict, as the arch or the output
+        check_output(output)
+        raise TypeError(f"arch must be an int such as 90, a str such as 'sm_90' or a "
+                        f"(major, minor) tuple, not {type(arch).__name__}") from None
+    check_output(output)
+    made = f"{'-' if arch is None else parse_arch(arch).sm()}/{virtual(arch, output)}"
+    if len(REQUESTS) > 256:  # only odd spellings ("SM_90 ", ...) could fill it
+        REQUESTS.clear()
+    REQUESTS[asked] = made
+    return made
 
 
 # Options that name a file or folder NVRTC opens itself (less their one or two dashes) -> (how

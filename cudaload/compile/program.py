@@ -26,7 +26,7 @@ from _operator import attrgetter  # operator's own; the operator module costs a 
 from . import _prepare
 from .. import lifetime
 from ..errors import CudaLoadError
-from .options import OUTPUTS
+from .options import OUTPUTS, REQUESTS as _requests, check_output, request as _request
 
 TYPE_CHECKING = False  # typing is not imported: a Program made in a fresh process must cost little
 if TYPE_CHECKING:
@@ -150,17 +150,18 @@ class Program:
         return f"<Program {self.name} {len(self.source)} chars>"
 
     def compile(self, arch=None, output: str = "auto") -> ObjectCode:
-        """Compiled code for ``arch`` (None: the current device's; _without_device says what without one); ``output``
-        "auto" picks CUBIN where NVRTC knows the arch, else PTX the driver can load.
+        """Compiled code for ``arch`` (None: see _default_arch); ``output`` "auto" picks CUBIN
+        where NVRTC knows the arch, else PTX the driver can load.
 
-        Raises CudaUnavailableError for ``arch=None`` without a usable device (before NVRTC is
-        looked for), CompileError when NVRTC rejects the source, NvrtcError when no code this
-        machine can load can be made, ValueError for an unknown arch or output, the loader's
+        Raises TypeError/ValueError for a wrong arch or output before any device or library is
+        asked, CudaUnavailableError for ``arch=None`` without a usable device where machine code
+        for this GPU is asked for (before NVRTC is looked for), CompileError when NVRTC rejects
+        the source, NvrtcError when no code this machine can load can be made, the loader's
         errors when NVRTC is missing.
         """
         explicit = arch is not None
         if arch is None:
-            arch = _device_arch() or _without_device()
+            arch = _default_arch(self, output)
         # (arch, output, memory key) asked last of any Program made with these arguments: a
         # Program made again, asked as the last one was, looks its key up in the memory cache
         # as the same object, which is then the newest there already.
@@ -171,9 +172,9 @@ class Program:
         else:
             try:
                 request = _requests[(arch.__class__, arch, output)]
-            except (KeyError, TypeError):  # first asked, or not an arch: _request says which
+            except (KeyError, TypeError):  # first asked, or not an arch: request() says which
                 request = _request(arch, output)
-            # Only an arch _request took is remembered: hashable, so never changed in place.
+            # Only an arch request() took is remembered: hashable, so never changed in place.
             key = (self._p.digest, request)
             shared.last = (arch, output, key)
         # A hit holds while the files its compile read are as they were (nothing to check for
@@ -195,7 +196,7 @@ class Program:
         memory hit.  Raises as :meth:`compile` does, but compiles nothing."""
         explicit = arch is not None
         if arch is None:
-            arch = _device_arch() or _without_device()
+            arch = _default_arch(self, output)
         key = (self._digest, _request(arch, output))
         hit = _memory_cache().get(key)
         from .plan import Plan  # deferred: imported by _compile_path() already
@@ -331,14 +332,37 @@ def _device_arch():
     return found if found is not None else _ask_device()
 
 
+def _default_arch(program: Program, output: str):
+    """The arch ``program.compile(arch=None, output)`` compiles for, one rule for every output
+    and code type: the current device's; without a usable device, None where the code names no
+    GPU's machine code (LTO IR: NVRTC's newest arch, plan.choose; a PTX program's CUBIN: the
+    PTX's own ``.target``, _ptx_input.link), else the reason there is no device, raised
+    (:func:`_without_device`).  ``output`` is checked first: a wrong one is the same ValueError
+    with a GPU, with a driver and no device, and with no driver."""
+    if output != "auto":  # "auto", every program's and the default, costs a hit no check
+        check_output(output)
+        if program._parts[0] == "ptx":
+            from ._ptx_input import check_output as check_linked  # deferred: PTX programs only
+
+            check_linked(output)
+    found = _device_arch()
+    if found is not None:
+        return found
+    if output == "ltoir" or program._parts[0] == "ptx":
+        return None
+    return _without_device()
+
+
 def _without_device() -> int:
-    """What ``compile(arch=None)`` does without a usable device: compile nothing, and raise why
-    there is none, a CudaUnavailableError (no driver, a failed ``cuInit``, no device, a forked
-    child) or the DriverError that kept it from being used, before NVRTC is looked for.  Code
-    compiled for no device would be thrown away, and NVRTC is what a machine without a GPU often
-    lacks: a host package's ``except CudaUnavailableError`` fallback then works with or without
-    it.  An explicit arch compiles anywhere (precompiling, ``cudaload compile --arch``).  A device
-    set up since (``status(refresh=True)``) answers instead."""
+    """What ``compile(arch=None)`` does without a usable device where machine code for this GPU
+    is asked for (CUBIN, PTX or "auto" of CUDA C++): compile nothing, and raise why there is
+    none, a CudaUnavailableError (no driver, a failed ``cuInit``, no device, a forked child) or
+    the DriverError that kept it from being used, before NVRTC is looked for.  Code compiled
+    for no device would be thrown away, and NVRTC is what a machine without a GPU often lacks: a
+    host package's ``except CudaUnavailableError`` fallback then works with or without it.  An
+    explicit arch compiles anywhere (precompiling, ``cudaload compile --arch``), and so does
+    code that names no GPU's machine code (see _default_arch).  A device set up since
+    (``status(refresh=True)``) answers instead."""
     from ..bindings import thread_device  # deferred: loads the driver's bindings
 
     return thread_device.arch()
@@ -362,32 +386,6 @@ def forget_no_device() -> None:
     """Ask the driver again at the next ``compile(arch=None)`` (after ``status(refresh=True)``)."""
     global _no_device
     _no_device = False
-
-
-_requests: dict = {}  # (type, arch, output) as asked -> "sm_90/auto": a few values
-
-
-def _request(arch, output: str) -> str:
-    """``arch``/``output`` as the memory cache keys them, e.g. "sm_90/auto" (a str: its hash is
-    computed once).  Raises TypeError for an unhashable arch, ValueError for an unknown arch or
-    output."""
-    asked = (arch.__class__, arch, output)  # 90 and 90.0 are equal keys, but 90.0 is no arch
-    try:
-        return _requests[asked]
-    except KeyError:
-        pass
-    except TypeError:  # unhashable: a list or a dict
-        raise TypeError(f"arch must be an int such as 90, a str such as 'sm_90' or a "
-                        f"(major, minor) tuple, not {type(arch).__name__}") from None
-    if output not in OUTPUTS:
-        raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
-    from .options import parse_arch, virtual  # deferred: only this path needs it
-
-    request = f"{'-' if arch is None else parse_arch(arch).sm()}/{virtual(arch, output)}"
-    if len(_requests) > 256:  # only odd spellings ("SM_90 ", ...) could fill it
-        _requests.clear()
-    _requests[asked] = request
-    return request
 
 
 lifetime.on_forget(forget_no_device)  # a driver set up since may answer: ask it again
