@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import pickle
 import re
 
@@ -254,6 +255,73 @@ def test_no_arch_without_a_device_compiles_nothing_and_says_why():
                         env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
     assert out == {"ptx": "DriverNotFoundError", "auto": "DriverNotFoundError",
                    "plan": "DriverNotFoundError", "nvrtc_loaded": False}, out
+
+
+# A wrong argument of each compile entry point and what it raises on every machine, before any
+# device or library is asked (tests/scenarios/program_compiles.py's arch_rule makes each).
+WRONG = {
+    "output='invalid_target'": ("ValueError", "output must be one of auto, cubin, ptx, ltoir"),
+    "output=['cubin']": ("ValueError", "output must be one of"),
+    "arch=90, output=['cubin']": ("ValueError", "output must be one of"),  # not "arch must be"
+    "arch=9.0": ("TypeError", "arch must be an int"),
+    "arch=[90]": ("TypeError", "arch must be an int"),
+    "arch='sm_9x'": ("ValueError", "is not a compute capability"),
+    "arch=(8, 10)": ("ValueError", "is not a compute capability"),
+    "PTX program, output='ptx'": ("ValueError", "a PTX program compiles to CUBIN, not 'ptx'"),
+    "PTX program, output='ltoir'": ("ValueError", "a PTX program compiles to CUBIN, not 'ltoir'"),
+    "PTX program, arch=90, output='ptx'": ("ValueError", "compiles to CUBIN, not 'ptx'"),
+    "plan(output='invalid_target')": ("ValueError", "output must be one of"),
+    "compile_all output='invalid_target'": ("ValueError", "output must be one of"),
+    "compile_all PTX program, output='ptx'": ("ValueError", "compiles to CUBIN, not 'ptx'"),
+    "compile_all arch=9.0": ("TypeError", "arch must be an int"),
+    "Linker arch='sm_9x'": ("ValueError", "is not a compute capability"),
+    "Linker.link('invalid_target')": ("ValueError", "output must be one of"),
+}
+NO_DEVICE = ["no driver", "libcuda 535, no device"]
+
+
+@functools.lru_cache(maxsize=None)
+def arch_rule(driver: str = "") -> dict:
+    """The arch_rule scenario with ``driver`` as libcuda (""; the machine's own), run once."""
+    env = {"CUDALOAD_LIBCUDA": driver} if driver else {}
+    return scenario_json("program_compiles", "arch_rule", env=env, timeout=300)
+
+
+def _no_device(where: str, request) -> dict:
+    driver = "/nonexistent/libcuda.so.1" if where == "no driver" else \
+        request.getfixturevalue("libcuda_535")
+    return arch_rule(driver)
+
+
+@pytest.mark.parametrize("where", NO_DEVICE)
+def test_without_a_device_only_machine_code_for_this_gpu_raises_why(where, request):
+    # LTO IR and a PTX program's CUBIN name no GPU's machine code: NVRTC's newest arch and the
+    # PTX's own .target serve; CUBIN, PTX or "auto" for "this GPU" raise the reason there is none.
+    out = _no_device(where, request)
+    made, newest = out["made"], out["newest"]
+    for name in ("ltoir", "plan ltoir"):
+        assert made[name] == [["ltoir", newest]], (name, made[name])
+    assert made["compile_all ltoir"] == [["ltoir", newest]] * 2
+    for name in ("PTX program", "PTX program, output='cubin'", "compile_all PTX program"):
+        assert made[name] == [["cubin", "sm_80"]], (name, made[name])  # linked by nvJitLink
+    unavailable = "DriverNotFoundError" if where == "no driver" else "DriverUnavailableError"
+    for name in ("auto", "cubin", "ptx", "compile_all auto"):  # compile_all: the C++ program's
+        assert made[name][:2] == [unavailable, True], (name, made[name])
+
+
+@pytest.mark.parametrize("case", sorted(WRONG))
+@pytest.mark.parametrize("where", NO_DEVICE)
+def test_a_wrong_argument_is_the_same_error_without_a_device(where, case, request):
+    # The same TypeError/ValueError as with a GPU (tests/gpu/test_default_arch_gpu.py), never
+    # the reason there is no device.
+    got = _no_device(where, request)["wrong"][case]
+    error, words = WRONG[case]
+    assert got[:2] == [error, False] and words in got[2], got
+
+
+@pytest.mark.parametrize("where", NO_DEVICE)
+def test_wrong_arguments_are_refused_before_any_library_is_loaded(where, request):
+    assert _no_device(where, request)["loaded"] == []  # libcuda, NVRTC, nvJitLink
 
 
 @pytest.mark.parametrize("kw, error, words", [

@@ -251,10 +251,91 @@ def dropped_program() -> None:
     print(json.dumps({"collected": alive() is None, "again": again.kind if again else None}))
 
 
+# A kernel's PTX for sm_80, written out: the wrong arguments of arch_rule come before anything that
+# could load NVRTC, nvJitLink or the driver.
+PTX_SM80 = """.version 7.8
+.target sm_80
+.address_size 64
+
+.visible .entry k(.param .u64 k_param_0)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [k_param_0];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u32 %r1, 1;
+	st.global.u32 [%rd2], %r1;
+	ret;
+}
+"""
+
+
+def _outcome(ask):
+    """[kind, arch] of what ``ask()`` made (a list: compile_all's), else [error class, whether a
+    CudaUnavailableError, the message's first line]."""
+    from cudaload import CudaUnavailableError
+
+    try:
+        made = ask()
+    except Exception as exc:  # what each request raises is what the test compares
+        return [type(exc).__name__, isinstance(exc, CudaUnavailableError), str(exc).split("\n")[0]]
+    made = made if isinstance(made, list) else [made]
+    return [[obj.kind, obj.arch] for obj in made]
+
+
+def arch_rule() -> None:
+    """What compile(arch=None), plan() and compile_all make or raise for each output and code
+    type, after the wrong arguments of each entry point (and which of libcuda, NVRTC and
+    nvJitLink the wrong ones loaded: none may be asked before the arguments are checked)."""
+    import cudaload
+    from cudaload import Linker, ObjectCode, Program
+
+    p = Program(INT_KERNEL)
+    p2 = Program(INT_KERNEL.replace("1;", "2;"))
+    q = Program(PTX_SM80, code_type="ptx", name="k.ptx")
+    ptx = ObjectCode.from_bytes(PTX_SM80.encode(), "ptx", name="k.ptx")
+    wrong = {name: _outcome(ask) for name, ask in (
+        ("output='invalid_target'", lambda: p.compile(output="invalid_target")),
+        ("output=['cubin']", lambda: p.compile(output=["cubin"])),
+        ("arch=90, output=['cubin']", lambda: p.compile(arch=90, output=["cubin"])),
+        ("arch=9.0", lambda: p.compile(arch=9.0)),
+        ("arch=[90]", lambda: p.compile(arch=[90])),
+        ("arch='sm_9x'", lambda: p.compile(arch="sm_9x")),
+        ("arch=(8, 10)", lambda: p.compile(arch=(8, 10))),
+        ("PTX program, output='ptx'", lambda: q.compile(output="ptx")),
+        ("PTX program, output='ltoir'", lambda: q.compile(output="ltoir")),
+        ("PTX program, arch=90, output='ptx'", lambda: q.compile(arch=90, output="ptx")),
+        ("plan(output='invalid_target')", lambda: p.plan(output="invalid_target")),
+        ("compile_all output='invalid_target'",
+         lambda: cudaload.compile_all([p, q], output="invalid_target")),
+        ("compile_all PTX program, output='ptx'", lambda: cudaload.compile_all([q], output="ptx")),
+        ("compile_all arch=9.0", lambda: cudaload.compile_all([p], arch=9.0)),
+        ("Linker arch='sm_9x'", lambda: Linker(ptx, arch="sm_9x")),
+        ("Linker.link('invalid_target')", lambda: Linker(ptx).link("invalid_target")))}
+    with open("/proc/self/maps") as f:
+        maps = f.read()
+    loaded = [lib for lib in ("libcuda.", "libnvrtc", "libnvJitLink") if lib in maps]
+    made = {name: _outcome(ask) for name, ask in (
+        ("ltoir", lambda: p.compile(output="ltoir")),
+        ("PTX program", q.compile),
+        ("PTX program, output='cubin'", lambda: q.compile(output="cubin")),
+        ("auto", p.compile),
+        ("cubin", lambda: p.compile(output="cubin")),
+        ("ptx", lambda: p.compile(output="ptx")),
+        ("plan ltoir", lambda: p.plan(output="ltoir").build()),
+        ("compile_all ltoir", lambda: cudaload.compile_all([p, p2], output="ltoir", workers=2)),
+        ("compile_all PTX program", lambda: cudaload.compile_all([q])),
+        ("compile_all auto", lambda: cudaload.compile_all([q, p2])))}
+    from cudaload.bindings import nvrtc
+
+    print(json.dumps({"wrong": wrong, "loaded": loaded, "made": made,
+                      "newest": f"sm_{max(nvrtc.supported_archs())}"}))
+
+
 SCENARIOS = {f.__name__: f for f in (
     cuda_headers, names_and_log, compile_error, arch_choice, memory_hit, package_includes,
     recompile_after_refusal, new_kernel, arch_spellings, package_headers, device_includes,
-    default_archs, old_driver, compile_cases, dropped_program)}
+    default_archs, old_driver, compile_cases, dropped_program, arch_rule)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
