@@ -306,8 +306,9 @@ def choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
     ``explicit``: whether ``arch`` was asked for (else it is the device's).  Code for another
     arch than ``arch`` is made only with an :class:`ArchWarning` that says so."""
     supported = sorted(tc.archs)
-    # With no arch and no device: CUBIN for NVRTC's newest; PTX for its oldest, which the driver
-    # compiles forward for every newer GPU (never back), so it is the portable choice.
+    # With no arch and no device (LTO IR, program._default_arch; cudaload compile): CUBIN or LTO
+    # IR for NVRTC's newest; PTX for its oldest, which the driver compiles forward for every
+    # newer GPU (never back), so it is the portable choice.
     default = supported[0] if output == "ptx" else supported[-1]
     want = Arch((default, "")) if arch is None else parse_arch(arch)
     name = _named(arch, want)
