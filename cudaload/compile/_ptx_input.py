@@ -19,7 +19,7 @@ from . import _link_options, _prepare
 from .objectcode import ObjectCode
 from .options import strings
 
-__all__ = ["CODE_TYPES", "prepare", "check_output", "link", "is_ptx"]
+__all__ = ["CODE_TYPES", "prepare", "check_output", "link"]
 
 CODE_TYPES = ("c++", "ptx")
 _LINK_KEYWORDS = ("line_info", "debug", "max_registers")  # Program's keywords a link takes
@@ -50,11 +50,6 @@ def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepar
     parts = ("ptx", name, text, "options", *options)
     return _prepare.Prepared(text, name, (), (), options, (), parts, _prepare.digest(*parts),
                              len(text), False, _prepare.Asked())
-
-
-def is_ptx(program) -> bool:
-    """Whether ``program`` was made from PTX text (``code_type="ptx"``)."""
-    return program._parts[0] == "ptx"
 
 
 def check_output(output: str) -> None:
