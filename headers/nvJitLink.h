@@ -4,7 +4,8 @@
  * Transcribed from the official NVIDIA nvJitLink.h shipped in the
  * nvidia-nvjitlink 13.5.37 wheel (nvidia/cu13/include/nvJitLink.h).  This is a
  * curated subset, not the full header: the result codes, the input types, the
- * link handle and the functions cudaload needs to link one program's LTO IR.
+ * link handle and the functions cudaload needs to link one program's LTO IR,
+ * and nvJitLinkVersion (from CUDA 12.3; absent before) to name its release.
  * Plain C for cffi's cdef(): no preprocessor lines, no macros, no attributes.
  *
  * The official header's inline wrappers call versioned symbols
@@ -66,3 +67,4 @@ nvJitLinkResult nvJitLinkGetErrorLogSize(nvJitLinkHandle handle, size_t *size);
 nvJitLinkResult nvJitLinkGetErrorLog(nvJitLinkHandle handle, char *log);
 nvJitLinkResult nvJitLinkGetInfoLogSize(nvJitLinkHandle handle, size_t *size);
 nvJitLinkResult nvJitLinkGetInfoLog(nvJitLinkHandle handle, char *log);
+nvJitLinkResult nvJitLinkVersion(unsigned int *major, unsigned int *minor);

@@ -291,7 +291,9 @@ int fake_occupancy(int *block, size_t *smem, size_t *potential, int *limit) {
 /* The driver's linker, recorded: the options cuLinkCreate got (the log buffers' among them), the
    context current then, each input's type and name, and how many states were destroyed.
    cuLinkComplete gives an image whose ELF header says sm_90, followed by the inputs' names; an
-   input named "undefined" makes it fail with an undefined reference in the error log. */
+   input named "undefined" makes it fail with an undefined reference in the error log.  A
+   CU_JIT_TARGET of 99 is refused by cuLinkCreate with CUDA_ERROR_INVALID_VALUE, as libcuda 580
+   refuses a target it does not know. */
 static int link_option[64], link_options, link_types[16], link_inputs, link_destroyed, link_calls;
 static long link_value[64];
 static char link_names[1024], *link_error, *link_info;
@@ -306,6 +308,7 @@ int cuLinkCreate_v2(unsigned n, int *options, void **values, void **state) {
         if (options[i] == 4) link_info_size = (size_t)values[i];
         if (options[i] == 5) link_error = values[i];
         if (options[i] == 6) link_error_size = (size_t)values[i];
+        if (options[i] == 9 && (long)values[i] == 99) return 1;
     }
     *state = (void *)0x6000; return 0;
 }

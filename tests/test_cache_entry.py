@@ -114,7 +114,8 @@ def test_short_foreign_or_unknown_entries_are_misses():
     {**META, "kind": "sass"}, {**META, "arch": 90}, {**META, "log": None},
     {**META, "lowered_names": []}, {**META, "lowered_names": {"f": 1}},
     {**META, "lowered_names": {"f": "g", "h": None}}, {**META, "linked": 1},
-    {**META, "linked": "yes"}, {k: v for k, v in META.items() if k != "log"},
+    {**META, "linked": "yes"}, {**META, "linker": "nvcc"}, {**META, "linker": ""},
+    {**META, "linker": ["driver"]}, {k: v for k, v in META.items() if k != "log"},
     {k: v for k, v in META.items() if k != "kind"}, [1, 2], "text"])
 def test_an_entry_whose_fields_are_not_what_this_version_writes_is_a_miss(meta):
     assert _entry.decode(_sealed(meta), KEY) is None
@@ -128,6 +129,21 @@ def test_an_entry_whose_fields_are_what_this_version_writes_is_read(meta):
     assert (obj.kind, obj.arch, obj.lowered_names) == (meta["kind"], meta["arch"],
                                                        meta["lowered_names"])
     assert obj.linked is meta.get("linked", False)
+
+
+def test_the_linker_that_made_the_code_is_recorded_and_read_back_and_none_where_unrecorded():
+    for linker in ("nvJitLink", "driver"):
+        obj = _obj()
+        obj._linker = linker
+        data = _entry.encode(obj, KEY)
+        meta_len = _entry.HEADER.unpack_from(data)[2]
+        assert json.loads(data[_entry.HEADER.size:_entry.HEADER.size + meta_len])["linker"] \
+            == linker
+        again = _entry.decode(data, KEY)
+        assert again._linker == linker and again._as("memory")._linker == linker
+    # compiled code, and an entry written before the linker was recorded: none recorded
+    assert _entry.decode(_entry.encode(_obj(), KEY), KEY)._linker is None
+    assert _entry.decode(_sealed(META), KEY)._linker is None
 
 
 def test_metadata_that_is_not_json_is_a_miss():

@@ -129,6 +129,51 @@ def test_an_option_nvjitlink_refuses_is_a_link_error_that_names_it(tmp_path):
     assert got["hint"].startswith("fix or remove the option")
 
 
+@pytest.mark.parametrize("arch, result, does", [
+    ("99", "NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "does not know the arch sm_99"),
+    ("sm_52", "NVJITLINK_ERROR_UNSUPPORTED_ARCH", "does not support the arch sm_52")])
+def test_an_arch_nvjitlink_refuses_is_a_link_error_naming_it_its_release_and_the_next_step(
+        tmp_path, arch, result, does):
+    got = _forms(tmp_path, args=("refused_arch", arch))
+    release = "nvJitLink {}.{}".format(*got["release"])
+    assert got["type"] == "LinkError" and got["linker"] == "nvJitLink"
+    assert got["result"] == result and f"{release} {does}" in got["message"]
+    assert "architecture (compute_" in got["log"] and got["kept"] == got["log"]  # its error log
+    # No GPU here: the driver's linker was asked, and the message says why it could not link.
+    assert "The driver's linker cannot link instead" in got["message"]
+    assert got["cause"] in ("CudaUnavailableError", "DriverNotFoundError")
+    if result.endswith("UNRECOGNIZED_ARCH"):
+        assert got["hint"].startswith("install a newer nvJitLink that knows sm_99 (pip install "
+                                      "-U nvidia-nvjitlink), or link for an arch " + release)
+    else:
+        assert got["hint"].startswith("link for sm_52 with an nvJitLink of an older CUDA")
+
+
+def test_a_hit_reports_the_linker_that_made_it_and_an_entry_without_that_record_is_a_miss(
+        tmp_path):
+    got = _forms(tmp_path, args=("hits",))
+    assert got["first"] == [None, "nvJitLink"]
+    assert got["memory"] == ["memory", "nvJitLink"] and got["disk"] == ["disk", "nvJitLink"]
+    assert got["rewritten"]  # the link's entry, the compile's left as it was
+    assert got["unrecorded"] == [None, "nvJitLink"]  # linked again, and written over:
+    assert got["written_over"] == ["disk", "nvJitLink"]
+
+
+def test_split_compile_0_one_thread_per_cpu_is_taken_by_nvjitlink_and_nvrtc(tmp_path):
+    got = _forms(tmp_path, args=("split_compile",))
+    assert got == {"compiled": "cubin", "linked": ["cubin", "sm_90"], "linker": "nvJitLink"}
+
+
+@pytest.mark.parametrize("option", ["-split-compile=-1", "--split-compile=two",
+                                    "-split-compile=1.5", "-split-compile="])
+def test_nvrtc_s_split_compile_is_checked_as_the_link_option_is(option):
+    with pytest.raises(ValueError, match="options\\[0\\]: .*-split-compile takes a count of "
+                       "threads: 1 or more, or 0 for one per CPU"):
+        cudaload.Program("__global__ void k() {}", options=(option,))
+    for taken in ("-split-compile=0", "--split-compile=4"):
+        assert cudaload.Program("__global__ void k() {}", options=(taken,)).options[-1] == taken
+
+
 def test_a_kernel_that_launches_kernels_links_with_libcudadevrt(tmp_path):
     try:
         library = cudaload.Linker.cudadevrt()
@@ -151,11 +196,13 @@ def test_lto_ir_is_bundled_and_compile_all_makes_every_form(tmp_path):
 
 # ---- the driver's linker, recorded --------------------------------------------------------------
 
-def _recorded(recording_driver, cache_dir, *args):
-    return scenario_json("recorded_links", *args, timeout=300, unset=("CUDALOAD_LIBNVRTC",),
+def _recorded(recording_driver, cache_dir, *args, nvjitlink=False):
+    """The scenario's findings; without nvJitLink unless ``nvjitlink`` (then the wheel's)."""
+    missing = {} if nvjitlink else {
+        "CUDALOAD_LIBNVJITLINK": str(cache_dir / "no" / "libnvJitLink.so")}
+    return scenario_json("recorded_links", *args, timeout=300, unset=UNSET,
                          env={"CUDALOAD_LIBCUDA": recording_driver,
-                              "CUDALOAD_CACHE_DIR": str(cache_dir),
-                              "CUDALOAD_LIBNVJITLINK": str(cache_dir / "no" / "libnvJitLink.so")})
+                              "CUDALOAD_CACHE_DIR": str(cache_dir), **missing})
 
 
 def test_without_nvjitlink_the_driver_links_in_the_device_context(recording_driver, tmp_path):
@@ -163,9 +210,9 @@ def test_without_nvjitlink_the_driver_links_in_the_device_context(recording_driv
     assert got["linker"] == "driver" and got["kind"] == "cubin" and got["arch"] == "sm_90"
     assert got["names"] == ["caller.cu", "helper.cu", "libdevrt.a"]
     assert got["types"] == [0, 1, 4]  # CU_JIT_INPUT_CUBIN, _PTX, _LIBRARY
-    # CU_JIT_TARGET 90; -lineinfo, -O3, -maxrregcount=32, -ftz=true as CU_JIT options; the two
-    # log buffers' sizes
-    assert got["options"] == {"9": 90, "13": 1, "7": 3, "0": 32, "21": 1, "4": 65536,
+    # CU_JIT_TARGET 90; -lineinfo, -O3, -maxrregcount=32, -ftz=true, -split-compile=0 (one
+    # thread per CPU) as CU_JIT options; the two log buffers' sizes
+    assert got["options"] == {"9": 90, "13": 1, "7": 3, "0": 32, "21": 1, "34": 0, "4": 65536,
                               "6": 65536}
     assert got["context"] == 0x1000  # device 0's primary context, made current for the link
     assert got["destroyed"] == 1 and got["calls"] == 1
@@ -184,6 +231,30 @@ def test_a_link_the_driver_fails_is_a_link_error_with_its_log(recording_driver, 
     assert "helper() (mangled _Z6helperv) is not defined in any input" in got["message"]
     assert got["hint"].startswith("add the code that defines helper() (compiled")
     assert got["destroyed"] == 1  # the link state is destroyed after a failure too
+
+
+def test_an_arch_nvjitlink_refuses_is_linked_by_the_driver_which_a_hit_reports(
+        recording_driver, tmp_path):
+    got = _recorded(recording_driver, tmp_path, "refused_arch", "sm_52", nvjitlink=True)
+    assert got["linker"] == "driver" and got["arch"] == "sm_52" and got["cached"] is None
+    assert got["options"]["9"] == 52 and got["calls"] == 1  # CU_JIT_TARGET 52
+    assert got["names"] == ["caller.cu", "helper.cu"]
+    again = _recorded(recording_driver, tmp_path, "refused_arch", "sm_52", nvjitlink=True)
+    assert again["linker"] == "driver" and again["cached"] == "disk" and again["calls"] == 0
+
+
+def test_an_arch_neither_linker_knows_is_a_link_error_naming_both(recording_driver, tmp_path):
+    got = _recorded(recording_driver, tmp_path, "refused_arch", "99", nvjitlink=True)
+    error = got["error"]
+    assert got["calls"] == 1 and got["options"]["9"] == 99  # the driver was asked
+    assert error["linker"] == "driver" == got["linker"]
+    assert error["result"] == "CUDA_ERROR_INVALID_VALUE"
+    assert "driver could not link caller.cu+helper.cu (cuLinkCreate failed: " \
+        "CUDA_ERROR_INVALID_VALUE" in error["message"] and "CU_JIT_TARGET=99" in error["message"]
+    assert "\nBefore it, nvJitLink could not link caller.cu+helper.cu (NVJITLINK_ERROR_" \
+        "UNRECOGNIZED_ARCH (16): nvJitLink " in error["message"]
+    assert "does not know the arch sm_99" in error["message"]
+    assert error["hint"].startswith("install a newer nvJitLink that knows sm_99")
 
 
 @pytest.mark.parametrize("what, why", [("ltoir", "links no LTO IR"),
@@ -220,6 +291,10 @@ def test_code_the_driver_cannot_load_is_refused_before_it(tmp_path):
     (("ir",), {"lto": True, "options": ("-arch=sm_90",)}, ValueError, "arch="),
     (("ir",), {"lto": True, "options": ("-lto",)}, ValueError, "lto=True"),
     (("ir",), {"lto": True, "options": ("-O2",)}, ValueError, "-O takes 0 or 3"),
+    (("ir",), {"lto": True, "options": ("-split-compile=-1",)}, ValueError,
+     "-split-compile takes a count of threads: 1 or more, or 0 for one per CPU"),
+    (("ir",), {"lto": True, "options": ("-split-compile=2.5",)}, ValueError,
+     "-split-compile takes a count"),
     (("ir",), {"lto": True, "options": ("-fast",)}, ValueError, "no link option"),
     (("ir",), {"lto": True, "options": "-g"}, TypeError, "not one string"),
     (("ir",), {"lto": True, "arch": "sm_9000"}, ValueError, "not a compute capability"),

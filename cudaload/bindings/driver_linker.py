@@ -1,5 +1,5 @@
 """Checked calls into the driver's linker (``cuLink*``): device code linked into one CUBIN where
-nvJitLink is missing.
+nvJitLink is missing or cannot link it.
 
 The driver links in the context current in the calling thread (the caller makes one current) and
 for that context's device unless ``CU_JIT_TARGET`` says otherwise.  It links CUBIN, PTX, fatbins
@@ -24,7 +24,8 @@ LOG_BYTES = 1 << 16  # each log's buffer; the driver cuts a longer log short
 def link(inputs, options) -> tuple[bytes, str]:
     """(CUBIN, info log) of ``inputs``, (kind, bytes, name) each, linked by the driver in the
     current context with ``options``, (CUjit_option name, int value) pairs.  Raises LinkError
-    with both logs when the driver refuses an input or the link, DriverError when it refuses a
+    with both logs when the driver refuses an input, the link, an option or the target (one newer
+    than it knows: CUDA_ERROR_INVALID_VALUE from cuLinkCreate), DriverError when it refuses a
     call otherwise (no context current: CUDA_ERROR_INVALID_CONTEXT)."""
     drv = driver.init()
     ffi = drv.ffi
@@ -36,8 +37,15 @@ def link(inputs, options) -> tuple[bytes, str]:
               *(ffi.cast("void *", value) for _name, value in options)]
     keys = ffi.new("CUjit_option[]", [ffi.integer_const(n) for n in names])
     state = ffi.new("CUlinkState *")
-    driver.check(drv.cuLinkCreate_v2(len(names), keys, ffi.new("void *[]", values), state),
-                 "cuLinkCreate")
+    rc = drv.cuLinkCreate_v2(len(names), keys, ffi.new("void *[]", values), state)
+    if rc == ffi.integer_const("CUDA_ERROR_INVALID_VALUE"):  # an option or target it refuses
+        name, text = driver.describe(int(rc))
+        given = ", ".join(f"{option}={value}" for option, value in options)
+        raise LinkError(f"cuLinkCreate failed: {name} ({int(rc)}): {text}: this driver refuses "
+                        f"one of the options {given}, such as a target it does not know",
+                        log=ffi.string(error).decode(errors="replace").strip(), linker="driver",
+                        result=name)
+    driver.check(rc, "cuLinkCreate")
     try:
         rc, failed = 0, "cuLinkComplete"
         for kind, data, name in inputs:

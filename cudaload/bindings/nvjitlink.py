@@ -16,7 +16,7 @@ from . import _loader
 from .. import _sigint
 from ..errors import CompileError, LinkError, NvrtcError
 
-__all__ = ["link", "link_inputs", "OPTIONS", "INPUTS", "undefined_symbol"]
+__all__ = ["link", "link_inputs", "version", "OPTIONS", "INPUTS", "undefined_symbol"]
 
 # Whole-program optimisation of a program linked alone: nothing outside it can refer to its
 # device variables, except the host through the module's globals (documented for lto=True).
@@ -26,6 +26,12 @@ OPTIONS = ("-lto", "-optimize-unused-variables")
 INPUTS = {"cubin": "NVJITLINK_INPUT_CUBIN", "ptx": "NVJITLINK_INPUT_PTX",
           "ltoir": "NVJITLINK_INPUT_LTOIR", "fatbin": "NVJITLINK_INPUT_FATBIN",
           "library": "NVJITLINK_INPUT_LIBRARY"}
+
+# nvJitLinkCreate's answers for an arch it does not know (newer than its release) and one it no
+# longer supports (older than its release supports): the caller's arch to change, not a broken
+# library.  Its answers for the other options are the caller's to fix too.
+_ARCH_REFUSALS = ("NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "NVJITLINK_ERROR_UNSUPPORTED_ARCH")
+_OPTION_REFUSALS = ("NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS")
 
 # How nvJitLink's log names a symbol nothing defines: ptxas after an LTO link, the linker of
 # relocatable CUBINs, and the driver's linker (the same words).
@@ -68,13 +74,7 @@ def link_inputs(inputs, options, kind: str = "cubin") -> tuple[bytes, str]:
     ffi, lib = library.ffi, library.lib
     options = [ffi.new("char[]", o.encode()) for o in (*options, *(("-ptx",) if kind == "ptx"
                                                                   else ()))]
-    handle = ffi.new("nvJitLinkHandle *")
-    rc = lib.nvJitLinkCreate(handle, len(options), ffi.new("char *[]", options))
-    if rc in (lib.NVJITLINK_ERROR_UNRECOGNIZED_OPTION, lib.NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS):
-        words = " ".join(ffi.string(o).decode() for o in options)
-        raise LinkError(f"{_describe(rc)} ({rc}): this nvJitLink refuses the options {words}",
-                        linker="nvJitLink", result=_describe(rc))
-    _check(rc, "nvJitLinkCreate")
+    handle = _create(ffi, lib, [ffi.string(o).decode() for o in options], options)
     try:
         rc, failed = 0, "the link"
         for input_kind, data, name in inputs:
@@ -99,6 +99,62 @@ def link_inputs(inputs, options, kind: str = "cubin") -> tuple[bytes, str]:
         return (code.rstrip(b"\0") if kind == "ptx" else code), info
     finally:
         lib.nvJitLinkDestroy(handle)
+
+
+def _create(ffi, lib, words: list[str], options):
+    """A new link handle for ``options`` (``words`` as text).  Raises LinkError where nvJitLink
+    refuses an option or the arch (with its error log), NvrtcError where it fails otherwise."""
+    handle = ffi.new("nvJitLinkHandle *")
+    rc = lib.nvJitLinkCreate(handle, len(options), ffi.new("char *[]", options))
+    if not rc:
+        return handle
+    result, log = _describe(rc), ""
+    if handle[0] != ffi.NULL:  # made though refused: it holds the error log, then is destroyed
+        try:
+            log = _text(_read(ffi, lib, handle[0], "ErrorLog"))
+        except NvrtcError:
+            pass
+        finally:
+            lib.nvJitLinkDestroy(handle)
+    if result in _ARCH_REFUSALS:
+        arch = next((w.partition("=")[2] for w in words if w.startswith("-arch=")), "?")
+        raise LinkError(f"{result} ({rc}): {_release()} does not "
+                        f"{'know' if result == _ARCH_REFUSALS[0] else 'support'} the arch {arch}",
+                        log=log, linker="nvJitLink", result=result, hint=_arch_hint(result, arch))
+    if result in _OPTION_REFUSALS:
+        raise LinkError(f"{result} ({rc}): this nvJitLink refuses the options {' '.join(words)}",
+                        log=log, linker="nvJitLink", result=result)
+    _check(rc, "nvJitLinkCreate")
+
+
+def version() -> tuple[int, int] | None:
+    """(major, minor) of the nvJitLink loaded (loading it); None for one before CUDA 12.3,
+    which cannot say.  Raises the loader's errors."""
+    library = _loader.nvjitlink()
+    try:
+        call = library.lib.nvJitLinkVersion
+    except AttributeError:  # a release before nvJitLinkVersion
+        return None
+    major, minor = library.ffi.new("unsigned int *"), library.ffi.new("unsigned int *")
+    if call(major, minor):
+        return None
+    return major[0], minor[0]
+
+
+def _release() -> str:
+    """The nvJitLink loaded, as a message names it: "nvJitLink 13.5"."""
+    known = version()
+    return f"nvJitLink {known[0]}.{known[1]}" if known else "this nvJitLink (before CUDA 12.3)"
+
+
+def _arch_hint(result: str, arch: str) -> str:
+    """The next step where nvJitLink refuses ``arch``: another nvJitLink, or another arch."""
+    if result == _ARCH_REFUSALS[0]:  # newer than it
+        return (f"install a newer nvJitLink that knows {arch} (pip install -U "
+                f"nvidia-nvjitlink), or link for an arch {_release()} knows (arch=)")
+    return (f"link for {arch} with an nvJitLink of an older CUDA release that supports it "
+            f"(CUDALOAD_LIBNVJITLINK names its file), or for an arch {_release()} supports "
+            "(arch=)")
 
 
 def _text(data: bytes) -> str:

@@ -12,7 +12,7 @@ Imports of cudaload: options.
 
 from __future__ import annotations
 
-from .options import Arch, strings
+from .options import Arch, strings, threads
 
 __all__ = ["check", "for_driver", "TAKEN"]
 
@@ -43,7 +43,7 @@ _BOTH = {
     "-optimize-unused-variables": ("CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES", None),
     "-O": ("CU_JIT_OPTIMIZATION_LEVEL", _level),
     "-maxrregcount=": ("CU_JIT_MAX_REGISTERS", _count),
-    "-split-compile=": ("CU_JIT_SPLIT_COMPILE", _count),
+    "-split-compile=": ("CU_JIT_SPLIT_COMPILE", threads),  # 0: one thread per CPU, as NVRTC
     "-ftz=": ("CU_JIT_FTZ", _switch),
     "-prec-div=": ("CU_JIT_PREC_DIV", _switch),
     "-prec-sqrt=": ("CU_JIT_PREC_SQRT", _switch),
@@ -54,7 +54,7 @@ _NVJITLINK_ONLY = ("-Xptxas=", "-kernels-used=", "-variables-used=", "-split-com
                    "-jump-table-density=", "-device-stack-protector=", "-time", "-verbose",
                    "-no-cache")
 _ARGUMENTS = {"-arch": "arch=", "-lto": "lto=True", "-ptx": "link(output='ptx')"}
-_VALUES = {_level: "0|3", _count: "N", _switch: "true|false", None: ""}
+_VALUES = {_level: "0|3", _count: "N", threads: "N", _switch: "true|false", None: ""}
 TAKEN = ", ".join([*(o + _VALUES[read] for o, (_jit, read) in _BOTH.items()),
                    *(o + ("..." if o.endswith("=") else "") for o in _NVJITLINK_ONLY)])
 

@@ -2,17 +2,20 @@
 ``libcudadevrt.a``) linked into one CUBIN (or, from LTO IR, PTX), each result cached.
 
 nvJitLink links (the ``nvidia-nvjitlink`` wheel of the ``nvrtc`` extra, found as for
-``Program(lto=True)``: compile/_linker.py).  Where it is missing, or refuses the target as newer
-than it knows, the driver's linker (``cuLink*``) links instead, in the current device's context:
-it needs a GPU, and it cannot link LTO IR.  Both logs are kept on the Linker after the link
-(``info_log``, ``error_log``); a failed link raises :class:`~cudaload.errors.LinkError` with the
-error log and the undefined symbol it names (``.symbol``, mangled; the message names the C++
+``Program(lto=True)``: compile/_linker.py).  Where it is missing, or refuses the arch or the code
+as newer than it knows (or the arch as older than it supports), the driver's linker (``cuLink*``)
+links instead, in the current device's context: it needs a GPU, and it cannot link LTO IR; where
+it cannot or fails too, the error names both linkers.  Both logs are kept on the Linker after the
+link (``info_log``, ``error_log``); a failed link raises :class:`~cudaload.errors.LinkError` with
+the error log and the undefined symbol it names (``.symbol``, mangled; the message names the C++
 declaration too: ``foo(int) (mangled _Z3fooi)``).
 
 The result is cached as a compile is: in memory by a digest of every input (each one's kind, name
 and bytes), the options, the arch, LTO and the output; on disk under that digest and the
-linker's identity (nvJitLink's build, or the driver's version).  So a second process links
-nothing, and another nvJitLink build or another input's bytes is a miss.
+linker's identity (nvJitLink's build, or the driver's version), the entry recording which linker
+made the code, so that a hit reports it (``Linker.linker``).  So a second process links nothing,
+and another nvJitLink build or another input's bytes is a miss, as is an entry without the record
+(written before it was kept).
 
 Imports of cudaload: errors, _log, _demangle, bindings (nvjitlink, driver_linker, driver, _sites,
 thread_device), _hooks, _linker, _link_options, _prepare, cache, objectcode, options.
@@ -34,9 +37,10 @@ from .options import Arch, parse_arch
 __all__ = ["Linker", "OUTPUTS"]
 
 OUTPUTS = ("cubin", "ptx")
-# nvJitLink's answers that it is older than the code or target: the driver may know them.
-_TOO_OLD = ("NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "NVJITLINK_ERROR_UNSUPPORTED_ARCH",
-            "NVJITLINK_ERROR_OUTDATED_LIBRARY")
+# nvJitLink's answers that it does not know the arch (newer than it) or no longer supports it,
+# and that it is older than the code: the driver may know them.
+_ARCH_REFUSED = ("NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "NVJITLINK_ERROR_UNSUPPORTED_ARCH")
+_TOO_OLD = (*_ARCH_REFUSED, "NVJITLINK_ERROR_OUTDATED_LIBRARY")
 _REFUSED_OPTIONS = ("NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS")
 
 
@@ -119,7 +123,7 @@ class Linker:
         memory_key = (digest, "link")
         hit = cache.MEMORY.get(memory_key)
         if hit is not None:
-            return self._done(hit.code, "memory hit")
+            return self._done(hit.code, "memory hit")  # its linker recorded with it
         try:
             identity = "nvJitLink " + _linker.identity()
         except LibraryNotFoundError as missing:
@@ -127,10 +131,9 @@ class Linker:
         key = _key(digest, identity)
         disk = cache.default()
         with disk.lock(key) as publish:
-            found = disk.lookup(key)
+            found = self._disk_hit(disk, key, "nvJitLink", memory_key)
             if found is not None:
-                cache.MEMORY.put(memory_key, found, None, len(found.code))
-                return self._done(found, "disk hit")
+                return found
             fallback: Exception | None = None
             try:
                 obj = self._nvjitlink(target, output)
@@ -180,8 +183,10 @@ class Linker:
                    target.sm())
         # Unused variables removed: the host must not reach the module's variables (as for
         # Program(lto=True), ObjectCode.linked).
-        return ObjectCode(code, output, target.sm(), log=info, name=self._name(),
-                          linked=self.lto and "-optimize-unused-variables" in self.options)
+        obj = ObjectCode(code, output, target.sm(), log=info, name=self._name(),
+                         linked=self.lto and "-optimize-unused-variables" in self.options)
+        obj._linker = "nvJitLink"
+        return obj
 
     def _by_driver(self, target: Arch, output: str, digest: bytes, memory_key,
                    why: Exception) -> ObjectCode:
@@ -197,23 +202,30 @@ class Linker:
             _hooks.activate()
             version = driver.version()
         except (ValueError, CudaUnavailableError) as cannot:
+            said = cannot.args[0] if cannot.args else cannot  # its own next step left out
             if isinstance(why, LibraryNotFoundError):
                 raise LibraryNotFoundError(
-                    f"{why.args[0]}; the driver's linker cannot link instead: {cannot}",
+                    f"{why.args[0]}; the driver's linker cannot link instead: {said}",
                     library=why.library, tried=why.tried, hint=why.hint) from cannot
+            if isinstance(why, LinkError):
+                raise _refined(why, f"{why.args[0]}\nThe driver's linker cannot link instead: "
+                                    f"{said}") from cannot
             raise why from cannot
         key = _key(digest, f"driver {version}")
         disk = cache.default()
         with disk.lock(key) as publish:
-            found = disk.lookup(key)
+            found = self._disk_hit(disk, key, "driver", memory_key)
             if found is not None:
-                cache.MEMORY.put(memory_key, found, None, len(found.code))
-                return self._done(found, "disk hit", "driver")
+                return found
             self.linker = "driver"
-            code, info = self._logged(lambda: driver_linker.link(self._inputs(), options))
+            try:
+                code, info = self._logged(lambda: driver_linker.link(self._inputs(), options))
+            except LinkError as failed:
+                raise _after(failed, why) from None
             _log.debug("compile", "the driver linked %s for %s (nvJitLink: %s)", self._name(),
                        target.sm(), why)
             obj = ObjectCode(code, "cubin", target.sm(), log=info, name=self._name())
+            obj._linker = "driver"
             publish(obj)
         cache.MEMORY.put(memory_key, obj, None, len(obj.code))
         return obj
@@ -229,8 +241,19 @@ class Linker:
             raise _explained(err, self._name()) from None
         return code, self.info_log
 
-    def _done(self, obj: ObjectCode, how: str, linker: str | None = None) -> ObjectCode:
-        self.info_log, self.error_log, self.linker = obj.log, "", linker or self.linker
+    def _disk_hit(self, disk, key: str, linker: str, memory_key) -> ObjectCode | None:
+        """The entry of ``key``, made by ``linker``, put in memory too; None for a miss.  An
+        entry that does not record ``linker`` (one written before the linker was recorded) is a
+        miss: linked again, it is written over."""
+        found = disk.lookup(key)
+        if found is None or found._linker != linker:
+            return None
+        cache.MEMORY.put(memory_key, found, None, len(found.code))
+        return self._done(found, "disk hit")
+
+    def _done(self, obj: ObjectCode, how: str) -> ObjectCode:
+        """A hit ``obj``, reported: the logs and the linker its entry recorded."""
+        self.info_log, self.error_log, self.linker = obj.log, "", obj._linker
         obj.name = self._name()
         _log.debug("cache", "%s: link %s", obj.name, how)
         return obj
@@ -254,6 +277,8 @@ def _explained(err: LinkError, name: str) -> LinkError:
     if err.symbol:
         hint = (f"add the code that defines {declared or err.symbol} (compiled with "
                 "relocatable=True, or as LTO IR) to the Linker's inputs")
+    elif err.hint:  # the linker's own: for an arch nvJitLink refuses, which arch and release
+        hint = err.hint
     elif err.result in _REFUSED_OPTIONS:
         hint = ("fix or remove the option it refuses (the values of the options only nvJitLink "
                 "takes are its to check)")
@@ -263,6 +288,23 @@ def _explained(err: LinkError, name: str) -> LinkError:
     return LinkError(f"{err.linker} could not link {name}{symbol} ({err.args[0]})"
                      + (f"\n{err.log}" if err.log else ""), log=err.log, info_log=err.info_log,
                      symbol=err.symbol, linker=err.linker, result=err.result, hint=hint)
+
+
+def _refined(err: LinkError, message: str, hint: str | None = None) -> LinkError:
+    """``err`` with another message (and hint), its other fields kept."""
+    return LinkError(message, log=err.log, info_log=err.info_log, symbol=err.symbol,
+                     linker=err.linker, result=err.result,
+                     hint=err.hint if hint is None else hint)
+
+
+def _after(failed: LinkError, why: Exception) -> LinkError:
+    """The driver's ``failed`` link, tried because nvJitLink could not (``why``): the message
+    names both linkers' answers; the next step is nvJitLink's where it refused the arch (which
+    the driver refused too), else the driver's."""
+    if not isinstance(why, LinkError):  # nvJitLink missing: the driver's error alone
+        return failed
+    hint = why.hint if why.result in _ARCH_REFUSED else failed.hint
+    return _refined(failed, f"{failed.args[0]}\nBefore it, {why.args[0]}", hint)
 
 
 def _key(digest: bytes, linker: str) -> str:

@@ -3,7 +3,9 @@ and its bytes as the kernel cache and bundles keep it (:func:`encode`, :func:`de
 
 The bytes of an entry: ``HEADER`` (magic, format version, metadata length, code length, the key it
 was stored under, sha256 of key, metadata and code), then the metadata as JSON (kind, arch, log,
-lowered names), then the code.  The key makes an entry prove where it belongs: one copied or
+lowered names; ``linked`` and ``linker`` where set), then the code.  ``linker`` is the linker that
+made a ``cudaload.Linker``'s code ("nvJitLink" or "driver"), which a hit reports; another value
+is a broken entry.  The key makes an entry prove where it belongs: one copied or
 renamed to another key's file is a miss there.  Bundle entries are stored under no key (zeros),
 and a bundle written before keys were recorded holds entries of format 1, which lack the field;
 both are read only when no key is asked for.
@@ -26,10 +28,12 @@ TYPE_CHECKING = False  # true for type checkers only: the launch side is never i
 if TYPE_CHECKING:
     from ..launch.module import Module
 
-__all__ = ["ObjectCode", "FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "encode", "decode"]
+__all__ = ["ObjectCode", "FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "LINKERS", "encode",
+           "decode"]
 
 KINDS = ("cubin", "ptx", "fatbin", "ltoir", "library")
 LINK_ONLY = ("ltoir", "library")  # kinds the driver cannot load: inputs of cudaload.Linker
+LINKERS = ("nvJitLink", "driver")  # which linker made a Linker's code (ObjectCode._linker)
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"
 
 _LTOIR_MAGIC = b"\xedCN\x7f"  # NVRTC's and nvcc's LTO IR (an NVVM container)
@@ -81,6 +85,9 @@ class ObjectCode:
         self.cached = cached
         self.source = source
         self.origin = origin
+        # Which of LINKERS made it, set by cudaload.Linker and kept in its cache entry, so that a
+        # hit reports it (Linker.linker); None for code no Linker made.
+        self._linker: str | None = None
         # Shared with the copies _as makes (the memory cache's among them), so code compiled once
         # is loaded once however many kernels are made from it.
         self._module = module if module is not None else ModuleSlot()
@@ -96,10 +103,12 @@ class ObjectCode:
                             "source": self.source, "linked": self.linked, "name": self.name},))
 
     def _as(self, cached: str | None) -> ObjectCode:
-        return ObjectCode(self.code, self.kind, self.arch, log=self.log,
+        copy = ObjectCode(self.code, self.kind, self.arch, log=self.log,
                           lowered_names=self.lowered_names, cached=cached, source=self.source,
                           origin=self.origin, module=self._module, linked=self.linked,
                           name=self.name)
+        copy._linker = self._linker
+        return copy
 
     @classmethod
     def from_bytes(cls, data, kind: str, name: str | None = None) -> ObjectCode:
@@ -219,10 +228,12 @@ def _key_bytes(key: str | None) -> bytes:
 
 def encode(obj: ObjectCode, key: str | None = None) -> bytes:
     """The bytes of the cache entry holding ``obj`` stored under ``key`` (None: a bundle's)."""
-    # "linked" only where true: the entries of other programs stay as earlier versions wrote them.
+    # "linked" and "linker" only where set: the entries of other programs stay as earlier
+    # versions wrote them.
     meta = _untrusted.dump_json({"kind": obj.kind, "arch": obj.arch, "log": obj.log,
                                  "lowered_names": obj.lowered_names,
-                                 **({"linked": True} if obj.linked else {})},
+                                 **({"linked": True} if obj.linked else {}),
+                                 **({"linker": obj._linker} if obj._linker else {})},
                                 sort_keys=True).encode()
     tag = _key_bytes(key)
     digest = sha256(tag + meta + obj.code).digest()
@@ -257,14 +268,17 @@ def decode(data: bytes, key: str | None = None) -> ObjectCode | None:
     try:
         meta = _untrusted.load_json(bytes(body[:meta_len]), _META_DEPTH)
         kind, arch, log, names = meta["kind"], meta["arch"], meta["log"], meta["lowered_names"]
-        linked = meta.get("linked", False)
+        linked, linker = meta.get("linked", False), meta.get("linker")
     except (ValueError, KeyError, TypeError):
         return None
     # An entry whose hash matches but whose fields are not what this version writes (another
     # writer using the same format number) is a miss, not an ObjectCode the driver chokes on.
     if kind not in _ENTRY_KINDS or not isinstance(arch, (str, type(None))) \
             or not isinstance(log, str) or not isinstance(names, dict) or type(linked) is not bool \
+            or not (linker is None or linker in LINKERS) \
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
         return None
-    return ObjectCode(bytes(body[meta_len:]), kind, arch, log=log, lowered_names=dict(names),
-                      cached="disk", linked=linked is True)
+    obj = ObjectCode(bytes(body[meta_len:]), kind, arch, log=log, lowered_names=dict(names),
+                     cached="disk", linked=linked is True)
+    obj._linker = linker
+    return obj

@@ -11,7 +11,7 @@ import _operator as operator  # operator's own functions; the operator module co
 
 __all__ = ["build", "strings", "include_inputs", "searches_source_folder", "Arch", "parse_arch",
            "split_cli", "cli_options", "LTO_OPTION", "links", "OUTPUTS", "virtual", "FILE_OPTIONS", "file_option",
-           "names_files", "check_output", "request", "REQUESTS"]
+           "names_files", "check_output", "request", "REQUESTS", "threads"]
 
 # What ``compile(output=...)`` may ask for.
 OUTPUTS = ("auto", "cubin", "ptx", "ltoir")
@@ -36,7 +36,8 @@ def build(options=(), *, std: str | None = "c++17", defines=None, include_paths=
     Raises TypeError for a single string or an item of the wrong type (a define's value that is
     neither str, number nor None; a max_registers that is no int), ValueError (naming the argument)
     for an empty option, one containing NUL, one that needs a value and has none, a define that is
-    no macro name or whose value is not one line, an empty include path, a max_registers below 1.
+    no macro name or whose value is not one line, an empty include path, a max_registers below 1,
+    a ``-split-compile=`` that is no count of 0 or more.
     """
     user = strings(options, "options", "('-DN=4',)")
     for i, option in enumerate(user):
@@ -108,6 +109,18 @@ def _registers(value) -> int:
     return count
 
 
+def threads(value: str) -> int:
+    """The count of ``-split-compile=N``, the threads NVRTC, nvJitLink and the driver's linker
+    (``CU_JIT_SPLIT_COMPILE``) each compile with: 0 is as many as there are CPUs.  Raises
+    ValueError for a value that is no count of 0 or more."""
+    if not (value.isascii() and value.isdigit()):
+        raise ValueError("takes a count of threads: 1 or more, or 0 for one per CPU")
+    return int(value)
+
+
+_SPLIT_COMPILE = ("-split-compile=", "--split-compile=")
+
+
 def _check(option: str, where: str) -> None:
     if not option.strip():
         raise ValueError(f"{where} is an empty option ({option!r}); remove it from options")
@@ -116,6 +129,11 @@ def _check(option: str, where: str) -> None:
         raise ValueError(
             f"{where}: option {option!r} has no value: NVRTC takes each option and its value as "
             f"one string, e.g. '{joined}'; a bare {option} would swallow the option after it")
+    if option.startswith(_SPLIT_COMPILE):  # refused here as a link option is, not by NVRTC
+        try:
+            threads(option.partition("=")[2])
+        except ValueError as err:
+            raise ValueError(f"{where}: option {option!r}: -split-compile {err}") from None
 
 
 def _macro_name(name: str) -> bool:

@@ -1,7 +1,7 @@
 """Linked code on a real GPU: the A -> B -> C programs linked as relocatable CUBINs and as LTO IR
 give the right numbers, a kernel launches kernels through libcudadevrt.a, a PTX program runs
-(linked, and shipped in a bundle), and the driver's linker (where nvJitLink is missing) links
-code that runs."""
+(linked, and shipped in a bundle), the driver's linker (where nvJitLink is missing) links code
+that runs, and it links for an arch nvJitLink refuses, or fails with both linkers named."""
 
 from __future__ import annotations
 
@@ -130,3 +130,44 @@ def test_the_driver_linker_links_code_that_runs_where_nvjitlink_is_missing(tmp_p
             pytest.skip(f"driver {got['driver']} is older than NVRTC {got['nvrtc']}: "
                         f"{result['refused']}")
         assert result["values"] == expected, label
+
+
+# PTX for sm_52, which nvJitLink 13 no longer supports (NVJITLINK_ERROR_UNSUPPORTED_ARCH) and
+# libcuda 580 (CUDA 13.0) still links for; written by hand: NVRTC 13 makes no PTX for it.
+SM52_PTX = (".version 7.0\n.target sm_52\n.address_size 64\n.visible .entry k52() {{ ret; }}\n"
+            "// {}\n")
+
+
+def _sm52_ptx():
+    return cudaload.ObjectCode.from_bytes(SM52_PTX.format(time.time_ns()).encode(), "ptx",
+                                          name="k52.ptx")
+
+
+def test_an_arch_nvjitlink_no_longer_supports_is_linked_by_the_driver():
+    ptx = _sm52_ptx()
+    linker = cudaload.Linker(ptx, arch="sm_52")
+    try:
+        obj = linker.link()
+    except cudaload.LinkError as err:  # a driver that dropped sm_52 too: the fallback was tried
+        assert err.linker == "driver" and "Before it, nvJitLink could not link k52.ptx (" \
+            "NVJITLINK_ERROR_UNSUPPORTED_ARCH" in str(err), str(err)
+        pytest.skip(f"this driver does not link for sm_52 either: {err}")
+    if linker.linker == "nvJitLink":
+        pytest.skip("this nvJitLink still links for sm_52: the driver was not needed")
+    assert linker.linker == "driver" and obj.kind == "cubin" and obj.arch == "sm_52"
+    assert obj.code.startswith(b"\x7fELF") and obj.name == "k52.ptx"
+    again = cudaload.Linker(ptx, arch="sm_52")
+    assert again.link().cached == "memory" and again.linker == "driver"  # as its entry records
+
+
+def test_an_arch_neither_linker_knows_is_a_link_error_naming_both():
+    linker = cudaload.Linker(_sm52_ptx(), arch="sm_99")
+    with pytest.raises(cudaload.LinkError) as info:
+        linker.link()
+    err = info.value
+    assert err.linker == "driver" == linker.linker  # the fallback was tried
+    # libcuda 580 refuses CU_JIT_TARGET 99 in cuLinkCreate
+    assert err.result == "CUDA_ERROR_INVALID_VALUE" and "CU_JIT_TARGET=99" in str(err), str(err)
+    assert "Before it, nvJitLink could not link k52.ptx (NVJITLINK_ERROR_UNRECOGNIZED_ARCH " \
+        "(16): " in str(err) and "does not know the arch sm_99" in str(err), str(err)
+    assert err.hint.startswith("install a newer nvJitLink that knows sm_99")

@@ -232,8 +232,79 @@ def refused_option() -> None:
     print(json.dumps({"type": None}))
 
 
+def refused_arch(arch: str) -> None:
+    """A link for ``arch``, which this nvJitLink does not know or no longer supports, where no
+    GPU is: the error, and the release nvJitLink says it is."""
+    import cudaload
+    from cudaload.bindings import nvjitlink
+
+    obj = cudaload.Program(C, name="c.cu", relocatable=True).compile(arch=90, output="cubin")
+    linker = cudaload.Linker(obj, arch=arch)
+    try:
+        linker.link()
+    except cudaload.CudaLoadError as err:
+        print(json.dumps({"type": type(err).__name__, "result": getattr(err, "result", None),
+                          "linker": getattr(err, "linker", None), "log": getattr(err, "log", None),
+                          "message": str(err), "hint": err.hint, "kept": linker.error_log,
+                          "cause": type(err.__cause__).__name__,
+                          "release": getattr(nvjitlink, "version", lambda: None)()}))
+        return
+    print(json.dumps({"type": None}))
+
+
+def hits() -> None:
+    """Which linker a link reports, and its memory and disk hits; then its entry written as
+    before the linker was recorded: a miss, linked and written over."""
+    import os
+
+    import cudaload
+    from cudaload.compile import cache, objectcode
+
+    obj = cudaload.Program(C, name="c.cu", relocatable=True).compile(arch=90, output="cubin")
+
+    def link():
+        linker = cudaload.Linker(obj, arch=90)
+        return [linker.link().cached, linker.linker]
+
+    seen = {"first": link(), "memory": link()}
+    cache.MEMORY.clear()
+    seen["disk"] = link()
+    cache.default().writer.wait()
+    folder = cache.default().folder
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if not name.endswith(".bin"):
+            continue
+        with open(path, "rb") as f:
+            entry = objectcode.decode(f.read())
+        if entry is not None and getattr(entry, "_linker", None) is not None:
+            entry._linker = None  # as an earlier version wrote it
+            with open(path, "wb") as f:
+                f.write(objectcode.encode(entry, name[:-4]))
+            seen["rewritten"] = name
+    cache.MEMORY.clear()
+    seen["unrecorded"] = link()
+    cache.default().writer.wait()
+    cache.MEMORY.clear()
+    seen["written_over"] = link()
+    print(json.dumps(seen))
+
+
+def split_compile() -> None:
+    """A link with ``-split-compile=0`` (one thread per CPU) and a compile with it: the code."""
+    import cudaload
+
+    compiled = cudaload.Program(C, name="c.cu", relocatable=True,
+                                options=("-split-compile=0",)).compile(arch=90, output="cubin")
+    linker = cudaload.Linker(compiled, arch=90, options=("-split-compile=0",))
+    linked = linker.link()
+    print(json.dumps({"compiled": compiled.kind, "linked": [linked.kind, linked.arch],
+                      "linker": linker.linker}))
+
+
 SCENARIOS = {f.__name__: f for f in (forms, undefined, undeclared, dynamic, keys, precompiled,
-                                     variables, damaged, refused_option)}
+                                     variables, damaged, refused_option, refused_arch, hits,
+                                     split_compile)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

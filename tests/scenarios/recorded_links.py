@@ -1,6 +1,7 @@
-"""Links by the driver's linker (the fallback of cudaload.Linker where nvJitLink is missing) onto
-the recording driver of tests/_fakelibs.py (named by $CUDALOAD_LIBCUDA), one fresh process each.
-The inputs are real: NVRTC's relocatable CUBIN and PTX, and a library's bytes.
+"""Links by the driver's linker (the fallback of cudaload.Linker where nvJitLink is missing or
+refuses the arch) onto the recording driver of tests/_fakelibs.py (named by $CUDALOAD_LIBCUDA),
+one fresh process each.  The inputs are real: NVRTC's relocatable CUBIN and PTX, and a
+library's bytes.
 
     python -m tests.scenarios.recorded_links SCENARIO ARGS...
 
@@ -56,7 +57,8 @@ def fallback() -> None:
     import cudaload
 
     linker = cudaload.Linker(*_inputs(), arch="sm_90",
-                             options=("-lineinfo", "-O3", "-maxrregcount=32", "-ftz=true"))
+                             options=("-lineinfo", "-O3", "-maxrregcount=32", "-ftz=true",
+                                      "-split-compile=0"))
     obj = linker.link()
     print(json.dumps({"linker": linker.linker, "kind": obj.kind, "arch": obj.arch,
                       "name": obj.name, "cached": obj.cached, "info_log": linker.info_log,
@@ -106,7 +108,26 @@ def cannot(what: str) -> None:
     print(json.dumps({"error": error, "calls": _recorded()["calls"]}))
 
 
-SCENARIOS = {f.__name__: f for f in (fallback, undefined, cannot)}
+def refused_arch(arch: str) -> None:
+    """A link for ``arch``, which the real nvJitLink refuses (sm_52: no longer supported; sm_99:
+    unknown, which the recording driver refuses too): the linker used, what the driver got, and
+    the error where neither linked; then the same link again, as a second process makes it."""
+    import cudaload
+
+    caller, ptx, _library = _inputs()
+    linker = cudaload.Linker(caller, ptx, arch=arch)
+    try:
+        obj = linker.link()
+    except cudaload.LinkError as err:
+        print(json.dumps({"error": {"linker": err.linker, "result": err.result,
+                                    "message": str(err), "hint": err.hint},
+                          "linker": linker.linker, **_recorded()}))
+        return
+    print(json.dumps({"linker": linker.linker, "arch": obj.arch, "cached": obj.cached,
+                      **_recorded()}))
+
+
+SCENARIOS = {f.__name__: f for f in (fallback, undefined, cannot, refused_arch)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
