@@ -24,8 +24,9 @@ _PORTABLE, _DEVICEMAP = 0x01, 0x02
 
 def alloc_host(nbytes: int, device=None) -> HostBuffer:
     """Allocate ``nbytes`` of pinned host memory (``cuMemHostAlloc``), mapped for ``device``
-    (default: the thread's).  Raises ValueError for a negative size, DriverError when the
-    driver has no page-locked memory left."""
+    (default: the thread's).  Raises TypeError for a size that is no integer, ValueError for
+    one outside 0..2**64-1 (before the driver is called), DriverError when the driver has no
+    page-locked memory left."""
     nbytes = allocation_size(nbytes)
     dev = as_device(device)
     drv = activate(dev, owning=True)
