@@ -100,7 +100,7 @@ def judge(outcome: str, value: int, expected: str) -> None:
 
 
 def test_every_entry_is_called(outcomes):
-    assert set(outcomes) == {*EXPECTED, "not integers"}
+    assert set(outcomes) == {*EXPECTED, "not integers", "larger host"}
     assert {f"argument {c}" for c in SCALARS} <= set(EXPECTED)
 
 
@@ -115,6 +115,11 @@ def test_what_is_no_integer_is_a_type_error(outcomes):
     # a bool, a float, a str where an int is meant: TypeError, as integer() has always said
     assert all(o.startswith("TypeError: ") for o in outcomes["not integers"]), \
         outcomes["not integers"]
+
+
+def test_a_host_buffer_larger_than_the_device_buffer_does_not_fit(outcomes):
+    assert all(o.startswith("ValueError: copy of 65 bytes does not fit")
+               for o in outcomes["larger host"]), outcomes["larger host"]
 
 
 def test_a_value_out_of_range_is_refused_before_a_driver_without_a_device(libcuda_535):

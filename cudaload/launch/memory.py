@@ -151,7 +151,7 @@ class DeviceBuffer(ByteSpan):
         if writable and view.readonly:
             raise ValueError("host buffer is read-only; pass a writable one (bytearray, numpy)")
         count = view.nbytes if nbytes is None else self._count(nbytes)
-        if count > view.nbytes:
+        if count > self.nbytes or count > view.nbytes:
             raise ValueError(f"copy of {count} bytes does not fit: device buffer has "
                              f"{self.nbytes}, host buffer has {view.nbytes}")
         return ffi.from_buffer(view, require_writable=writable), count

@@ -141,6 +141,10 @@ def recorded() -> dict:
     entries = {**_memory_entries(cudaload, s), **_device_entries(cudaload),
                **_launch_entries(cudaload, s), **_tensor_map_entries(cudaload)}
     out = {name: [outcome(call, v) for v in VALUES] for name, call in entries.items()}
+    # a copy's size is checked against both buffers: a host buffer larger than this one too
+    buf = cudaload.alloc(64)
+    out["larger host"] = [outcome(buf.copy_from_host, bytes(65)),
+                          outcome(lambda out: buf.copy_to_host(out), bytearray(65))]
     # Where the value is no integer at all, the convention: TypeError (bool included).
     out["not integers"] = [outcome(call, v) for call, v in (
         (entries["alloc"], True), (entries["cluster"], 2.0), (entries["Stream priority"], True),
