@@ -66,6 +66,8 @@ EXPECTED = {
     "max_active_clusters cluster": (R, OK, R, R, R),
     "max_potential_cluster_size grid": (R, OK, R, R, R),
     "attributes.required_cluster_width": (OK, R, R, R, R),
+    "argument pointer": (R, OK, OK, OK, R),
+    "argument pointer interface": (R, OK, OK, OK, R),
     "TensorMap address": (R, OK, OK, OK, R),
     "TensorMap shape": (R, OK, OK, R, R),  # each dimension 1..2**32
     "TensorMap strides": (R, OK, OK, R, R),  # below 2**40

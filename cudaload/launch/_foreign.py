@@ -64,7 +64,9 @@ _CU_MEMORYTYPE_HOST = _cuda_ffi.integer_const("CU_MEMORYTYPE_HOST")
 
 
 def pointer_device(ptr: int):
-    """Device ordinal owning ``ptr``, -1 for host memory, None when the driver cannot say."""
+    """Device ordinal owning ``ptr``, -1 for host memory, None when the driver cannot say.
+    Raises ValueError for a ``ptr`` outside 0..2**64-1, which no CUdeviceptr holds."""
+    ptr = bounded(ptr, "the pointer", *C_UINT64)
     drv = driver.init()
     out = drv.ffi.new("int *")
     if drv.cuPointerGetAttribute(out, _CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr):  # failed

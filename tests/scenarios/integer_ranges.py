@@ -42,6 +42,17 @@ class Span:
         self.ptr, self.nbytes = ptr, nbytes
 
 
+class _Interface:
+    """An array known by its __cuda_array_interface__ only, at ``ptr``."""
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"data": (self.ptr, False), "shape": (4,), "typestr": "<f4", "version": 3}
+
+
 def _memory_entries(cudaload, s) -> dict:
     buf, dev = cudaload.alloc(64), cudaload.Device(0)
     return {
@@ -110,6 +121,12 @@ def _launch_entries(cudaload, s) -> dict:
         "attributes.required_cluster_width": lambda v: setattr(
             k.attributes, "required_cluster_width", v),
     }
+    raw(1, 32, ZEROS)  # its parameters read from the layout above
+    layout((0, 8))  # for p, launched first below
+    p = cudaload.Program('extern "C" __global__ void p(float *x) {}').compile().load() \
+        .get_kernel("p")
+    entries["argument pointer"] = lambda v: p(1, 32, (v,))
+    entries["argument pointer interface"] = lambda v: p(1, 32, (_Interface(v),))
     for i, ctype in enumerate(SCALARS):
         entries[f"argument {ctype}"] = (
             lambda i: lambda v: k(1, 32, ZEROS[:i] + (v,) + ZEROS[i + 1:]))(i)
