@@ -28,6 +28,8 @@ EXPECTED = {
     "alloc_managed": (R, OK, OK, OK, R),
     "DeviceBuffer ptr": (R, OK, OK, OK, R),
     "DeviceBuffer nbytes": (R, OK, OK, OK, R),
+    "HostBuffer host_ptr": (R, OK, OK, OK, R),
+    "HostBuffer nbytes": (R, OK, OK, R, R),  # a memoryview's length: 0..2**63-1
     "copy_to_host nbytes": (R,) * 5,  # the buffer has 64 bytes: refused before a bytearray
     "copy_to_host out nbytes": (R,) * 5,
     "copy_from_host nbytes": (R,) * 5,
@@ -35,6 +37,7 @@ EXPECTED = {
     "copy_from nbytes": (R,) * 5,
     "copy_from_host stream": (R, OK, OK, OK, R),
     "fill uint32": (R, OK, R, R, R),
+    "fill int16": (OK, R, R, R, R),
     "memset": (R,) * 5,
     "release_threshold": (R, OK, OK, OK, R),
     "memory_pool device": (R,) * 5,

@@ -7,7 +7,7 @@ import weakref
 
 from ..bindings import driver
 from .. import lifetime
-from ._sizes import C_UINT64, allocation_size, bounded, integer
+from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
 from ._foreign import stream_handle as handle_of
 from ._byte_interface import ByteSpan
@@ -219,11 +219,9 @@ class DeviceBuffer(ByteSpan):
         width = _FILL_WIDTHS.get(dtype)
         if width is None:
             raise ValueError(f"fill dtype must be one of {', '.join(_FILL_WIDTHS)}, not {dtype!r}")
-        value = integer(value, "the fill value")
         bits = 8 * width
         low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if dtype[0] == "i" else (0, 1 << bits)
-        if not low <= value < high:
-            raise ValueError(f"fill value {value!r} does not fit in {dtype}")
+        value = bounded(value, f"the {dtype} fill value", low, high - 1)
         if self.nbytes % width:
             raise ValueError(f"a buffer of {self.nbytes} bytes is no whole number of {dtype} "
                              f"({width} bytes each); fill a view of a multiple of {width} bytes")
@@ -240,9 +238,7 @@ class DeviceBuffer(ByteSpan):
 
     def memset(self, value: int, stream=None) -> DeviceBuffer:
         """Set every byte to ``value`` (0..255); on ``stream`` when given."""
-        value = integer(value, "the memset value")
-        if not 0 <= value <= 255:
-            raise ValueError(f"memset value must be a byte (0..255), not {value!r}")
+        value = bounded(value, "the memset value (a byte)", 0, 255)
         drv = self._live()
         if stream is None:
             driver.check(drv.cuMemsetD8_v2(self.ptr, value, self.nbytes), "cuMemsetD8")
