@@ -66,7 +66,7 @@ def refusals(tmp_path_factory) -> dict:
     ("bool", "TypeError", "not True"),
     ("four_dims", "ValueError", "one to three dimensions"),
     ("zero_dim", "ValueError", "not (32, 0)"),
-    ("smem_negative", "ValueError", "negative"),
+    ("smem_negative", "ValueError", "shared_mem = -1 is out of range: it must be 0..2**32-1"),
     ("smem_float", "TypeError", "not 1.5"),
     ("smem_too_much", "ValueError", "ask for at most 231424"),
 ])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import operator
 
 from ._foreign import interface_problem, pointer_device, short
-from ._sizes import integer
+from ._sizes import C_UINT64, bounded, integer
 
 __all__ = ["Layout", "layout", "dtype_name"]
 
@@ -41,7 +41,8 @@ def layout(source, dtype, shape, strides, itemsize) -> Layout:
     """The layout of ``source``: raw memory (a DeviceBuffer, anything with ``.ptr``, ``.nbytes``
     and ``.device``, or an int address) as ``dtype``/``shape``/``strides`` describe it, or an
     array that describes itself (``__cuda_array_interface__``, DLPack).  ``itemsize(name)``
-    gives a dtype's size in bytes or raises.  Raises TypeError, ValueError."""
+    gives a dtype's size in bytes or raises.  Raises TypeError, ValueError (an address outside
+    0..2**64-1 among them, before the driver is asked about it)."""
     if getattr(source, "host_ptr", None) is not None:
         raise ValueError("a tensor map reads device memory, and this HostBuffer is pinned host "
                          "memory: copy it into cudaload.alloc(n) and map that")
@@ -64,11 +65,13 @@ def layout(source, dtype, shape, strides, itemsize) -> Layout:
     name = "uint8" if dtype is None else dtype_name(dtype)
     size = itemsize(name)
     if isinstance(source, int):
-        address, nbytes, device = source, None, pointer_device(source)
+        address, nbytes = bounded(source, "the address", *C_UINT64), None
+        device = pointer_device(address)
         if shape is None:
             raise TypeError("an address says nothing of its shape: pass shape= and dtype=")
     else:
-        address, nbytes, device = integer(source.ptr, "ptr"), source.nbytes, source.device.ordinal
+        address, nbytes = bounded(source.ptr, "ptr", *C_UINT64), source.nbytes
+        device = source.device.ordinal
         if not address:
             raise ValueError("the buffer was freed; map a live one")
     if shape is None:
@@ -118,7 +121,7 @@ def _from_interface(cai) -> Layout:
     size = int(typestr[2:])
     given = cai.get("strides")
     strides = _contiguous(shape, size) if given is None else _ints(given, "strides")
-    address = operator.index(cai["data"][0])
+    address = bounded(cai["data"][0], "its __cuda_array_interface__ data pointer", *C_UINT64)
     return Layout(address, name, shape, strides, pointer_device(address), None)
 
 

@@ -2,7 +2,7 @@
 raw pointer about its memory (whether its interface is well formed, its data address, which
 device owns it), a foreign stream about its handle and device.
 
-Imports driver and the generated bindings' constants.
+Imports driver, the generated bindings' constants and _sizes (a handle's range).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import operator
 
 from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
+from ._sizes import C_UINT64, bounded
 
 __all__ = ["interface_problem", "short", "other_device", "pointer_device", "dlpack_pointer",
            "stream_pointer", "stream_handle"]
@@ -63,7 +64,9 @@ _CU_MEMORYTYPE_HOST = _cuda_ffi.integer_const("CU_MEMORYTYPE_HOST")
 
 
 def pointer_device(ptr: int):
-    """Device ordinal owning ``ptr``, -1 for host memory, None when the driver cannot say."""
+    """Device ordinal owning ``ptr``, -1 for host memory, None when the driver cannot say.
+    Raises ValueError for a ``ptr`` outside 0..2**64-1, which no CUdeviceptr holds."""
+    ptr = bounded(ptr, "the pointer", *C_UINT64)
     drv = driver.init()
     out = drv.ffi.new("int *")
     if drv.cuPointerGetAttribute(out, _CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr):  # failed
@@ -90,7 +93,9 @@ def dlpack_pointer(value) -> int:
 def stream_pointer(obj) -> tuple[int, int | None]:
     """(address, device ordinal or None) of a stream another library owns: ``__cuda_stream__``,
     CuPy (``.ptr``), PyTorch (``.cuda_stream``), or an int handle (0 is the legacy default
-    stream).  The ordinal is the one a CuPy or PyTorch stream names.  Raises ``TypeError``."""
+    stream).  The ordinal is the one a CuPy or PyTorch stream names.  Raises ``TypeError``, and
+    ``ValueError`` for an address outside 0..2**64-1, which ``ffi.cast`` would cut short (2**64
+    to the legacy default stream)."""
     if hasattr(obj, "__cuda_stream__"):
         proto = obj.__cuda_stream__
         _version, ptr = proto() if callable(proto) else proto
@@ -111,7 +116,8 @@ def stream_pointer(obj) -> tuple[int, int | None]:
         index = getattr(getattr(obj, "device", None), "index", None)  # torch
     # An int only (not a str's .index method, nor another library's device object), and not
     # the -1 CuPy gives its null and external streams: those have no device of their own.
-    return int(ptr), (index if type(index) is int and index >= 0 else None)
+    return bounded(int(ptr), "a stream handle", *C_UINT64), \
+        (index if type(index) is int and index >= 0 else None)
 
 
 def _is_cu_stream(obj) -> bool:
@@ -121,7 +127,8 @@ def _is_cu_stream(obj) -> bool:
 
 def stream_handle(stream):
     """The ``CUstream`` of anything ``Stream.from_handle`` takes (a cudaload Stream through its
-    ``__cuda_stream__``); None is the legacy default stream.  Raises ``TypeError``."""
+    ``__cuda_stream__``); None is the legacy default stream.  Raises ``TypeError``,
+    ``ValueError`` (see :func:`stream_pointer`)."""
     ffi = driver.api().ffi
     if stream is None:
         return ffi.NULL

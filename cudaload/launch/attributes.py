@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
-from ._sizes import byte_count, integer
+from ._sizes import C_INT, bounded, byte_count, dims as _dims
 from .device import Device, activate, current_device
 from ._unpicklable import GpuState
 
@@ -64,7 +64,7 @@ class _Settable(_Attribute):
         return _read(obj._func(), self.attr, obj.device)
 
     def __set__(self, obj, value) -> None:
-        value = integer(value, self.name)
+        value = bounded(value, self.name, *C_INT)  # the driver's int
         drv = activate(obj.device)
         driver.check(drv.cuFuncSetAttribute(obj._func(), self.attr, value),
                      f"cuFuncSetAttribute({self.name}={value})")
@@ -95,7 +95,8 @@ class KernelAttributes(GpuState):
                                "1 when compiled with -Xptxas --dlcm=ca (global loads cached in L1)")
     cluster_size_must_be_set = _Attribute("CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET",
                                           "1 when the kernel cannot launch without a cluster size")
-    # Settable: the driver checks the value (a cluster shape the source fixed cannot change).
+    # Settable: the driver checks the value (a cluster shape the source fixed cannot change);
+    # setting one raises TypeError for no integer, ValueError for one outside the C int's range.
     preferred_shared_memory_carveout = _Settable(
         "CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT",
         "percent of the L1/shared memory to make shared memory (-1: no preference); settable")
@@ -202,20 +203,13 @@ def occupancy(kernel_state, block, shared_mem=0) -> Occupancy:
 
 
 def _threads(block, name: str) -> int:
-    """Threads in ``block``: an int, or the product of a tuple of one to three ints."""
-    dims = tuple(block) if isinstance(block, (tuple, list)) else (block,)
+    """Threads in ``block``: an int, or the product of a tuple of one to three ints; at most
+    2**31-1, the driver's int."""
     try:
-        dims = tuple(integer(d, "block") for d in dims)
-    except TypeError:
-        raise TypeError(f"{name}: block must be an int or a tuple of up to three ints, not "
-                        f"{block!r}") from None
-    if not 1 <= len(dims) <= 3 or min(dims) < 1:
-        raise ValueError(f"{name}: block must have one to three dimensions of at least 1, "
-                         f"not {block!r}")
-    threads = 1
-    for d in dims:
-        threads *= d
-    return threads
+        x, y, z = _dims(block, "block")
+        return bounded(x * y * z, "threads in the block", 1, C_INT[1])
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
 
 
 def _allow_shared(attrs: KernelAttributes, func, nbytes: int) -> None:

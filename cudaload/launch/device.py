@@ -14,6 +14,7 @@ from ..bindings import driver, thread_device
 from . import _host_calls
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
+from ._sizes import C_INT, bounded
 
 __all__ = ["Device", "device_count", "visible_devices", "current_device", "activate"]
 
@@ -51,17 +52,21 @@ def visible_devices() -> int:
 class Device:
     """One GPU, by ordinal; ``Device(i)`` is the same object each time.  ``with Device(i):``
     makes it the thread's device for the block and restores the previous one after.  Raises
-    ``ValueError`` for an ordinal that does not exist, :class:`CudaUnavailableError` where none
-    does."""
+    ``ValueError`` for an ordinal that is no int or outside the C int's 0..2**31-1 (before the
+    driver is called) or that does not exist, :class:`CudaUnavailableError` where none does."""
 
     def __new__(cls, ordinal: int = 0):
-        dev = _devices.get(ordinal)
+        dev = _devices.get(ordinal) if type(ordinal) is int else None  # True is no ordinal
         if dev is not None:
             return dev
+        try:
+            ordinal = bounded(ordinal, "a device ordinal", 0, C_INT[1])
+        except (TypeError, ValueError) as exc:  # ValueError for both, as Device always raised
+            raise ValueError(f"no CUDA device {ordinal!r}: {exc}") from None
         count = visible_devices()
         if count <= 0:
             raise thread_device.none_visible()
-        if not isinstance(ordinal, int) or not 0 <= ordinal < count:
+        if ordinal >= count:
             raise ValueError(f"no CUDA device {ordinal!r}: {count} visible (0..{count - 1})")
         with _lock:
             dev = _devices.get(ordinal)
@@ -87,10 +92,14 @@ class Device:
         return (Device, (self.ordinal,))
 
     def attribute(self, attr) -> int:
-        """A ``CUdevice_attribute`` value, by enum name or number.  Raises :class:`DriverError`."""
+        """A ``CUdevice_attribute`` value, by enum name or number.  Raises :class:`DriverError`,
+        TypeError for a number that is no integer, ValueError for one outside 0..2**31-1, the
+        enum's range (before the driver is called)."""
         drv = driver.init()
         if isinstance(attr, str):
             attr = getattr(drv.library.lib, attr)
+        else:
+            attr = bounded(attr, "a CUdevice_attribute", 0, C_INT[1])
         value = self._attrs.get(attr)
         if value is None:
             out = drv.ffi.new("int *")

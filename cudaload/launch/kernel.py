@@ -343,8 +343,11 @@ class Kernel(GpuState, KernelOccupancy, functools.partial):
     """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``;
     occupancy queries beyond ``occupancy`` come from :class:`KernelOccupancy` (occupancy.py).
 
-    Raises :class:`LaunchArgumentError` for arguments that do not fit, ``ValueError`` for a grid or
-    block beyond the device's limits, :class:`DriverError` when the launch fails."""
+    Raises :class:`LaunchArgumentError` for arguments that do not fit, ``TypeError`` for a grid,
+    block, cluster or ``shared_mem`` that is no integer, ``ValueError`` for a dimension outside
+    1..2**32-1 or ``shared_mem`` outside 0..2**32-1 (the driver's unsigned int), a stream handle
+    outside 0..2**64-1, a grid or block beyond the device's limits, :class:`DriverError` when
+    the launch fails."""
 
     # A partial over the bound ``_KernelState.launch``: CPython calls it through vectorcall, while an
     # instance with a Python ``__call__`` pays for a tuple and a keyword dict on every launch

@@ -19,8 +19,9 @@ _ATTACH_GLOBAL = 0x1  # CU_MEM_ATTACH_GLOBAL: any stream of any device may use i
 
 def alloc_managed(nbytes: int, device=None) -> ManagedBuffer:
     """Allocate ``nbytes`` of managed memory (``cuMemAllocManaged``) in ``device``'s context
-    (default: the thread's).  Raises ValueError for a negative size, DriverError when the
-    device has no managed memory or none left."""
+    (default: the thread's).  Raises TypeError for a size that is no integer, ValueError for
+    one outside 0..2**64-1 (before the driver is called), DriverError when the device has no
+    managed memory or none left."""
     nbytes = allocation_size(nbytes)
     dev = as_device(device)
     drv = activate(dev, owning=True)

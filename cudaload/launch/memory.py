@@ -7,7 +7,7 @@ import weakref
 
 from ..bindings import driver
 from .. import lifetime
-from ._sizes import allocation_size, integer
+from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
 from ._foreign import stream_handle as handle_of
 from ._byte_interface import ByteSpan
@@ -63,15 +63,17 @@ class DeviceBuffer(ByteSpan):
     """A span of device memory: ``.ptr``, ``.nbytes``, ``.device``; ``__cuda_array_interface__``
     and ``__dlpack__`` (1-D uint8: raw bytes).
 
-    Made by :func:`alloc` (owning, freed when garbage) or as a view (``Module.get_global``)."""
+    Made by :func:`alloc` (owning, freed when garbage) or as a view (``Module.get_global``);
+    the constructor raises ValueError for an address or size outside 0..2**64-1."""
 
     __slots__ = ("ptr", "nbytes", "device", "_finalizer", "_owner", "__weakref__")
     _SEND_INSTEAD = ("send the contents (buf.copy_to_host()) and copy them into a buffer allocated "
                      "in the receiving process")
 
     def __init__(self, ptr: int, nbytes: int, device: Device, owner=None):
-        self.ptr = int(ptr)
-        self.nbytes = int(nbytes)
+        # int() as before (a cffi pointer's address too), then the range CUdeviceptr/size_t hold
+        self.ptr = bounded(int(ptr), "ptr", *C_UINT64)
+        self.nbytes = bounded(int(nbytes), "nbytes", *C_UINT64)
         self.device = device
         self._finalizer: weakref.finalize | None = None
         self._owner = owner  # keeps what the view points into alive
@@ -148,16 +150,20 @@ class DeviceBuffer(ByteSpan):
             raise ValueError("host buffer must be C-contiguous (numpy.ascontiguousarray)")
         if writable and view.readonly:
             raise ValueError("host buffer is read-only; pass a writable one (bytearray, numpy)")
-        count = view.nbytes if nbytes is None else integer(nbytes, "nbytes")
-        if count < 0:
-            raise ValueError(f"cannot copy {count} bytes")
+        count = view.nbytes if nbytes is None else self._count(nbytes)
         if count > self.nbytes or count > view.nbytes:
             raise ValueError(f"copy of {count} bytes does not fit: device buffer has "
                              f"{self.nbytes}, host buffer has {view.nbytes}")
         return ffi.from_buffer(view, require_writable=writable), count
 
+    def _count(self, nbytes) -> int:
+        """``nbytes`` of a copy: 0..this buffer's size.  Raises TypeError, ValueError."""
+        return bounded(nbytes, "nbytes of the copy", 0, self.nbytes)
+
     def copy_from_host(self, obj, stream=None, nbytes: int | None = None) -> DeviceBuffer:
-        """Copy a host buffer (numpy, bytes, ...) into this one; on ``stream`` when given."""
+        """Copy a host buffer (numpy, bytes, ...) into this one; on ``stream`` when given.
+        Raises TypeError for an ``nbytes`` that is no integer, ValueError for one outside
+        0..this buffer's size or past the host buffer's."""
         src, count = self._host(obj, False, nbytes)
         drv = self._live()
         if stream is None:
@@ -172,9 +178,13 @@ class DeviceBuffer(ByteSpan):
         """Copy into ``out`` (default: a new bytearray) and return it; on ``stream`` when given.
 
         Copies into pageable memory return when complete; into pinned memory, synchronize the
-        stream before reading ``out``."""
-        target: _Out | bytearray = \
-            bytearray(self.nbytes if nbytes is None else nbytes) if out is None else out
+        stream before reading ``out``.  Raises as :meth:`copy_from_host`; an ``nbytes`` out of
+        range before a bytearray of that size is made."""
+        if out is None:
+            target: _Out | bytearray = bytearray(self.nbytes if nbytes is None
+                                                 else self._count(nbytes))
+        else:
+            target = out
         dst, count = self._host(target, True, nbytes)
         drv = self._live()
         if stream is None:
@@ -185,17 +195,21 @@ class DeviceBuffer(ByteSpan):
         return target
 
     def copy_from(self, other, stream=None) -> DeviceBuffer:
-        """Copy from another device buffer (anything with ``.ptr``/``.nbytes``) of at most this size."""
-        if other.nbytes > self.nbytes:
-            raise ValueError(f"source has {other.nbytes} bytes, this buffer {self.nbytes}")
-        if not other.ptr:
+        """Copy from another device buffer (anything with ``.ptr``/``.nbytes``) of at most this
+        size.  Raises ValueError for a larger or freed source, or a ``.ptr`` outside 0..2**64-1;
+        TypeError for a ``.ptr``/``.nbytes`` that is no integer."""
+        nbytes = bounded(other.nbytes, "the source's nbytes", *C_UINT64)
+        if nbytes > self.nbytes:
+            raise ValueError(f"source has {nbytes} bytes, this buffer {self.nbytes}")
+        source = bounded(other.ptr, "the source's ptr", *C_UINT64)
+        if not source:
             raise ValueError("the source buffer was freed; copy from a live one")
         drv = self._live()
         if stream is None:
-            driver.check(drv.cuMemcpyDtoD_v2(self.ptr, other.ptr, other.nbytes), "cuMemcpyDtoD")
+            driver.check(drv.cuMemcpyDtoD_v2(self.ptr, source, nbytes), "cuMemcpyDtoD")
         else:
-            driver.check(drv.cuMemcpyDtoDAsync_v2(self.ptr, other.ptr, other.nbytes,
-                                                  handle_of(stream)), "cuMemcpyDtoDAsync")
+            driver.check(drv.cuMemcpyDtoDAsync_v2(self.ptr, source, nbytes, handle_of(stream)),
+                         "cuMemcpyDtoDAsync")
         return self
 
     def fill(self, value: int, dtype: str = "uint32", stream=None) -> DeviceBuffer:
@@ -205,11 +219,9 @@ class DeviceBuffer(ByteSpan):
         width = _FILL_WIDTHS.get(dtype)
         if width is None:
             raise ValueError(f"fill dtype must be one of {', '.join(_FILL_WIDTHS)}, not {dtype!r}")
-        value = integer(value, "the fill value")
         bits = 8 * width
         low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if dtype[0] == "i" else (0, 1 << bits)
-        if not low <= value < high:
-            raise ValueError(f"fill value {value!r} does not fit in {dtype}")
+        value = bounded(value, f"the {dtype} fill value", low, high - 1)
         if self.nbytes % width:
             raise ValueError(f"a buffer of {self.nbytes} bytes is no whole number of {dtype} "
                              f"({width} bytes each); fill a view of a multiple of {width} bytes")
@@ -226,9 +238,7 @@ class DeviceBuffer(ByteSpan):
 
     def memset(self, value: int, stream=None) -> DeviceBuffer:
         """Set every byte to ``value`` (0..255); on ``stream`` when given."""
-        value = integer(value, "the memset value")
-        if not 0 <= value <= 255:
-            raise ValueError(f"memset value must be a byte (0..255), not {value!r}")
+        value = bounded(value, "the memset value (a byte)", 0, 255)
         drv = self._live()
         if stream is None:
             driver.check(drv.cuMemsetD8_v2(self.ptr, value, self.nbytes), "cuMemsetD8")

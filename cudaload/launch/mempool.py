@@ -6,12 +6,10 @@ the device at each synchronization.
 from __future__ import annotations
 
 from ..bindings import driver
-from ._sizes import integer
+from ._sizes import C_UINT64, bounded
 from .device import Device, activate, as_device
 
 __all__ = ["memory_pool", "MemoryPool"]
-
-_UINT64_END = 1 << 64
 
 
 def memory_pool(device=None) -> MemoryPool:
@@ -44,15 +42,13 @@ class MemoryPool:
     def release_threshold(self) -> int:
         """Bytes of freed memory the pool keeps (``CU_MEMPOOL_ATTR_RELEASE_THRESHOLD``); the
         rest goes back to the device when a stream, event or device synchronizes.  0 (CUDA's
-        default) returns all of it; ``2**64 - 1`` keeps everything.  Raises DriverError."""
+        default) returns all of it; ``2**64 - 1`` keeps everything.  Raises DriverError; set,
+        TypeError for a value that is no integer, ValueError for one outside 0..2**64-1."""
         return self._attribute(None)
 
     @release_threshold.setter
     def release_threshold(self, nbytes: int) -> None:
-        nbytes = integer(nbytes, "release_threshold")
-        if not 0 <= nbytes < _UINT64_END:
-            raise ValueError(f"release_threshold must be 0..2**64-1 bytes, not {nbytes}")
-        self._attribute(nbytes)
+        self._attribute(bounded(nbytes, "release_threshold", *C_UINT64))
 
     def _attribute(self, value: int | None) -> int:
         pool = self.handle

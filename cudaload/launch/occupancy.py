@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
-from ._sizes import byte_count, dims as _dims, integer
+from ._sizes import C_INT, bounded, byte_count, dims as _dims
 from .attributes import _threads
 from .device import activate, current_device
 
@@ -45,6 +45,15 @@ def _config(drv, kernel_state, grid, block, shared_mem, cluster):
     return cfg, attrs
 
 
+def _within(value, what: str, low: int, name: str) -> int:
+    """``value`` as an int of ``low``..2**31-1 (the driver's int), in a message about the kernel
+    ``name``.  Raises TypeError, ValueError."""
+    try:
+        return bounded(value, what, low, C_INT[1])
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
+
+
 class KernelOccupancy:
     """Occupancy queries of a :class:`Kernel` (mixed into it; ``self._kernel_state`` is its
     _KernelState)."""
@@ -56,12 +65,11 @@ class KernelOccupancy:
         """(min grid size, block size): the block size of highest occupancy, at most
         ``block_size_limit`` threads (0: no limit), and the grid that then fills the device.
         ``shared_mem``: dynamic shared memory per block in bytes, or a function of the block size
-        giving it.  Raises TypeError, ValueError, what the function raises, :class:`DriverError`."""
+        giving it.  Raises TypeError for a ``block_size_limit`` or byte count that is no integer,
+        ValueError for one out of range (the limit 0..2**31-1, bytes 0..2**32-1), what the
+        function raises, :class:`DriverError`."""
         kernel_state = self._kernel_state
-        limit = integer(block_size_limit, "block_size_limit")
-        if limit < 0:
-            raise ValueError(f"{kernel_state.name}: block_size_limit must be 0 (none) or more, "
-                             f"not {limit}")
+        limit = _within(block_size_limit, "block_size_limit", 0, kernel_state.name)
         func, drv = _function(kernel_state)
         grid, best = drv.ffi.new("int *"), drv.ffi.new("int *")
         if not callable(shared_mem):
@@ -92,12 +100,11 @@ class KernelOccupancy:
 
     def available_dynamic_shared_memory(self, num_blocks: int, block) -> int:
         """Bytes of dynamic shared memory each block may have with ``num_blocks`` blocks of
-        ``block`` threads resident on one multiprocessor.  Raises TypeError, ValueError,
-        :class:`DriverError`."""
+        ``block`` threads resident on one multiprocessor.  Raises TypeError for a count that is
+        no integer, ValueError for ``num_blocks`` or threads outside 1..2**31-1 (the driver's
+        int), :class:`DriverError`."""
         kernel_state = self._kernel_state
-        blocks = integer(num_blocks, "num_blocks")
-        if blocks < 1:
-            raise ValueError(f"{kernel_state.name}: num_blocks must be at least 1, not {blocks}")
+        blocks = _within(num_blocks, "num_blocks", 1, kernel_state.name)
         threads = _threads(block, kernel_state.name)
         func, drv = _function(kernel_state)
         out = drv.ffi.new("size_t *")
@@ -107,14 +114,15 @@ class KernelOccupancy:
 
     def max_active_clusters(self, grid, block, cluster, shared_mem=0) -> int:
         """How many clusters of ``cluster`` blocks can be resident at once for this launch shape.
-        Raises TypeError, ValueError, :class:`DriverError` (e.g. for a cluster the kernel or
-        device cannot have)."""
+        Raises TypeError (no integer), ValueError (a dimension outside 1..2**32-1, shared_mem
+        outside 0..2**32-1), :class:`DriverError` (e.g. for a cluster the kernel or device
+        cannot have)."""
         return self._cluster_query("cuOccupancyMaxActiveClusters", grid, block, shared_mem,
                                    cluster)
 
     def max_potential_cluster_size(self, grid, block, shared_mem=0) -> int:
         """The most blocks a cluster of this launch shape can have on the device.  Raises
-        TypeError, ValueError, :class:`DriverError`."""
+        TypeError, ValueError (as :meth:`max_active_clusters`), :class:`DriverError`."""
         return self._cluster_query("cuOccupancyMaxPotentialClusterSize", grid, block, shared_mem,
                                    None)
 

@@ -10,7 +10,7 @@ import weakref
 
 from ..bindings import driver
 from .. import lifetime
-from ._sizes import allocation_size
+from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
 from ._byte_interface import ByteSpan, array_interface
 from . import dlpack as _dlpack
@@ -24,8 +24,9 @@ _PORTABLE, _DEVICEMAP = 0x01, 0x02
 
 def alloc_host(nbytes: int, device=None) -> HostBuffer:
     """Allocate ``nbytes`` of pinned host memory (``cuMemHostAlloc``), mapped for ``device``
-    (default: the thread's).  Raises ValueError for a negative size, DriverError when the
-    driver has no page-locked memory left."""
+    (default: the thread's).  Raises TypeError for a size that is no integer, ValueError for
+    one outside 0..2**64-1 (before the driver is called), DriverError when the driver has no
+    page-locked memory left."""
     nbytes = allocation_size(nbytes)
     dev = as_device(device)
     drv = activate(dev, owning=True)
@@ -57,14 +58,19 @@ class HostBuffer(ByteSpan):
     ``.nbytes``; ``.view`` (a writable memoryview, what ``copy_from_host``/``copy_to_host`` and
     numpy take), ``__array_interface__`` (numpy: ``numpy.asarray(h)``) and
     ``__cuda_array_interface__`` (the mapped device address), ``__dlpack__`` (kDLCUDAHost).
-    Freed when garbage or by :meth:`free`."""
+    Freed when garbage or by :meth:`free`.  The constructor raises ValueError for an address
+    outside 0..2**64-1 (which the cast to a pointer would cut short) or a size outside
+    0..2**63-1 (a memoryview's length), TypeError for a size that is no integer."""
 
     __slots__ = ("host_ptr", "ptr", "nbytes", "device", "_bytes", "_finalizer", "__weakref__")
     _SEND_INSTEAD = "send the contents (bytes(h.view)) and copy them into pinned memory there"
 
     def __init__(self, host_ptr: int, ptr: int, nbytes: int, device: Device):
+        self.host_ptr, self.ptr = (bounded(int(v), what, *C_UINT64)
+                                   for v, what in ((host_ptr, "host_ptr"), (ptr, "ptr")))
+        self.nbytes = bounded(nbytes, "nbytes", 0, sys.maxsize)  # a memoryview's ssize_t
+        self.device = device
         ffi = driver.init().ffi
-        self.host_ptr, self.ptr, self.nbytes, self.device = int(host_ptr), int(ptr), nbytes, device
         self._bytes = ffi.buffer(ffi.cast("char *", self.host_ptr), nbytes)
         self._finalizer: weakref.finalize | None = None
 

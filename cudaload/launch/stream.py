@@ -10,7 +10,7 @@ from . import _host_calls
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
-from ._sizes import integer
+from ._sizes import C_INT, bounded
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
 
@@ -44,8 +44,8 @@ class Stream(GpuState):
 
     ``Stream()`` creates a non-blocking stream on the thread's device; ``Stream.from_handle``
     wraps one another library owns.  Two Stream objects of the same handle are equal and hash
-    alike.  Raises ``ValueError`` for a priority outside the device's range,
-    :class:`DriverError`."""
+    alike.  Raises ``TypeError`` for a priority that is no integer, ``ValueError`` for one
+    outside the device's range, :class:`DriverError`."""
 
     _finalizer: weakref.finalize | None
     _SEND_INSTEAD = "make a new cudaload.Stream() in the receiving process"
@@ -78,7 +78,8 @@ class Stream(GpuState):
     def from_handle(cls, obj, device=None) -> Stream:
         """Wrap a foreign stream: ``__cuda_stream__``, CuPy (``.ptr``), PyTorch (``.cuda_stream``),
         or an int handle (0 is the legacy default stream).  Its device is the one a CuPy or
-        PyTorch stream names, else ``device`` (default: the thread's).  Raises ``TypeError``."""
+        PyTorch stream names, else ``device`` (default: the thread's).  Raises ``TypeError``,
+        ``ValueError`` for an int handle outside 0..2**64-1."""
         if isinstance(obj, Stream):
             return obj
         ptr, index = stream_pointer(obj)
@@ -210,7 +211,7 @@ class Event(GpuState):
 def _check_priority(drv, priority, device: Device) -> int:
     """``priority`` as an int, refused outside the device's range, where the driver would clamp
     it silently.  Raises TypeError, ValueError."""
-    priority = integer(priority, "a stream priority")
+    priority = bounded(priority, "a stream priority", *C_INT)  # before asking the device
     least, greatest = drv.ffi.new("int *"), drv.ffi.new("int *")
     driver.check(drv.cuCtxGetStreamPriorityRange(least, greatest), "cuCtxGetStreamPriorityRange")
     if not greatest[0] <= priority <= least[0]:

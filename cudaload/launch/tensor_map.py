@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..bindings import driver
 from ._array_layout import Layout, layout
-from ._sizes import integer
+from ._sizes import bounded
 from ._unpicklable import GpuState
 from .device import Device, activate, as_device
 
@@ -59,14 +59,6 @@ def _choice(value, table: dict, what: str) -> tuple[str, int]:
     return entry
 
 
-def _count(value, what: str, low: int, high: int) -> int:
-    """``value`` as an int in ``low..high``.  Raises TypeError, ValueError."""
-    n = integer(value, what)
-    if not low <= n <= high:
-        raise ValueError(f"{what} = {n} is out of range: it must be {low}..{high}")
-    return n
-
-
 def _counts(values, count: int, what: str, low: int, high: int) -> tuple[int, ...]:
     """``values`` as ``count`` ints in ``low..high``.  Raises TypeError, ValueError."""
     try:
@@ -76,7 +68,7 @@ def _counts(values, count: int, what: str, low: int, high: int) -> tuple[int, ..
     if len(out) != count:
         raise ValueError(f"{what} {out} has {len(out)} entries; {count} are needed "
                          "(outermost first)")
-    return tuple(_count(n, f"{what}[{i}]", low, high) for i, n in enumerate(out))
+    return tuple(bounded(n, f"{what}[{i}]", low, high) for i, n in enumerate(out))
 
 
 class _Fields:
@@ -243,8 +235,8 @@ class TensorMap(bytes, GpuState):
         reach = _CORNER_RANGE[fields.rank]
         corners = [_counts(c, fields.rank - 2, name, -reach, reach - 1)
                    for c, name in ((lower_corner, "lower_corner"), (upper_corner, "upper_corner"))]
-        channels = _count(channels_per_pixel, "channels_per_pixel", 1, 256)
-        pixels = _count(pixels_per_column, "pixels_per_column", 1, 1024)
+        channels = bounded(channels_per_pixel, "channels_per_pixel", 1, 256)
+        pixels = bounded(pixels_per_column, "pixels_per_column", 1, 1024)
         fields.check_inner(channels, "channels_per_pixel", units=False)
         dev, drv = fields.device()
         encode = drv.cuTensorMapEncodeIm2col  # MissingSymbolError on a driver without it
