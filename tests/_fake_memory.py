@@ -39,16 +39,45 @@ int cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned flags)
     snprintf(line, sizeof line, "cuMemHostGetDevicePointer %lu %u",
              (unsigned long)((unsigned char *)p - host_arena), flags); note(line); return 0;
 }
+/* Registered host memory, four ranges at most, mapped (whatever the flags, as a driver under
+   unified addressing maps it) at device addresses of their own, 0x300000000 + 0x1000000 each. */
+static unsigned long long registered[4], registered_n[4];
 int cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
+    for (int i = 0; i < 4; i++)
+        if (!registered[i]) { registered[i] = (unsigned long long)(size_t)p; registered_n[i] = n; break; }
     snprintf(line, sizeof line, "cuMemHostRegister %zu %u", n, flags); note(line); return 0;
 }
-int cuMemHostUnregister(void *p) { note("cuMemHostUnregister"); return 0; }
+int cuMemHostUnregister(void *p) {
+    for (int i = 0; i < 4; i++) if (registered[i] == (unsigned long long)(size_t)p) registered[i] = 0;
+    note("cuMemHostUnregister"); return 0;
+}
+/* The pointer attributes of the host memory above (MEMORY_TYPE 2: host, 1; DEVICE_POINTER 3: the
+   mapped address) for its host and its device addresses; -1 for any other pointer. */
+static int host_memory_answer(void *data, int attr, unsigned long long p) {
+    unsigned long long arena = (unsigned long long)(size_t)host_arena, mapped = 0;
+    if (p >= arena && p < arena + sizeof host_arena) mapped = 0x500000000ULL + (p - arena);
+    if (p >= 0x500000000ULL && p < 0x500000000ULL + sizeof host_arena) mapped = p;
+    for (int i = 0; i < 4; i++) {
+        unsigned long long device = 0x300000000ULL + 0x1000000ULL * (unsigned long long)i;
+        if (registered[i] && p >= registered[i] && p < registered[i] + registered_n[i])
+            mapped = device + (p - registered[i]);
+        if (registered[i] && p >= device && p < device + registered_n[i]) mapped = p;
+    }
+    if (!mapped || (attr != 2 && attr != 3)) return -1;
+    if (attr == 2) *(unsigned *)data = 1;  /* CU_MEMORYTYPE_HOST */
+    else *(unsigned long long *)data = mapped;
+    return 0;
+}
+__attribute__((constructor)) static void answer_for_host_memory(void) {
+    pointer_answer = host_memory_answer;
+}
 int cuMemFreeHost(void *p) {
     snprintf(line, sizeof line, "cuMemFreeHost %lu",
              (unsigned long)((unsigned char *)p - host_arena)); note(line); return 0;
 }
+static unsigned long long next_managed = 0x600000000ULL;
 int cuMemAllocManaged(unsigned long long *d, size_t n, unsigned flags) {
-    *d = 0x600000000ULL;
+    *d = next_managed; next_managed += (n + 255) & ~(size_t)255;
     snprintf(line, sizeof line, "cuMemAllocManaged %zu %u", n, flags); note(line); return 0;
 }
 typedef struct { int type, id; } Location;

@@ -216,7 +216,14 @@ int fake_frees(void) { return frees; }
 int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) { return 0; }
 int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n) { memset(dst, 0xab, n); return 0; }
 int cuMemsetD8_v2(unsigned long long dst, unsigned char value, size_t n) { return 0; }
+/* Every pointer is device memory on device 0, mapped host memory none (DEVICE_POINTER, 3, fails
+   as a real driver's does for pageable memory), unless a driver built on this one knows better:
+   its pointer_answer, where it sets one, answers first (below 0: it does not know the pointer). */
+static int (*pointer_answer)(void *data, int attr, unsigned long long p);
 int cuPointerGetAttribute(void *data, int attr, unsigned long long p) {
+    int rc = pointer_answer ? pointer_answer(data, attr, p) : -1;
+    if (rc >= 0) return rc;
+    if (attr == 3) return 1;  /* CUDA_ERROR_INVALID_VALUE */
     *(int *)data = attr == 2 ? 2 : 0;  /* device memory, on device 0 */
     return 0;
 }

@@ -21,8 +21,10 @@ def on_device(device: int, types=("float*",), layout=None):
     return arguments.Packer(FFI, "k", signature.build_params(list(types), layout), device)
 
 
-# The owners the stubbed driver reports; 0xA000 is a pointer it cannot place.
-OWNERS = {0x7000: 0, 0x8000: 1, 0x9000: -1}
+# The owners the stubbed driver reports; 0xA000 is a pointer it cannot place; host memory 0x9000
+# is pageable, 0xB000 pinned and mapped at 0xB0B000.
+OWNERS = {0x7000: 0, 0x8000: 1, 0x9000: -1, 0xB000: -1}
+MAPPED = {0xB000: 0xB0B000, 0xB0B000: 0xB0B000}
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +35,7 @@ def owners(monkeypatch):
         return OWNERS.get(ptr)
 
     monkeypatch.setattr(_addresses, "_pointer_device", pointer_device)
+    monkeypatch.setattr(_addresses, "_mapped_pointer", MAPPED.get)
 
 
 class Interface:
@@ -89,6 +92,8 @@ def test_an_array_of_another_library_with_a_data_ptr_is_read_through_its_interfa
     (cai(0x7000), 0, 0x7000),
     (cai(0xA000), 0, 0xA000),  # the driver cannot say whose it is: taken, the launch will tell
     (cai(0x8000), 1, 0x8000),
+    (cai(0xB000), 0, 0xB0B000),  # pinned host memory: the address the driver maps it at
+    (cai(0xB000), 1, 0xB0B000),  # on any device
     # right but unusual: a list for data and shape, an integer that is no int
     (Interface({"data": [np.int64(0x7000), False], "shape": [4], "typestr": "<f4"}), 0, 0x7000),
     # right in kind: only the pointer is used, so the rest is not checked item by item
@@ -128,12 +133,33 @@ class DLPackOnly:
         return self.device
 
 
-def test_dlpack_refuses_another_device_and_host_memory():
+def test_dlpack_refuses_another_device_and_host_memory(monkeypatch):
     for device, why in (((2, 1), "the array is on device 1 but the kernel launches on device 0"),
-                        ((13, 1), "the array is on device 1"),  # kDLCUDAManaged
-                        ((1, 0), "it is host memory")):
+                        ((13, 1), "the array is on device 1")):  # kDLCUDAManaged
         with pytest.raises(LaunchArgumentError, match=why):
             pack(packer(["float*"]), (DLPackOnly(device),))
+    # host memory (kDLCPU, kDLCUDAHost): its capsule's address, mapped by the driver or refused
+    monkeypatch.setattr(_addresses, "_dlpack_pointer", lambda value: value.address)
+    for kind in (1, 3):
+        pageable, pinned = DLPackOnly((kind, 0)), DLPackOnly((kind, 0))
+        pageable.address, pinned.address = 0x9000, 0xB000
+        with pytest.raises(LaunchArgumentError, match="it is host memory"):
+            pack(packer(["float*"]), (pageable,))
+        assert pack(packer(["float*"]), (pinned,)) == struct.pack("<Q", 0xB0B000)
+
+
+def test_a_host_array_passes_the_address_the_driver_maps_it_at():
+    class HostArray:  # the NumPy array interface only
+        def __init__(self, address):
+            self.address = address
+
+        @property
+        def __array_interface__(self):
+            return {"data": (self.address, False), "shape": (4,), "typestr": "<f4"}
+
+    assert pack(packer(["float*"]), (HostArray(0xB000),)) == struct.pack("<Q", 0xB0B000)
+    with pytest.raises(LaunchArgumentError, match="it is host memory"):
+        pack(packer(["float*"]), (HostArray(0x9000),))
 
 
 def test_an_object_with_dlpack_but_no_device_is_no_array():

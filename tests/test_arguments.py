@@ -12,10 +12,16 @@ np = pytest.importorskip("numpy")
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from cudaload.launch import arguments, signature  # noqa: E402
+from cudaload.launch import _addresses, arguments, signature  # noqa: E402
 from cudaload.errors import LaunchArgumentError  # noqa: E402
 
 FFI = cffi.FFI()
+
+
+@pytest.fixture(autouse=True)
+def _no_host_memory_mapped(monkeypatch):
+    """No driver here: asked for the device address of host memory, it has none (pageable)."""
+    monkeypatch.setattr(_addresses, "_mapped_pointer", lambda ptr: None)
 
 
 def packer(types, layout=None, names=None):
@@ -225,16 +231,19 @@ def test_an_array_whose_interface_refuses_is_a_launch_argument_error():
 # --- what each parameter kind takes, and what it refuses ------------------------------------------
 
 class _TorchTensor:
-    """What the packer reads of a torch tensor (``get_device``: -1 on the CPU; ``data_ptr``),
-    so these run where torch is not installed."""
+    """What the packer reads of a torch tensor (``get_device``: -1 on the CPU; ``data_ptr``;
+    ``is_pinned``), so these run where torch is not installed."""
 
     __module__ = "torch"
 
-    def __init__(self, ptr: int, index: int):
-        self.ptr, self.index = ptr, index
+    def __init__(self, ptr: int, index: int, pinned: bool = False):
+        self.ptr, self.index, self.pinned = ptr, index, pinned
 
     def get_device(self) -> int:
         return self.index
+
+    def is_pinned(self) -> bool:
+        return self.pinned
 
     def data_ptr(self) -> int:
         return self.ptr
@@ -278,6 +287,14 @@ def test_arrays_of_torch_and_cupy_pack_their_pointer_on_their_device_only(array,
 def test_a_torch_tensor_in_host_memory_is_refused_with_the_way_to_copy_it():
     with pytest.raises(LaunchArgumentError, match="it is host memory"):
         pack(packer(["float*"]), (_TorchTensor(0x7000, -1),))
+
+
+def test_a_pinned_torch_tensor_packs_its_address_inline():
+    # pin_memory(): page-locked, which kernels reach at its host address under unified addressing
+    p = packer(["float*"])
+    assert pack(p, (_TorchTensor(0x9000, -1, pinned=True),)) == struct.pack("<Q", 0x9000)
+    assert p.pieces((_TorchTensor,))[0] == [
+        ("a0.data_ptr()", "(a0.get_device() == D or a0.is_pinned())")]
 
 
 def test_bool_parameters_take_bools_numpy_bools_and_the_integers_0_and_1():

@@ -1,6 +1,7 @@
-"""Device addresses of kernel arguments, by where they come from: a ``DeviceBuffer``, a CuPy or
-PyTorch array, the CUDA Array Interface, DLPack.  Each source is a test of the argument's type and
-a conversion of one value to its address, which checks the value's device (``arguments.Packer``
+"""Device addresses of kernel arguments, by where they come from: a ``DeviceBuffer``, a
+``HostBuffer``, a CuPy or PyTorch array, the CUDA Array Interface, a host array, DLPack.  Each
+source is a test of the argument's type and a conversion of one value to its address, which checks
+the value's device, or for host memory that the driver maps it for kernels (``arguments.Packer``
 packs the address).
 """
 
@@ -8,13 +9,17 @@ from __future__ import annotations
 
 import operator
 
-from ._foreign import (dlpack_pointer as _dlpack_pointer, interface_problem as _interface_problem,
+from ._foreign import (dlpack_pointer as _dlpack_pointer, host_address as _host_address,
+                       interface_problem as _interface_problem, mapped_pointer as _mapped_pointer,
                        other_device as _other_device, pointer_device as _pointer_device)
 
 __all__ = ["HOST_HINT", "Inline", "conversion"]
 
 HOST_HINT = ("it is host memory, but the kernel needs device memory: copy it with "
-             "cudaload.alloc(n).copy_from_host(a), or pass a CuPy/PyTorch CUDA array")
+             "cudaload.alloc(n).copy_from_host(a), pass a CuPy/PyTorch CUDA array, or pass "
+             "pinned memory the device maps (cudaload.alloc_host(n), an array inside "
+             "cudaload.pin(a))")
+_FREED = "the buffer was freed ({}.free()); pass a live one"
 
 
 def conversion(tp, fail, p, device: int):
@@ -48,11 +53,36 @@ def _is_device_buffer(tp) -> bool:
 def _from_device_buffer(fail, p, device):
     def from_buffer(value):
         if not value.ptr:
-            raise fail(p, value, "the buffer was freed (DeviceBuffer.free()); pass a live one")
+            raise fail(p, value, _FREED.format("DeviceBuffer"))
         if value.device.ordinal != device:
             raise fail(p, value, _other_device(value.device.ordinal, device))
         return value.ptr
     return Inline("{a}.ptr", "{a}.ptr and {a}.device.ordinal == D", from_buffer)
+
+
+def _is_host_buffer(tp) -> bool:
+    from .pinned import HostBuffer  # deferred: only this path needs it
+
+    return issubclass(tp, HostBuffer)
+
+
+def _from_host_buffer(fail, p, device):
+    # No device to check: memory of cuMemHostAlloc is reachable from every context of every device
+    # at its mapped address (CUDA's unified addressing), whichever device it was allocated for.
+    def from_host_buffer(value):
+        if not value.ptr:
+            raise fail(p, value, _FREED.format("HostBuffer"))
+        return value.ptr
+    return Inline("{a}.ptr", "{a}.ptr", from_host_buffer)
+
+
+def _reachable(fail, p, value, host) -> int:
+    """The device address of the host memory at ``host`` (None: an address not known), which the
+    driver maps where it is page-locked; refused where it is not."""
+    mapped = None if host is None else _mapped_pointer(host)
+    if mapped is None:
+        raise fail(p, value, HOST_HINT)
+    return mapped
 
 
 def _is_cupy(tp) -> bool:
@@ -74,12 +104,15 @@ def _is_torch(tp) -> bool:
 
 
 def _from_torch(fail, p, device):
+    # A pinned CPU tensor (pin_memory()) is page-locked host memory, which kernels reach at its
+    # host address under unified addressing: PyTorch's word on it (is_pinned) is taken, and asked
+    # only of a tensor not on the launch's device.
     def from_torch(value):
         index = value.get_device()
-        if index != device:
-            raise fail(p, value, HOST_HINT if index < 0 else _other_device(index, device))
-        return value.data_ptr()
-    return Inline("{a}.data_ptr()", "{a}.get_device() == D", from_torch)
+        if index == device or value.is_pinned():
+            return value.data_ptr()
+        raise fail(p, value, HOST_HINT if index < 0 else _other_device(index, device))
+    return Inline("{a}.data_ptr()", "({a}.get_device() == D or {a}.is_pinned())", from_torch)
 
 
 def _has_interface(tp) -> bool:
@@ -103,9 +136,22 @@ def _from_interface(fail, p, device):
             ptr = operator.index(cai["data"][0])
         where = _pointer_device(ptr)
         if where is not None and where != device:
-            raise fail(p, value, _other_device(where, device) if where >= 0 else HOST_HINT)
+            if where >= 0:
+                raise fail(p, value, _other_device(where, device))
+            return _reachable(fail, p, value, ptr)  # pinned host memory, mapped or not
         return ptr
     return from_cai
+
+
+def _is_host_memory(tp) -> bool:
+    return hasattr(tp, "__array_interface__") or hasattr(tp, "__buffer__") or issubclass(
+        tp, (bytes, bytearray, memoryview))
+
+
+def _from_host_memory(fail, p, device):
+    def from_host(value):
+        return _reachable(fail, p, value, _host_address(value))
+    return from_host
 
 
 def _has_dlpack(tp) -> bool:
@@ -115,6 +161,8 @@ def _has_dlpack(tp) -> bool:
 def _from_dlpack(fail, p, device):
     def from_dlpack(value):
         kind, index = value.__dlpack_device__()
+        if kind in (1, 3):  # kDLCPU, kDLCUDAHost: host memory, which the driver may map
+            return _reachable(fail, p, value, _dlpack_pointer(value))
         if kind not in (2, 13):  # kDLCUDA, kDLCUDAManaged
             raise fail(p, value, HOST_HINT)
         if index != device:
@@ -123,8 +171,10 @@ def _from_dlpack(fail, p, device):
     return from_dlpack
 
 
-# The first that holds wins: a CuPy or PyTorch array also has the interface, but the generated
-# packer reads its own attributes inline, for less than building and reading the interface's dict.
-_SOURCES = ((_is_device_buffer, _from_device_buffer), (_is_cupy, _from_cupy),
-            (_is_torch, _from_torch), (_has_interface, _from_interface),
-            (_has_dlpack, _from_dlpack))
+# The first that holds wins: a CuPy or PyTorch array, or a HostBuffer, also has the interface, but
+# the generated packer reads its own attributes inline, for less than building and reading the
+# interface's dict; a NumPy array also has DLPack, but its interface gives the address without a
+# capsule.
+_SOURCES = ((_is_device_buffer, _from_device_buffer), (_is_host_buffer, _from_host_buffer),
+            (_is_cupy, _from_cupy), (_is_torch, _from_torch), (_has_interface, _from_interface),
+            (_is_host_memory, _from_host_memory), (_has_dlpack, _from_dlpack))

@@ -13,8 +13,8 @@ from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._sizes import C_UINT64, bounded
 
-__all__ = ["interface_problem", "short", "other_device", "pointer_device", "dlpack_pointer",
-           "stream_pointer", "stream_handle"]
+__all__ = ["interface_problem", "short", "other_device", "pointer_device", "mapped_pointer",
+           "host_address", "dlpack_pointer", "stream_pointer", "stream_handle"]
 
 
 def interface_problem(cai) -> str | None:
@@ -61,6 +61,8 @@ _CU_POINTER_ATTRIBUTE_MEMORY_TYPE = _cuda_ffi.integer_const("CU_POINTER_ATTRIBUT
 _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = _cuda_ffi.integer_const(
     "CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL")
 _CU_MEMORYTYPE_HOST = _cuda_ffi.integer_const("CU_MEMORYTYPE_HOST")
+_CU_POINTER_ATTRIBUTE_DEVICE_POINTER = _cuda_ffi.integer_const(
+    "CU_POINTER_ATTRIBUTE_DEVICE_POINTER")
 
 
 def pointer_device(ptr: int):
@@ -76,6 +78,29 @@ def pointer_device(ptr: int):
     if drv.cuPointerGetAttribute(out, _CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr):
         return None
     return out[0]
+
+
+def mapped_pointer(ptr: int) -> int | None:
+    """The device address through which a kernel in the current context reaches the host memory
+    at ``ptr``; None where it has none.  Page-locked memory has one (cuMemHostAlloc's, registered
+    memory's, whoever pinned it: under unified addressing the same address), pageable memory none:
+    the driver answers CUDA_ERROR_INVALID_VALUE for memory it does not know."""
+    drv = driver.init()
+    out = drv.ffi.new("CUdeviceptr *")
+    if drv.cuPointerGetAttribute(out, _CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ptr) or not out[0]:
+        return None
+    return int(out[0])
+
+
+def host_address(value) -> int | None:
+    """The host address of a host array: its ``__array_interface__`` data pointer (NumPy), else
+    where its buffer (the buffer protocol) starts; None where it gives none."""
+    try:
+        if hasattr(value, "__array_interface__"):
+            return operator.index(value.__array_interface__["data"][0])
+        return int(_cuda_ffi.cast("uintptr_t", _cuda_ffi.from_buffer(value)))
+    except (KeyError, IndexError, TypeError, ValueError, BufferError):
+        return None
 
 
 def dlpack_pointer(value) -> int:

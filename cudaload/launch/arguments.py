@@ -13,7 +13,7 @@ import re
 import struct
 import sys
 
-from ._addresses import HOST_HINT as _HOST_HINT, Inline as _Inline, conversion as _address
+from ._addresses import Inline as _Inline, conversion as _address
 from ._foreign import short as _short
 from ._generated import define
 from ..errors import LaunchArgumentError
@@ -111,9 +111,6 @@ class Packer:
         conv = _address(tp, self._error, p, self.device)
         if conv is not None:
             return conv
-        if hasattr(tp, "__array_interface__") or hasattr(tp, "__buffer__") or issubclass(
-                tp, (bytes, bytearray, memoryview)):
-            raise self._error(p, _Shown(tp), _HOST_HINT)
         raise self._error(p, _Shown(tp), "a device pointer is needed (DeviceBuffer, a CUDA "
                                          "array, or an int address)")
 

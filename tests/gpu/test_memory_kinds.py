@@ -148,3 +148,57 @@ def test_an_array_pinned_for_a_block_copies_asynchronously_both_ways():
     assert (back == a).all()
     with cudaload.pin(a):  # unpinned at the block's end: pinning it again is allowed
         pass
+
+
+# Reads each element and writes it back doubled plus one: what the kernel saw and wrote both show.
+READ_WRITE = r"""
+extern "C" __global__ void bump(int *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = 2 * x[i] + 1;
+}
+"""
+
+
+def _bumped_through(memory, host_view, n: int) -> None:
+    """Fill ``host_view`` (the host's view of ``memory``), have a kernel read and write ``memory``
+    through its device address three times (the ordinary path twice, then the fast-path
+    function), and check the host sees the writes of a kernel that saw the host's values."""
+    bump = cudaload.RawKernel(READ_WRITE, "bump")
+    host_view[:] = np.arange(n, dtype=np.int32)
+    expected = np.arange(n, dtype=np.int32)
+    for _ in range(3):
+        bump((n + 255) // 256, 256, (memory, n))
+        cudaload.Device(0).synchronize()
+        expected = 2 * expected + 1
+        np.testing.assert_array_equal(host_view, expected)
+
+
+def test_a_kernel_reads_and_writes_pinned_host_memory_through_its_device_address():
+    n = 1 << 16
+    h = cudaload.alloc_host(4 * n)
+    _bumped_through(h, np.frombuffer(h.view, np.int32), n)
+
+
+def test_a_kernel_reads_and_writes_managed_memory_the_host_wrote():
+    n = 1 << 16
+    m = cudaload.alloc_managed(4 * n)
+    host = np.ctypeslib.as_array((ctypes.c_int32 * n).from_address(m.ptr))
+    _bumped_through(m, host, n)
+    del host
+    m.free()
+
+
+def test_a_kernel_reads_and_writes_an_array_inside_pin_and_not_after():
+    n = 1 << 16
+    a = np.zeros(n, np.int32)
+    with cudaload.pin(a):
+        _bumped_through(a, a, n)
+    with pytest.raises(cudaload.LaunchArgumentError, match="it is host memory"):
+        cudaload.RawKernel(READ_WRITE, "bump")(1, 1, (a, 0))
+
+
+def test_a_kernel_reads_and_writes_a_pinned_torch_tensor():
+    torch = pytest.importorskip("torch")
+    n = 1 << 16
+    t = torch.zeros(n, dtype=torch.int32).pin_memory()
+    _bumped_through(t, t.numpy(), n)
