@@ -87,10 +87,11 @@ class Device:
         return (Device, (self.ordinal,))
 
     def attribute(self, attr) -> int:
-        """A ``CUdevice_attribute`` value, by enum name or number.  Raises :class:`DriverError`."""
+        """A ``CUdevice_attribute`` value, by enum name or number.  Raises :class:`DriverError`,
+        AttributeError for a name that is no such enum value."""
         drv = driver.init()
         if isinstance(attr, str):
-            attr = getattr(drv.library.lib, attr)
+            attr = _attribute_number(drv, attr)
         value = self._attrs.get(attr)
         if value is None:
             out = drv.ffi.new("int *")
@@ -274,3 +275,13 @@ def _after_fork_in_child() -> None:
 
 
 lifetime.on_fork_in_child(_after_fork_in_child)
+
+
+def _attribute_number(drv, name: str) -> int:
+    """The ``CUdevice_attribute`` called ``name``; the bindings' other names (functions, other
+    enums) are no attribute.  Raises AttributeError."""
+    value = getattr(drv.library.lib, name, None) if name.startswith("CU_DEVICE_ATTRIBUTE_") else None
+    if not isinstance(value, int):
+        raise AttributeError(f"no device attribute {name!r}: give a CUdevice_attribute by its enum "
+                             "name, e.g. 'CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT', or its number")
+    return value
