@@ -93,6 +93,8 @@ cudaload.Program.from_file(path)""", "ValueError", check="'k.cu' in str(err)"),
     Raises("`ObjectCode`", "`load`: `ValueError` for LTO IR or a library",
            "cudaload.ObjectCode.from_bytes(b'!<arch>\\n', 'library').load()", "ValueError",
            driver="recording"),
+    Raises("`ObjectCode`", "`from_file`: `OSError` when unreadable",
+           "cudaload.ObjectCode.from_file('/nonexistent/a.cubin')", "OSError"),
     # Bundle
     Raises("`Bundle`", "`write`: `OSError`", """
 a_file = tempfile.mkstemp()[1]
@@ -115,6 +117,15 @@ cudaload.Bundle().write(os.path.join(a_file, 'k.bundle'))""", "OSError"),
     # Linker
     Raises("`Linker`", "`OSError` for a file that cannot be read",
            "cudaload.Linker('/nonexistent/a.cubin')", "OSError"),
+    Raises("`Linker`", "`ValueError` at construction for no input, code that is no device code",
+           """
+path = os.path.join(tempfile.mkdtemp(), 'a.cubin')
+open(path, 'w').write('text')
+cudaload.Linker(path, arch=90)""", "ValueError"),
+    Raises("`Linker`", "`ValueError` at construction for no input, code that is no device code",
+           "cudaload.Linker(cudaload.ObjectCode(b'text', 'cubin'), arch=90)", "ValueError",
+           xfail="an ObjectCode made by hand (its constructor checks nothing) reaches the link, "
+                 "which fails with a LinkError; the Linker's errors are being changed elsewhere"),
     # Module
     Raises("`Module`", "`get_kernel`: `TypeError` / `ValueError` for a name that is no string, "
            "is empty or contains NUL", "MOD.get_kernel(1)", TYPE_OR_VALUE, driver="recording"),
@@ -179,6 +190,12 @@ cudaload.Bundle().write(os.path.join(a_file, 'k.bundle'))""", "OSError"),
            "cudaload.LaunchArgumentError"),
     Raises("`RawKernel`", "`LaunchArgumentError` for a malformed `signature`",
            "cudaload.RawKernel('x', 'k', signature=',')", "cudaload.LaunchArgumentError"),
+    # check_wheel
+    Raises("`cudaload check-wheel`", "It raises `cudaload.wheelcheck.wheel.WheelError` (a "
+           "`ValueError` whose message is the file and the reason on one line) where the command "
+           "exits 2", "__import__('cudaload.wheelcheck').wheelcheck.check_wheel('/nonexistent/a.whl')",
+           "ValueError", check="type(err).__name__ == 'WheelError' and '\\n' not in str(err) "
+                               "and 'a.whl' in str(err)"),
     # Kernel arguments
     Raises("Kernel arguments", "device memory only: a host array is refused with a message that "
            "says so", "K(1, 32, (np.zeros(4, np.float32), 4))", "cudaload.LaunchArgumentError",
@@ -243,7 +260,19 @@ m.prefetch()""", "ValueError", driver="recording"),
            "cudaload.pin(1.5).__enter__()", "TypeError", driver="recording"),
     Raises("`memory_pool`", "`ValueError` for a bad device ordinal", "cudaload.memory_pool(7)",
            "ValueError", driver="recording"),
+    Raises("`DeviceBuffer.__dlpack__`", "`TypeError` for a `stream`, `max_version`, `dl_device` or "
+           "`copy` of the wrong kind", "BUF.__dlpack__(max_version='1.0')", "TypeError",
+           driver="recording"),
+    Raises("`DeviceBuffer.__dlpack__`", "`TypeError` for a `stream`, `max_version`, `dl_device` or "
+           "`copy` of the wrong kind", "BUF.__dlpack__(dl_device=(1, 0), copy='yes')", "TypeError",
+           driver="recording"),
+    Raises("`Kernel.attributes`", "`AttributeError` for a value that cannot be set",
+           "K.attributes.num_regs = 1", "AttributeError", driver="recording"),
+    Raises("`Kernel.attributes`", "Setting: `TypeError` for a value that is no integer",
+           "K.attributes.preferred_shared_memory_carveout = 50.0", "TypeError", driver="recording"),
     # streams, events, graphs
+    Raises("`Stream`", "`Stream()`: `TypeError` for a priority that is no integer",
+           "cudaload.Stream(priority=-1.0)", "TypeError", driver="recording"),
     Raises("`Stream`", "`from_handle`: `TypeError` for an object that is no stream",
            "cudaload.Stream.from_handle('s')", "TypeError", driver="recording"),
     Raises("`Stream`", "`wait`: `TypeError` for anything but an `Event` or a `Stream`",
@@ -304,13 +333,16 @@ ELSEWHERE = {
     ("`DeviceBuffer`", "`copy.copy` / `copy.deepcopy`: `TypeError`"): "test_pickling.py",
     ("`HostBuffer`", "`BufferError` while a memoryview of `view` (or a numpy array made from one) "
                      "or a DLPack view is still alive"): "test_memory_recorded.py",
-    ("`DeviceBuffer.__dlpack__`", "`ValueError` for `stream=0` (ambiguous for CUDA)"):
-        "test_dlpack.py, test_pinned_dlpack.py",
+    ("`DeviceBuffer.__dlpack__`", "`DLPackError` (a `BufferError`) for another device than the "
+                                  "buffer's or the host, or the host with `copy=False`"):
+        "test_dlpack.py",
+    ("`DeviceBuffer.__dlpack__`", "`ValueError` for `stream=0` (ambiguous for CUDA) or another "
+                                  "negative one"): "test_dlpack.py (a stream of the wrong kind too)",
     ("`MemoryPool`", "`ValueError` for one outside 0..2**64-1"): "test_tensor_map_recorded.py",
     ("`TensorMap`", "`TypeError` or `ValueError` for any field out of the rules above"):
         "test_tensor_map_recorded.py",
-    ("`Stream`", "`TypeError` for a priority that is no integer, `ValueError` for one outside the "
-                 "device's range"): "test_streams_recorded.py",
+    ("`Stream`", "`ValueError` for one outside the device's range (the message gives it)"):
+        "test_streams_recorded.py",
     ("`device_for_rank`", "`ValueError` for a rank that is no whole number of 0 or more"):
         "test_rank_devices.py",
 }
