@@ -70,6 +70,14 @@ MYPKG = f"""
     bundle.add(prog, prog.compile(arch=90))
     bundle.write("mypkg/_kernels.bundle")
 """
+# device_for_rank: the device of this thread "and of any thread it starts"
+THREAD_DEVICE = """
+import threading
+seen = []
+worker = threading.Thread(target=lambda: seen.append(cudaload.alloc(16).device))
+worker.start(); worker.join()
+assert dev.ordinal == 1 and buf.device is dev and seen == [dev]
+"""
 NVRTC_UNMAPPED = "assert 'libnvrtc' not in open('/proc/self/maps').read()\n"
 TWO_KERNELS = """
 HEADER = "#define ONE 1"
@@ -106,7 +114,8 @@ EXAMPLES = [
         after="assert len(results) == 2 and all(len(r) == 4 * 256 for r in results)"),
     api("`Bundle`", "recording", setup=MYPKG, after="assert obj.cached == 'bundle'\n" + NVRTC_UNMAPPED),
     api("`compile_all`", "recording", before=TWO_KERNELS,
-        after="assert [k.name for k in kernels] == names and len(objs) == 2"),
+        after="assert [k.name for k in kernels] == names and len(objs) == 2\n"
+              "assert {o.cached for o in cudaload.compile_all(progs)} == {'memory'}"),
     api("`Linker`", "recording", after="assert kernel.name == 'ka'"),
     api("`Kernel`", "recording", stdout=r"saxpy\(float a, const float\* x, float\* y, "
                                         r"unsigned int n\)\n"),
@@ -117,7 +126,7 @@ EXAMPLES = [
     api("`device_count`", "535", after="assert devices == []"),
     api("`device_count`", "recording", after="assert [d.ordinal for d in devices] == [0, 1]"),
     api("`device_for_rank`", "recording", before="import os; os.environ['LOCAL_RANK'] = '3'",
-        after="assert dev.ordinal == 1 and buf.device is dev"),
+        after=THREAD_DEVICE),
     api("`alloc`", "recording", after="assert buf.nbytes == 1 << 20"),
     api("`DeviceBuffer`", "recording"),
     api("`alloc_host`", "recording"),
