@@ -40,6 +40,7 @@ int cuCtxGetCurrent(void **ctx) { *ctx = 0; return 0; }  /* none current: device
 # The parameter layout it reports is the test's (fake_set_layout); fake_last gives the last launch.
 RECORDING_DRIVER = r"""
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 typedef struct { unsigned grid[3], block[3], smem; void *stream; void *attrs; unsigned nattrs; } Config;
 static const char *names[] = {"CUDA_SUCCESS", "CUDA_ERROR_INVALID_VALUE"};
@@ -186,7 +187,14 @@ int cuFuncSetAttribute(void *f, int attr, int value) {
     return 0;
 }
 int fake_func_set(int *value) { *value = set_value; return set_attr; }
+/* CUDALOAD_FAKE_NO_LAYOUT set: no layout to give (CUDA_ERROR_NOT_SUPPORTED), so the caller lays
+   out the parameter types it knows, as on a driver before CUDA 12.4; set in the environment so
+   that the processes a program starts see it too */
+__attribute__((constructor)) static void no_layout_from_env(void) {
+    if (getenv("CUDALOAD_FAKE_NO_LAYOUT")) nparams = -1;
+}
 int cuFuncGetParamInfo(void *f, size_t i, size_t *offset, size_t *size) {
+    if (nparams < 0) return 801;
     if ((int)i >= nparams) return 1;
     *offset = offsets[i]; *size = sizes[i]; return 0;
 }

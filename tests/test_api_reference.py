@@ -26,69 +26,18 @@ import sys
 import pytest
 
 import cudaload
+from tests._doc_blocks import Block, Part, parts
 from tests._support import ROOT
 
 DOC = os.path.join(ROOT, "docs", "api.md")
-STUB = "> **TODO-REF**"  # the line that marks a heading as a stub
 
-_HEADING = re.compile(r"(#{1,6})\s+(.*?)\s*$")
 _SECTION_TITLE = re.compile(r"`(?:cudaload\.)?([A-Za-z_]\w*)`(?:\s|$)")
 _RAISES = re.compile(r"\*\*Raise(?:s|d by)\*\*")
-_EXAMPLE = re.compile(r"\*\*Example\*\*")
 _HEAD = re.compile(r"(?P<prefix>cudaload\.)?(?P<owner>[A-Za-z_]\w*)(?:\.(?P<member>[A-Za-z_]\w*))?")
 _MISSING = object()
 
 
 # ---- reading the page ----------------------------------------------------------------------------
-
-class Block:
-    """A fenced code block: its language, first line number, lines, and whether it is an example."""
-
-    def __init__(self, lang: str, line: int, example: bool):
-        self.lang, self.line, self.example = lang, line, example
-        self.lines: list[tuple[int, str]] = []
-
-
-class Part:
-    """A heading and the text up to the next heading of any level."""
-
-    def __init__(self, level: int, title: str, line: int):
-        self.level, self.title, self.line = level, title, line
-        self.body: list[tuple[int, str]] = []
-        self.blocks: list[Block] = []
-
-    @property
-    def stub(self) -> bool:
-        return any(text.startswith(STUB) for _n, text in self.body)
-
-
-def parts(text: str) -> list[Part]:
-    """The page as headings with their own text and code blocks (``#`` inside a block is code)."""
-    found = [Part(0, "", 0)]
-    block = None
-    last_text = ""
-    for number, line in enumerate(text.splitlines(), 1):
-        part = found[-1]
-        if block is not None:
-            if line.startswith("```"):
-                block = None
-            else:
-                block.lines.append((number, line))
-            continue
-        if line.startswith("```"):
-            block = Block(line[3:].strip().split(" ")[0], number, bool(_EXAMPLE.match(last_text)))
-            part.blocks.append(block)
-            continue
-        heading = _HEADING.match(line)
-        if heading:
-            found.append(Part(len(heading.group(1)), heading.group(2), number))
-            last_text = ""
-            continue
-        part.body.append((number, line))
-        if line.strip():
-            last_text = line.strip()
-    return found
-
 
 class Section:
     """The parts of one ``### `NAME``` heading: its own and the deeper headings under it."""

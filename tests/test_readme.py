@@ -9,17 +9,14 @@ import re
 
 import pytest
 
+from tests._doc_blocks import python_blocks, read
 from tests._support import ROOT
 
-
-def _read(*path: str) -> str:
-    with open(os.path.join(ROOT, *path), encoding="utf-8") as f:
-        return f.read()
 
 
 @pytest.fixture(scope="module")
 def readme() -> str:
-    return _read("README.md")
+    return read("README.md")
 
 
 def _section(text: str, heading: str) -> str:
@@ -47,7 +44,7 @@ def test_the_headline_table_has_five_rows_of_figures_from_the_benchmark_report(r
     for peer in ("cudaload", "cuda.core", "cuda.bindings", "CuPy", "PyTorch"):
         assert peer in header, peer
     assert len(body) == 5, body
-    report = _read("docs", "benchmarks.md")
+    report = read("docs", "benchmarks.md")
     figures = [f for row in body for f in re.findall(r"\d[\d,]*\.?\d* (?:ms|µs)", row)]
     assert len(figures) >= 20
     invented = [f for f in figures if f not in report]
@@ -57,7 +54,7 @@ def test_the_headline_table_has_five_rows_of_figures_from_the_benchmark_report(r
 def test_the_detail_moved_to_docs_is_there_and_linked(readme):
     for page, words in (("measured.md", "compile_all"), ("cache.md", "CUDALOAD_CACHE_SHARED=1")):
         assert f"(docs/{page})" in readme, page
-        assert words in _read("docs", page)
+        assert words in read("docs", page)
     assert "bash ci/test.sh" in readme  # the test command CI runs
 
 
@@ -77,7 +74,7 @@ def test_the_map_of_the_code_names_files_that_exist(readme):
              if not name.startswith("test_")}  # the tests that check the map are tests/'s
     assert len(named) > 30 and sorted(named - files) == []
     for package in ("bindings", "compile", "launch"):
-        docstring = _read("cudaload", package, "__init__.py")
+        docstring = read("cudaload", package, "__init__.py")
         assert re.search(rf"Layer \d, {package}: may import", docstring), package
 
 
@@ -94,8 +91,7 @@ def run_readme_fallback(tmp_path, env=None, unset=()) -> dict:
     from the GPU (the program compiled in this process) and whether libnvrtc was mapped."""
     from tests._support import run_json
 
-    uses = _section(_read("README.md"), "Three uses")
-    code = re.search(r"```python\n(.*?)```", uses, re.S).group(1)
+    code = python_blocks(read("README.md"), "Three uses")["Three uses", 0].code
     package = tmp_path / "mypkg"
     package.mkdir()
     (package / "__init__.py").write_text("")

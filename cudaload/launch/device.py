@@ -94,10 +94,11 @@ class Device:
     def attribute(self, attr) -> int:
         """A ``CUdevice_attribute`` value, by enum name or number.  Raises :class:`DriverError`,
         TypeError for a number that is no integer, ValueError for one outside 0..2**31-1, the
-        enum's range (before the driver is called)."""
+        enum's range (before the driver is called), AttributeError for a name that is no such
+        enum value."""
         drv = driver.init()
         if isinstance(attr, str):
-            attr = getattr(drv.library.lib, attr)
+            attr = _attribute_number(drv, attr)
         else:
             attr = bounded(attr, "a CUdevice_attribute", 0, C_INT[1])
         value = self._attrs.get(attr)
@@ -283,3 +284,13 @@ def _after_fork_in_child() -> None:
 
 
 lifetime.on_fork_in_child(_after_fork_in_child)
+
+
+def _attribute_number(drv, name: str) -> int:
+    """The ``CUdevice_attribute`` called ``name``; the bindings' other names (functions, other
+    enums) are no attribute.  Raises AttributeError."""
+    value = getattr(drv.library.lib, name, None) if name.startswith("CU_DEVICE_ATTRIBUTE_") else None
+    if not isinstance(value, int):
+        raise AttributeError(f"no device attribute {name!r}: give a CUdevice_attribute by its enum "
+                             "name, e.g. 'CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT', or its number")
+    return value

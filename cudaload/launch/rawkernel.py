@@ -7,7 +7,7 @@ It imports both sides: kernel (launching) and program (compiling).
 from __future__ import annotations
 
 from ..bindings import driver
-from .kernel import Kernel, _KernelState
+from .kernel import Kernel, _KernelState, symbol_name
 from ..compile.program import Program
 
 __all__ = ["RawKernel"]
@@ -46,6 +46,7 @@ class RawKernel(Kernel):
     def __new__(cls, source: str, name: str, *, options=(), name_expressions=(),
                 signature: str | None = None):
         exprs = tuple(name_expressions)
+        name = symbol_name(name, "kernel name")  # before `in`, which a name of another type breaks
         if "<" in name and name not in exprs:
             exprs += (name,)
         return cls._wrap(_RawCore(source, name, options, exprs, signature))

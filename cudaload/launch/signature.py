@@ -154,7 +154,7 @@ def _split_top(text: str) -> list[str]:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
+    return [p.strip() for p in parts]
 
 
 _TYPE_WORDS = {"int", "char", "short", "long", "float", "double", "unsigned", "signed", "bool",
@@ -295,9 +295,10 @@ def signature_types(signature: str) -> tuple[list[str], list[str | None]]:
     if not isinstance(signature, str):
         raise LaunchArgumentError(f"signature must be a str such as 'const float* x, int n', not "
                                   f"{type(signature).__name__}")
-    pairs = [_strip_name(part) for part in _split_top(_unwrapped(signature.strip()))]
-    if pairs == [("void", None)]:
-        pairs = []
+    parts = _split_top(_unwrapped(signature.strip()))
+    # "" and "void" declare no parameter; an empty one between commas ("float *x,, int") is no
+    # declaration, and dropping it would shift every later argument onto the wrong parameter
+    pairs = [] if parts in ([""], ["void"]) else [_strip_name(part) for part in parts]
     for i, (ctype, _) in enumerate(pairs):
         if not ctype:
             raise LaunchArgumentError(f"parameter {i} of the signature {signature[:80]!r} has no "
