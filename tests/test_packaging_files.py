@@ -69,3 +69,23 @@ def test_the_classifiers_claim_only_what_ci_runs():
     assert "Windows is untested" in readme
     for version in tested:
         assert f"CPython {version}" in readme, version
+
+
+def test_the_gpu_tests_skip_with_one_summary_line_where_there_is_no_gpu(tmp_path):
+    # ci/test.sh's -rs lists each skip's reason; the GPU tests' must fold into one line, not one
+    # line per test that repeats the same reason.
+    import subprocess
+    import sys
+
+    from tests._support import child_env
+
+    env = child_env({"CUDALOAD_LIBCUDA": str(tmp_path / "no-libcuda.so.1")},
+                    unset=("CUDALOAD_REQUIRE_GPU",))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                           os.path.join(ROOT, "tests", "gpu")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if "no usable GPU" in line]
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert len(lines) == 1, lines[:5]
+    skipped = int(lines[0].split("[", 1)[1].split("]", 1)[0])
+    assert skipped > 100 and "tests/gpu/conftest.py" in lines[0], lines[0]

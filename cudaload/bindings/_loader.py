@@ -211,12 +211,19 @@ def _toolkit_candidates(name: str, remembered: str | None):
     try:
         found = pathfinder.load_nvidia_dynamic_lib(pathfinder_name)
     except Exception as exc:  # pathfinder's errors carry its own list of places searched
-        searched = str(exc).strip()
+        searched = _each_once(str(exc).strip())
         raise LibraryNotFoundError(
             f"{label} not found by cuda.pathfinder: {searched}.",
             hint=_HINTS[name, LibraryNotFoundError],
             library=name, tried=(f"cuda.pathfinder: {searched}",)) from None
     yield found.abs_path, f"cuda.pathfinder ({found.found_via})"
+
+
+def _each_once(message: str) -> str:
+    """cuda.pathfinder's message with each place it searched said once: it lists one search
+    per search mode ("...: No such file: libnvrtc.so.13, No such file: libnvrtc.so.13")."""
+    head, sep, places = message.partition(": ")
+    return head + sep + ", ".join(dict.fromkeys(places.split(", ")))
 
 
 def _open_ffi(name: str):

@@ -25,4 +25,23 @@ def _gpu_present():
         return
     if os.environ.get("CUDALOAD_REQUIRE_GPU") == "1":
         pytest.fail(f"CUDALOAD_REQUIRE_GPU=1 but there is no usable GPU: {reason}")
-    pytest.skip(f"no usable GPU: {reason}")
+    pytest.skip(f"{_NO_GPU}{reason}")
+
+
+_NO_GPU = "no usable GPU: "
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Give every no-GPU skip this file as its place, so that ``-rs`` folds them all into one
+    line ("SKIPPED [N] tests/gpu/conftest.py:..."): pytest reports a fixture's skip at each
+    test's own line, one summary line per test, all saying the same."""
+    outcome = yield
+    report = outcome.get_result()
+    longrepr = report.longrepr
+    if (report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3
+            and str(longrepr[2]).startswith("Skipped: " + _NO_GPU)):
+        report.longrepr = (__file__, _SKIP_LINE, longrepr[2])
+
+
+_SKIP_LINE = _no_gpu_reason.__wrapped__.__code__.co_firstlineno  # type: ignore[attr-defined]
