@@ -149,7 +149,7 @@ def test_compiling_beyond_the_bound_keeps_memory_flat_and_live_code_a_hit():
     assert out["entries"] <= 3
 
 
-def test_architecture_spellings_are_one_entry():
+def test_architecture_spellings_are_one_entry(cache_dir):  # its own folder: others compile k
     out = scenario_json("memory_cache", "spellings")
     assert out == {"first": None, "asked": ["memory"] * 5, "one": True, "entries": 1}
 
