@@ -137,6 +137,23 @@ def test_a_claim_of_another_host_is_never_judged_by_this_hosts_processes(tmp_pat
     assert claims.take(str(tmp_path), KEY) is None
 
 
+def test_a_claim_of_another_users_live_process_of_this_host_stands(tmp_path, monkeypatch):
+    """kill(pid, 0) answers EPERM for a live process this user may not signal: alive."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        _claim_file(tmp_path, {"host": claims._host(), "pid": other.pid,
+                               "expires": time.time() + 600})
+
+        def not_yours(pid, sig):
+            raise PermissionError(1, "Operation not permitted")
+        with monkeypatch.context() as patched:
+            patched.setattr(claims.os, "kill", not_yours)
+            assert claims.take(str(tmp_path), KEY) is None
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_a_claim_without_a_number_for_its_expiry_or_pid(tmp_path):
     path = _claim_file(tmp_path, {"host": claims._host(), "pid": "x", "expires": time.time() + 600})
     assert claims.take(str(tmp_path), KEY) is None  # no pid to look for: it stands until expiry

@@ -193,6 +193,16 @@ def test_clear_waits_for_the_writers_pending_entries(tmp_path):
     assert _entries(disk.folder) == set() and disk.lookup(KEY) is None
 
 
+def test_clear_empties_this_processs_memory_cache_too(cache_dir):
+    from cudaload.compile import cache
+
+    kept = _obj(3)
+    cache.MEMORY.put("some key", kept, (), 100)
+    assert len(cache.MEMORY) == 1
+    cache.configured().clear()
+    assert len(cache.MEMORY) == 0 and cache.MEMORY.get("some key") is None
+
+
 @pytest.mark.parametrize("value, bound", [("0", 0), ("4096", 4096), (" 12 ", 12), ("", None), ("  ", None),
                                           ("-1", None), ("1e6", None), ("lots", None)])
 def test_the_bound_is_a_number_of_bytes_zero_included(monkeypatch, value, bound):

@@ -385,3 +385,43 @@ def test_json_nested_to_the_depth_bound_is_read_and_one_level_more_is_refused(op
     assert _untrusted.load_json(b"[]", 1) == [] and _untrusted.load_json(b"7", 0) == 7
     with pytest.raises(ValueError):
         _untrusted.load_json(b"[]", 0)
+
+
+def test_only_a_regular_file_is_read_and_a_final_link_only_when_followed(tmp_path):
+    from cudaload import _untrusted
+
+    (tmp_path / "f").write_bytes(b"data")
+    (tmp_path / "link").symlink_to(tmp_path / "f")
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError):  # ELOOP: the link itself is not followed
+        _untrusted.read_regular(tmp_path / "link", 100)
+    assert _untrusted.read_regular(tmp_path / "link", 100, follow=True) == b"data"
+    for name, what in (("fifo", "a pipe"), (".", "a folder")):
+        with pytest.raises(ValueError, match=f"is {what}, not a regular file"):
+            _untrusted.read_regular(tmp_path / name, 100)
+
+
+def test_a_file_truncated_while_it_is_read_gives_what_is_left(tmp_path):
+    from cudaload import _untrusted
+
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 1000)
+
+    def truncating(st):  # runs between the size taken and the read
+        os.truncate(path, 10)
+        return None
+    assert _untrusted.read_regular(path, 1000, truncating) == b"x" * 10
+
+
+def test_reading_keeps_no_file_descriptor_open(tmp_path):
+    from cudaload import _untrusted
+
+    (tmp_path / "f").write_bytes(b"x" * 10)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(100):
+        assert _untrusted.read_regular(tmp_path / "f", 10) == b"x" * 10
+        with pytest.raises(ValueError):
+            _untrusted.read_regular(tmp_path / "f", 9)
+        with pytest.raises(ValueError):
+            _untrusted.read_regular(tmp_path / "f", 10, lambda st: "refused")
+    assert len(os.listdir("/proc/self/fd")) == before
