@@ -91,6 +91,15 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("cudaload/compile/_directives.py", "_scan", "statement removed", "continue"):
         "the continue after an include's entry: the next test, word not in (if, elif, define), "
         "continues for every include word too (the other continues of _scan are killed)",
+    # claims.py: take() decides an unreadable claim (None) by its file's age itself, and asks
+    # _stale only of a record; _stale's answer is only ever tested for truth.
+    ("cudaload/compile/cache/claims.py", "_stale", "statement removed", "if record is None:"):
+        "take never passes None (an unreadable claim is judged by its file's age there)",
+    ("cudaload/compile/cache/claims.py", "_stale", "condition -> False", "if record is None:"):
+        "take never passes None (an unreadable claim is judged by its file's age there)",
+    ("cudaload/compile/cache/claims.py", "_stale", "statement removed", "return False"):
+        "the early return for None (never passed), the except clause's (the function ends in "
+        "return False next) or the last (None instead of False: take tests only its truth)",
     # includes.py
     ("cudaload/compile/includes.py", "resolve", "statement removed",
      "candidates: list[tuple[str | None, int]]"):

@@ -126,3 +126,24 @@ def test_a_claim_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch
     # Left behind, an empty claim would have every other machine wait for an entry never made.
     assert list(tmp_path.iterdir()) == []
     assert claims.take(str(tmp_path), "ab" * 32) is not None
+
+
+def test_a_folder_that_fails_to_be_made_ready_gets_no_entry(tmp_path, monkeypatch):
+    """ready() fails (the entries folder cannot be made or set up) where a write would still
+    go through: the folder is warned about once and left unused, never written after all."""
+    import warnings
+
+    from cudaload.compile import _cache_folder, cache
+    from cudaload.compile.objectcode import ObjectCode
+
+    disk = cache.DiskCache(tmp_path / "c")
+    disk.ready()  # the entries folder exists: only making it ready again fails
+
+    def refused(self):
+        raise OSError(errno.EACCES, os.strerror(errno.EACCES), self.folder)
+    monkeypatch.setattr(_cache_folder.Folder, "make", refused)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        disk.store("ab" * 32, ObjectCode(b"\x7fELF" + b"a" * 60, "cubin", "sm_90"))
+    assert [issubclass(w.category, cache.CacheWarning) for w in caught] == [True]
+    assert not list((tmp_path / "c").glob("v*/*.bin")) and not disk.usable

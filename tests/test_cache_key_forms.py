@@ -331,3 +331,41 @@ def test_after_a_traced_failure_nothing_is_written_to_the_current_folder(cache_d
                           cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1]) == ["cache", "v.h"]
+
+
+WITHOUT_THE_TRACE_OPTION = r"""
+import json, os, sys
+os.chdir(sys.argv[1])
+import cudaload
+from cudaload.bindings import nvrtc
+from cudaload.compile import _reads, cache
+real, asked = nvrtc.compile, []
+
+def older_nvrtc(*args, own_options=(), **kw):  # an NVRTC that has no --fdevice-time-trace
+    if any(o.startswith(_reads.OPTION) for o in own_options):
+        asked.append(1)
+        raise cudaload.CompileError("refused", code=nvrtc.INVALID_OPTION,
+                                    log="nvrtc error: unrecognized option " + own_options[0])
+    return real(*args, **kw)
+nvrtc.compile = older_nvrtc
+for n in range(3):  # quoted includes: the scan is not sure of them, a trace would be asked for
+    cudaload.Program('#include "v.h"\nextern "C" __global__ void k(int *p) { *p = VAL + %d; }\n'
+                     % n).compile(arch=90, output="ptx")
+cache.default().writer.wait()
+print(json.dumps({"asked": len(asked), "unsupported": _reads.unsupported(),
+                  "on_disk": len([e for e in os.listdir(cache.default().folder)
+                                  if e.endswith(".bin")])}))
+"""
+
+
+def test_an_nvrtc_without_the_trace_option_is_asked_for_it_once_per_process(cache_dir, tmp_path):
+    """It refuses the option (NVRTC_ERROR_INVALID_OPTION): the compilation runs again without
+    it, no later one asks, and the scan alone keys what goes to disk."""
+    import json
+
+    write(tmp_path / "v.h", val(111))
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_THE_TRACE_OPTION, str(tmp_path)],
+                          cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"asked": 1, "unsupported": True,
+                                                        "on_disk": 3}

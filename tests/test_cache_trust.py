@@ -337,3 +337,91 @@ def test_a_cache_folder_not_there_is_told_apart_from_one_that_cannot_be_looked_a
     assert _untrusted.path_problem(str(root)) == "every user may write it"
     assert _untrusted.path_problem(str(tmp_path / "nowhere")) is None
     assert _untrusted.path_problem("a\0b") is None
+
+
+# --- reading within bounds -----------------------------------------------------------------------
+
+def test_a_file_of_the_size_bound_is_read_and_one_byte_more_is_refused(tmp_path):
+    from cudaload import _untrusted
+
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 100)
+    assert _untrusted.read_regular(path, 100) == b"x" * 100
+    assert _untrusted.regular_problem(path, 100) is None
+    with pytest.raises(ValueError, match="holds 100 bytes, more than the 99 expected at most"):
+        _untrusted.read_regular(path, 99)
+    assert _untrusted.regular_problem(path, 99) == \
+        "it holds 100 bytes, more than the 99 expected at most"
+    path.write_bytes(b"")
+    assert _untrusted.read_regular(path, 0) == b""
+
+
+def test_an_entry_just_over_the_size_bound_is_a_miss(tmp_path, monkeypatch):
+    from cudaload.compile import cache
+    from cudaload.compile.cache import disk as _disk
+    from cudaload.compile.objectcode import ObjectCode
+
+    folder, key = cache.DiskCache(tmp_path), "ef" * 32
+    folder.store(key, ObjectCode(b"\x7fELF" + b"e" * 100, "cubin", "sm_90"))
+    size = os.path.getsize(folder.path(key))
+    monkeypatch.setattr(_disk, "MAX_ENTRY_BYTES", size)
+    assert folder.lookup(key) is not None
+    monkeypatch.setattr(_disk, "MAX_ENTRY_BYTES", size - 1)
+    assert folder.lookup(key) is None
+
+
+@pytest.mark.parametrize("opener, closer", [("[", "]"), ('{"a": ', "}")])
+def test_json_nested_to_the_depth_bound_is_read_and_one_level_more_is_refused(opener, closer):
+    from cudaload import _untrusted
+
+    def nested(levels: int) -> bytes:
+        return (opener * levels + "1" + closer * levels).encode()
+    assert _untrusted.load_json(nested(4), 4) == json.loads(nested(4))
+    with pytest.raises(ValueError, match="JSON nested more than 4 levels deep"):
+        _untrusted.load_json(nested(5), 4)
+    # more brackets than the bound, side by side: as deep as the bound, not deeper
+    wide = ("[" + ", ".join([opener * 3 + "1" + closer * 3] * 4) + "]").encode()
+    assert _untrusted.load_json(wide, 4) == json.loads(wide)
+    assert _untrusted.load_json(b"[]", 1) == [] and _untrusted.load_json(b"7", 0) == 7
+    with pytest.raises(ValueError):
+        _untrusted.load_json(b"[]", 0)
+
+
+def test_only_a_regular_file_is_read_and_a_final_link_only_when_followed(tmp_path):
+    from cudaload import _untrusted
+
+    (tmp_path / "f").write_bytes(b"data")
+    (tmp_path / "link").symlink_to(tmp_path / "f")
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError):  # ELOOP: the link itself is not followed
+        _untrusted.read_regular(tmp_path / "link", 100)
+    assert _untrusted.read_regular(tmp_path / "link", 100, follow=True) == b"data"
+    for name, what in (("fifo", "a pipe"), (".", "a folder")):
+        with pytest.raises(ValueError, match=f"is {what}, not a regular file"):
+            _untrusted.read_regular(tmp_path / name, 100)
+
+
+def test_a_file_truncated_while_it_is_read_gives_what_is_left(tmp_path):
+    from cudaload import _untrusted
+
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 1000)
+
+    def truncating(st):  # runs between the size taken and the read
+        os.truncate(path, 10)
+        return None
+    assert _untrusted.read_regular(path, 1000, truncating) == b"x" * 10
+
+
+def test_reading_keeps_no_file_descriptor_open(tmp_path):
+    from cudaload import _untrusted
+
+    (tmp_path / "f").write_bytes(b"x" * 10)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(100):
+        assert _untrusted.read_regular(tmp_path / "f", 10) == b"x" * 10
+        with pytest.raises(ValueError):
+            _untrusted.read_regular(tmp_path / "f", 9)
+        with pytest.raises(ValueError):
+            _untrusted.read_regular(tmp_path / "f", 10, lambda st: "refused")
+    assert len(os.listdir("/proc/self/fd")) == before

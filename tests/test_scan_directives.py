@@ -22,6 +22,11 @@ def probe(quoted: bool, name: str) -> tuple[str, bool, str]:
     ("%:include <a.h>\n", (inc(False, "a.h"),), False),
     # the last line needs no line break; each line ends at its own
     ("#include <a.h>", (inc(False, "a.h"),), False),
+    # a directive after an empty first line, or after a line of a carriage return alone
+    ("\n#include <a.h>\n", (inc(False, "a.h"),), False),
+    ("\n\n%:include <a.h>\n", (inc(False, "a.h"),), False),
+    ("\r\n#include <a.h>\n", (inc(False, "a.h"),), False),
+    ("int x;\n\n#include <a.h>\n", (inc(False, "a.h"),), False),
     ("#include <a.h>\n#include <b.h>\n", (inc(False, "a.h"), inc(False, "b.h")), False),
     # in the order of the text, whatever the mark
     ("%:include <a.h>\n#include <b.h>\n%:include <c.h>\n",
@@ -96,6 +101,11 @@ def test_probes_of_each_spelling(text, found, computed):
     ("// x ??/\n#include <b.h>\n", (inc(False, "b.h"),), False),
     ("#include <a.h>\n??=include <a.h>\n", (inc(False, "a.h"),), False),
     ("#include ??<a.h??>\n", (), True),
+    # ??) is ] in C++14 alone: a name holding it is both names (NVRTC, C++17 by default, reads
+    # it as written: tests/include_regressions/trigraph_looking_include_cxx17.json)
+    ('#include "a??).h"\n', (inc(True, "a??).h"), inc(True, "a].h")), False),
+    ("#include <a??)b.h>\n", (inc(False, "a??)b.h"), inc(False, "a]b.h")), False),
+    ("int a[2] = {1, 2??);\n#include <b.h>\n", (inc(False, "b.h"),), False),
 ])
 def test_trigraphs_are_read_both_ways(text, found, computed):
     assert scan(text) == (found, computed)
