@@ -249,8 +249,7 @@ def _jobs(text: str) -> int:
 
 def _precompile_programs(args) -> list:
     """The Program objects named on the command line.  Raises ValueError, ImportError, OSError."""
-    import importlib  # deferred: each command imports what it runs
-
+    from . import _program_specs  # deferred: each command imports what it runs
     from .compile.options import cli_options  # deferred: each command imports what it runs
     from .compile.program import Program  # deferred: each command imports what it runs
 
@@ -267,27 +266,8 @@ def _precompile_programs(args) -> list:
         sys.path.insert(0, os.getcwd())
     programs += [Program.from_resource(args.package, res, **common) for res in args.resource]
     for spec in args.programs:
-        module_name, _, attr = spec.partition(":")
-        if not attr:
-            raise ValueError(f"--programs {spec!r}: write MODULE:NAME, e.g. mypkg.kernels:programs")
-        try:
-            found = getattr(importlib.import_module(module_name), attr)
-        except ModuleNotFoundError as err:
-            raise ValueError(f"--programs {spec!r}: {err}; install the package, or run from the "
-                             f"folder that holds it (now {os.getcwd()})") from None
-        except AttributeError:
-            raise ValueError(f"--programs {spec!r}: module {module_name} has no {attr!r}; name "
-                             "a list of cudaload.Program objects or a function returning one"
-                             ) from None
-        found = found() if callable(found) else found
-        try:
-            found = list(found)
-        except TypeError:  # a module, a function's None, a single Program: no list of them
-            found = [found]
-        if not all(isinstance(p, Program) for p in found):
-            raise ValueError(f"--programs {spec!r} is not cudaload.Program objects: name a list "
-                             "of them, or a function returning one")
-        programs += found
+        programs += _program_specs.load(spec, Program, "install the package, or run from the "
+                                        f"folder that holds it (now {os.getcwd()})")
     if not programs:
         raise ValueError("nothing to compile: give FILE.cu, --package with --resource, or "
                          "--programs MODULE:NAME")
