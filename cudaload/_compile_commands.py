@@ -274,6 +274,30 @@ def _precompile_programs(args) -> list:
     return programs
 
 
+def _nvrtc_release() -> str | None:
+    """The release of the NVRTC that compiled ("13.5"): which drivers load a CUBIN made before
+    CUDA 13 depends on it, and the CUBIN does not say."""
+    from .compile import toolchain  # deferred: each command imports what it runs
+    from .errors import CudaLoadError  # deferred: each command imports what it runs
+
+    try:
+        major, minor = toolchain.current().version
+    except (CudaLoadError, OSError):
+        return None
+    return f"{major}.{minor}"
+
+
+def _entry_line(program, obj, nvrtc: str | None) -> str:
+    """What precompile says of ``obj``, made from ``program``: its kind, arch, whether it was
+    compiled or found, and which drivers load it."""
+    from .releases import loads_on  # deferred: each command imports what it runs
+
+    names = ", ".join(program.name_expressions)
+    return (f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {target_name(obj)} "
+            f"({obj.cached or 'compiled'}); "
+            f"{loads_on(obj.code, obj.kind, target_name(obj), nvrtc)[1]}")
+
+
 def _cmd_precompile(args) -> int:
 
     from . import _atomic  # deferred: each command imports what it runs
@@ -322,17 +346,16 @@ def _cmd_precompile(args) -> int:
         print(f"cudaload precompile: {program_name} for {items[i][1]}: {error}", file=sys.stderr)
     if failures:
         return 1
+    nvrtc = _nvrtc_release()
     for (program, _arch), obj in zip(items, results):
         problem = _kernels.no_kernel_problem("precompile", program.name, program, obj) \
             if _kernels.holds_kernel(obj.code, obj.kind) is False else None
         if problem:  # an entry without a kernel is no result: no bundle is written
             print(problem, file=sys.stderr)
             return 1
-        names = ", ".join(program.name_expressions)
-        print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {target_name(obj)} "
-              f"({obj.cached or 'compiled'})")
+        print(_entry_line(program, obj, nvrtc))
         if args.out:
-            bundle.add(program, obj)
+            bundle.add(program, obj, nvrtc)
     if args.out:
         data = bundle.to_bytes()
         try:
