@@ -246,8 +246,7 @@ def _jobs(text: str) -> int:
 
 def _precompile_programs(args) -> list:
     """The Program objects named on the command line.  Raises ValueError, ImportError, OSError."""
-    import importlib  # deferred: each command imports what it runs
-
+    from . import _program_specs  # deferred: each command imports what it runs
     from .compile.options import cli_options  # deferred: each command imports what it runs
     from .compile.program import Program  # deferred: each command imports what it runs
 
@@ -264,31 +263,36 @@ def _precompile_programs(args) -> list:
         sys.path.insert(0, os.getcwd())
     programs += [Program.from_resource(args.package, res, **common) for res in args.resource]
     for spec in args.programs:
-        module_name, _, attr = spec.partition(":")
-        if not attr:
-            raise ValueError(f"--programs {spec!r}: write MODULE:NAME, e.g. mypkg.kernels:programs")
-        try:
-            found = getattr(importlib.import_module(module_name), attr)
-        except ModuleNotFoundError as err:
-            raise ValueError(f"--programs {spec!r}: {err}; install the package, or run from the "
-                             f"folder that holds it (now {os.getcwd()})") from None
-        except AttributeError:
-            raise ValueError(f"--programs {spec!r}: module {module_name} has no {attr!r}; name "
-                             "a list of cudaload.Program objects or a function returning one"
-                             ) from None
-        found = found() if callable(found) else found
-        try:
-            found = list(found)
-        except TypeError:  # a module, a function's None, a single Program: no list of them
-            found = [found]
-        if not all(isinstance(p, Program) for p in found):
-            raise ValueError(f"--programs {spec!r} is not cudaload.Program objects: name a list "
-                             "of them, or a function returning one")
-        programs += found
+        programs += _program_specs.load(spec, Program, "install the package, or run from the "
+                                        f"folder that holds it (now {os.getcwd()})")
     if not programs:
         raise ValueError("nothing to compile: give FILE.cu, --package with --resource, or "
                          "--programs MODULE:NAME")
     return programs
+
+
+def _nvrtc_release() -> str | None:
+    """The release of the NVRTC that compiled ("13.5"): which drivers load a CUBIN made before
+    CUDA 13 depends on it, and the CUBIN does not say."""
+    from .compile import toolchain  # deferred: each command imports what it runs
+    from .errors import CudaLoadError  # deferred: each command imports what it runs
+
+    try:
+        major, minor = toolchain.current().version
+    except (CudaLoadError, OSError):
+        return None
+    return f"{major}.{minor}"
+
+
+def _entry_line(program, obj, nvrtc: str | None) -> str:
+    """What precompile says of ``obj``, made from ``program``: its kind, arch, whether it was
+    compiled or found, and which drivers load it."""
+    from .releases import loads_on  # deferred: each command imports what it runs
+
+    names = ", ".join(program.name_expressions)
+    return (f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {target_name(obj)} "
+            f"({obj.cached or 'compiled'}); "
+            f"{loads_on(obj.code, obj.kind, target_name(obj), nvrtc)[1]}")
 
 
 def _cmd_precompile(args) -> int:
@@ -339,17 +343,16 @@ def _cmd_precompile(args) -> int:
         print(f"cudaload precompile: {program_name} for {items[i][1]}: {error}", file=sys.stderr)
     if failures:
         return 1
+    nvrtc = _nvrtc_release()
     for (program, _arch), obj in zip(items, results):
         problem = _kernels.no_kernel_problem("precompile", program.name, program, obj) \
             if _kernels.holds_kernel(obj.code, obj.kind) is False else None
         if problem:  # an entry without a kernel is no result: no bundle is written
             print(problem, file=sys.stderr)
             return 1
-        names = ", ".join(program.name_expressions)
-        print(f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {target_name(obj)} "
-              f"({obj.cached or 'compiled'})")
+        print(_entry_line(program, obj, nvrtc))
         if args.out:
-            bundle.add(program, obj)
+            bundle.add(program, obj, nvrtc)
     if args.out:
         data = bundle.to_bytes()
         try:

@@ -1,5 +1,6 @@
 """What each CUDA release ships: the release a header folder comes from, the wheels that install
-NVRTC and its headers, and which NVRTC releases compile for which architecture.
+NVRTC and its headers, which NVRTC releases compile for which architecture, and which drivers
+load the code a release makes (by the PTX ISA version, or the toolkit that made a CUBIN).
 
 The next steps in cudaload's errors and report are built here, so that each names a requirement
 that exists on PyPI: CUDA 13 wheels carry plain names (``nvidia-cuda-nvrtc``), older majors a
@@ -12,7 +13,8 @@ import os
 import re
 
 __all__ = ["header_release", "header_requirement", "nvrtc_requirement", "linker_requirement",
-           "wheel_for_header", "arch_support"]
+           "wheel_for_header", "arch_support", "ptx_release", "code_toolkit", "oldest_driver",
+           "driver_text"]
 
 _WHEELS = {"nvrtc": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime",
            "cccl": "nvidia-cuda-cccl", "nvjitlink": "nvidia-nvjitlink"}
@@ -138,3 +140,128 @@ def arch_support(cc: int, nvrtc_version, name: str | None = None) -> str:
     first = known[0]
     requirement = f"{_wheel('nvrtc', first[0])}>={first[0]}.{first[1]},<{first[0] + 1}"
     return f"NVRTC {first[0]}.{first[1]} added {name}: {pip_install(requirement)}"
+
+
+# ---- which drivers load compiled code --------------------------------------------------------
+
+# PTX ISA version -> the CUDA release that introduced it (the PTX ISA's release history): a driver
+# JIT-compiles the PTX ISA of its own release and older ones only.  CUDA 12.6 kept ISA 8.5.
+_PTX_ISA = {(6, 0): (9, 0), (6, 1): (9, 1), (6, 2): (9, 2), (6, 3): (10, 0), (6, 4): (10, 1),
+            (6, 5): (10, 2), **{(7, n): (11, n) for n in range(9)},
+            **{(8, n): (12, n) for n in range(6)}, (8, 6): (12, 7), (8, 7): (12, 8),
+            (8, 8): (12, 9), **{(9, n): (13, n) for n in range(6)}}
+# The oldest Linux driver of each CUDA major that loads code made by any toolkit of that major
+# (minor version compatibility, CUDA 11 on); a driver of a later major loads it too (backward
+# compatibility).  CUDA 11.0 shipped with an older driver, but minor version compatibility
+# across 11.x starts at 450.80.02.
+_MAJOR_DRIVERS = {11: "450.80.02", 12: "525.60.13", 13: "580"}
+_PTX_VERSION = re.compile(rb"^\s*\.version\s+(\d+)\.(\d+)", re.M)
+_PTX_TARGET = re.compile(rb"^\s*\.target\s+sm_(\d+)", re.M)
+_TOOLKIT = re.compile(rb"release (\d+)\.(\d+)")
+# A CUBIN's ELF header: EI_OSABI 0x41 and EI_ABIVERSION 8 since CUDA 13 (0x33 and 7 before), and
+# the note of type 2000 in ".note.nv.tkinfo" that CUDA 13's compilers write ("... release 13.5").
+_CUDA13_ELF = (0x41, 8)
+_SHT_NOTE, _TKINFO = 7, 2000
+
+
+def ptx_release(isa: tuple[int, int]) -> tuple[int, int] | None:
+    """The CUDA release whose driver first JIT-compiles PTX ISA ``isa``, or None if unknown."""
+    return _PTX_ISA.get(tuple(isa))  # type: ignore[arg-type]  # a pair, as typed
+
+
+def code_toolkit(code: bytes, kind: str) -> tuple[int, int | None] | None:
+    """(major, minor or None) of the CUDA toolkit that made the CUBIN or PTX ``code``, as far
+    as the code says: PTX by its ``.version``, a CUBIN by its toolkit note or, lacking one, by
+    its ELF ABI (CUDA 13's; an older one does not say whether CUDA 11 or 12 made it: None)."""
+    if kind == "ptx":
+        found = _PTX_VERSION.search(code[:65536])
+        release = found and ptx_release((int(found.group(1)), int(found.group(2))))
+        return release or None
+    if kind != "cubin" or code[:4] != b"\x7fELF":
+        return None
+    note = _note(code, _TKINFO)
+    found = _TOOLKIT.search(note) if note else None
+    if found:
+        return int(found.group(1)), int(found.group(2))
+    return (13, None) if tuple(code[7:9]) == _CUDA13_ELF else None
+
+
+def _note(code: bytes, kind: int) -> bytes | None:
+    """The description of the first ELF note of type ``kind`` in ``code``, or None."""
+    from . import _elf  # deferred: only a report of compiled code needs it
+
+    try:
+        head = _elf.header(code)
+    except _elf.ElfError:
+        return None
+    wide = head.bits == 64
+    for i in range(head.shnum if head.shentsize >= (64 if wide else 40) else 0):
+        at = head.shoff + i * head.shentsize
+        if head._field(code, at + 4, 4) != _SHT_NOTE:
+            continue
+        offset = head._field(code, at + (24 if wide else 16), 8 if wide else 4)
+        size = head._field(code, at + (32 if wide else 20), 8 if wide else 4)
+        pos, end = offset, min(offset + size, len(code))
+        while pos + 12 <= end:
+            namesz, descsz, note_type = (head._field(code, pos + 4 * j, 4) for j in range(3))
+            desc = pos + 12 + (namesz + 3) // 4 * 4
+            if note_type == kind:
+                return code[desc:min(desc + descsz, end)]
+            pos = desc + (descsz + 3) // 4 * 4
+    return None
+
+
+def oldest_driver(kind: str, cc: int, toolkit: tuple | None) -> tuple[int, int] | None:
+    """The oldest CUDA release whose driver loads code of ``kind`` for compute capability ``cc``
+    made by ``toolkit`` ((major, minor or None), from :func:`code_toolkit` or the NVRTC that made
+    it; for PTX, the release of its ISA); None when ``toolkit`` is unknown.
+
+    CUBIN: a driver of the toolkit's major (minor version compatibility) or a later one, that
+    knows the arch.  PTX: a driver whose JIT knows its ISA, and the arch.  LTO IR: the driver
+    loads the CUBIN nvJitLink (of the same major, as new or newer) links from it: as CUBIN."""
+    if not toolkit:
+        return None
+    major, minor = toolkit[0], toolkit[1]
+    floor = (major, minor or 0) if kind == "ptx" else (major, 0)
+    # The release whose toolkit and driver added the arch; the table starts at NVRTC 11.2, so an
+    # arch it lists from 11.2 came then or earlier, before any major's floor that matters.
+    first = _ARCHS.get(cc, (None, None))[0]
+    return max(floor, first) if first and first > _ARCHS[80][0] else floor
+
+
+def driver_text(release: tuple[int, int]) -> str:
+    """"drivers for CUDA 12.0 or newer (Linux 525.60.13 or newer)"."""
+    major, minor = release
+    linux = f" (Linux {_MAJOR_DRIVERS[major]} or newer)" if minor == 0 and major in \
+        _MAJOR_DRIVERS else ""
+    return f"drivers for CUDA {major}.{minor} or newer{linux}"
+
+
+_UNKNOWN = {"cubin": "drivers of the CUDA major whose toolkit made it, or newer (a CUBIN made "
+                     "before CUDA 13 does not say whether CUDA 11 or 12 made it)",
+            "ptx": "drivers whose JIT knows its PTX ISA (a version newer than any release "
+                   "cudaload knows, or none)",
+            "ltoir": "drivers of the major of the NVRTC that made it, or newer"}
+
+
+def loads_on(code: bytes, kind: str, arch: str, nvrtc: str | None = None
+             ) -> tuple[tuple[int, int] | None, str]:
+    """(the oldest CUDA release whose driver loads the compiled ``code``, or None where it cannot
+    be told; the same said for a report) for ``kind`` code for ``arch`` (sm_90, compute_90),
+    ``nvrtc`` being the release of the NVRTC that made it ("12.9") where it is known."""
+    parts = nvrtc.split(".") if nvrtc else []
+    made = (int(parts[0]), int(parts[1])) if len(parts) >= 2 and parts[0].isdigit() and \
+        parts[1].isdigit() else None
+    toolkit: tuple | None = code_toolkit(code, kind) if kind != "ltoir" else None
+    if kind == "cubin" and made and (toolkit is None or toolkit[1] is None):
+        toolkit = made
+    toolkit = toolkit or (made if kind == "ltoir" else None)
+    cc = int(re.sub(r"\D", "", arch) or 0)
+    release = oldest_driver(kind, cc, toolkit)
+    text = driver_text(release) if release else _UNKNOWN.get(kind, "no driver: it is no code "
+                                                                    "a driver loads")
+    if kind == "ltoir":
+        linker = (f"nvJitLink {toolkit[0]}.{toolkit[1]} or a newer {toolkit[0]}.x" if toolkit
+                  else "an nvJitLink of the major of the NVRTC that made it, as new or newer")
+        text = f"linked by {linker} at run time, into a CUBIN that loads on {text}"
+    return release, text

@@ -96,3 +96,17 @@ def write_wheel(folder, name: str, files: dict[str, bytes], *, tag: str = "py3-n
 
 def _digest(data: bytes) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def cudaload_wheel(folder) -> str:
+    """A wheel of this checkout's cudaload package, without its dependencies (making Programs and
+    asking a bundle needs neither cffi nor cuda-pathfinder), for ``check-wheel --with``."""
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cudaload")
+    files = {}
+    for where, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in names:
+            path = os.path.join(where, name)
+            with open(path, "rb") as f:
+                files[os.path.relpath(path, os.path.dirname(root)).replace(os.sep, "/")] = f.read()
+    return write_wheel(folder, "cudaload", files, version="0.1.0")

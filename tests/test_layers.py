@@ -15,7 +15,8 @@ from tests._support import ROOT
 
 PACKAGE = os.path.join(ROOT, "cudaload")
 FOUNDATION = {"errors", "lifetime", "_log", "_version", "releases", "_untrusted",
-              "_atomic", "_file_lock", "_elf", "_warn", "_demangle", "_sigint"}
+              "_atomic", "_file_lock", "_elf", "_warn", "_demangle", "_sigint",
+              "_program_specs"}
 ENTRY = {"availability", "_report", "cli", "_compile_commands", "_kernels", "_link_command", "__main__",
          "__init__"}
 RANK = {"bindings": 1, "compile": 2, "launch": 3, "wheelcheck": 4}

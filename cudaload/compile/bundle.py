@@ -15,7 +15,7 @@ Layout::
 
     MAGIC, format (u16), index length (u32)      BUNDLE_HEADER
     index: JSON {"cudaload": version, "entries": [{"program", "name", "kind", "arch",
-                 "name_expressions", "offset", "length"}, ...]}
+                 "name_expressions", "offset", "length", "nvrtc" (optional)}, ...]}
     entries: each one the bytes of a kernel cache entry (objectcode.encode), with its own integrity hash
 
 A CUBIN runs on its own arch and on later minor revisions of the same major (sm_80 code runs on
@@ -90,9 +90,10 @@ class Bundle:
         return len(self._entries().keys() | {_key(meta) for meta, _blob in self._new})
 
     def entries(self) -> list[dict]:
-        """What the bundle holds: per entry the program's name, kind, arch and name expressions."""
-        return [{k: e[k] for k in ("program", "name", "kind", "arch", "name_expressions")}
-                for e in self._entries().values()]
+        """What the bundle holds: per entry the program's name, kind, arch, name expressions and
+        the NVRTC release that made it (None where the bundle does not say)."""
+        return [{k: e.get(k) for k in ("program", "name", "kind", "arch", "name_expressions",
+                                        "nvrtc")} for e in self._entries().values()]
 
     def check(self) -> None:
         """Raise ValueError when the bundle is there but cannot be read (a missing one is
@@ -158,8 +159,11 @@ class Bundle:
 
     # ---- writing -------------------------------------------------------------------------------
 
-    def add(self, program, obj: ObjectCode) -> None:
-        """Add ``obj``, compiled from ``program``, replacing an entry for the same kind and arch.
+    def add(self, program, obj: ObjectCode, nvrtc: str | None = None) -> None:
+        """Add ``obj``, compiled from ``program``, replacing an entry for the same kind and arch;
+        ``nvrtc``: the release of the NVRTC that made it ("12.9"), kept in the index because a
+        CUBIN made before CUDA 13 does not say which toolkit made it, and that decides which
+        drivers load it.
 
         Raises ValueError for code that is not a CUBIN or LTO IR with a known arch."""
         if obj.kind not in _KINDS or not obj.arch:
@@ -167,7 +171,8 @@ class Bundle:
                              "compile with output='cubin' (or 'ltoir') and an arch NVRTC "
                              "supports")
         meta = {"program": program._bundle_digest().hex(), "name": program.name, "kind": obj.kind,
-                "arch": obj.arch, "name_expressions": list(program.name_expressions)}
+                "arch": obj.arch, "name_expressions": list(program.name_expressions),
+                **({"nvrtc": nvrtc} if nvrtc else {})}
         self._new = [(m, b) for m, b in self._new if _key(m) != _key(meta)]
         self._new.append((meta, encode(obj)))
 
@@ -182,7 +187,7 @@ class Bundle:
         entries, blobs, offset = [], [], 0
         for _k, (meta, blob) in sorted(merged.items()):
             entries.append({**{k: meta[k] for k in ("program", "name", "kind", "arch",
-                                                     "name_expressions")},
+                                                     "name_expressions", "nvrtc") if k in meta},
                             "offset": offset, "length": len(blob)})
             blobs.append(blob)
             offset += len(blob)
@@ -220,7 +225,8 @@ def _check_fields(e: dict) -> None:
     if not all(isinstance(e[k], str) for k in ("program", "name", "kind", "arch")) \
             or not all(type(e[k]) is int for k in ("offset", "length")) \
             or not isinstance(e["name_expressions"], list) \
-            or not all(isinstance(n, str) for n in e["name_expressions"]):
+            or not all(isinstance(n, str) for n in e["name_expressions"]) \
+            or not isinstance(e.get("nvrtc", ""), str):
         raise ValueError("an entry has fields of the wrong type")
     if e["kind"] not in _KINDS or parse_arch(e["arch"]).sm() != e["arch"]:
         raise ValueError(f"an entry is {e['kind']} for {e['arch']!r}, not a CUBIN or LTO IR "

@@ -4,7 +4,8 @@ For each program in the bundle and each architecture asked about, the entry that
 ``Program.compile`` would take on a GPU of that architecture (the same lookup,
 ``Bundle.find``): its own arch, an older minor revision of the same major (sm_80 code on sm_86),
 or none, in which case that GPU compiles the program with NVRTC at run time.  Every CUBIN in the
-bundle is decoded (a damaged one would be compiled instead) and its ELF headers read.
+bundle is decoded (a damaged one would be compiled instead) and its ELF headers read, and each
+entry says which drivers load it: a CUBIN those of the CUDA major that made it, or newer.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from ..compile.objectcode import decode
 from ..compile.bundle import Bundle
 from ..compile.options import parse_arch
+from ..releases import loads_on
 from . import elf
 from .libraries import cuda_library
 
@@ -30,7 +32,9 @@ def report(path: str, data: bytes | None, archs: list[str], problem: str | None 
     ``data`` None when it was not read, ``problem`` saying why.
 
     ``{"path", "error", "failures", "programs": [{"name", "name_expressions", "code": {arch:
-    the arch of the code used, or None}}]}``; ``error`` says why the bundle cannot be read."""
+    the arch of the code used, or None}, "entries": [{"arch", "kind", "nvrtc", "driver",
+    "loads_on"}]}]}``: ``driver`` is the oldest CUDA release whose driver loads the entry
+    (releases.loads_on); ``error`` says why the bundle cannot be read."""
     out: dict[str, Any] = {"path": path, "error": None, "failures": [], "programs": []}
     if data is None:
         out["error"] = f"{path}: {problem}"
@@ -44,12 +48,16 @@ def report(path: str, data: bytes | None, archs: list[str], problem: str | None 
         out["failures"].append(out["error"])
         return out
     programs: dict[str, dict] = {}
-    for (digest, _kind, arch), entry in sorted(bundle._entries().items()):
-        programs.setdefault(digest, {"name": entry["name"],
-                                     "name_expressions": entry["name_expressions"], "code": {}})
-        problem = _cubin_problem(data[entry["offset"]:entry["offset"] + entry["length"]])
+    for (digest, kind, arch), entry in sorted(bundle._entries().items()):
+        program = programs.setdefault(digest, {
+            "name": entry["name"], "name_expressions": entry["name_expressions"], "code": {},
+            "entries": []})
+        obj = decode(data[entry["offset"]:entry["offset"] + entry["length"]])
+        problem = _cubin_problem(obj)
         if problem:
             out["failures"].append(f"{path}: the {arch} entry of {_label(entry)} {problem}")
+        else:
+            program["entries"].append(_drivers(obj, kind, arch, entry.get("nvrtc")))
     for digest, program in programs.items():
         for arch in archs:
             found = bundle.find(None, arch, digest=bytes.fromhex(digest))
@@ -58,9 +66,17 @@ def report(path: str, data: bytes | None, archs: list[str], problem: str | None 
     return out
 
 
-def _cubin_problem(blob: bytes) -> str | None:
-    """Why the bundle entry ``blob`` would not be used as it is, or None."""
-    obj = decode(blob)
+def _drivers(obj, kind: str, arch: str, nvrtc: str | None) -> dict:
+    """An entry's ``{"arch", "kind", "nvrtc", "driver", "loads_on"}``: which drivers load it
+    (``driver``: the oldest CUDA release, "12.0", or None where it cannot be told)."""
+    release, text = loads_on(obj.code, kind, arch, nvrtc)
+    return {"arch": arch, "kind": kind, "nvrtc": nvrtc,
+            "driver": f"{release[0]}.{release[1]}" if release else None, "loads_on": text}
+
+
+def _cubin_problem(obj) -> str | None:
+    """Why the decoded bundle entry ``obj`` (None: damaged) would not be used as it is, or
+    None."""
     if obj is None:
         return "is damaged (its integrity check fails): it would be compiled instead"
     if obj.code[:4] != elf.MAGIC:
@@ -112,4 +128,17 @@ def summary(bundle: dict, archs: list[str]) -> list[str]:
                                               else "")
             line += f"; compiled with NVRTC at run time: {shown}"
         lines.append(line)
-    return lines
+    return lines + _driver_lines(programs)
+
+
+def _driver_lines(programs: list[dict]) -> list[str]:
+    """Per arch, kind and NVRTC of the entries: how many programs, and which drivers load them."""
+    groups: dict[tuple, int] = {}
+    for program in programs:
+        for e in program["entries"]:
+            key = (e["arch"], e["kind"], e["nvrtc"], e["loads_on"])
+            groups[key] = groups.get(key, 0) + 1
+    return [f"{arch} {kind}{f' (NVRTC {nvrtc})' if nvrtc else ''}, {count} program"
+            f"{'s' if count != 1 else ''}: loads on {text}"
+            for (arch, kind, nvrtc, text), count in sorted(
+                groups.items(), key=lambda item: (parse_arch(item[0][0]), *map(str, item[0])))]

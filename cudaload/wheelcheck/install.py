@@ -8,22 +8,25 @@ none but the driver's own), and, where cudaload is installed with the wheel,
 environment is made with this interpreter (``python -m venv``) and filled by this
 interpreter's pip (``pip --python``; a pip of its own where this one is too old); pip's own
 settings (``PIP_INDEX_URL``, ``PIP_FIND_LINKS``, its configuration files) apply.
+``check-wheel --programs`` asks its questions in the same environment (programs.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from .environments import find_driver, no_driver_env, without_gpu_env
 from .libraries import cuda_library, stem
 from .wheel import WheelError
 
-__all__ = ["check_imports"]
+__all__ = ["Installed", "installed", "check_imports", "run_probe"]
 
 _PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_probe.py")
 # Not passed on: they would let the fresh environment see another one's files.
@@ -33,26 +36,39 @@ _TIMEOUT_S = 600
 NO_DRIVER, WITHOUT_GPU = "no CUDA driver", "a CUDA driver but no GPU"
 
 
-def check_imports(wheel: str, names: Sequence[str], also: Sequence[str] = ()) -> list[dict]:
-    """One result per process: ``{"mode", "driver", "ok", "failures", "notes", "reason",
-    "problems", "installed", "skipped"}`` (``problems``: those of ``cudaload.status()``).
+class Installed(NamedTuple):
+    """The fresh environment: its interpreter, the temporary folder it lives in, and the
+    environment variables its processes start from."""
+    python: str
+    work: str
+    base: dict
 
-    Raises WheelError when the environment cannot be made or pip cannot install the wheel
-    (and the wheels in ``also``) into it."""
+
+@contextlib.contextmanager
+def installed(wheel: str, also: Sequence[str] = ()) -> Iterator[Installed]:
+    """The wheel (and the wheels in ``also``) installed into a fresh environment, removed after.
+
+    Raises WheelError when the environment cannot be made or pip cannot install the wheels."""
     base = {k: v for k, v in os.environ.items() if k not in _HIDDEN}
     with tempfile.TemporaryDirectory(prefix="cudaload-check-wheel-") as work:
-        python = _install(work, wheel, [wheel, *also], base)
-        runs = [_run(python, names, NO_DRIVER, no_driver_env(base, work), None, work)]
-        driver, how = find_driver()
-        if driver is None:
-            from .driver_library import FETCH_STEP  # deferred: only the check that needs it
+        yield Installed(_install(work, wheel, [wheel, *also], base), work, base)
 
-            runs.append(_result(WITHOUT_GPU, None, skipped=f"no driver library: {FETCH_STEP} "
-                                                          f"({how})"))
-        else:
-            runs.append(_run(python, names, WITHOUT_GPU, without_gpu_env(base, driver), driver,
-                             work))
-            runs[-1]["notes"].insert(0, f"the driver library: {driver} ({how})")
+
+def check_imports(env: Installed, names: Sequence[str]) -> list[dict]:
+    """One result per process: ``{"mode", "driver", "ok", "failures", "notes", "reason",
+    "problems", "installed", "skipped"}`` (``problems``: those of ``cudaload.status()``)."""
+    python, work, base = env
+    runs = [_run(python, names, NO_DRIVER, no_driver_env(base, work), None, work)]
+    driver, how = find_driver()
+    if driver is None:
+        from .driver_library import FETCH_STEP  # deferred: only the check that needs it
+
+        runs.append(_result(WITHOUT_GPU, None, skipped=f"no driver library: {FETCH_STEP} "
+                                                      f"({how})"))
+    else:
+        runs.append(_run(python, names, WITHOUT_GPU, without_gpu_env(base, driver), driver,
+                         work))
+        runs[-1]["notes"].insert(0, f"the driver library: {driver} ({how})")
     return runs
 
 
@@ -110,28 +126,35 @@ def _result(mode: str, driver: str | None, **fields) -> dict:
             "reason": None, "problems": [], "installed": [], "skipped": None, **fields}
 
 
+def run_probe(python: str, probe: str, argv: Sequence[str], env: dict, work: str,
+              what: str) -> tuple[dict | None, str | None]:
+    """(what the file ``probe``, run as ``python -I -c`` with ``argv`` in ``env``, printed as its
+    last line of JSON, None) or (None, why there is none)."""
+    folder = tempfile.mkdtemp(dir=work)  # an empty working folder: nothing to import from it
+    with open(probe) as f:
+        code = f.read()
+    try:
+        proc = subprocess.run([python, "-I", "-c", code, *argv], env=env, cwd=folder,
+                              capture_output=True, text=True, timeout=_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, f"{what} did not finish in {_TIMEOUT_S} s"
+    except OSError as err:
+        return None, f"{what} could not start: {err}"
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1]), None
+    except (ValueError, IndexError):
+        tail = (proc.stderr.strip().splitlines() or ["(nothing)"])[-1]
+        return None, (f"{what}: the process exited with status {proc.returncode} and no "
+                      f"report; its last line of error output: {tail}")
+
+
 def _run(python: str, names: Sequence[str], mode: str, env: dict, driver: str | None,
          work: str) -> dict:
     """Import ``names`` with ``python`` in the environment ``env``; judge what it saw."""
-    folder = tempfile.mkdtemp(dir=work)  # an empty working folder: nothing to import from it
-    with open(_PROBE) as f:
-        probe = f.read()
-    what = f"import {', '.join(names)} ({mode})"
-    try:
-        proc = subprocess.run([python, "-I", "-c", probe, json.dumps(names)], env=env,
-                              cwd=folder, capture_output=True, text=True, timeout=_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return _result(mode, driver, ok=False,
-                       failures=[f"{what} did not finish in {_TIMEOUT_S} s"])
-    except OSError as err:
-        return _result(mode, driver, ok=False, failures=[f"{what} could not start: {err}"])
-    try:
-        seen = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        tail = (proc.stderr.strip().splitlines() or ["(nothing)"])[-1]
-        return _result(mode, driver, ok=False, failures=[
-            f"{what}: the process exited with status {proc.returncode} and no report; its last "
-            f"line of error output: {tail}"])
+    seen, failure = run_probe(python, _PROBE, [json.dumps(names)], env, work,
+                              f"import {', '.join(names)} ({mode})")
+    if seen is None:
+        return _result(mode, driver, ok=False, failures=[failure])
     return _judge(seen, names, mode, driver)
 
 
