@@ -28,6 +28,12 @@ from ..errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
 from ._unpicklable import GpuState
 
+TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
+if TYPE_CHECKING:
+    from typing import SupportsIndex
+
+    from .launch_types import Dims, KernelArguments, StreamLike
+
 __all__ = ["Kernel"]
 
 _MAX_CONFIGS = 256  # cached launch configurations per kernel and thread
@@ -360,6 +366,14 @@ class Kernel(GpuState, KernelOccupancy, functools.partial):
         return cls._wrap(_KernelState(module, name, signature=signature))
 
     _kernel_state: _KernelState
+
+    if TYPE_CHECKING:
+        # What a type checker sees of a launch (launch_types.py), in place of the partial's
+        # (*args, **kwargs) -> Any.  At run time the block does not exist: the partial's own
+        # __call__ runs, as above, and nothing is added to a launch.
+        def __call__(self, grid: Dims, block: Dims, args: KernelArguments, *,
+                     shared_mem: SupportsIndex = 0, stream: StreamLike | None = None,
+                     cluster: Dims | None = None, cooperative: bool = False) -> None: ...
 
     @classmethod
     def _wrap(cls, kernel_state: _KernelState):

@@ -11,8 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from .report import WheelReport
 
 __all__ = ["add_parser", "check_wheel"]
 
@@ -57,7 +60,7 @@ def _arch(text: str) -> str:
 
 def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (),
                 also: Sequence[str] = (), require_bundle: bool = False,
-                no_skip: bool = False) -> dict[str, Any]:
+                no_skip: bool = False) -> WheelReport:
     """The report on the wheel at ``path``: ``{"wheel", "ok", "failures", "files", "bundles",
     "imports"}`` (``bundles`` with ``archs`` only, ``imports`` with ``imports`` only).
     ``require_bundle``: a wheel without a bundle, or (with ``archs``) a program of one without
@@ -94,7 +97,7 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
                          "--no-skip makes that a failure" for run in report["imports"]
                          if run["skipped"]]
     report["ok"] = not failures
-    return report
+    return cast("WheelReport", report)  # the entries' producers type them as plain dicts
 
 
 def _command(args) -> int:
@@ -115,7 +118,7 @@ def _command(args) -> int:
     return 0 if report["ok"] else 1
 
 
-def _text(report: dict, archs: list[str]) -> list[str]:
+def _text(report: Mapping[str, Any], archs: list[str]) -> list[str]:
     from .bundles import summary  # deferred: each command imports what it runs
 
     lines = [f"check-wheel {os.path.basename(report['wheel'])}"]
