@@ -28,12 +28,11 @@ from ..errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
 from ._unpicklable import GpuState
 
-TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
+TYPE_CHECKING = False  # true for type checkers only, to whom a Kernel's call is typed
 if TYPE_CHECKING:
-    from typing import SupportsIndex
-
-    from .launch_types import Dims, KernelArguments, StreamLike
-
+    from .launch_types import TypedLaunch as _partial
+else:
+    _partial = functools.partial
 __all__ = ["Kernel"]
 
 _MAX_CONFIGS = 256  # cached launch configurations per kernel and thread
@@ -345,7 +344,7 @@ def _driver_layout(func):
         layout.append((offset[0], size[0]))
 
 
-class Kernel(GpuState, KernelOccupancy, functools.partial):
+class Kernel(GpuState, KernelOccupancy, _partial):
     """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``;
     occupancy queries beyond ``occupancy`` come from :class:`KernelOccupancy` (occupancy.py).
 
@@ -366,14 +365,6 @@ class Kernel(GpuState, KernelOccupancy, functools.partial):
         return cls._wrap(_KernelState(module, name, signature=signature))
 
     _kernel_state: _KernelState
-
-    if TYPE_CHECKING:
-        # What a type checker sees of a launch (launch_types.py), in place of the partial's
-        # (*args, **kwargs) -> Any.  At run time the block does not exist: the partial's own
-        # __call__ runs, as above, and nothing is added to a launch.
-        def __call__(self, grid: Dims, block: Dims, args: KernelArguments, *,
-                     shared_mem: SupportsIndex = 0, stream: StreamLike | None = None,
-                     cluster: Dims | None = None, cooperative: bool = False) -> None: ...
 
     @classmethod
     def _wrap(cls, kernel_state: _KernelState):

@@ -1,7 +1,7 @@
 """What a kernel launch takes, as types: ``Dims`` (a grid, block or cluster), ``KernelArgument``
 (what one kernel parameter may be given), ``KernelArguments`` (a launch's ``args``) and
-``StreamLike`` (its ``stream``).  ``Kernel.__call__`` is annotated with them, for type checkers,
-and host packages may annotate their own code with them.
+``StreamLike`` (its ``stream``).  A ``Kernel``'s call is typed with them for type checkers
+(``TypedLaunch``, below), and host packages may annotate their own code with them.
 
 Nothing in cudaload imports this module at run time: a launch checks its values itself (_sizes.py,
 arguments.py), and a type says only what a checker can.  An array or stream of a library cudaload
@@ -19,6 +19,7 @@ from typing import (TYPE_CHECKING, Any, Protocol, SupportsComplex, SupportsFloat
 
 if TYPE_CHECKING:
     import ctypes
+    import functools
 
     from .memory import DeviceBuffer
     from .pinned import HostBuffer
@@ -91,3 +92,14 @@ KernelArguments: TypeAlias = Sequence[KernelArgument]
 
 # A launch's ``stream`` (None: the legacy default stream): what ``Stream.from_handle`` takes.
 StreamLike: TypeAlias = Union["Stream", int, CudaStreamInterface, _TorchStream, _CupyStream]
+
+
+if TYPE_CHECKING:
+    class TypedLaunch(functools.partial[None]):
+        """``functools.partial`` with a kernel launch's call, in place of its ``(*args, **kwargs)
+        -> Any``: what kernel.py's ``Kernel`` derives from for type checkers.  At run time it
+        derives from ``functools.partial`` itself and nothing is added to a launch."""
+
+        def __call__(self, grid: Dims, block: Dims, args: KernelArguments, *,
+                     shared_mem: SupportsIndex = 0, stream: StreamLike | None = None,
+                     cluster: Dims | None = None, cooperative: bool = False) -> None: ...
