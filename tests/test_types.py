@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests._support import ROOT
+from tests._support import ROOT, run_json
 
 CONSUMER = os.path.join(ROOT, "tests", "_typed_consumer.py")
 MARK = re.compile(r"^\s+\S.*#\s*([RE]):\s*(.+?)\s*$")  # code lines: indented, in a function
@@ -93,3 +93,19 @@ def test_the_wheel_report_types_name_every_key_of_the_report(tmp_path):
               (install._result("a mode", None), types.ImportReport)]
     for value, typed in shapes:
         assert set(value) == set(typed.__annotations__) == typed.__required_keys__, typed
+
+
+def test_the_types_add_nothing_at_run_time():
+    # A Kernel is the partial it was (its call is the partial's, through vectorcall), and neither
+    # the launch's nor the report's types are imported by cudaload itself.
+    seen = run_json("""
+import functools, json, sys
+import cudaload.launch.rawkernel
+from cudaload.launch.kernel import Kernel
+from cudaload.wheelcheck import command, environments, pytest_plugin
+print(json.dumps({"call": Kernel.__call__ is functools.partial.__call__,
+                  "base": Kernel.__bases__[-1] is functools.partial,
+                  "types": sorted(m for m in sys.modules if m in (
+                      "cudaload.launch.launch_types", "cudaload.wheelcheck.report"))}))
+""")
+    assert seen == {"call": True, "base": True, "types": []}
