@@ -8,8 +8,13 @@ must be an error of each CODE, and no other line may be an error.
 from __future__ import annotations
 
 import array
+import ctypes
+
+import numpy
 
 import cudaload
+from cudaload.wheelcheck import check_wheel
+from cudaload.wheelcheck.environments import CudaProcess
 
 
 def uses(source: str) -> None:
@@ -45,3 +50,56 @@ def uses(source: str) -> None:
 def mistakes() -> None:
     cudaload.Program(123, bogus_kw=1)  # E: call-arg, arg-type
     cudaload.alloc("ten")  # E: arg-type
+
+
+def launches(module: cudaload.Module, s: cudaload.Stream) -> None:
+    k = module.get_kernel("k")
+    buf = cudaload.alloc(16)
+    floats = array.array("f", [0.0] * 4)
+    reveal_type(k(1, 32, (buf, 4)))  # R: None
+    reveal_type(k((2, 2), (16, 16), (buf,), stream=s, shared_mem=0))  # R: None
+    reveal_type(k((2, 2, 1), 256, [buf, 1.5, b"\0" * 8], stream=0, cluster=2))  # R: None
+    host = cudaload.alloc_host(16)
+    numbers = (numpy.float32(1.0), numpy.int64(2), numpy.complex64(1j), ctypes.c_int(3), 2**40)
+    reveal_type(k(numpy.int64(4), 256, (*numbers, host, floats, numpy.zeros(4))))  # R: None
+    raw = cudaload.RawKernel("extern \"C\" __global__ void k(int *x) {}", "k")
+    reveal_type(raw(4, (64,), (buf,), stream=s))  # R: None
+
+
+def launch_mistakes(k: cudaload.Kernel, raw: cudaload.RawKernel) -> None:
+    k("bad", 1, 2)  # E: arg-type
+    k(1, (1, 2, 3, 4), ())  # E: arg-type
+    k(1, 32, ("text",))  # E: arg-type
+    k(1, 32, (None,))  # E: arg-type
+    k(1, 32, (), shared_mem=1.5)  # E: arg-type
+    k(1, 32, (), stream="s")  # E: arg-type
+    k(1, 32, (), smem=0)  # E: call-arg
+    raw(1.5, 32, ())  # E: arg-type
+
+
+def backend() -> str:
+    return "numpy"
+
+
+def scaled(x: float, factor: int = 2) -> float:
+    return x * factor
+
+
+def in_a_fresh_process(no_cuda: CudaProcess, cuda_without_gpu: CudaProcess) -> None:
+    reveal_type(no_cuda(backend))  # R: str
+    reveal_type(cuda_without_gpu(scaled, 1.5, factor=3))  # R: float
+    no_cuda(scaled, "1.5")  # E: arg-type
+    no_cuda(backend, 1)  # E: call-arg
+
+
+def wheel_report() -> None:
+    report = check_wheel("dist/mypkg-1.0-py3-none-any.whl", archs=["sm_90"])
+    reveal_type(report["ok"])  # R: bool
+    reveal_type(report["failures"])  # R: list[str]
+    reveal_type(report["files"][0]["cuda"])  # R: list[str]
+    reveal_type(report["files"][0]["format"])  # R: Literal['ELF'] | Literal['PE'] | Literal['Mach-O'] | None
+    for bundle in report["bundles"] or ():
+        reveal_type(bundle["programs"][0]["code"])  # R: dict[str, str | None]
+    for run in report["imports"] or ():
+        reveal_type(run["skipped"])  # R: str | None
+    report["passed"]  # E: typeddict-item

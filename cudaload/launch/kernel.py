@@ -28,6 +28,11 @@ from ..errors import LaunchArgumentError
 from .device import Device, activate, current_device, generation
 from ._unpicklable import GpuState
 
+TYPE_CHECKING = False  # true for type checkers only, to whom a Kernel's call is typed
+if TYPE_CHECKING:
+    from .launch_types import TypedLaunch as _partial
+else:
+    _partial = functools.partial
 __all__ = ["Kernel"]
 
 _MAX_CONFIGS = 256  # cached launch configurations per kernel and thread
@@ -339,7 +344,7 @@ def _driver_layout(func):
         layout.append((offset[0], size[0]))
 
 
-class Kernel(GpuState, KernelOccupancy, functools.partial):
+class Kernel(GpuState, KernelOccupancy, _partial):
     """A kernel of a loaded module.  Call it as ``kernel(grid, block, args, shared_mem=0, stream=None)``;
     occupancy queries beyond ``occupancy`` come from :class:`KernelOccupancy` (occupancy.py).
 

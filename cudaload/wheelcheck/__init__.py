@@ -17,6 +17,10 @@ Entry point: may import every layer.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # true for type checkers only: importing this package imports no module
+if TYPE_CHECKING:
+    from .command import check_wheel as check_wheel  # what __getattr__ binds
+
 __all__ = ["check_wheel"]
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from .report import WheelReport
 
 __all__ = ["add_parser", "check_wheel"]
 
@@ -73,7 +76,7 @@ def _spec(text: str) -> str:
 
 def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (),
                 also: Sequence[str] = (), require_bundle: bool = False,
-                no_skip: bool = False, programs: Sequence[str] = ()) -> dict[str, Any]:
+                no_skip: bool = False, programs: Sequence[str] = ()) -> WheelReport:
     """The report on the wheel at ``path``: ``{"wheel", "ok", "failures", "warnings", "files",
     "bundles", "imports", "programs"}`` (``bundles`` with ``archs`` only, ``imports`` with
     ``imports`` only, ``programs`` with ``programs`` only).  ``require_bundle``: a wheel without
@@ -110,7 +113,7 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
     if imports or programs:
         _installed_checks(report, imports, also, no_skip, programs, archs)
     report["ok"] = not failures
-    return report
+    return cast("WheelReport", report)  # the entries' producers type them as plain dicts
 
 
 def _warnings(path: str, shipped: list, require_bundle: bool, programs: Sequence[str]
@@ -167,7 +170,7 @@ def _command(args) -> int:
     return 0 if report["ok"] else 1
 
 
-def _text(report: dict, archs: list[str]) -> list[str]:
+def _text(report: Mapping[str, Any], archs: list[str]) -> list[str]:
     from .bundles import summary  # deferred: each command imports what it runs
     from . import programs  # deferred: each command imports what it runs
 

@@ -16,10 +16,14 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import subprocess
+    from typing import ParamSpec, TypeVar
+
+    P = ParamSpec("P")  # the arguments of the function a CudaProcess runs
+    T = TypeVar("T")  # and its result
 
 # pickle, subprocess, tempfile and json are imported where used: pytest imports this module
 # (through the plugin) in every test run of a project where cudaload is installed.
@@ -110,7 +114,7 @@ class CudaProcess:
     def __repr__(self) -> str:
         return f"<CudaProcess: {self.description}>"
 
-    def __call__(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``func(*args, **kwargs)`` run in the process; its result, or its exception raised
         here.  Raises TypeError when ``func`` or the arguments cannot be pickled (``func``
         must be defined at the top level of an importable module), RuntimeError when the
