@@ -2,7 +2,7 @@
 
     python bench/import_bench.py                 # print a JSON summary
     python bench/import_bench.py --out bench/results/
-    python bench/import_bench.py --python .venv-ci/bin/python --runs 31
+    python bench/import_bench.py --python .venv/bin/python --runs 31
 
 Import: the median wall time of `python -c "import cudaload"` minus that of `python -c pass`, each
 run in fresh processes (interleaved, so drift hits both alike), next to the median of the

@@ -4,14 +4,26 @@
 # that the generated cffi modules match headers/, mypy over cudaload/, then pytest.  Extra arguments
 # go to pytest.
 #
-#   PYTHON=python3.12 bash ci/test.sh        # another interpreter (3.11 or newer)
-#   CUDALOAD_VENV=/path/venv bash ci/test.sh # another environment folder (default .venv-ci)
+# The environment is the README's set-up one, `.venv` (made here if absent; the `test` extra is
+# added to it), unless PYTHON is another X.Y than `.venv`'s: then `.venv-X.Y`, beside it.
+#
+#   PYTHON=python3.13 bash ci/test.sh        # another interpreter (3.11 or newer), in .venv-3.13
+#   CUDALOAD_VENV=/path/venv bash ci/test.sh # another environment folder
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
-VENV="${CUDALOAD_VENV:-$ROOT/.venv-ci}"
+x_y() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+if [ -n "${CUDALOAD_VENV:-}" ]; then
+    VENV="$CUDALOAD_VENV"
+else
+    VENV="$ROOT/.venv"
+    wanted="$(x_y "$PYTHON")"
+    if [ -x "$VENV/bin/python" ] && [ "$(x_y "$VENV/bin/python")" != "$wanted" ]; then
+        VENV="$ROOT/.venv-$wanted"
+    fi
+fi
 
 # Install what a bare Debian 12 lacks: the venv module, a C compiler (tests build tiny shared
 # libraries), and nothing else.

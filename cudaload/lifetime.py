@@ -17,7 +17,9 @@ looking again costs time.  Each module that keeps such a finding registers how t
 :func:`on_forget`, at its import; :func:`forget_found` (``status(refresh=True)``) runs them all, so
 that the next use looks again.  A module not imported yet has found nothing, so it has nothing to
 forget: registering at import lets the refresh reach exactly the modules that hold something,
-without importing the others (which costs time) or naming them.
+without importing the others (which costs time) or naming them.  The child of a fork also
+forgets that the driver failed to load and why compiling found no device (each module's own
+:func:`on_fork_in_child` reset), so that its first use asks its own driver state.
 
 :func:`at_exit` registers what must run before the interpreter exits (cache writes still pending);
 one ``atexit`` hook runs them, in the order registered.

@@ -15,7 +15,7 @@ when NVRTC read it.  Two properties:
 The default number of examples keeps this file near a minute on two cores; a soak (random
 seeds, so each run tries other trees):
 
-    CUDALOAD_ORACLE_EXAMPLES=5000 CI=1 .venv-ci/bin/python -m pytest -q -x \\
+    CUDALOAD_ORACLE_EXAMPLES=5000 CI=1 .venv/bin/python -m pytest -q -x \\
         tests/test_include_oracle.py -p no:cacheprovider --hypothesis-show-statistics
 
 A failing example is printed as JSON; saved under tests/include_regressions/ (one file each,

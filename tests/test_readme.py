@@ -1,6 +1,7 @@
-"""The README as a front page: what cudaload is for, how a host package installs it, the three
-uses with their code, and five headline figures against the peers, all before the set-up and the
-detail; each figure taken from docs/benchmarks.md; the map of the code true for this tree."""
+"""The README as a front page: its first screen says what cudaload is for, the set-up and test
+commands and the fallback example with its kernel's source; then how a host package installs it,
+the three uses with their code and five headline figures against the peers, before the detail;
+each figure taken from docs/benchmarks.md; the map of the code true for this tree."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pytest
 
 from tests._doc_blocks import python_blocks, read
 from tests._support import ROOT
-
 
 
 @pytest.fixture(scope="module")
@@ -25,15 +25,27 @@ def _section(text: str, heading: str) -> str:
     return text[start:end if end != -1 else None]
 
 
-def test_the_first_screen_says_what_how_to_install_and_the_three_uses(readme):
-    front = readme[:readme.index("\n## Set-up on a fresh machine")]
+def test_the_first_screen_says_what_the_set_up_and_test_commands_and_the_kernel(readme):
+    screen = "\n".join(readme.splitlines()[:40])
+    assert "fall back to the CPU" in screen  # what cudaload is for
+    assert "python3 -m venv .venv && .venv/bin/pip install -e '.[nvrtc]'" in screen  # set-up
+    assert "\nbash ci/test.sh\n" in screen and "PYTHON=python3.13 bash ci/test.sh" in screen
+    assert "```cuda\n" + SCALE_CU in screen  # the kernel, with its parameters, ...
+    kernel_at = readme.index("```cuda")
+    example_at = readme.index("```python")
+    assert kernel_at < example_at < readme.index("\n## Install it in a host package")  # ...first
+    assert readme.index("\n## Against the peers") > readme.index("\n## Install it in a host")
+
+
+def test_the_front_page_says_how_to_install_and_the_three_uses(readme):
+    front = readme[:readme.index("\n## Against the peers")]
     install = _section(front, "Install it in a host package")
     assert 'dependencies = ["cudaload[nvrtc]"]' in install and "docs/packaging.md" in install
     uses = _section(front, "Three uses")
     assert "except cudaload.CudaUnavailableError" in uses       # a dependency with a fallback
     assert "cudaload.is_available()" in uses                     # an availability check
     assert "cudaload check-wheel" in uses and "no_cuda" in uses  # a packaging test
-    assert len(re.findall(r"^```", uses, re.M)) >= 8  # each use with its code (four blocks)
+    assert len(re.findall(r"^```", uses, re.M)) >= 10  # the kernel, and each use with its code
     assert "## Measured" not in readme  # the run-by-run narrative lives in docs/measured.md
 
 
@@ -85,19 +97,24 @@ SCALE_CU = ('extern "C" __global__ void scale(float *x, float a, int n) {\n'
             '    if (i < n) x[i] *= a;\n}\n')
 
 
-def run_readme_fallback(tmp_path, env=None, unset=()) -> dict:
+def run_readme_fallback(tmp_path, env=None, unset=(), then: str = "") -> dict:
     """The first Python block of the README's "Three uses" in a package ``mypkg`` that ships
-    ``scale.cu``, called on 300 floats: its result, whether it is the right one, whether it came
-    from the GPU (the program compiled in this process) and whether libnvrtc was mapped."""
+    ``scale.cu`` (the README's own CUDA block), called on 300 floats: its result, whether it is
+    the right one, whether it came from the GPU (the program compiled in this process) and
+    whether libnvrtc was mapped.  ``then``: more code, run after that in the same process, which
+    may add to the dict ``out`` (``x``, ``scale``, ``json`` and ``cudaload`` are there)."""
+    import textwrap
+
     from tests._support import run_json
 
-    code = python_blocks(read("README.md"), "Three uses")["Three uses", 0].code
+    blocks = python_blocks(read("README.md"), "Three uses")
+    code = blocks["Three uses", 0].code
     package = tmp_path / "mypkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "scale.cu").write_text(SCALE_CU)
+    (package / "scale.cu").write_text(readme_kernel())
     (tmp_path / "readme_scale.py").write_text(code)
-    return run_json(f"""
+    main = textwrap.dedent(f"""
         import json, sys
         sys.path.insert(0, {str(tmp_path)!r})
         import numpy as np
@@ -112,8 +129,23 @@ def run_readme_fallback(tmp_path, env=None, unset=()) -> dict:
             gpu = False
         with open("/proc/self/maps") as f:
             nvrtc = "libnvrtc" in f.read()
-        print(json.dumps({{"right": bool((y == x * 3).all()), "gpu": gpu, "nvrtc": nvrtc}}))
-    """, env={"CUDALOAD_CACHE": "0", **(env or {})}, unset=unset)
+        out = {{"right": bool((y == x * 3).all()), "gpu": gpu, "nvrtc": nvrtc}}
+    """)
+    return run_json(main + textwrap.dedent(then) + "\nprint(json.dumps(out))\n",
+                    env={"CUDALOAD_CACHE": "0", **(env or {})}, unset=unset)
+
+
+def readme_kernel() -> str:
+    """The kernel the README shows before its fallback code: its first CUDA block."""
+    return re.search(r"```cuda\n(.*?)```", read("README.md"), re.S).group(1)
+
+
+def test_the_readme_kernel_is_the_one_its_fallback_code_launches():
+    assert readme_kernel() == SCALE_CU
+    code = python_blocks(read("README.md"), "Three uses")["Three uses", 0].code
+    assert '"scale.cu"' in code and 'get_kernel("scale")' in code
+    assert "(buf, a, x.size)" in code  # float *x, float a, int n
+    assert "@functools.cache" in code  # looked up once per process
 
 
 @pytest.mark.parametrize("nvrtc", ["nvrtc", "no nvrtc"])

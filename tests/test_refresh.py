@@ -10,7 +10,9 @@ NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", "CUDALOAD_CACHE": "0
 # (module, function): every place a finding is kept, and how it is forgotten
 FORGETTERS = [("cudaload.bindings._loader", "forget_failures"),
               ("cudaload.bindings.driver", "forget_load_failure"),
+              ("cudaload.bindings.thread_device", "_forget_unusable"),
               ("cudaload.compile._linker", "forget_found"),
+              ("cudaload.compile._resources", "forget"),
               ("cudaload.compile.program", "forget_no_device"),
               ("cudaload.compile.toolchain", "_forget_remembered")]
 

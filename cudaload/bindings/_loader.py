@@ -150,6 +150,14 @@ def forget_failures() -> None:
 lifetime.on_forget(forget_failures)
 
 
+@lifetime.on_fork_in_child
+def _forget_failures_in_child() -> None:
+    """A forked child looks again too, under a lock of its own (a parent's thread may hold it)."""
+    global _lock
+    _lock = _thread.allocate_lock()
+    forget_failures()
+
+
 def _get(name: str, remembered: str | None = None) -> Library:
     result = _results.get(name)
     if result is None:

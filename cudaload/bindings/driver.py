@@ -140,6 +140,15 @@ def forget_load_failure() -> None:
 lifetime.on_forget(forget_load_failure)
 
 
+def _in_child() -> None:
+    global _init_lock
+    _init_lock = _thread.allocate_lock()  # a thread of the parent may have held it at the fork
+    forget_load_failure()  # and the child looks for the library again
+
+
+lifetime.on_fork_in_child(_in_child)
+
+
 def check(rc: int, function: str) -> None:
     """Raise the :class:`DriverError` for ``rc`` unless it is ``CUDA_SUCCESS``."""
     if rc:

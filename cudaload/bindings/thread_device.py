@@ -21,7 +21,7 @@ import threading
 
 from . import driver
 from .. import lifetime
-from ..errors import DriverUnavailableError
+from ..errors import CudaUnavailableError, DriverUnavailableError
 
 __all__ = ["state", "ordinal", "choose", "choose_default", "arch", "none_visible"]
 
@@ -36,6 +36,10 @@ class _State(threading.local):
 state = _State()
 _archs: dict[int, int] = {}  # ordinal -> compute capability: fixed for the life of a process
 _default: list[int] = []  # the process's default ordinal, when one was chosen: [ordinal]
+# Why no thread of this process can use a device, once arch() found it: the driver's failure to
+# load or initialise (remembered by driver.init), a forked child, or no device visible (the count
+# is fixed at cuInit).  None while a device may be usable: a thread's own device can still fail.
+unusable: CudaUnavailableError | None = None
 
 
 def choose(ordinal_: int) -> None:
@@ -71,7 +75,12 @@ def arch() -> int:
     """Compute capability of the calling thread's device as an int, e.g. 90, also set as
     ``state.arch``.  Raises :class:`CudaLoadError` where CUDA is unavailable (after fork too) or
     no such device exists."""
-    drv = driver.init()
+    global unusable
+    try:
+        drv = driver.init()
+    except CudaUnavailableError as err:
+        unusable = err
+        raise
     which = ordinal()
     found = _archs.get(which)
     if found is None:
@@ -79,7 +88,8 @@ def arch() -> int:
         handle, value = ffi.new("CUdevice *"), ffi.new("int *")
         driver.check(drv.cuDeviceGetCount(value), "cuDeviceGetCount")
         if value[0] <= 0:
-            raise none_visible()
+            unusable = none_visible()
+            raise unusable
         driver.check(drv.cuDeviceGet(handle, which), "cuDeviceGet")
         major_minor = []
         for name in ("CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR",
@@ -103,8 +113,15 @@ def none_visible() -> DriverUnavailableError:
         hint="check CUDA_VISIBLE_DEVICES (empty or invalid hides every GPU) and `nvidia-smi`")
 
 
+def _forget_unusable() -> None:
+    global unusable
+    unusable = None
+
+
 def _after_fork_in_child() -> None:
     state.arch = None  # arch() asks again, and so raises ForkedProcessError
+    _forget_unusable()
 
 
 lifetime.on_fork_in_child(_after_fork_in_child)
+lifetime.on_forget(_forget_unusable)  # a device set up since may answer

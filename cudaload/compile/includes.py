@@ -321,8 +321,11 @@ def not_utf8(where: str, exc: UnicodeDecodeError) -> ValueError:
                       f"{exc.start}); save it as UTF-8")
 
 
-def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
-    """The text of ``resource`` in ``package`` and, as in-memory headers, the sibling files it includes.
+def from_package(package: str, resource: str,
+                 files: list | None = None) -> tuple[str, dict[str, str]]:
+    """The text of ``resource`` in ``package`` and, as in-memory headers, the sibling files it
+    includes; each one read that is a file of the file system (not a member of a zip) is
+    appended to ``files``, as its path.
 
     Raises FileNotFoundError when the resource is missing.
     """
@@ -334,6 +337,8 @@ def from_package(package: str, resource: str) -> tuple[str, dict[str, str]]:
         node = root.joinpath(*relative.split("/"))
         if not node.is_file():
             return None
+        if files is not None and isinstance(node, os.PathLike):
+            files.append(os.fspath(node))
         try:
             return node.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:

@@ -30,6 +30,8 @@ from .options import OUTPUTS, REQUESTS as _requests, check_output, request as _r
 
 TYPE_CHECKING = False  # typing is not imported: a Program made in a fresh process must cost little
 if TYPE_CHECKING:
+    from typing import Callable
+
     from . import includes, toolchain
     from .objectcode import ObjectCode
     from .options import Arch
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Program", "Origin", "recompile_refused", "OUTPUTS"]
 
 _memory = None  # the memory cache (cache/memory.py), bound by _compile_path() at the first compile
+_resource_programs: Callable[..., Program] | None = None  # _resources.program, bound by from_resource() at its first call
 
 
 def _compile_path():
@@ -136,15 +139,14 @@ class Program:
     def from_resource(cls, package: str, resource: str, **kw) -> Program:
         """The program in the package data file ``resource`` of ``package``, with the sibling files
         it includes passed as in-memory headers; a ``.ptx`` file is a PTX program, as for
-        :meth:`from_file`.  Raises FileNotFoundError, ModuleNotFoundError."""
-        from .includes import from_package  # deferred: see the module docstring
+        :meth:`from_file`; the same Program again for equal arguments while its files are
+        unchanged (_resources.py).  Raises FileNotFoundError, ModuleNotFoundError."""
+        global _resource_programs
+        if _resource_programs is None:  # bound at the first call: an import per call is 0.5 us
+            from ._resources import program  # deferred: see the module docstring
 
-        if resource.lower().endswith(".ptx"):
-            kw.setdefault("code_type", "ptx")
-        source, found = from_package(package, resource)
-        kw["headers"] = {**found, **(kw.get("headers") or {})}
-        kw.setdefault("name", resource)
-        return cls(source, **kw)
+            _resource_programs = program
+        return _resource_programs(cls, package, resource, kw)
 
     def __repr__(self) -> str:
         return f"<Program {self.name} {len(self.source)} chars>"
@@ -320,6 +322,7 @@ def _linked_ptx(program: Program, arch, output: str, memory_key) -> ObjectCode:
 
 
 _no_device = False
+_unusable = None  # thread_device.unusable when _no_device was set: the reason, for every thread
 _thread_device = None  # bindings/thread_device.py's state, once imported
 
 
@@ -350,6 +353,8 @@ def _default_arch(program: Program, output: str):
         return found
     if output == "ltoir" or program._parts[0] == "ptx":
         return None
+    if _unusable is not None:  # the reason found before, again: no call into the driver
+        raise _unusable.with_traceback(None)
     return _without_device()
 
 
@@ -369,7 +374,7 @@ def _without_device() -> int:
 
 
 def _ask_device():
-    global _no_device, _thread_device
+    global _no_device, _thread_device, _unusable
     try:
         from ..bindings import thread_device  # deferred: loads the driver's bindings
 
@@ -377,15 +382,19 @@ def _ask_device():
         return thread_device.arch()
     except CudaLoadError:
         # No driver, no device or a failed cuInit stays so for the life of the process (the driver
-        # remembers), so the memory-hit path need not ask again: 3-7 us per call otherwise.
+        # remembers), so the memory-hit path need not ask again: 3-7 us per call otherwise; and
+        # where no thread can have a device, _default_arch raises the reason without a call.
         _no_device = True
+        _unusable = thread_device.unusable
         return None
 
 
 def forget_no_device() -> None:
-    """Ask the driver again at the next ``compile(arch=None)`` (after ``status(refresh=True)``)."""
-    global _no_device
-    _no_device = False
+    """Ask the driver again at the next ``compile(arch=None)`` (after ``status(refresh=True)``,
+    and in the child of a fork)."""
+    global _no_device, _unusable
+    _no_device, _unusable = False, None
 
 
 lifetime.on_forget(forget_no_device)  # a driver set up since may answer: ask it again
+lifetime.on_fork_in_child(forget_no_device)  # the child asks its own driver state
