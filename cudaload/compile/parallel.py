@@ -18,9 +18,13 @@ ObjectCode and keeps it in its memory cache, in the order the programs were give
 collected and reported together once every program is done: a worker that dies (NVRTC crashing on
 a program) fails the program it was compiling, by name, and another process takes its place.
 
+With ``timeout=``, a key not compiled within that many seconds of its worker beginning it fails
+by name, and its worker is ended (_clock.py); every key is then compiled on a worker, none in this
+process, whose NVRTC nothing could interrupt.
+
 A fresh interpreter's start (the interpreter, the compile path's imports, NVRTC's loading: some
 45-70 ms on 2 cores) is as long as a short kernel's compilation; a fork's is about a millisecond.
-So a batch of at most one key more than ``workers`` is shared with this process (_workers.py's
+So a batch of at most one key more than ``workers`` (and no timeout) is shared with this process (_workers.py's
 ``here``): it loads what a first build loads (before forking, so that the forks have it too),
 starts ``workers - 1`` processes, each with a key, and compiles the last key itself meanwhile;
 then, whenever it is free, it hands the next key to a worker that has finished, else compiles
