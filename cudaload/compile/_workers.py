@@ -246,6 +246,8 @@ class Workers:
         timed).  Raises what ends the wait (KeyboardInterrupt) or what ``here`` raised."""
         import select  # deferred: only this path needs it
 
+        from ._clock import Clock  # deferred: as select; before the processes start, not after
+
         # The jobs to hand out, the next one last (a list: importing collections for a deque
         # cost every worker's start some 4 ms, the calling process's first run too).
         todo = list(jobs.items())[::-1]
@@ -253,8 +255,6 @@ class Workers:
         # all start at once, each with its first job waiting in its pipe (one job fewer: here's)
         idle = [self._spawn() for _ in range(min(self._n, len(todo) - share))]
         busy: dict[int, tuple[_Process, object]] = {}  # answers' descriptor -> (worker, tag)
-        from ._clock import Clock  # deferred: as select
-
         clock = Clock(timeout)
         poll = select.poll()
         while todo or busy:
