@@ -47,6 +47,7 @@ def test_a_program_past_its_timeout_fails_by_name_its_worker_ends_and_the_rest_c
     assert "program 1 (late.cu)" in message and "timeout of 4 s" in message, message
     assert 4 <= result["took"] < 60, result["took"]  # the hang sleeps 120 s
     assert result["alive"] == []  # the hung worker, too, was ended and reaped in compile_all
+    assert result["fds"][0] == result["fds"][1], result["fds"]  # its pipes closed too
     assert _hung(log) and _none_survive(log, result["pid"]) == []
     assert result["again"] == ["memory"] * 3  # the others were compiled, and kept
     assert [c[1] for c in result["counts"]] == [4] * len(result["counts"])

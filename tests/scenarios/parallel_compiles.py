@@ -170,7 +170,8 @@ def timed(how: str, timeout: str, workers: str, tag: str) -> None:
     """compile_all of four programs on ``workers`` workers with ``timeout`` ("none": None), the one
     at index 1 holding ``DIE:how`` (tests/_dying_workers.py): the error raised, as [type, message,
     its program, its timeout], the seconds compile_all took, the counts its progress callback
-    got, where the others' code came from when compiled again, the children left, this pid."""
+    got, where the others' code came from when compiled again, the children left, this pid, and
+    the descriptors open before and after compile_all."""
     import time
 
     import cudaload
@@ -178,6 +179,7 @@ def timed(how: str, timeout: str, workers: str, tag: str) -> None:
     progs = _programs("gggg", tag)
     progs[1] = cudaload.Program(progs[1].source + f" // DIE:{how}", name="late.cu")
     counts = []
+    fds = [len(os.listdir("/proc/self/fd"))]
     began = time.monotonic()
     try:
         cudaload.compile_all(progs, arch=90, workers=int(workers),
@@ -188,9 +190,11 @@ def timed(how: str, timeout: str, workers: str, tag: str) -> None:
         error = [type(err).__name__, str(err), getattr(err, "program", None),
                  getattr(err, "timeout", None)]
     took = time.monotonic() - began
+    fds.append(len(os.listdir("/proc/self/fd")))
     again = [p.compile(arch=90).cached for i, p in enumerate(progs) if i != 1]
     print(json.dumps({"error": error, "took": took, "counts": counts, "again": again,
-                      "alive": _children(), "pid": os.getpid()}))
+                      "alive": _children(), "pid": os.getpid(),
+                      "fds": fds}))
 
 
 CUB = ('#include <cub/block/block_reduce.cuh>\n'
