@@ -187,7 +187,7 @@ def _add_precompile_parser(sub) -> None:
         usage="cudaload precompile [FILE.cu ...] [--package PKG --resource RES ...] "
               "[--programs MODULE:NAME] --arch sm_80 [--arch sm_90 ...] "
               "[--name-expression EXPR ...] [--option OPT ...] [--ltoir] "
-              "[-o OUT.bundle [--append]] [-j N]",
+              "[-o OUT.bundle [--append]] [-j N] [--quiet]",
         description="Each program is compiled to CUBIN (LTO IR with --ltoir) for each --arch "
                     "through the kernel cache. "
                     "With -o the results are also written to a bundle file: a package that ships "
@@ -219,6 +219,9 @@ def _add_precompile_parser(sub) -> None:
     pre.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                      help="compile on N processes (default: one per CPU; programs already in the "
                           "kernel cache are only read)")
+    pre.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress line (shown on stderr where that is a terminal: how many "
+                          "programs are done, and about how long the rest take)")
     pre.set_defaults(func=_cmd_precompile)
 
 
@@ -335,7 +338,7 @@ def _cmd_precompile(args) -> int:
     items = [(program, arch) for program in programs for arch in args.arch]
     try:
         output = "ltoir" if args.ltoir else "cubin" if args.out else "auto"
-        results, failures = compile_many(items, output, args.jobs)
+        results, failures = compile_many(items, output, args.jobs, progress=not args.quiet)
     except (CudaLoadError, ValueError) as err:
         print(f"cudaload precompile: {err}", file=sys.stderr)
         return 1

@@ -5,8 +5,8 @@ With ``$TESTS_WORKERS_LOG`` set, each process started (or forked) appends ``<pid
 started``, and each compilation a compile_all worker begins appends ``<pid> <parent pid> compiles
 <marker>``.  A program whose source holds ``DIE:segv`` (a real segmentation fault), ``DIE:exit``
 (``os._exit``), ``DIE:abort`` (SIGABRT, as NVRTC aborts the process on some options) or
-``DIE:hang`` (waits to be killed from outside) does that in a worker; never in the process that
-called compile_all.  With
+``DIE:hang`` (waits to be killed from outside) does that in a worker, and one holding
+``DIE:slow`` takes 3 s longer; never in the process that called compile_all.  With
 ``$TESTS_WORKER_START_DELAY`` (seconds), a compile_all worker's start takes that much longer
 (before it says it is ready).
 """
@@ -36,6 +36,8 @@ def _die(how: str) -> None:
         os.abort()
     elif how == "hang":
         time.sleep(120)
+    elif how == "slow":
+        time.sleep(3)
 
 
 def _install() -> None:

@@ -157,7 +157,7 @@ def _usage(command: str) -> str:
 def test_precompiles_usage_line_lists_every_option():
     usage = _usage("precompile")
     for option in ("-j N", "--option", "--name-expression", "--append", "--ltoir", "--programs",
-                   "-o OUT.bundle"):
+                   "-o OUT.bundle", "--quiet"):
         assert option in usage, option
 
 

@@ -12,14 +12,11 @@ Nor ``multiprocessing``: a worker is a fork of the calling process where that is
 thread, no CUDA driver initialised, not too large: _fork.py), ready in a millisecond; else a
 fresh interpreter started with ``-c`` (``_BOOT``) and the caller's ``sys.path``, ready in some
 45-70 ms on 2 cores (_spawn.py).  Either reads its jobs from one pipe and writes its answers to
-another.  A multiprocessing "spawn" process imports multiprocessing, pickle and socket before it
-runs anything, and the caller imports multiprocessing to start it: 60 ms or more on a 2-core
-machine, as much as a batch of a few programs gains from its workers (bench/fleet_bench.py
---batches-only).  Nor does a worker import
-the calling script, as a spawned process does (its ``__main__`` again): the script's top-level
-code never runs twice, and a call at its top level needs no main guard.  A message is marshal's
-where its values allow (a job, the code and its log: strings, bytes, tuples, dicts), else
-pickle's (an exception), framed by its kind and length.
+another (_messages.py).  A multiprocessing "spawn" process imports multiprocessing, pickle and
+socket before it runs anything, and the caller imports multiprocessing to start it: 60 ms or more
+on a 2-core machine, as much as a batch of a few programs gains from its workers
+(bench/fleet_bench.py --batches-only).  Nor does a worker import the calling script, as a spawned process does (its ``__main__`` again): the script's top-level
+code never runs twice, and a call at its top level needs no main guard.
 
 A worker says it is ready (its initializer has run) before it reads its first job.  The calling
 process only waits, in ``poll``, which Ctrl-C interrupts at once (a compilation of its own, inside
@@ -29,6 +26,10 @@ one for each other job; whenever it is free again, it hands the next job to a pr
 answered meanwhile, else runs the last job no process has taken, else the job of a process that
 has not yet said it is ready, ending that process rather than wait for its start.
 
+With a ``timeout``, a job not answered within that many seconds of its process starting it (the
+process ready and the job sent: its own start is not counted) is answered :class:`Late`; its
+process is ended and reaped as a dead one is, and another takes its place while jobs remain.
+
 However the wait ends, every process is ended and reaped before the caller goes on: asked to
 leave (its job pipe closed) when all went well, else terminated, and killed if it lingers.  A
 fresh interpreter asked leaves through its exit hooks and ``os._exit`` (``_leave``), a fork with
@@ -36,17 +37,18 @@ fresh interpreter asked leaves through its exit hooks and ``os._exit`` (``_leave
 reaches the whole process group, and the caller ends them.  A caller that dies closes their job
 pipes, and a waiting worker leaves.
 
-Imports of cudaload: _fork and _spawn, when a worker starts.
+Imports of cudaload: _messages; _fork and _spawn, when a worker starts.
 """
 
 from __future__ import annotations
 
 import _signal  # the C module: signal.py imports enum (Died's words import it, when said)
-import marshal
 import os
 import sys
 
-__all__ = ["Died", "Workers", "forks"]
+from ._messages import frame as _frame, read as _read, write as _write
+
+__all__ = ["Died", "Late", "Workers", "forks"]
 
 _LINGER = 2.0  # seconds a process asked to leave, or terminated, has to exit before the next step
 
@@ -69,6 +71,20 @@ class Died:
                 name = "signal"
             return f"it was killed by {name} ({-self.exitcode})"
         return f"it exited with status {self.exitcode}"
+
+
+class Late:
+    """The answer of a job not answered within ``timeout`` seconds: its process was ended
+    (``ended``), or its future cancelled (an executor's, _executor.py)."""
+
+    __slots__ = ("timeout", "ended")
+
+    def __init__(self, timeout: float, ended: bool = True) -> None:
+        self.timeout, self.ended = timeout, ended
+
+    def __str__(self) -> str:
+        then = "its process was ended" if self.ended else "its future was cancelled"
+        return f"it was not done within the timeout of {self.timeout:g} s; {then}"
 
 
 # A worker's whole program: SIGINT ignored before anything else, the caller's sys.path (its
@@ -222,13 +238,15 @@ class Workers:
         self._processes.append(worker)
         return worker
 
-    def run(self, jobs: dict, here=None):
+    def run(self, jobs: dict, here=None, timeout: float | None = None):
         """Run ``target(*args)`` for each ``tag: args`` of ``jobs``; yields (tag, True, what it
-        returned), (tag, False, what it raised) or (tag, False, :class:`Died`) for each, as each
-        finishes.  With ``here``, this process's share (see the module's docstring): ``here(tag)``
-        runs a job here, and nothing is yielded for it.  Raises what ends the wait
-        (KeyboardInterrupt) or what ``here`` raised."""
+        returned), (tag, False, what it raised) or (tag, False, :class:`Died` or :class:`Late`)
+        for each, as each finishes.  With ``here``, this process's share (see the module's
+        docstring): ``here(tag)`` runs a job here, and nothing is yielded for it (nor is it
+        timed).  Raises what ends the wait (KeyboardInterrupt) or what ``here`` raised."""
         import select  # deferred: only this path needs it
+
+        from ._clock import Clock  # deferred: as select; before the processes start, not after
 
         # The jobs to hand out, the next one last (a list: importing collections for a deque
         # cost every worker's start some 4 ms, the calling process's first run too).
@@ -237,6 +255,7 @@ class Workers:
         # all start at once, each with its first job waiting in its pipe (one job fewer: here's)
         idle = [self._spawn() for _ in range(min(self._n, len(todo) - share))]
         busy: dict[int, tuple[_Process, object]] = {}  # answers' descriptor -> (worker, tag)
+        clock = Clock(timeout)
         poll = select.poll()
         while todo or busy:
             while todo and (idle or not (busy or share)):
@@ -251,21 +270,25 @@ class Workers:
                         continue
                 busy[worker.answers] = (worker, tag)  # else its death is this job's answer
                 poll.register(worker.answers, select.POLLIN)
+                clock.sent(worker)
             # Shared: what came meanwhile first (a process that is free takes the next job)
             events = poll.poll(0) if share else None
             mine = self._own(todo, busy, poll) if share and not events else []
             if mine:
                 here(mine[0])
                 continue
-            for fd, _event in events or poll.poll():  # readable, or ended (POLLHUP): see answer()
+            for fd, _event in events or poll.poll(clock.wait()) or clock.late(busy):
                 worker, tag = busy[fd]
-                answer = worker.answer()
+                late = fd in clock.ended
+                answer = (False, Late(timeout or 0.0)) if late else worker.answer()
                 if answer is not None and not worker.ready:  # its first answer: it is ready
                     worker.ready = True
+                    clock.sent(worker)
                     continue
                 poll.unregister(fd)
                 del busy[fd]
-                if answer is None:
+                clock.done(fd)
+                if answer is None or late:
                     self._retire(worker, todo, idle)
                 else:
                     idle.append(worker)
@@ -307,45 +330,6 @@ def _named(name: str):
     for part in qualname.split("."):
         found = getattr(found, part)
     return found
-
-
-def _frame(value) -> bytes:
-    """``value`` as one message: its kind (m: marshal, p: pickle), its length, its bytes."""
-    try:
-        kind, data = b"m", marshal.dumps(value)
-    except ValueError:  # a type marshal does not write (an exception, a class's instance)
-        import pickle  # deferred: only these values need it
-
-        kind, data = b"p", pickle.dumps(value)
-    return kind + len(data).to_bytes(8, "little") + data
-
-
-def _read(fd: int):
-    """The next message on ``fd``; EOFError where the pipe ends first."""
-    head = _read_exactly(fd, 9)
-    data = _read_exactly(fd, int.from_bytes(head[1:], "little"))
-    if head[:1] == b"m":
-        return marshal.loads(data)
-    import pickle  # deferred: only these values need it
-
-    return pickle.loads(data)
-
-
-def _read_exactly(fd: int, n: int) -> bytes:
-    parts = []
-    while n:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            raise EOFError
-        parts.append(chunk)
-        n -= len(chunk)
-    return b"".join(parts)
-
-
-def _write(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def _serve(jobs: int, answers: int, fork: bool = False) -> None:

@@ -18,9 +18,13 @@ ObjectCode and keeps it in its memory cache, in the order the programs were give
 collected and reported together once every program is done: a worker that dies (NVRTC crashing on
 a program) fails the program it was compiling, by name, and another process takes its place.
 
+With ``timeout=``, a key not compiled within that many seconds of its worker beginning it fails
+by name, and its worker is ended (_clock.py); every key is then compiled on a worker, none in this
+process, whose NVRTC nothing could interrupt.
+
 A fresh interpreter's start (the interpreter, the compile path's imports, NVRTC's loading: some
 45-70 ms on 2 cores) is as long as a short kernel's compilation; a fork's is about a millisecond.
-So a batch of at most one key more than ``workers`` is shared with this process (_workers.py's
+So a batch of at most one key more than ``workers`` (and no timeout) is shared with this process (_workers.py's
 ``here``): it loads what a first build loads (before forking, so that the forks have it too),
 starts ``workers - 1`` processes, each with a key, and compiles the last key itself meanwhile;
 then, whenever it is free, it hands the next key to a worker that has finished, else compiles
@@ -55,29 +59,41 @@ def cores() -> int:
 
 
 def compile_all(programs, arch=None, output: str = "auto", workers: int | None = None,
-                executor=None) -> list[ObjectCode]:
+                executor=None, timeout: float | None = None, progress=None) -> list[ObjectCode]:
     """Compile every Program in ``programs`` for ``arch`` (as :meth:`Program.compile` does) on
     ``workers`` processes (None: one per CPU), or on ``executor`` (any
     ``concurrent.futures.Executor``-like, see _executor.py); the ObjectCode of each, in order,
     kept in this process's memory and disk caches.
 
+    ``timeout``: seconds a program may take from when its worker begins it (None: no limit);
+    past it, the program fails by name (NvrtcError) and its worker is ended, while the others
+    are compiled.  With a timeout, every program NVRTC compiles is compiled on a worker, none in
+    this process (whose NVRTC nothing could interrupt).  ``progress``: ``progress(done, total)``
+    called each time more programs are done (and once before, with those found compiled), or
+    True for a line on stderr where that is a terminal (_progress.py).
+
     Raises one CompileError naming every program NVRTC rejected, with each log, once all the
     others are compiled (``.failures``: (index, program name, error) for each program that
     failed); when no program was rejected but some failed otherwise, the first such error (an
-    unknown arch, NVRTC missing).  Raises TypeError for something that is no Program, ValueError
-    for a number of workers below 1.
+    unknown arch, NVRTC missing, a program past ``timeout``).  Raises TypeError for something
+    that is no Program, ValueError for a number of workers below 1 (each also for a bad
+    ``timeout`` or ``progress``, before anything is compiled).
     """
     programs = list(programs)
-    results, failures = compile_many([(p, arch) for p in programs], output, workers, executor)
+    results, failures = compile_many([(p, arch) for p in programs], output, workers, executor,
+                                     timeout, progress)
     if failures:
         raise _failure(failures, len(programs))
     return results
 
 
-def compile_many(items, output: str = "auto", workers: int | None = None, executor=None):
+def compile_many(items, output: str = "auto", workers: int | None = None, executor=None,
+                 timeout: float | None = None, progress=None):
     """``compile_all`` for (program, arch) pairs: (results, failures), with None in ``results``
     and (index, program name, error) in ``failures`` for each that failed.  Raises TypeError,
     ValueError for its arguments."""
+    timeout = _seconds(timeout)
+    line = _progress_line(progress)
     items = list(items)
     for i, (prog, _arch) in enumerate(items):
         if not isinstance(prog, _program.Program):
@@ -86,7 +102,22 @@ def compile_many(items, output: str = "auto", workers: int | None = None, execut
     workers = cores() if workers is None else _count(workers)
     results: list = [None] * len(items)
     errors: dict = {}
-    pending: dict = {}  # key -> [(index, Plan), ...]: what nobody compiled yet
+    count = _Count(line or progress or None, results, errors)
+    try:
+        pending = _plan(items, output, results, errors)
+        count()
+        _compile(items, output, pending, (workers, executor, timeout), results, errors, count)
+    finally:
+        if line is not None:  # also when compile_all raised: the terminal's next line is its own
+            line.end()
+    return results, [(i, items[i][0].name, errors[i]) for i in sorted(errors)]
+
+
+def _plan(items, output: str, results: list, errors: dict) -> dict:
+    """Each program looked up in this process (see the module's docstring): its code in
+    ``results``, or its error in ``errors``, or it is waiting in what is returned: key ->
+    [(index, Plan), ...], what nobody compiled yet."""
+    pending: dict = {}
     for i, (prog, arch) in enumerate(items):
         try:
             plan = prog.plan(arch, output)
@@ -96,28 +127,81 @@ def compile_many(items, output: str = "auto", workers: int | None = None, execut
                 pending.setdefault(plan.key, []).append((i, plan))
         except (CudaLoadError, OSError, ValueError) as err:
             errors[i] = err
+    return pending
+
+
+def _compile(items, output: str, pending: dict, where: tuple, results: list, errors: dict,
+             count) -> None:
+    """Compile what is ``pending``, ``where`` (workers, executor, timeout) says; fill
+    ``results``/``errors``, calling ``count()`` as programs are done."""
+    workers, executor, timeout = where
     n = min(workers, len(pending)) if _workers.AVAILABLE else 1
+    # timed: on workers alone, even one, which can be ended (NVRTC in this process cannot)
+    timed = timeout is not None and _workers.AVAILABLE and bool(pending)
     if _log.enabled("compile"):
         _log.debug("compile", "compile_all: %d of %d programs found compiled, %d to compile on "
                    "%s", len(items) - len(pending) - len(errors), len(items), len(pending),
-                   _where(n, executor is not None and bool(pending)))
+                   _where(n, executor is not None and bool(pending), timed))
     if pending and executor is not None:
-        _in_workers(items, output, pending, n, results, errors, executor)
-    elif n > 1:
-        _in_workers(items, output, pending, n, results, errors)
+        _in_workers(items, output, pending, n, results, errors, (executor, timeout, count))
+    elif n > 1 or timed:
+        _in_workers(items, output, pending, n, results, errors, (None, timeout, count))
     else:
         for waiting in pending.values():
             _here(items, output, waiting, results, errors)
-    return results, [(i, items[i][0].name, errors[i]) for i in sorted(errors)]
+            count()
 
 
-def _where(n: int, executor: bool) -> str:
-    """Where compile_all compiles, in its log: ``executor``'s workers, else ``n`` processes."""
+class _Count:
+    """compile_all's progress: ``callback(done, total)`` whenever more programs are done (with a
+    result or an error) than when it was last called."""
+
+    def __init__(self, callback, results: list, errors: dict) -> None:
+        self.callback, self.results, self.errors = callback, results, errors
+        self.last = -1
+
+    def __call__(self) -> None:
+        if self.callback is not None:
+            done = len(self.errors) + sum(r is not None for r in self.results)
+            if done > self.last:
+                self.last = done
+                self.callback(done, len(self.results))
+
+
+def _seconds(timeout) -> float | None:
+    """``timeout`` checked: None, or a positive finite number of seconds."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds such as 600, or None for no "
+                        f"limit; not {type(timeout).__name__}")
+    if not 0 < timeout < float("inf"):  # NaN too
+        raise ValueError(f"timeout must be a number of seconds above 0 (or None for no limit), "
+                         f"not {timeout}")
+    return float(timeout)
+
+
+def _progress_line(progress):
+    """The built-in display where ``progress`` is True, else None (``progress`` checked: None,
+    False, True or a callable)."""
+    if progress is True:
+        from ._progress import Line  # deferred: only a batch that shows it needs it
+
+        return Line()
+    if not (progress is None or progress is False or callable(progress)):
+        raise TypeError(f"progress must be True (a line on a terminal), a callable "
+                        f"progress(done, total), or None; not {type(progress).__name__}")
+    return None
+
+
+def _where(n: int, executor: bool, timed: bool = False) -> str:
+    """Where compile_all compiles, in its log: ``executor``'s workers, else ``n`` processes
+    (``timed``: workers, even one)."""
     if executor:
         return "the executor"
-    if n <= 1:  # one key, or none (every program found compiled)
+    if n <= 1 and not timed:  # one key, or none (every program found compiled)
         return "this process"
-    return f"{n} processes ({'forks of this one' if _workers.forks() else 'started'})"
+    return f"{n} process{'es' if n > 1 else ''} ({'forks of this one' if _workers.forks() else 'started'})"
 
 
 def _count(workers) -> int:
@@ -134,11 +218,17 @@ _WORKER_DIED = ("compile this program alone with Program.compile() to see why (N
                 "crashed on it)")
 
 
+# The hint of the error a program gets when it was not compiled within compile_all's timeout.
+_LATE = ("compile this program alone with Program.compile() to see whether it finishes, or give "
+         "compile_all a longer timeout (None: no limit)")
+
+
 def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict,
-                executor=None) -> None:
+                how: tuple) -> None:
     """Compile each pending key on one of ``n`` processes (this one among them where there are
-    no more keys than that: see the module's docstring), or on ``executor``; fill
-    ``results``/``errors``."""
+    no more keys than that and no timeout: see the module's docstring), or on an executor;
+    ``how`` is (executor or None, timeout, count); fill ``results``/``errors``."""
+    executor, timeout, count = how
     kinds = {plan.kind for waiting in pending.values() for _i, plan in waiting}
     driver = driver_version() if "ptx" in kinds else None  # part of a PTX key
     jobs = {}
@@ -156,18 +246,22 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
             # An executor's workers may be elsewhere, with disk caches of their own.
             _deliver(items, output, key, pending[key], made, results, errors,
                      land=executor is not None)
+            count()
+
+    def mine(key) -> None:
+        _here(items, output, pending[key], results, errors)
+        count()
 
     if executor is not None:
         from . import _executor  # deferred: only a batch given an executor needs it
 
-        deliver(_executor.run(executor, _work, _start_worker, set_up, jobs, _Failed))
+        deliver(_executor.run(executor, _work, _start_worker, set_up, jobs, _Failed, timeout))
         return
-    share = len(jobs) <= n + 1  # else the workers' alone
+    share = len(jobs) <= n + 1 and timeout is None  # else the workers' alone
     if share and _workers.forks():  # this process builds too: loaded once, before the forks
         _ready()
     with _workers.Workers(n - 1 if share else n, _work, _start_worker, set_up) as workers:
-        deliver(workers.run(jobs, here=(lambda key: _here(items, output, pending[key], results,
-                                                          errors)) if share else None))
+        deliver(workers.run(jobs, here=mine if share else None, timeout=timeout))
 
 
 def _raised(raised, i: int, items) -> Exception:
@@ -178,6 +272,9 @@ def _raised(raised, i: int, items) -> Exception:
     if isinstance(raised, (CudaLoadError, OSError, ValueError)):
         return raised
     name = items[i][0].name
+    if isinstance(raised, _workers.Late):
+        return NvrtcError(f"program {i} ({name}) was not compiled by compile_all: {raised}.",
+                          hint=_LATE, program=name, timeout=raised.timeout)
     if isinstance(raised, _workers.Died):
         return NvrtcError(f"the process compiling program {i} ({name}) for compile_all died "
                           f"before it finished: {raised}.", hint=_WORKER_DIED, program=name,

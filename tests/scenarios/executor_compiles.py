@@ -85,7 +85,37 @@ def dask_dying(how: str, tag: str, workers_cache: str, retries: str) -> None:
         "again": [p.compile(arch=90).cached for i, p in enumerate(programs) if i != 1]}))
 
 
-SCENARIOS = {f.__name__: f for f in (processes, dask, dask_dying)}
+def pool_timed(tag: str, timeout: str) -> None:
+    """compile_all of four programs on a spawn-started ProcessPoolExecutor of 2 with ``timeout``,
+    the one at index 1 hanging in its worker (tests/_dying_workers.py): the error raised, as
+    [type, message, its program], the seconds compile_all took, where the others came from when
+    compiled again.  The pool's processes are killed after (the hung one would keep its
+    shutdown waiting)."""
+    import multiprocessing
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+
+    import cudaload
+
+    programs = _programs("gggg", tag)
+    programs[1] = cudaload.Program(programs[1].source + " // DIE:hang", name="late.cu")
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+    began = time.monotonic()
+    try:
+        cudaload.compile_all(programs, arch=90, executor=pool, timeout=float(timeout))
+        error = None
+    except cudaload.CudaLoadError as err:
+        error = [type(err).__name__, str(err), getattr(err, "program", None)]
+    took = time.monotonic() - began
+    for process in list(getattr(pool, "_processes").values()):
+        process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
+    print(json.dumps({
+        "error": error, "took": took,
+        "again": [p.compile(arch=90).cached for i, p in enumerate(programs) if i != 1]}))
+
+
+SCENARIOS = {f.__name__: f for f in (processes, dask, dask_dying, pool_timed)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -166,6 +166,37 @@ def dying(how: str, tag: str) -> None:
     print(json.dumps({"error": error, "again": again, "pid": os.getpid()}))
 
 
+def timed(how: str, timeout: str, workers: str, tag: str) -> None:
+    """compile_all of four programs on ``workers`` workers with ``timeout`` ("none": None), the one
+    at index 1 holding ``DIE:how`` (tests/_dying_workers.py): the error raised, as [type, message,
+    its program, its timeout], the seconds compile_all took, the counts its progress callback
+    got, where the others' code came from when compiled again, the children left, this pid, and
+    the descriptors open before and after compile_all."""
+    import time
+
+    import cudaload
+
+    progs = _programs("gggg", tag)
+    progs[1] = cudaload.Program(progs[1].source + f" // DIE:{how}", name="late.cu")
+    counts = []
+    fds = [len(os.listdir("/proc/self/fd"))]
+    began = time.monotonic()
+    try:
+        cudaload.compile_all(progs, arch=90, workers=int(workers),
+                             timeout=None if timeout == "none" else float(timeout),
+                             progress=lambda done, total: counts.append([done, total]))
+        error = None
+    except cudaload.CudaLoadError as err:
+        error = [type(err).__name__, str(err), getattr(err, "program", None),
+                 getattr(err, "timeout", None)]
+    took = time.monotonic() - began
+    fds.append(len(os.listdir("/proc/self/fd")))
+    again = [p.compile(arch=90).cached for i, p in enumerate(progs) if i != 1]
+    print(json.dumps({"error": error, "took": took, "counts": counts, "again": again,
+                      "alive": _children(), "pid": os.getpid(),
+                      "fds": fds}))
+
+
 CUB = ('#include <cub/block/block_reduce.cuh>\n'
        'extern "C" __global__ void k{i}(int *p) {{ typedef cub::BlockReduce<int, 128> R;\n'
        '  __shared__ typename R::TempStorage t; p[{i}] = R(t).Sum(p[threadIdx.x]); }} // {tag}')
@@ -216,7 +247,7 @@ def cli(*words: str) -> None:
 
 SCENARIOS = {"compile_spec": compile_spec, "at_once": at_once,
              "using_the_driver": using_the_driver, "logged": logged, "two_threads": two_threads,
-             "dying": dying, "interrupted": interrupted, "cli": cli}
+             "dying": dying, "timed": timed, "interrupted": interrupted, "cli": cli}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
