@@ -1,11 +1,14 @@
 """What docs/api.md says a call raises, tried: each row of ``RAISES`` quotes a sentence of a
-section's **Raises** text (verbatim, up to line breaks: a check keeps the table and the page in
-step), with a snippet that does what the sentence names and the exception it must raise.
+section's **Raises** text, or of its text where it has none (verbatim, up to line breaks: a check
+keeps the table and the page in step), with a snippet that does what the sentence names and the
+exception it must raise.  A sentence that gives a range is tried at its edge (the first value
+outside it, the message naming the range), and just inside it where the device's limits refuse
+that value (the message then names the limit, not the range).
 
 The rows are the sentences no other test reaches; those that one does are listed in ``ELSEWHERE``
 with the test that covers them (still checked to be on the page).  Each driver's rows run in one
 fresh interpreter: ``none`` (no libcuda; compilations for an explicit arch run NVRTC), or the
-recording driver of tests/_fakelibs.py (two devices of compute capability 9.0) with ``rec_*``
+recording driver of tests/_fake_tensor_map.py (two devices of compute capability 9.0) with these
 names made first: a kernel ``K(float *x, int n)``, its module ``MOD``, a stream ``S``, a
 16-byte buffer ``BUF``.
 """
