@@ -447,6 +447,14 @@ ELSEWHERE = {
                  "argument that takes an int handle"): "test_integer_ranges.py",
     ("`Kernel.max_potential_block_size` and the other occupancy queries",
      "what the shared memory function raises"): "test_occupancy.py",
+    ("`Kernel.attributes`", "`ValueError` for one outside the C `int`'s -2**31..2**31-1 (before "
+                            "the driver is called)"): "test_integer_ranges.py",
+    ("`DeviceBuffer`", "an `nbytes` outside 0..this buffer's size (`copy_to_host` refuses it "
+                       "before making a `bytearray` of it)"): "test_integer_ranges.py",
+    ("`DeviceBuffer`", "a `.ptr` or `.nbytes` outside 0..2**64-1, `TypeError` for one that is no "
+                       "integer; the constructor: `ValueError` for a `ptr` or `nbytes` outside "
+                       "0..2**64-1"): "test_integer_ranges.py",
+    ("`TensorMap`", "and for an address outside 0..2**64-1"): "test_integer_ranges.py",
     ("`alloc`", "`TypeError` for a size that is no integer (a float such as `n / 2`)"):
         "test_launch_recorded.py (scenarios/recorded_launches.py)",
     ("`alloc`", "`DriverError` (`CUDA_ERROR_OUT_OF_MEMORY`) when the memory is not there"):
