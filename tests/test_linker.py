@@ -358,6 +358,21 @@ def test_text_that_is_no_ptx_and_outputs_other_than_cubin_are_refused():
             program.compile(arch=90, output=output)
 
 
+def test_ptx_without_a_target_and_no_gpu_asks_for_the_arch_of_compile():
+    # compile(arch=None) without a device links for the PTX's .target; with none, the next step
+    # is the Program's (compile(arch=...)), not the Linker it uses.
+    out = run_json("""
+        import json, cudaload
+        ptx = ".version 8.0\\n.address_size 64\\n.visible .entry k() { ret; }\\n"
+        try:
+            cudaload.Program(ptx, name="k.ptx", code_type="ptx").compile()
+        except Exception as err:
+            print(json.dumps([type(err).__name__, str(err)]))
+    """, env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    assert out[0] == "ValueError" and "k.ptx" in out[1] and "compile(arch=" in out[1], out
+    assert "Linker(" not in out[1], out
+
+
 def test_a_ptx_program_takes_the_link_keywords_and_refuses_the_cxx_ones():
     program = cudaload.Program(PTX, code_type="ptx", line_info=True, debug=True,
                                max_registers=32, options=("-O3",))

@@ -422,6 +422,8 @@ ELSEWHERE = {
         "test_objectcode.py, test_linker.py",
     ("`Bundle`", "`ValueError` for code that is not a CUBIN with a known arch"): "test_bundle.py",
     ("`compile_all`", "or `workers` that is no int"): "scenarios/parallel_compiles.py",
+    ("`Program`", "or PTX without `.target` for `arch=None` without a device (the message asks "
+                  "for the arch)"): "test_linker.py",
     ("`Linker`", "`ValueError` at construction for no input"): "test_linker.py",
     ("`Linker`", "LTO IR without `lto=True`, an arch that is none"): "test_linker.py",
     ("`Linker`", "`TypeError` for an input that is neither an `ObjectCode` nor a path, an "
