@@ -18,6 +18,8 @@ R = "refused"  # a ValueError or TypeError naming the value
 OK = "ok"
 LIMIT = "ValueError: k: "  # a limit of the device or the kernel, named with the kernel
 OOM = "DriverError: cuMemHostAlloc"  # the recording driver's pinned memory is 64 KiB
+PAGEABLE = "LaunchArgumentError: argument 0 (float* x) of p: _HostArray a host array does not " \
+           "fit: it is host memory"  # an address the driver maps nowhere
 
 # entry -> the outcome at -1, 2**31, 2**32, 2**63, 2**64
 EXPECTED = {
@@ -71,6 +73,7 @@ EXPECTED = {
     "attributes.required_cluster_width": (OK, R, R, R, R),
     "argument pointer": (R, OK, OK, OK, R),
     "argument pointer interface": (R, OK, OK, OK, R),
+    "argument host array": (R, PAGEABLE, PAGEABLE, PAGEABLE, R),  # __array_interface__
     "TensorMap address": (R, OK, OK, OK, R),
     "TensorMap shape": (R, OK, OK, R, R),  # each dimension 1..2**32
     "TensorMap strides": (R, OK, OK, R, R),  # below 2**40

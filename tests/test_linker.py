@@ -308,6 +308,28 @@ def test_a_linker_that_cannot_link_is_refused_when_made(args, kw, error, words):
         cudaload.Linker(*inputs, **kw)
 
 
+@pytest.mark.parametrize("code, kind, words", [
+    (b"text", "cubin", "input 0 \\(made by hand\\): these bytes are not a CUBIN"),
+    (b"// no directive", "ptx", "not PTX"),
+    (b"\x7fELF" + bytes(60), "ltoir", "not LTO IR"),
+    (b"text", "library", "not a library"),
+    (b"\x7fELF" + bytes(60), "elf", "kind must be one of"),
+    (b"", "cubin", "no bytes"),
+], ids=["text-cubin", "ptx-without-version", "cubin-as-ltoir", "text-library", "unknown-kind",
+        "empty"])
+def test_an_object_code_made_by_hand_is_checked_as_from_bytes_checks_when_the_linker_is_made(
+        code, kind, words):
+    # The constructor checks nothing; the Linker does, before any linker is asked.
+    made = cudaload.ObjectCode(code, kind, "sm_90", name="made by hand")
+    with pytest.raises(ValueError, match=words):
+        cudaload.Linker(made, lto=kind == "ltoir", arch=90)
+
+
+def test_an_object_code_whose_code_is_no_bytes_is_a_type_error():
+    with pytest.raises(TypeError, match="input 0 .*: its code is str, not bytes"):
+        cudaload.Linker(cudaload.ObjectCode(PTX, "ptx"), arch=90)
+
+
 def test_an_output_the_inputs_cannot_give_is_refused_before_linking():
     cubin = cudaload.ObjectCode(b"\x7fELF" + bytes(60), "cubin", "sm_90")
     with pytest.raises(ValueError, match="only LTO IR links to PTX"):
@@ -336,6 +358,21 @@ def test_text_that_is_no_ptx_and_outputs_other_than_cubin_are_refused():
     for output in ("ptx", "ltoir"):
         with pytest.raises(ValueError, match="compiles to CUBIN"):
             program.compile(arch=90, output=output)
+
+
+def test_ptx_without_a_target_and_no_gpu_asks_for_the_arch_of_compile():
+    # compile(arch=None) without a device links for the PTX's .target; with none, the next step
+    # is the Program's (compile(arch=...)), not the Linker it uses.
+    out = run_json("""
+        import json, cudaload
+        ptx = ".version 8.0\\n.address_size 64\\n.visible .entry k() { ret; }\\n"
+        try:
+            cudaload.Program(ptx, name="k.ptx", code_type="ptx").compile()
+        except Exception as err:
+            print(json.dumps([type(err).__name__, str(err)]))
+    """, env={"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1"})
+    assert out[0] == "ValueError" and "k.ptx" in out[1] and "compile(arch=" in out[1], out
+    assert "Linker(" not in out[1], out
 
 
 def test_a_ptx_program_takes_the_link_keywords_and_refuses_the_cxx_ones():

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+
+import pytest
+
+from tests._envs import hidden_env
 from tests._fakelibs import no_symbols_library, partial_driver, text_file  # noqa: F401  (fixtures)
-from tests._support import run_json, scenario_json
+from tests._support import ROOT, run_json, run_py, scenario_json
 
 NOWHERE = "/nonexistent/libcuda.so.1"
 
@@ -102,3 +108,46 @@ def test_concurrent_first_use_loads_once():
 def test_concurrent_failures_share_one_remembered_error():
     result = scenario_json("library_loads", "at_once", "driver", env={"CUDALOAD_LIBCUDA": NOWHERE})
     assert result == {"n": 16, "distinct": 1, "types": ["DriverNotFoundError"]}
+
+
+def _bare_path(folder) -> str:
+    """A PYTHONPATH of cuda.pathfinder and cffi alone (linked from the test venv into ``folder``,
+    the ``cuda`` namespace holding only ``pathfinder``), then the repository: no NVIDIA wheel."""
+    import _cffi_backend
+    import cffi
+    import cuda.pathfinder
+    import pycparser
+
+    os.makedirs(folder / "cuda")
+    os.symlink(os.path.dirname(cuda.pathfinder.__file__), folder / "cuda" / "pathfinder")
+    for module in (cffi, pycparser):
+        os.symlink(os.path.dirname(module.__file__), folder / module.__name__)
+    os.symlink(_cffi_backend.__file__, folder / os.path.basename(_cffi_backend.__file__))
+    return os.pathsep.join([str(folder), ROOT])
+
+
+def test_nvrtc_that_cuda_pathfinder_cannot_find_is_named_with_each_place_searched_once(tmp_path):
+    # cuda.pathfinder lists one search per search mode, each the same place ("No such file:
+    # libnvrtc.so.13 or libnvrtc.so.12, No such file: libnvrtc.so.13 or libnvrtc.so.12")
+    _by, env = hidden_env()
+    paths = [p for p in (env.pop("PYTHONPATH", None), _bare_path(tmp_path / "path")) if p]
+    proc = run_py("""
+        import importlib.util, json
+        if importlib.util.find_spec("sitecustomize"):  # hidden_env's, which -S does not import
+            import sitecustomize
+        import cudaload
+        try:
+            cudaload.Program('__global__ void k(){}').compile(arch=90)
+        except Exception as err:
+            print(json.dumps([type(err).__name__, str(err)]))
+        else:
+            print(json.dumps(["compiled", ""]))
+    """, flags=("-S",), unset=[k for k, v in env.items() if v is None] + ["CUDALOAD_LIBNVRTC"],
+        env={"PYTHONPATH": os.pathsep.join(paths),
+             "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")})
+    kind, message = json.loads(proc.stdout.strip().splitlines()[-1])
+    if kind == "compiled":
+        pytest.skip("an NVRTC outside the wheels is visible here")
+    assert kind == "LibraryNotFoundError", message
+    assert "not found by cuda.pathfinder" in message
+    assert message.count("No such file: libnvrtc.so.13 or libnvrtc.so.12") == 1, message

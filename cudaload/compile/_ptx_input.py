@@ -62,12 +62,16 @@ def check_output(output: str) -> None:
 def link(program, arch, output: str) -> ObjectCode:
     """The CUBIN of PTX ``program`` for ``arch`` (None: the PTX's own target, ``.target``): the
     program's bundle's entry for it, else linked (or found in the Linker's cache).
-    Raises ValueError for an output other than CUBIN, and as :meth:`Linker.link` does."""
+    Raises ValueError for an output other than CUBIN or no arch known (neither given nor in the
+    PTX), and as :meth:`Linker.link` does."""
     from .linker import Linker  # deferred: only this path needs it
 
     check_output(output)
     ptx = ObjectCode.from_bytes(program.source.encode(), "ptx", name=program.name)
     target = arch if arch is not None else ptx.arch
+    if target is None:  # arch=None without a device (_default_arch), and PTX without .target
+        raise ValueError(f"{program.name}: its PTX has no .target and there is no GPU here to "
+                         "link for: give the arch, e.g. compile(arch=90)")
     shipped = program.bundle.find(program, target, output) \
         if program.bundle is not None and target is not None else None
     obj = shipped or Linker(ptx, arch=target, options=program.options).link("cubin")

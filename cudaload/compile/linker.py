@@ -31,7 +31,7 @@ from .. import _log
 from .._demangle import demangled
 from ..bindings import thread_device
 from ..errors import CudaLoadError, CudaUnavailableError, LibraryNotFoundError, LinkError
-from .objectcode import ObjectCode
+from .objectcode import ObjectCode, check
 from .options import Arch, parse_arch
 
 __all__ = ["Linker", "OUTPUTS"]
@@ -50,9 +50,10 @@ class Linker:
     with link-time optimisation of LTO IR inputs where ``lto``, and nvJitLink ``options``
     (compile/_link_options.py lists them: ``-lineinfo``, ``-g``, ``-O3``, ``-ftz=true``, ...).
 
-    Raises ValueError for no input, code that is no device code, an option not taken, LTO IR
-    without ``lto=True``; TypeError for an input that is neither code nor a path; OSError for a
-    file that cannot be read.
+    Raises ValueError for no input, code that is no device code (an ObjectCode's too: its
+    constructor checks nothing), an option not taken, LTO IR without ``lto=True``; TypeError for
+    an input that is neither code nor a path, or code that is no bytes; OSError for a file that
+    cannot be read.
     """
 
     def __init__(self, *objects, arch=None, lto: bool = False, options=()):
@@ -261,6 +262,15 @@ class Linker:
 
 def _input(obj, i: int) -> ObjectCode:
     if isinstance(obj, ObjectCode):
+        # One made by its constructor is unchecked: its bytes are checked here, as from_bytes
+        # does, so that text given as a CUBIN is refused now rather than by the linker.
+        named = f"Linker input {i} ({obj.name or obj.kind})"
+        if not isinstance(obj.code, bytes):
+            raise TypeError(f"{named}: its code is {type(obj.code).__name__}, not bytes")
+        try:
+            check(obj.code, obj.kind)
+        except ValueError as err:
+            raise ValueError(f"{named}: {err}") from None
         return obj
     if isinstance(obj, (str, os.PathLike)):
         return ObjectCode.from_file(obj)

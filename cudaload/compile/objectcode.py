@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..launch.module import Module
 
 __all__ = ["ObjectCode", "FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "LINKERS", "encode",
-           "decode"]
+           "decode", "check"]
 
 KINDS = ("cubin", "ptx", "fatbin", "ltoir", "library")
 LINK_ONLY = ("ltoir", "library")  # kinds the driver cannot load: inputs of cudaload.Linker
@@ -115,25 +115,9 @@ class ObjectCode:
         """Wrap device code made elsewhere (``name``: where it came from, shown in link errors).
         Raises ValueError for an unknown kind or wrong bytes."""
         data = bytes(data)
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
-        if not data:
-            raise ValueError(f"no bytes: an empty {kind.upper()} holds no device code")
-        if kind == "cubin" and not data.startswith(b"\x7fELF"):
-            raise ValueError("these bytes are not a CUBIN (no ELF header)")
-        if kind == "fatbin" and not data.startswith(_FATBIN_MAGIC):
-            raise ValueError("these bytes are not a fatbin (no fatbin header)")
-        if kind == "ltoir" and not data.startswith(_LTOIR_MAGIC):
-            raise ValueError("these bytes are not LTO IR (no NVVM container header); NVRTC makes "
-                             "it with Program(source).compile(output='ltoir')")
-        if kind == "library" and not data.startswith(_LIBRARY_MAGIC):
-            raise ValueError("these bytes are not a library (no ar archive header, as "
-                             "libcudadevrt.a has)")
         if kind == "ptx":
             data = data.rstrip(b"\0")
-            if not _ptx_line(rb"^\s*\.version\s+\d", data[:65536]):
-                raise ValueError("these bytes are not PTX (no .version directive); CUDA C++ "
-                                 "source is compiled with cudaload.Program(source).compile()")
+        check(data, kind)
         return cls(data, kind, _arch_of(data, kind), name=name)
 
     @classmethod
@@ -191,6 +175,29 @@ def _rebuild(fields: dict) -> ObjectCode:
 
 
 _MAGICS = (("cubin", b"\x7fELF"), ("fatbin", _FATBIN_MAGIC), ("ltoir", _LTOIR_MAGIC))
+
+
+def check(data: bytes, kind: str) -> None:
+    """Raise ValueError where ``data`` is no device code of ``kind`` (an unknown kind, no bytes,
+    not the kind's header or, for PTX, no ``.version``): what ``from_bytes`` refuses, and what
+    cudaload.Linker refuses of an ObjectCode made by its constructor, which checks nothing."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if not data:
+        raise ValueError(f"no bytes: an empty {kind.upper()} holds no device code")
+    if kind == "cubin" and not data.startswith(b"\x7fELF"):
+        raise ValueError("these bytes are not a CUBIN (no ELF header)")
+    if kind == "fatbin" and not data.startswith(_FATBIN_MAGIC):
+        raise ValueError("these bytes are not a fatbin (no fatbin header)")
+    if kind == "ltoir" and not data.startswith(_LTOIR_MAGIC):
+        raise ValueError("these bytes are not LTO IR (no NVVM container header); NVRTC makes "
+                         "it with Program(source).compile(output='ltoir')")
+    if kind == "library" and not data.startswith(_LIBRARY_MAGIC):
+        raise ValueError("these bytes are not a library (no ar archive header, as "
+                         "libcudadevrt.a has)")
+    if kind == "ptx" and not _ptx_line(rb"^\s*\.version\s+\d", data[:65536]):
+        raise ValueError("these bytes are not PTX (no .version directive); CUDA C++ "
+                         "source is compiled with cudaload.Program(source).compile()")
 
 
 def _arch_of(data: bytes, kind: str) -> str | None:

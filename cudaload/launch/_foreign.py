@@ -84,7 +84,10 @@ def mapped_pointer(ptr: int) -> int | None:
     """The device address through which a kernel in the current context reaches the host memory
     at ``ptr``; None where it has none.  Page-locked memory has one (cuMemHostAlloc's, registered
     memory's, whoever pinned it: under unified addressing the same address), pageable memory none:
-    the driver answers CUDA_ERROR_INVALID_VALUE for memory it does not know."""
+    the driver answers CUDA_ERROR_INVALID_VALUE for memory it does not know.  Raises ValueError
+    for a ``ptr`` outside 0..2**64-1 (a host array's interface may give any int), as
+    :func:`pointer_device` does."""
+    ptr = bounded(ptr, "the pointer", *C_UINT64)
     drv = driver.init()
     out = drv.ffi.new("CUdeviceptr *")
     if drv.cuPointerGetAttribute(out, _CU_POINTER_ATTRIBUTE_DEVICE_POINTER, ptr) or not out[0]:

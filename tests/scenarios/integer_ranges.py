@@ -53,6 +53,21 @@ class _Interface:
         return {"data": (self.ptr, False), "shape": (4,), "typestr": "<f4", "version": 3}
 
 
+class _HostArray:
+    """A host array known by its __array_interface__ only, at ``ptr``: the driver is asked for
+    the device address it maps it at."""
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def __repr__(self) -> str:
+        return "a host array"  # not its address: the message must name the value itself
+
+    @property
+    def __array_interface__(self):
+        return {"data": (self.ptr, False), "shape": (4,), "typestr": "<f4", "version": 3}
+
+
 def _memory_entries(cudaload, s) -> dict:
     buf, dev = cudaload.alloc(64), cudaload.Device(0)
     return {
@@ -130,6 +145,7 @@ def _launch_entries(cudaload, s) -> dict:
         .get_kernel("p")
     entries["argument pointer"] = lambda v: p(1, 32, (v,))
     entries["argument pointer interface"] = lambda v: p(1, 32, (_Interface(v),))
+    entries["argument host array"] = lambda v: p(1, 32, (_HostArray(v),))
     for i, ctype in enumerate(SCALARS):
         entries[f"argument {ctype}"] = (
             lambda i: lambda v: k(1, 32, ZEROS[:i] + (v,) + ZEROS[i + 1:]))(i)
