@@ -203,7 +203,7 @@ class TensorMap(bytes, GpuState):
         self.shape, self.strides, self._align = layout.shape, layout.strides, align
         return self
 
-    def replace_address(self, source) -> TensorMap:
+    def replace_address(self, other) -> TensorMap:
         """This map at other memory of the same layout (``cuTensorMapReplaceAddress``, no new
         encode): a CUDA array or view of the same shape, strides and dtype, or a DeviceBuffer
         or int address read with them.  A TensorMap is bytes, which never change: the new map
@@ -211,7 +211,7 @@ class TensorMap(bytes, GpuState):
         (misaligned, another layout, past a buffer's end, another device) before the driver is
         called, MissingSymbolError where the driver lacks the call, DriverError when it
         refuses."""
-        lay = self._same_layout(source)
+        lay = self._same_layout(other)
         if lay.address % self._align:
             raise ValueError(f"the new address 0x{lay.address:x} is not {self._align}-byte "
                              "aligned, as a tensor map needs: pass memory that starts at an "
@@ -227,7 +227,7 @@ class TensorMap(bytes, GpuState):
         driver.check(replace(tmap, drv.ffi.cast("void *", lay.address)),
                      f"cuTensorMapReplaceAddress (0x{lay.address:x})")
         data = drv.ffi.buffer(drv.ffi.cast("char *", tmap), _MAP_BYTES)[:]
-        return type(self)(data, self.kind, source, self.device, lay, self._align)
+        return type(self)(data, self.kind, other, self.device, lay, self._align)
 
     def _same_layout(self, source) -> Layout:
         """``source``'s layout, refused unless it is this map's."""
