@@ -59,6 +59,7 @@ def test_a_view_exports_the_interface_with_byte_strides_and_round_trips(describe
 def test_a_view_exports_dlpack_with_its_shape_strides_and_dtype(described):
     assert described["capsule"] == {"data": described["ptr"], "ndim": 2, "device": [2, 0],
                                     "dtype": [2, 32, 1], "shape": [8, 16], "strides": [32, 2]}
+    assert described["flags"] == [1, 0]  # DLPACK_FLAG_BITMASK_READ_ONLY for the read-only one
     # read back through DLPack, which says nothing of read-only before version 1.0
     assert described["dlpack_again"][:7] == described["strided"][:7]
     assert described["dlpack_again"][8] is False
@@ -99,6 +100,7 @@ def test_a_view_orders_the_source_stream_before_its_own(driver):
     # DLPack: the consumer's stream handed to the producer, 1 (the legacy one) by default
     assert out["asked"] == [{"stream": 1}, {"stream": out["stream"]}]
     assert out["cai_stream"] == out["stream"] and out["default_cai_stream"] is None
+    assert out["of_view"][0] == 3 and out["of_view"][2] == out["stream"]
     assert out["zero"].startswith("ValueError") and "never 0" in out["zero"]
 
 

@@ -44,6 +44,7 @@ CUDA_HOST = _ffi.integer_const("kDLCUDAHost")
 _CPU = _ffi.integer_const("kDLCPU")
 _UINT = _ffi.integer_const("kDLUInt")
 _IS_COPIED = _ffi.integer_const("DLPACK_FLAG_BITMASK_IS_COPIED")
+_READ_ONLY = _ffi.integer_const("DLPACK_FLAG_BITMASK_READ_ONLY")
 _VERSION = (_ffi.integer_const("DLPACK_MAJOR_VERSION"), _ffi.integer_const("DLPACK_MINOR_VERSION"))
 # The capsule keeps a pointer to its name, not a copy: these live as long as the module.
 _NAMES = {False: b"dltensor", True: b"dltensor_versioned"}
@@ -147,10 +148,10 @@ def wait(stream, device: Device, producer=None) -> None:
 
 
 def export(owner, ptr: int, nbytes: int, device: tuple[int, int], versioned: bool,
-           copied: bool = False, typed: tuple | None = None) -> object:
+           copied: bool = False, typed: tuple | None = None, readonly: bool = False) -> object:
     """A capsule viewing ``nbytes`` at ``ptr`` on DLPack ``device`` as 1-D uint8, or as
     ``typed`` says: (shape, strides in elements, DLPack type code, bits); keeping ``owner``
-    alive until the consumer is done with it."""
+    alive until the consumer is done with it.  ``readonly`` is said where DLPack 1.x can."""
     _sweep()
     shape, strides, code, bits = typed or ((nbytes,), (1,), _UINT, 8)
     managed = _ffi.new(_TYPES[versioned] + " *")
@@ -166,7 +167,7 @@ def export(owner, ptr: int, nbytes: int, device: tuple[int, int], versioned: boo
     managed.deleter = _deleters()[versioned]
     if versioned:
         managed.version.major, managed.version.minor = _VERSION
-        managed.flags = _IS_COPIED if copied else 0
+        managed.flags = (_IS_COPIED if copied else 0) | (_READ_ONLY if readonly else 0)
     address = int(_ffi.cast("uintptr_t", managed))
     capsule = _python().capsule_new(address, _NAMES[versioned], None)
     _EXPORTS[address] = _Export(managed, dims, owner, capsule, _NAMES[versioned])

@@ -58,7 +58,8 @@ def _consumer(stream) -> int:
 
 def _described(obj, consumer: int, keep: list) -> Layout:
     own = getattr(obj, "_layout", None)
-    if type(own) is Layout:  # a view of a view: the same memory
+    if type(own) is Layout:  # a view of a view: the same memory, after the first view's stream
+        _dlpack.wait(consumer, obj.device, obj._stream)
         return own.copy()
     if isinstance(obj, int):
         raise TypeError("an int address says nothing of its shape or dtype: view the array it "
@@ -170,7 +171,7 @@ class ArrayView(GpuState):
         typed = (self.shape, self.strides, _KINDS[kind][1], bits)
         address = self.ptr if self._host is None else self._host
         return _dlpack.export(self, address, 0, self.__dlpack_device__(), versioned,
-                              typed=typed)
+                              typed=typed, readonly=self.readonly)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         if self._host is not None:

@@ -74,6 +74,8 @@ def described() -> dict:
     out["cai_flat"] = flat.__cuda_array_interface__["strides"]
     out["cai_again"] = seen(cudaload.view(Interface(**cai)))
     out["capsule"] = capsule_dims(strided.__dlpack__())
+    # DLPack 1.x says read-only: the flag of each view's versioned capsule
+    out["flags"] = [managed(x.__dlpack__(max_version=(1, 0)))[0].flags for x in (strided, flat)]
     out["dlpack_again"] = seen(cudaload.view(Forwarded(strided)))
     out["dlpack_host"] = capsule_dims(cudaload.view(host).__dlpack__())
     out["refused"] = {
@@ -136,6 +138,8 @@ def streams() -> dict:
     v = cudaload.view(forwarded, stream=s)
     out["asked"] = forwarded.asked
     out["cai_stream"] = v.__cuda_array_interface__["stream"]
+    cudaload.view(v, stream=cudaload.Stream())  # a view of v waits for v's stream
+    out["of_view"] = waits()
     out["default_cai_stream"] = cudaload.view(buf).__cuda_array_interface__["stream"]
     out["zero"] = refusal(lambda: cudaload.view(Interface(data=(buf.ptr, False), shape=(4,),
                                                           typestr="<f4", stream=0)))
