@@ -35,6 +35,11 @@ def test_a_view_reads_pointer_shape_strides_in_elements_dtype_and_flags(describe
     assert described["complex"][2:6] == [[2, 1], "<c8", "complex64", 8]
 
 
+def test_without_numpy_a_view_gives_its_dtype_as_a_typestr(driver):
+    out = run(driver, "without_numpy")
+    assert out == {"dtypes": ["<f4", "|b1", "|u1"], "strides": [8, 1]}
+
+
 def test_a_view_of_a_buffer_is_its_bytes_on_its_device(described):
     ptr = described["ptr"]
     assert described["buffer"] == [ptr, [4096], [1], "|u1", "uint8", 1, 0, False, True]

@@ -95,6 +95,16 @@ def described() -> dict:
     return out
 
 
+def without_numpy() -> dict:
+    sys.modules["numpy"] = None  # type: ignore[assignment]  # import numpy raises ImportError
+    import cudaload
+
+    buf = cudaload.alloc(256)
+    v = cudaload.view(Interface(data=(buf.ptr, False), shape=(2, 8), typestr="<f4"))
+    b = cudaload.view(Interface(data=(buf.ptr, False), shape=(4,), typestr="|b1"))
+    return {"dtypes": [v.dtype, b.dtype, cudaload.view(buf).dtype], "strides": list(v.strides)}
+
+
 def kept() -> dict:
     import gc
 
@@ -208,7 +218,7 @@ def tensor_maps() -> dict:
     return out
 
 
-SCENARIOS = {f.__name__: f for f in (described, kept, streams, launched, tensor_maps)}
+SCENARIOS = {f.__name__: f for f in (described, without_numpy, kept, streams, launched, tensor_maps)}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]]()))
