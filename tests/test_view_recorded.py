@@ -73,6 +73,7 @@ def test_a_view_exports_dlpack_with_its_shape_strides_and_dtype(described):
 REFUSED = {
     "int": ("TypeError", "says nothing of its shape"),
     "object": ("TypeError", "not object"),
+    "freed": ("ValueError", "was freed"),
     "numpy": ("ValueError", "copy it to the GPU"),
     "stride": ("ValueError", "no whole number of 4-byte elements"),
     "big_endian": ("ValueError", "little-endian"),

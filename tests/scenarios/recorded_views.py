@@ -78,8 +78,11 @@ def described() -> dict:
     out["flags"] = [managed(x.__dlpack__(max_version=(1, 0)))[0].flags for x in (strided, flat)]
     out["dlpack_again"] = seen(cudaload.view(Forwarded(strided)))
     out["dlpack_host"] = capsule_dims(cudaload.view(host).__dlpack__())
+    freed = cudaload.alloc(64)
+    freed.free()
     out["refused"] = {
         "int": refusal(lambda: cudaload.view(buf.ptr)),
+        "freed": refusal(lambda: cudaload.view(freed)),
         "object": refusal(lambda: cudaload.view(object())),
         "numpy": refusal(lambda: cudaload.view(np.zeros(4))),
         "stride": refusal(lambda: cudaload.view(Interface(data=(buf.ptr, False), shape=(4,),
