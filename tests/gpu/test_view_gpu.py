@@ -9,6 +9,7 @@ import pytest
 
 import cudaload
 from cudaload import TensorMap
+from tests.gpu.test_dlpack import _torch
 from tests.gpu.test_tensor_map import copied_box, on_device, tma_copy  # noqa: F401  (fixture)
 
 np = pytest.importorskip("numpy")
@@ -27,13 +28,6 @@ class Interface:
 
     def __init__(self, **cai):
         self.__cuda_array_interface__ = {"version": 3, "strides": None, "stream": None, **cai}
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("PyTorch without CUDA")
-    return torch
 
 
 def test_a_view_of_a_cupy_strided_array_reads_its_layout():
