@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from .launch.rawkernel import RawKernel as RawKernel
     from .launch.stream import Event as Event, Stream as Stream
     from .launch.tensor_map import TensorMap as TensorMap
+    from .launch.view import ArrayView as ArrayView, view as view
 
 
 def _load(code):
@@ -119,6 +120,8 @@ _LAZY = {
     "Event": "launch.stream",
     "Graph": "launch.graph",
     "TensorMap": "launch.tensor_map",
+    "view": "launch.view",
+    "ArrayView": "launch.view",
     "Bundle": "compile.bundle",
     "Linker": "compile.linker",
 }

@@ -1,7 +1,8 @@
 """The memory-logging recording driver of tests/_fake_memory.py, with tensor map encoding and the
 memory pool's attributes: each call logged (``fake_memory_log``) with every argument as the
 driver got it, arrays innermost first as CUDA takes them.  Each encode fills the map with bytes a
-test can recognise (the address, then i * 7 + rank); the pools keep their release threshold,
+test can recognise (the address, then i * 7 + rank), and cuTensorMapReplaceAddress writes the
+new address over its first 8 bytes; the pools keep their release threshold,
 so that a value set reads back."""
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ int cuTensorMapEncodeIm2col(unsigned char *map, int type, unsigned rank, void *a
     note(text); return 0;
 }
 #endif
+/* logs the map's alignment, the address it held and the new one, which it then holds */
+int cuTensorMapReplaceAddress(unsigned char *map, void *address) {
+    unsigned long long was; char text[160];
+    memcpy(&was, map, sizeof was);
+    snprintf(text, sizeof text, "cuTensorMapReplaceAddress aligned=%d was=%llx address=%llx",
+             (int)((size_t)map % 128 == 0), was, (unsigned long long)(size_t)address);
+    memcpy(map, &address, sizeof address);
+    note(text); return 0;
+}
 /* pools: device d's is 0xa000 + 0x10 d; attribute 4 (the release threshold) a cuuint64_t */
 static unsigned long long pool_threshold[2];
 static int pool_device(void *pool) { return (int)(((size_t)pool - 0xa000) / 0x10) & 1; }

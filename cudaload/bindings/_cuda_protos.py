@@ -144,4 +144,5 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuTensorMapEncodeTiled': 'CUresult(*)(struct CUtensorMap_st *, CUtensorMapDataType, uint32_t, '
                            'void *, uint64_t const *, uint64_t const *, uint32_t const *, uint32_t '
                            'const *, CUtensorMapInterleave, CUtensorMapSwizzle, '
-                           'CUtensorMapL2promotion, CUtensorMapFloatOOBfill)'}
+                           'CUtensorMapL2promotion, CUtensorMapFloatOOBfill)',
+ 'cuTensorMapReplaceAddress': 'CUresult(*)(struct CUtensorMap_st *, void *)'}

@@ -1,5 +1,5 @@
 """Device addresses of kernel arguments, by where they come from: a ``DeviceBuffer``, a
-``HostBuffer``, a CuPy or PyTorch array, the CUDA Array Interface, a host array, DLPack.  Each
+``HostBuffer``, an ``ArrayView``, a CuPy or PyTorch array, the CUDA Array Interface, a host array, DLPack.  Each
 source is a test of the argument's type and a conversion of one value to its address, which checks
 the value's device, or for host memory that the driver maps it for kernels (``arguments.Packer``
 packs the address).
@@ -83,6 +83,22 @@ def _reachable(fail, p, value, host) -> int:
     if mapped is None:
         raise fail(p, value, HOST_HINT)
     return mapped
+
+
+def _is_view(tp) -> bool:
+    from .view import ArrayView  # deferred: only this path needs it
+
+    return issubclass(tp, ArrayView)
+
+
+def _from_view(fail, p, device):
+    # The view checked its memory when made; _where is -1 where any device reaches it (pinned
+    # host memory at its mapped address).
+    def from_view(value):
+        if value._where not in (device, -1):
+            raise fail(p, value, _other_device(value._where, device))
+        return value.ptr
+    return Inline("{a}.ptr", "{a}._where in (D, -1)", from_view)
 
 
 def _is_cupy(tp) -> bool:
@@ -171,10 +187,11 @@ def _from_dlpack(fail, p, device):
     return from_dlpack
 
 
-# The first that holds wins: a CuPy or PyTorch array, or a HostBuffer, also has the interface, but
-# the generated packer reads its own attributes inline, for less than building and reading the
-# interface's dict; a NumPy array also has DLPack, but its interface gives the address without a
-# capsule.
+# The first that holds wins: a CuPy or PyTorch array, a HostBuffer or an ArrayView also has the
+# interface, but the generated packer reads its own attributes inline, for less than building and
+# reading the interface's dict; a NumPy array also has DLPack, but its interface gives the address
+# without a capsule.
 _SOURCES = ((_is_device_buffer, _from_device_buffer), (_is_host_buffer, _from_host_buffer),
-            (_is_cupy, _from_cupy), (_is_torch, _from_torch), (_has_interface, _from_interface),
+            (_is_view, _from_view), (_is_cupy, _from_cupy), (_is_torch, _from_torch),
+            (_has_interface, _from_interface),
             (_is_host_memory, _from_host_memory), (_has_dlpack, _from_dlpack))

@@ -44,6 +44,7 @@ CUDA_HOST = _ffi.integer_const("kDLCUDAHost")
 _CPU = _ffi.integer_const("kDLCPU")
 _UINT = _ffi.integer_const("kDLUInt")
 _IS_COPIED = _ffi.integer_const("DLPACK_FLAG_BITMASK_IS_COPIED")
+_READ_ONLY = _ffi.integer_const("DLPACK_FLAG_BITMASK_READ_ONLY")
 _VERSION = (_ffi.integer_const("DLPACK_MAJOR_VERSION"), _ffi.integer_const("DLPACK_MINOR_VERSION"))
 # The capsule keeps a pointer to its name, not a copy: these live as long as the module.
 _NAMES = {False: b"dltensor", True: b"dltensor_versioned"}
@@ -135,34 +136,38 @@ def _pair(value, what: str, example: str) -> tuple[int, int]:
         raise TypeError(f"{what} must be a pair of ints such as {example}, not {value!r}") from None
 
 
-def wait(stream, device: Device) -> None:
-    """Make the consumer's ``stream`` wait for the work on the legacy default stream."""
-    if stream in _LEGACY_STREAMS:
+def wait(stream, device: Device, producer=None) -> None:
+    """Make the consumer's ``stream`` wait for the work on ``producer`` (a stream handle;
+    default: the legacy default stream)."""
+    if stream == -1 or stream == producer or (stream in _LEGACY_STREAMS and producer in (None, 1)):
         return
     from .stream import Event, Stream  # deferred: only this path needs it
 
-    done = Event(device, timing=False).record(None)
-    Stream.from_handle(stream, device.ordinal).wait(done)
+    done = Event(device, timing=False).record(producer)
+    Stream.from_handle(1 if stream is None else stream, device.ordinal).wait(done)
 
 
 def export(owner, ptr: int, nbytes: int, device: tuple[int, int], versioned: bool,
-           copied: bool = False) -> object:
-    """A capsule viewing ``nbytes`` at ``ptr`` on DLPack ``device``, keeping ``owner`` alive
-    until the consumer is done with it."""
+           copied: bool = False, typed: tuple | None = None, readonly: bool = False) -> object:
+    """A capsule viewing ``nbytes`` at ``ptr`` on DLPack ``device`` as 1-D uint8, or as
+    ``typed`` says: (shape, strides in elements, DLPack type code, bits); keeping ``owner``
+    alive until the consumer is done with it.  ``readonly`` is said where DLPack 1.x can."""
     _sweep()
+    shape, strides, code, bits = typed or ((nbytes,), (1,), _UINT, 8)
     managed = _ffi.new(_TYPES[versioned] + " *")
-    dims = _ffi.new("int64_t[2]", [nbytes, 1])  # the shape, then the strides (in elements)
+    # the shape, then the strides (in elements); one entry at least, for a 0-d array's pointers
+    dims = _ffi.new("int64_t[]", [*shape, *strides] or [0])
     tensor = managed.dl_tensor
     tensor.data = _ffi.cast("void *", ptr)
     tensor.device.device_type, tensor.device.device_id = device
-    tensor.ndim = 1
-    tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = _UINT, 8, 1
-    tensor.shape, tensor.strides = dims, dims + 1
+    tensor.ndim = len(shape)
+    tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = code, bits, 1
+    tensor.shape, tensor.strides = dims, dims + len(shape)
     tensor.byte_offset = 0
     managed.deleter = _deleters()[versioned]
     if versioned:
         managed.version.major, managed.version.minor = _VERSION
-        managed.flags = _IS_COPIED if copied else 0
+        managed.flags = (_IS_COPIED if copied else 0) | (_READ_ONLY if readonly else 0)
     address = int(_ffi.cast("uintptr_t", managed))
     capsule = _python().capsule_new(address, _NAMES[versioned], None)
     _EXPORTS[address] = _Export(managed, dims, owner, capsule, _NAMES[versioned])

@@ -12,7 +12,7 @@ and boxes are given outermost first, as numpy's ``shape``; the driver takes them
 from __future__ import annotations
 
 from ..bindings import driver
-from ._array_layout import Layout, layout
+from ._array_layout import Layout, is_raw, layout
 from ._sizes import bounded
 from ._unpicklable import GpuState
 from .device import Device, activate, as_device
@@ -116,7 +116,7 @@ class _Fields:
             raise ValueError(f"the array's address 0x{lay.address:x} is not {self.align}-byte "
                              f"aligned, as a tensor map needs: map a view that starts at an "
                              f"aligned element")
-        end = self.size + sum((n - 1) * s for n, s in zip(lay.shape, lay.strides))
+        end = _extent(lay, self.size)
         if lay.nbytes is not None and end > lay.nbytes:
             raise ValueError(f"shape {lay.shape} with strides {lay.strides} reaches {end} bytes "
                              f"past the start, but the buffer has {lay.nbytes}")
@@ -149,9 +149,7 @@ class _Fields:
     def common(self, drv) -> tuple:
         """(map pointer, its holder, data type, rank, address, dims, strides) for the driver."""
         ffi, lay = drv.ffi, self.layout
-        holder = ffi.new("char[]", _MAP_BYTES + _MAP_ALIGN)
-        start = -int(ffi.cast("uintptr_t", holder)) % _MAP_ALIGN
-        tmap = ffi.cast("struct CUtensorMap_st *", holder + start)
+        tmap, holder = _aligned_map(ffi)
         dims = ffi.new("cuuint64_t[]", lay.shape[::-1])
         strides = ffi.new("cuuint64_t[]", lay.strides[-2::-1] or [0])
         kind = ffi.integer_const("CU_TENSOR_MAP_DATA_TYPE_" + self.type)
@@ -167,11 +165,23 @@ class _Fields:
                 const("CU_TENSOR_MAP_FLOAT_OOB_FILL_" + self.oob))
 
 
+def _extent(lay: Layout, size: int) -> int:
+    """The bytes from ``lay``'s address to the end of its last element."""
+    return size + sum((n - 1) * s for n, s in zip(lay.shape, lay.strides))
+
+
+def _aligned_map(ffi) -> tuple:
+    """(pointer, holder): room for a CUtensorMap at the 128-byte alignment cuda.h declares."""
+    holder = ffi.new("char[]", _MAP_BYTES + _MAP_ALIGN)
+    start = -int(ffi.cast("uintptr_t", holder)) % _MAP_ALIGN
+    return ffi.cast("struct CUtensorMap_st *", holder + start), holder
+
+
 class TensorMap(bytes, GpuState):
     """A ``CUtensorMap``: its 128 bytes, passed to a ``CUtensorMap`` kernel parameter by value.
     ``.kind`` ("tiled" or "im2col"), ``.device``, ``.address``, ``.dtype``, ``.shape`` and
     ``.strides`` (bytes, outermost first) say what it maps; ``.source`` is kept alive with it.
-    Made by :meth:`tiled` or :meth:`im2col`."""
+    Made by :meth:`tiled` or :meth:`im2col`, or from another by :meth:`replace_address`."""
 
     _SEND_INSTEAD = "send the array and make the tensor map again in the receiving process"
 
@@ -183,14 +193,61 @@ class TensorMap(bytes, GpuState):
     dtype: str
     shape: tuple
     strides: tuple
+    _align: int  # the address alignment the map's interleave needs
 
     def __new__(cls, data: bytes, kind: str, source: object, device: Device,
-                layout: Layout) -> TensorMap:
+                layout: Layout, align: int = 16) -> TensorMap:
         self = super().__new__(cls, data)
         self.kind, self.source, self.device = kind, source, device
         self.address, self.dtype = layout.address, layout.dtype
-        self.shape, self.strides = layout.shape, layout.strides
+        self.shape, self.strides, self._align = layout.shape, layout.strides, align
         return self
+
+    def replace_address(self, other) -> TensorMap:
+        """This map at other memory of the same layout (``cuTensorMapReplaceAddress``, no new
+        encode): a CUDA array or view of the same shape, strides and dtype, or a DeviceBuffer
+        or int address read with them.  A TensorMap is bytes, which never change: the new map
+        is returned, and this one still maps its own memory.  Raises TypeError, ValueError
+        (misaligned, another layout, past a buffer's end, another device) before the driver is
+        called, MissingSymbolError where the driver lacks the call, DriverError when it
+        refuses."""
+        lay = self._same_layout(other)
+        if lay.address % self._align:
+            raise ValueError(f"the new address 0x{lay.address:x} is not {self._align}-byte "
+                             "aligned, as a tensor map needs: pass memory that starts at an "
+                             "aligned element")
+        if lay.device is not None and lay.device != self.device.ordinal:
+            where = "host memory" if lay.device < 0 else f"on device {lay.device}"
+            raise ValueError(f"the new memory is {where}, but this tensor map is for device "
+                             f"{self.device.ordinal}: make one with TensorMap.tiled there")
+        drv = activate(self.device)
+        replace = drv.cuTensorMapReplaceAddress  # MissingSymbolError on a driver without it
+        tmap, _holder = _aligned_map(drv.ffi)
+        drv.ffi.memmove(tmap, self, _MAP_BYTES)
+        driver.check(replace(tmap, drv.ffi.cast("void *", lay.address)),
+                     f"cuTensorMapReplaceAddress (0x{lay.address:x})")
+        data = drv.ffi.buffer(drv.ffi.cast("char *", tmap), _MAP_BYTES)[:]
+        return type(self)(data, self.kind, other, self.device, lay, self._align)
+
+    def _same_layout(self, source) -> Layout:
+        """``source``'s layout, refused unless it is this map's."""
+        if is_raw(source):
+            lay = layout(source, self.dtype, self.shape, self.strides, _itemsize)
+            end = _extent(lay, _itemsize(self.dtype))
+            if lay.nbytes is not None and end > lay.nbytes:
+                raise ValueError(f"this tensor map reaches {end} bytes past its start, but the "
+                                 f"buffer has {lay.nbytes}")
+            return lay
+        lay = layout(source, None, None, None, _itemsize)
+        if _DTYPES.get(lay.dtype, ("",))[0] != _DTYPES[self.dtype][0]:
+            raise ValueError(f"the array is {lay.dtype}, this tensor map {self.dtype}: replace "
+                             "with an array of its dtype, or with its DeviceBuffer or address")
+        if (lay.shape, lay.strides) != (self.shape, self.strides):
+            raise ValueError(f"the array has shape {lay.shape} and strides {lay.strides} "
+                             f"(bytes); this tensor map was made for {self.shape} and "
+                             f"{self.strides}: make a new one with TensorMap.tiled")
+        lay.dtype = self.dtype
+        return lay
 
     def __repr__(self) -> str:
         return (f"<cudaload.TensorMap {self.kind} {self.dtype} {self.shape} at "
@@ -218,7 +275,7 @@ class TensorMap(bytes, GpuState):
             tmap, *common[2:], drv.ffi.new("cuuint32_t[]", box[::-1]), *fields.options(drv)),
             f"cuTensorMapEncodeTiled ({fields.layout.dtype} {fields.layout.shape}, box {box})")
         data = drv.ffi.buffer(drv.ffi.cast("char *", tmap), _MAP_BYTES)[:]
-        return cls(data, "tiled", source, dev, fields.layout)
+        return cls(data, "tiled", source, dev, fields.layout, fields.align)
 
     @classmethod
     def im2col(cls, source, *, lower_corner, upper_corner, channels_per_pixel: int,
@@ -246,5 +303,5 @@ class TensorMap(bytes, GpuState):
                             *fields.options(drv)),
                      f"cuTensorMapEncodeIm2col ({fields.layout.dtype} {fields.layout.shape})")
         data = drv.ffi.buffer(drv.ffi.cast("char *", common[0]), _MAP_BYTES)[:]
-        return cls(data, "im2col", source, dev, fields.layout)
+        return cls(data, "im2col", source, dev, fields.layout, fields.align)
 
