@@ -140,9 +140,12 @@ class ManagedBuffer(DeviceBuffer):
 
 def _location(drv, device, default: Device):
     """A ``CUmemLocation *`` for ``device``: a Device or ordinal, ``"cpu"`` for the host, None
-    for ``default``.  Raises ValueError for an ordinal that is no device."""
+    for ``default``.  Raises ValueError for another string or an ordinal that is no device."""
     where = drv.ffi.new("CUmemLocation *")
-    if isinstance(device, str) and device == "cpu":
+    if isinstance(device, str):
+        if device != "cpu":
+            raise ValueError(f"device must be a Device, an ordinal or 'cpu' (the host), "
+                             f"not {device!r}")
         where.type, where.id = drv.ffi.integer_const("CU_MEM_LOCATION_TYPE_HOST"), 0
     else:
         where.type = drv.ffi.integer_const("CU_MEM_LOCATION_TYPE_DEVICE")
