@@ -92,7 +92,9 @@ int cuMemAllocAsync(unsigned long long *d, size_t n, void *stream) {
     *d = 0x800000000ULL;
     snprintf(line, sizeof line, "cuMemAllocAsync %zu %p", n, stream); note(line); return 0;
 }
+static void (*freed_async)(unsigned long long d);  /* tests/_fake_pools.py's, where it sets one */
 int cuMemFreeAsync(unsigned long long d, void *stream) {
+    if (freed_async) freed_async(d);
     snprintf(line, sizeof line, "cuMemFreeAsync %llx %p", d, stream); note(line); return 0;
 }
 int cuMemsetD16_v2(unsigned long long d, unsigned short v, size_t n) {

@@ -3,7 +3,8 @@ memory advice: each call logged (``fake_memory_log``) with its arguments as the 
 
 Pools: device d's current pool is 0xa000 + 0x10 d, those ``cuMemPoolCreate`` makes 0xb000 +
 0x10 k; each keeps its attributes, so that a value set reads back, and an allocation from it
-counts as used and reserved (the high-water marks follow).  Advice is kept for the range
+counts as used and reserved (the high-water marks follow) until freed (``cuMemFreeAsync``), and
+a trim gives back what is reserved beyond what is used and kept.  Advice is kept for the range
 attributes to answer, as the driver's legacy attributes do (ordinals, -1 the host, -2 none); the
 last prefetch location is MEMORY_CALLS' own.  Built without cuMemAdvise_v2 where NO_ADVISE_V2 is
 defined, as a driver before CUDA 12.2.
@@ -50,9 +51,20 @@ int cuMemPoolTrimTo(void *pool, size_t keep) {
     snprintf(line, sizeof line, "cuMemPoolTrimTo %zx %zu", (size_t)pool, keep); note(line);
     return 0;
 }
+/* allocations out: 64 at most, each at an address of its own, its size counted as used until
+   cuMemFreeAsync (MEMORY_CALLS) frees it */
+static unsigned long long out_at[64], out_size[64], next_from_pool = 0x900000000ULL;
+static int out_pool[64];
+static void pool_freed(unsigned long long d) {
+    for (int i = 0; i < 64; i++)
+        if (out_at[i] == d) { pool_values[out_pool[i]][7] -= out_size[i]; out_at[i] = 0; }
+}
+__attribute__((constructor)) static void follow_pool_frees(void) { freed_async = pool_freed; }
 int cuMemAllocFromPoolAsync(unsigned long long *d, size_t n, void *pool, void *stream) {
     unsigned long long *v = pool_values[pool_index(pool)];
-    *d = 0x900000000ULL + v[7];
+    *d = next_from_pool; next_from_pool += (n + 255) & ~(size_t)255;
+    for (int i = 0; i < 64; i++)
+        if (!out_at[i]) { out_at[i] = *d; out_size[i] = n; out_pool[i] = pool_index(pool); break; }
     v[7] += n; if (v[7] > v[8]) v[8] = v[7];
     if (v[5] < v[7]) v[5] = v[7];
     if (v[5] > v[6]) v[6] = v[5];

@@ -25,7 +25,7 @@ def test_a_pool_is_made_with_its_options_allocated_from_trimmed_and_destroyed_on
         "cuMemAllocFromPoolAsync 1000 b000 0x5000",
         "cuMemPoolGetAttribute b000 7", "cuMemPoolGetAttribute b000 5",  # used, reserved
         "cuMemAllocFromPoolAsync 24 b000 0x5000",
-        f"cuMemFreeAsync {0x900000000 + 1000:x} 0x5000",  # garbage: freed on its stream
+        f"cuMemFreeAsync {0x900000400:x} 0x5000",  # garbage: freed on its stream
         "cuMemFreeAsync 900000000 0x5000",
         "cuMemPoolTrimTo b000 16",
         "cuMemPoolGetAttribute b000 7", "cuMemPoolGetAttribute b000 5",
@@ -40,6 +40,9 @@ def test_a_pool_is_made_with_its_options_allocated_from_trimmed_and_destroyed_on
     assert out["threshold"] == 1 << 30 and out["device"] == 1
     assert out["buffer"] == [0x900000000, 1, "DeviceBuffer"]
     assert (out["used"], out["reserved"]) == (1000, 1000)
+    # freed: nothing used; trimmed to 16 bytes kept; the high-water marks remember until reset
+    assert out["after_trim"] == [0, 16, 1024, 1024]
+    assert out["after_reset"] == [0, 16]
     assert out["policies"] == [True, True, True] and out["opportunistic"] is False
     assert out["repr"] == "<cudaload.MemoryPool on device 1>"
     assert out["closed_repr"] == "<cudaload.MemoryPool on device 1, closed>"
