@@ -139,7 +139,7 @@ class DeviceBuffer(ByteSpan):
 
     @property
     def is_device_accessible(self) -> bool:
-        """True: kernels on the device (and its peers) read and write the memory at ``.ptr``."""
+        """True: kernels on its device read and write the memory at ``.ptr``."""
         return True
 
     @property
