@@ -74,12 +74,14 @@ def test_bad_pool_arguments_are_refused_before_the_driver(pool_driver):
              "negative_trim": "ValueError", "float_trim": "TypeError",
              "set_used": "AttributeError", "set_high": "AttributeError",
              "int_policy": "TypeError", "negative_threshold": "ValueError",
-             "close_current": "ValueError"}
+             "close_current": "ValueError", "pickle": "NotPicklableError",
+             "copy": "NotPicklableError"}
     assert {name: text.split(":")[0] for name, text in out.items()} == kinds
     assert "2**64-1" in out["huge_max"] and "max_size" in out["huge_max"]
     assert "stream=s" in out["no_stream"]
     assert "device 0's" in out["other_device"]
     assert "reset_high()" in out["set_high"]
+    assert "make a MemoryPool with them" in out["pickle"]
 
 
 def test_advice_reaches_the_driver_with_its_enum_and_location_and_reads_back(pool_driver):

@@ -16,6 +16,7 @@ from .. import lifetime
 from ..errors import DriverError
 from ._sizes import C_UINT64, bounded, integer
 from .device import Device, activate, as_device
+from ._unpicklable import GpuState
 
 __all__ = ["memory_pool", "MemoryPool"]
 
@@ -81,7 +82,7 @@ def _policy(constant: str, doc: str) -> _Attribute:
     return _Attribute(constant, "int", True, doc)
 
 
-class MemoryPool:
+class MemoryPool(GpuState):
     """A pool of device memory for stream-ordered allocations: made by ``MemoryPool(...)``
     (``cuMemPoolCreate``; destroyed by :meth:`close` or when garbage) or by :func:`memory_pool`
     (the device's current pool, asked for at each use).  ``.device``, ``.handle``; the
@@ -89,9 +90,12 @@ class MemoryPool:
 
     The constructor raises TypeError/ValueError for a bad device, ``release_threshold`` or
     ``max_size`` (before the driver is called), DriverError where the driver refuses (a
-    ``max_size`` on a driver before CUDA 12.2, which has none)."""
+    ``max_size`` on a driver before CUDA 12.2, which has none).  Pickling or copying one raises
+    NotPicklableError."""
 
     __slots__ = ("device", "_handle", "_finalizer", "__weakref__")
+    _SEND_INSTEAD = ("send the options it was made with (device, release_threshold, max_size) "
+                     "and make a MemoryPool with them in the receiving process")
 
     def __init__(self, device=None, release_threshold: int | None = None, max_size: int = 0):
         if device is not None and not isinstance(device, Device):

@@ -9,8 +9,10 @@ line.  cudaload and the driver are loaded inside the scenarios.
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
+import pickle
 import sys
 
 from tests.scenarios.recorded_memory import calls, refusal
@@ -88,6 +90,8 @@ def pool_refused() -> dict:
         "int_policy": setter("allow_opportunistic", 1),
         "negative_threshold": setter("release_threshold", -1),
         "close_current": current.close,
+        "pickle": lambda: pickle.dumps(pool),
+        "copy": lambda: copy.copy(current),
     })
     out["current_repr"] = repr(current)
     return out
