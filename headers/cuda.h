@@ -20,7 +20,8 @@
  * Deliberately absent, because the ABI behind the base name changed
  * between 12.0 and 13.x (see the PFN_*_vNNNNN typedefs in cudaTypedefs.h):
  * cuCtxCreate, cuStreamGetCtx (12050 adds a CUgreenCtx* parameter),
- * cuMemAdvise, cuMemPrefetchAsync, cuGraphGetEdges, cuGraphAddNode,
+ * cuMemAdvise and cuMemPrefetchAsync (declared as their _v2 symbols, the
+ * 13.0 ABI), cuGraphGetEdges, cuGraphAddNode,
  * cuGraphNodeGetDependencies, cuStreamGetCaptureInfo, the 11.x 4-argument
  * cuGetProcAddress, and everything else not needed.
  *
@@ -862,6 +863,29 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream);
+/* Managed memory advice and its read-back.  cuMemAdvise_v2 (12.2+) takes a location by value, as
+   the base name does from 13.0; cuMemRangeGetAttribute's legacy attributes (1..4) answer device
+   ordinals, CU_DEVICE_CPU (-1) for the host and CU_DEVICE_INVALID (-2) for none. */
+typedef enum CUmem_advise_enum {
+    CU_MEM_ADVISE_SET_READ_MOSTLY = 1,
+    CU_MEM_ADVISE_UNSET_READ_MOSTLY = 2,
+    CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3,
+    CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+    CU_MEM_ADVISE_SET_ACCESSED_BY = 5,
+    CU_MEM_ADVISE_UNSET_ACCESSED_BY = 6
+} CUmem_advise;
+typedef enum CUmem_range_attribute_enum {
+    CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY = 1,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION = 2,
+    CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY = 3,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION = 4,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE = 5,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID = 6,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE = 7,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID = 8
+} CUmem_range_attribute;
+CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location);
+CUresult cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr, size_t count);
 
 /* Unified addressing */
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
@@ -921,6 +945,30 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
 CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+/* Pools of their own (cuMemPoolCreate), trimmed and allocated from in stream order. */
+typedef enum CUmemAllocationType_enum {
+    CU_MEM_ALLOCATION_TYPE_INVALID = 0x0,
+    CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+    CU_MEM_ALLOCATION_TYPE_MANAGED = 0x2,
+    CU_MEM_ALLOCATION_TYPE_MAX = 0x7FFFFFFF
+} CUmemAllocationType;
+typedef enum CUmemAllocationHandleType_enum {
+    CU_MEM_HANDLE_TYPE_NONE = 0x0,
+    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+    CU_MEM_HANDLE_TYPE_WIN32 = 0x2,
+    CU_MEM_HANDLE_TYPE_WIN32_KMT = 0x4,
+    CU_MEM_HANDLE_TYPE_FABRIC = 0x8,
+    CU_MEM_HANDLE_TYPE_MAX = 0x7FFFFFFF
+} CUmemAllocationHandleType;
+/* CUmemPoolProps changes its tail between releases (13.5 takes a reserved byte for
+   gpuDirectRDMACapable), which one cdef cannot follow: cuMemPoolCreate takes the incomplete
+   struct, and cudaload/launch/mempool.py packs the 88 bytes every release from 11.2 lays out alike
+   (allocType, handleTypes, location, win32SecurityAttributes, maxSize (12.2+; reserved and zero
+   before), usage, reserved). */
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const struct CUmemPoolProps_st *poolProps);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
 
 /* Tensor maps (TMA descriptors, compute capability 9.0+).  CUtensorMap is 16 cuuint64_t aligned
    to 128 bytes (alignas), which a cdef cannot state: the functions take it as the incomplete

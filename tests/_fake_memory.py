@@ -81,8 +81,10 @@ int cuMemAllocManaged(unsigned long long *d, size_t n, unsigned flags) {
     snprintf(line, sizeof line, "cuMemAllocManaged %zu %u", n, flags); note(line); return 0;
 }
 typedef struct { int type, id; } Location;
+static int last_prefetch = -2;  /* as the range attribute says it: an ordinal, -1 the host, -2 none */
 int cuMemPrefetchAsync_v2(unsigned long long d, size_t n, Location where, unsigned flags,
                           void *stream) {
+    last_prefetch = where.type == 2 ? -1 : where.id;
     snprintf(line, sizeof line, "cuMemPrefetchAsync_v2 %llx %zu %d:%d %u %s", d, n, where.type,
              where.id, flags, stream ? "stream" : "legacy"); note(line); return 0;
 }
@@ -90,7 +92,9 @@ int cuMemAllocAsync(unsigned long long *d, size_t n, void *stream) {
     *d = 0x800000000ULL;
     snprintf(line, sizeof line, "cuMemAllocAsync %zu %p", n, stream); note(line); return 0;
 }
+static void (*freed_async)(unsigned long long d);  /* tests/_fake_pools.py's, where it sets one */
 int cuMemFreeAsync(unsigned long long d, void *stream) {
+    if (freed_async) freed_async(d);
     snprintf(line, sizeof line, "cuMemFreeAsync %llx %p", d, stream); note(line); return 0;
 }
 int cuMemsetD16_v2(unsigned long long d, unsigned short v, size_t n) {

@@ -1,15 +1,15 @@
 """The memory-logging recording driver of tests/_fake_memory.py, with tensor map encoding and the
-memory pool's attributes: each call logged (``fake_memory_log``) with every argument as the
+memory pools of tests/_fake_pools.py: each call logged (``fake_memory_log``) with every argument as the
 driver got it, arrays innermost first as CUDA takes them.  Each encode fills the map with bytes a
 test can recognise (the address, then i * 7 + rank), and cuTensorMapReplaceAddress writes the
-new address over its first 8 bytes; the pools keep their release threshold,
-so that a value set reads back."""
+new address over its first 8 bytes."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests._fake_memory import MEMORY_CALLS
+from tests._fake_pools import POOL_CALLS
 from tests._fakelibs import RECORDING_DRIVER, build_shared_library
 
 # Built without cuTensorMapEncodeIm2col where NO_IM2COL is defined, as a driver before it.
@@ -73,26 +73,6 @@ int cuTensorMapReplaceAddress(unsigned char *map, void *address) {
     memcpy(map, &address, sizeof address);
     note(text); return 0;
 }
-/* pools: device d's is 0xa000 + 0x10 d; attribute 4 (the release threshold) a cuuint64_t */
-static unsigned long long pool_threshold[2];
-static int pool_device(void *pool) { return (int)(((size_t)pool - 0xa000) / 0x10) & 1; }
-int cuDeviceGetMemPool(void **pool, int d) {
-    snprintf(line, sizeof line, "cuDeviceGetMemPool %d", d); note(line);
-    *pool = (void *)(0xa000 + 0x10 * (size_t)d); return 0;
-}
-int cuMemPoolSetAttribute(void *pool, int attr, void *value) {
-    if (attr != 4) return 1;
-    pool_threshold[pool_device(pool)] = *(unsigned long long *)value;
-    snprintf(line, sizeof line, "cuMemPoolSetAttribute %zx %d %llu", (size_t)pool, attr,
-             *(unsigned long long *)value);
-    note(line); return 0;
-}
-int cuMemPoolGetAttribute(void *pool, int attr, void *value) {
-    if (attr != 4) return 1;
-    *(unsigned long long *)value = pool_threshold[pool_device(pool)];
-    snprintf(line, sizeof line, "cuMemPoolGetAttribute %zx %d", (size_t)pool, attr);
-    note(line); return 0;
-}
 """
 
 
@@ -101,7 +81,7 @@ def tensor_map_library(directory, im2col: bool = True) -> str:
     name, head = ("libcuda_tensor_map.so", "") if im2col else \
         ("libcuda_no_im2col.so", "#define NO_IM2COL\n")
     return build_shared_library(str(directory), name,
-                                head + RECORDING_DRIVER + MEMORY_CALLS + TENSOR_MAP_CALLS)
+                                head + RECORDING_DRIVER + MEMORY_CALLS + TENSOR_MAP_CALLS + POOL_CALLS)
 
 
 @pytest.fixture

@@ -44,6 +44,12 @@ EXPECTED = {
     "release_threshold": (R, OK, OK, OK, R),
     "memory_pool device": (R,) * 5,
     "prefetch device": (R,) * 5,
+    "advise device": (R,) * 5,
+    "MemoryPool device": (R,) * 5,
+    "MemoryPool max_size": (R, OK, OK, OK, R),
+    "MemoryPool release_threshold": (R, OK, OK, OK, R),
+    "MemoryPool.trim": (R, OK, OK, OK, R),
+    "alloc pool": (R, OK, OK, OK, R),
     "__dlpack__ stream": (OK, OK, OK, OK, R),  # -1: DLPack's "do not synchronize"
     "Device": (R,) * 5,
     "Device.attribute": (R, R, R, R, R),

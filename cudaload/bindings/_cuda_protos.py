@@ -74,7 +74,10 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuLinkCreate_v2': 'CUresult(*)(unsigned int, CUjit_option *, void * *, struct CUlinkState_st * '
                     '*)',
  'cuLinkDestroy': 'CUresult(*)(struct CUlinkState_st *)',
+ 'cuMemAdvise_v2': 'CUresult(*)(unsigned long long, size_t, CUmem_advise, CUmemLocation)',
  'cuMemAllocAsync': 'CUresult(*)(unsigned long long *, size_t, struct CUstream_st *)',
+ 'cuMemAllocFromPoolAsync': 'CUresult(*)(unsigned long long *, size_t, struct CUmemPoolHandle_st '
+                            '*, struct CUstream_st *)',
  'cuMemAllocHost_v2': 'CUresult(*)(void * *, size_t)',
  'cuMemAllocManaged': 'CUresult(*)(unsigned long long *, size_t, unsigned int)',
  'cuMemAlloc_v2': 'CUresult(*)(unsigned long long *, size_t)',
@@ -86,10 +89,15 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuMemHostGetDevicePointer_v2': 'CUresult(*)(unsigned long long *, void *, unsigned int)',
  'cuMemHostRegister_v2': 'CUresult(*)(void *, size_t, unsigned int)',
  'cuMemHostUnregister': 'CUresult(*)(void *)',
+ 'cuMemPoolCreate': 'CUresult(*)(struct CUmemPoolHandle_st * *, struct CUmemPoolProps_st const *)',
+ 'cuMemPoolDestroy': 'CUresult(*)(struct CUmemPoolHandle_st *)',
  'cuMemPoolGetAttribute': 'CUresult(*)(struct CUmemPoolHandle_st *, CUmemPool_attribute, void *)',
  'cuMemPoolSetAttribute': 'CUresult(*)(struct CUmemPoolHandle_st *, CUmemPool_attribute, void *)',
+ 'cuMemPoolTrimTo': 'CUresult(*)(struct CUmemPoolHandle_st *, size_t)',
  'cuMemPrefetchAsync_v2': 'CUresult(*)(unsigned long long, size_t, CUmemLocation, unsigned int, '
                           'struct CUstream_st *)',
+ 'cuMemRangeGetAttribute': 'CUresult(*)(void *, size_t, CUmem_range_attribute, unsigned long long, '
+                           'size_t)',
  'cuMemcpyDtoDAsync_v2': 'CUresult(*)(unsigned long long, unsigned long long, size_t, struct '
                          'CUstream_st *)',
  'cuMemcpyDtoD_v2': 'CUresult(*)(unsigned long long, unsigned long long, size_t)',

@@ -31,7 +31,10 @@ _RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000}
 # Declared with their 13.0 ABI; a driver before 13.0 is asked for the versioned symbol itself
 # (exported since 12.2), as a driver before 12.2 resolves the base name to an older ABI and would
 # be called with the wrong arguments: there the symbol is missing, a MissingSymbolError.
-_EXACT_BEFORE_13 = frozenset({"cuMemPrefetchAsync_v2"})
+_EXACT_BEFORE_13 = frozenset({"cuMemPrefetchAsync_v2", "cuMemAdvise_v2"})
+# The release that added an entry point, where a driver still in use may lack it: its
+# MissingSymbolError names the release to upgrade to.
+_ADDED_IN = {"cuMemPrefetchAsync_v2": 12020, "cuMemAdvise_v2": 12020}
 
 
 class Driver:
@@ -79,8 +82,15 @@ class Driver:
         except (AttributeError, self.ffi.error):  # ABI-mode cffi raises ffi.error for an absent symbol
             raise MissingSymbolError(
                 f"the CUDA driver at {self.library.path} (CUDA {format_version(self.version)}) "
-                f"lacks {name}; it needs a newer driver.", hint="upgrade the NVIDIA driver",
+                f"lacks {name}; it needs a newer driver{_release_of(name)}.",
+                hint="upgrade the NVIDIA driver",
                 library="cuda", symbol=name, path=self.library.path) from None
+
+
+def _release_of(name: str) -> str:
+    """", one of CUDA 12.2 or newer" for an entry point :data:`_ADDED_IN` names, else ""."""
+    added = _ADDED_IN.get(name)
+    return f", one of CUDA {format_version(added)} or newer" if added else ""
 
 
 _api: Driver | None = None

@@ -9,6 +9,7 @@ from ..bindings import driver
 from .. import lifetime
 from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
+from .mempool import MemoryPool
 from ._foreign import stream_handle as handle_of
 from ._byte_interface import ByteSpan
 from . import dlpack as _dlpack
@@ -26,20 +27,27 @@ __all__ = ["alloc", "DeviceBuffer"]
 _FILL_WIDTHS = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4}
 
 
-def alloc(nbytes: int, device=None, stream=None) -> DeviceBuffer:
-    """Allocate ``nbytes`` on ``device`` (default: the thread's); with ``stream``, in its order
-    from the device's memory pool (``cuMemAllocAsync``; in a stream capture, a graph memory
-    node), and freed in that stream's order when garbage.  Out of memory is a DriverError."""
+def alloc(nbytes: int, device=None, stream=None, pool: MemoryPool | None = None) -> DeviceBuffer:
+    """Allocate ``nbytes`` on ``device`` (default: the thread's, or the pool's); with ``stream``,
+    in its order from ``pool`` (default: the device's current pool; ``cuMemAllocAsync``,
+    ``cuMemAllocFromPoolAsync``; in a stream capture, a graph memory node the graph owns), and
+    freed in that stream's order when garbage.  Raises TypeError/ValueError for a bad size,
+    device, stream or pool (a pool without a stream, or of another device) before the driver is
+    called; out of memory is a DriverError."""
     nbytes = allocation_size(nbytes)
-    dev = as_device(device)
+    dev = _device_for(device, stream, pool)
     drv = activate(dev, owning=True)
     out = drv.ffi.new("CUdeviceptr *")
     if stream is None:
         driver.check(drv.cuMemAlloc_v2(out, max(nbytes, 1)),
                      f"cuMemAlloc ({nbytes} bytes on device {dev.ordinal})")
-    else:
+    elif pool is None:
         driver.check(drv.cuMemAllocAsync(out, max(nbytes, 1), handle_of(stream)),
                      f"cuMemAllocAsync ({nbytes} bytes on device {dev.ordinal})")
+    else:
+        driver.check(drv.cuMemAllocFromPoolAsync(out, max(nbytes, 1), pool.handle,
+                                                 handle_of(stream)),
+                     f"cuMemAllocFromPoolAsync ({nbytes} bytes on device {dev.ordinal})")
     buf = DeviceBuffer(out[0], nbytes, dev)
     # The finalizer holds the stream, so that the handle it frees on stays valid until then.
     buf._finalizer = weakref.finalize(buf, _free, out[0], dev, stream)
@@ -47,6 +55,22 @@ def alloc(nbytes: int, device=None, stream=None) -> DeviceBuffer:
     # could run after another library reset the shared primary context.
     buf._finalizer.atexit = False
     return buf
+
+
+def _device_for(device, stream, pool) -> Device:
+    """The device an allocation is made on: ``device``'s, or ``pool``'s.  Raises TypeError for a
+    pool that is no MemoryPool, ValueError for one without a stream or of another device."""
+    if pool is None:
+        return as_device(device)
+    if not isinstance(pool, MemoryPool):
+        raise TypeError(f"pool must be a cudaload.MemoryPool, not {type(pool).__name__}")
+    if stream is None:
+        raise ValueError("an allocation from a pool is stream-ordered: give its stream too, "
+                         "alloc(nbytes, stream=s, pool=pool)")
+    if device is not None and as_device(device) is not pool.device:
+        raise ValueError(f"the pool is device {pool.device.ordinal}'s, not device "
+                         f"{as_device(device).ordinal}'s; leave device out to allocate on it")
+    return pool.device
 
 
 def _free(ptr: int, dev: Device, stream=None) -> None:
@@ -112,6 +136,16 @@ class DeviceBuffer(ByteSpan):
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return _dlpack.CUDA, self.device.ordinal
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """True: kernels on its device read and write the memory at ``.ptr``."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """False: the host reaches device memory only through copies (``copy_to_host``)."""
+        return False
 
     def free(self, stream=None) -> None:
         """Release the memory now (only for buffers made by :func:`alloc`), or in ``stream``'s

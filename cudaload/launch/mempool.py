@@ -1,60 +1,206 @@
-"""The memory pool stream-ordered allocations draw from: ``memory_pool`` and ``MemoryPool``, whose
-release threshold says how much freed memory the pool keeps for reuse instead of returning it to
-the device at each synchronization.
+"""Memory pools, what stream-ordered allocations draw from: a device's current pool
+(``memory_pool``) or a pool of the program's own (``MemoryPool(...)``, ``cuMemPoolCreate``), with
+their attributes: the memory reserved and used (now and at its high-water mark), the reuse
+policies, and the release threshold, how much freed memory the pool keeps for reuse instead of
+returning it to the device at each synchronization.  ``alloc(n, stream=s, pool=p)`` allocates
+from one (cudaload/launch/memory.py).
 """
 
 from __future__ import annotations
 
+import struct
+import weakref
+
 from ..bindings import driver
-from ._sizes import C_UINT64, bounded
+from .. import lifetime
+from ..errors import DriverError
+from ._sizes import C_UINT64, bounded, integer
 from .device import Device, activate, as_device
+from ._unpicklable import GpuState
 
 __all__ = ["memory_pool", "MemoryPool"]
+
+# CUmemPoolProps as every release from 11.2 lays it out (headers/cuda.h says why it is packed
+# here): allocType, handleTypes, location (type, id), win32SecurityAttributes, maxSize, usage,
+# 54 reserved bytes that must be zero.  88 bytes.
+_PROPS = struct.Struct("=IIiiQQH54x")
+_MAX_SIZE_SINCE = 12020  # maxSize was reserved (and had to be zero) before CUDA 12.2
 
 
 def memory_pool(device=None) -> MemoryPool:
     """The memory pool of ``device`` (default: the thread's) that ``alloc(n, stream=s)`` draws
     from.  Raises ValueError for a bad device, the availability errors."""
-    return MemoryPool(as_device(device))
+    pool = MemoryPool.__new__(MemoryPool)
+    pool.device, pool._handle, pool._finalizer = as_device(device), None, None
+    return pool
 
 
-class MemoryPool:
-    """A device's current memory pool (``cuDeviceGetMemPool``: the default pool unless another
-    library set one), asked for at each use.  ``.device``; ``.release_threshold`` (bytes)."""
+def _destroy(handle, dev: Device) -> None:
+    if lifetime.forked():  # the child of a fork owns no CUDA pool; touching the driver would fail
+        return
+    # Allocations still out keep their memory: the driver releases the pool after the last is
+    # freed (cuMemPoolDestroy's contract).
+    activate(dev).cuMemPoolDestroy(handle)
 
-    __slots__ = ("device",)
 
-    def __init__(self, device: Device):
-        self.device = device
+class _Attribute:
+    """A ``CUmemPool_attribute`` read at each access (``cuMemPoolGetAttribute``), of C type
+    ``ctype``: ``cuuint64_t`` (bytes) or ``int`` (a policy, read as a bool); set where
+    ``settable`` (``cuMemPoolSetAttribute``)."""
+
+    def __init__(self, constant: str, ctype: str, settable: bool, doc: str):
+        self.constant, self.ctype, self.settable = constant, ctype, settable
+        self.__doc__ = doc
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, pool, owner=None):
+        if pool is None:  # looked up on the class: the descriptor itself
+            return self
+        value = pool._attribute(self.constant, self.ctype)
+        return bool(value) if self.ctype == "int" else value
+
+    def __set__(self, pool, value) -> None:
+        if not self.settable:
+            raise AttributeError(f"MemoryPool.{self.name} is read by the driver, not set "
+                                 "(reset_high() resets the high-water marks)")
+        if self.ctype == "int":
+            if type(value) is not bool:
+                raise TypeError(f"MemoryPool.{self.name} must be True or False, not {value!r}")
+            value = int(value)
+        else:
+            value = bounded(value, self.name, *C_UINT64)
+        pool._attribute(self.constant, self.ctype, value)
+
+
+def _bytes(constant: str, doc: str) -> _Attribute:
+    return _Attribute(constant, "cuuint64_t", False, doc)
+
+
+def _policy(constant: str, doc: str) -> _Attribute:
+    return _Attribute(constant, "int", True, doc)
+
+
+class MemoryPool(GpuState):
+    """A pool of device memory for stream-ordered allocations: made by ``MemoryPool(...)``
+    (``cuMemPoolCreate``; destroyed by :meth:`close` or when garbage) or by :func:`memory_pool`
+    (the device's current pool, asked for at each use).  ``.device``, ``.handle``; the
+    attributes below, read from the driver at each access.
+
+    The constructor raises TypeError/ValueError for a bad device, ``release_threshold`` or
+    ``max_size`` (before the driver is called), DriverError where the driver refuses (a
+    ``max_size`` on a driver before CUDA 12.2, which has none).  Pickling or copying one raises
+    NotPicklableError."""
+
+    __slots__ = ("device", "_handle", "_finalizer", "__weakref__")
+    _SEND_INSTEAD = ("send the options it was made with (device, release_threshold, max_size) "
+                     "and make a MemoryPool with them in the receiving process")
+
+    def __init__(self, device=None, release_threshold: int | None = None, max_size: int = 0):
+        if device is not None and not isinstance(device, Device):
+            integer(device, "device")  # a float ordinal is refused, not cut down by int()
+        threshold = (None if release_threshold is None
+                     else bounded(release_threshold, "release_threshold", *C_UINT64))
+        max_size = bounded(max_size, "max_size", *C_UINT64)
+        self.device = dev = as_device(device)
+        self._handle, self._finalizer = None, None
+        drv = activate(dev, owning=True)
+        if max_size and drv.version < _MAX_SIZE_SINCE:
+            raise DriverError(
+                f"the CUDA driver (CUDA {driver.format_version(drv.version)}) has no maximum pool "
+                "size: max_size needs CUDA 12.2 or newer", code=801,
+                name="CUDA_ERROR_NOT_SUPPORTED", function="cuMemPoolCreate",
+                hint="upgrade the NVIDIA driver, or leave max_size out (no bound)")
+        props = _PROPS.pack(drv.ffi.integer_const("CU_MEM_ALLOCATION_TYPE_PINNED"),
+                            drv.ffi.integer_const("CU_MEM_HANDLE_TYPE_NONE"),
+                            drv.ffi.integer_const("CU_MEM_LOCATION_TYPE_DEVICE"), dev.ordinal,
+                            0, max_size, 0)
+        out, packed = drv.ffi.new("CUmemoryPool *"), drv.ffi.new("unsigned char[]", props)
+        driver.check(drv.cuMemPoolCreate(out, drv.ffi.cast("struct CUmemPoolProps_st *", packed)),
+                     f"cuMemPoolCreate (on device {dev.ordinal})")
+        self._handle = out[0]
+        self._finalizer = weakref.finalize(self, _destroy, out[0], dev)
+        self._finalizer.atexit = False  # the process's exit releases it with the context
+        if threshold is not None:
+            self.release_threshold = threshold  # destroyed by the finalizer should the driver refuse
 
     def __repr__(self) -> str:
-        return f"<cudaload.MemoryPool of device {self.device.ordinal}>"
+        if self._finalizer is None:
+            return f"<cudaload.MemoryPool of device {self.device.ordinal}>"
+        closed = "" if self._finalizer.alive else ", closed"
+        return f"<cudaload.MemoryPool on device {self.device.ordinal}{closed}>"
 
     @property
     def handle(self):
-        """The ``CUmemoryPool``.  Raises DriverError."""
+        """The ``CUmemoryPool``; for a device's current pool, asked for at each use
+        (``cuDeviceGetMemPool``).  Raises ValueError once closed, DriverError."""
+        if self._finalizer is not None:
+            if not self._finalizer.alive:
+                raise ValueError("this MemoryPool was closed; make a new one with "
+                                 "cudaload.MemoryPool()")
+            return self._handle
         drv = activate(self.device)
         out = drv.ffi.new("CUmemoryPool *")
         driver.check(drv.cuDeviceGetMemPool(out, self.device.handle), "cuDeviceGetMemPool")
         return out[0]
 
-    @property
-    def release_threshold(self) -> int:
-        """Bytes of freed memory the pool keeps (``CU_MEMPOOL_ATTR_RELEASE_THRESHOLD``); the
-        rest goes back to the device when a stream, event or device synchronizes.  0 (CUDA's
-        default) returns all of it; ``2**64 - 1`` keeps everything.  Raises DriverError; set,
-        TypeError for a value that is no integer, ValueError for one outside 0..2**64-1."""
-        return self._attribute(None)
+    release_threshold = _Attribute(
+        "CU_MEMPOOL_ATTR_RELEASE_THRESHOLD", "cuuint64_t", True,
+        """Bytes of freed memory the pool keeps (``CU_MEMPOOL_ATTR_RELEASE_THRESHOLD``); the rest
+        goes back to the device when a stream, event or device synchronizes.  0 (CUDA's default)
+        returns all of it; ``2**64 - 1`` keeps everything.  Raises DriverError; set, TypeError
+        for a value that is no integer, ValueError for one outside 0..2**64-1.""")
+    reserved = _bytes("CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT",
+                      "Bytes of device memory the pool holds now, in use or kept for reuse.")
+    reserved_high = _bytes("CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH",
+                           "The most bytes the pool held since it was made or reset_high().")
+    used = _bytes("CU_MEMPOOL_ATTR_USED_MEM_CURRENT",
+                  "Bytes of the pool's memory allocated and not yet freed.")
+    used_high = _bytes("CU_MEMPOOL_ATTR_USED_MEM_HIGH",
+                       "The most bytes in use since the pool was made or reset_high().")
+    follow_event_dependencies = _policy(
+        "CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES",
+        "Whether memory freed on one stream is reused by another that waits on an event "
+        "recorded after the free (default True).  Set: TypeError for no bool.")
+    allow_opportunistic = _policy(
+        "CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC",
+        "Whether memory whose free has already completed is reused by any stream (default "
+        "True).  Set: TypeError for no bool.")
+    allow_internal_dependencies = _policy(
+        "CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES",
+        "Whether the driver may make a stream wait on a free on another stream to reuse its "
+        "memory (default True).  Set: TypeError for no bool.")
 
-    @release_threshold.setter
-    def release_threshold(self, nbytes: int) -> None:
-        self._attribute(bounded(nbytes, "release_threshold", *C_UINT64))
+    def reset_high(self) -> None:
+        """Reset the high-water marks (``reserved_high``, ``used_high``) to what is reserved and
+        used now.  Raises ValueError once closed, DriverError."""
+        for constant in ("CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH", "CU_MEMPOOL_ATTR_USED_MEM_HIGH"):
+            self._attribute(constant, "cuuint64_t", 0)  # the driver takes only 0: "reset"
 
-    def _attribute(self, value: int | None) -> int:
+    def trim(self, nbytes: int = 0) -> None:
+        """Return the memory the pool keeps for reuse to the device, all but ``nbytes`` of it
+        (``cuMemPoolTrimTo``); memory in use stays.  Raises TypeError for an ``nbytes`` that is
+        no integer, ValueError for one outside 0..2**64-1 or once closed, DriverError."""
+        keep = bounded(nbytes, "nbytes to keep", *C_UINT64)
+        pool = self.handle
+        driver.check(activate(self.device).cuMemPoolTrimTo(pool, keep),
+                     f"cuMemPoolTrimTo ({keep} bytes)")
+
+    def close(self) -> None:
+        """Destroy the pool now (``cuMemPoolDestroy``); allocations from it that are still out
+        keep their memory until freed.  A second call does nothing.  Raises ValueError for a
+        device's current pool (from memory_pool()), which is the device's, not the program's."""
+        if self._finalizer is None:
+            raise ValueError("memory_pool() gives the device's own pool, which cannot be closed; "
+                             "close pools made by cudaload.MemoryPool()")
+        self._finalizer()
+
+    def _attribute(self, constant: str, ctype: str, value: int | None = None) -> int:
         pool = self.handle
         drv = driver.init()
-        attr = drv.ffi.integer_const("CU_MEMPOOL_ATTR_RELEASE_THRESHOLD")
-        box = drv.ffi.new("cuuint64_t *", value or 0)
+        attr = drv.ffi.integer_const(constant)
+        box = drv.ffi.new(f"{ctype} *", value or 0)
         if value is None:
             driver.check(drv.cuMemPoolGetAttribute(pool, attr, box), "cuMemPoolGetAttribute")
         else:

@@ -105,6 +105,16 @@ class HostBuffer(ByteSpan):
     def __dlpack_device__(self) -> tuple[int, int]:
         return _dlpack.CUDA_HOST, 0
 
+    @property
+    def is_device_accessible(self) -> bool:
+        """True: the memory is mapped, so kernels read and write it at ``.ptr`` (zero-copy)."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """True: the host reads and writes it at ``.host_ptr`` (``.view``)."""
+        return True
+
     def free(self) -> None:
         """Release the memory now; every later use raises ValueError.  A memoryview or numpy
         array taken from it must not be used afterwards.  Raises BufferError while a view of it

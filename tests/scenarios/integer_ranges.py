@@ -92,6 +92,12 @@ def _memory_entries(cudaload, s) -> dict:
         "release_threshold": lambda v: setattr(cudaload.memory_pool(), "release_threshold", v),
         "memory_pool device": lambda v: cudaload.memory_pool(v),
         "prefetch device": lambda v: cudaload.alloc_managed(64).prefetch(v),
+        "advise device": lambda v: cudaload.alloc_managed(64).advise("accessed_by", v),
+        "MemoryPool device": lambda v: cudaload.MemoryPool(v),
+        "MemoryPool max_size": lambda v: cudaload.MemoryPool(max_size=v),
+        "MemoryPool release_threshold": lambda v: cudaload.MemoryPool(release_threshold=v),
+        "MemoryPool.trim": lambda v: cudaload.MemoryPool().trim(v),
+        "alloc pool": lambda v: cudaload.alloc(v, stream=s, pool=cudaload.MemoryPool()),
         "__dlpack__ stream": lambda v: buf.__dlpack__(stream=v),
     }
 
