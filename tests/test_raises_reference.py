@@ -279,7 +279,7 @@ cudaload.Linker(path, arch=90)""", "ValueError"),
     Raises("`RawKernel`", "`LaunchArgumentError` for a malformed `signature`",
            "cudaload.RawKernel('x', 'k', signature=',')", "cudaload.LaunchArgumentError"),
     # check_wheel
-    Raises("`cudaload check-wheel`", "It raises `cudaload.wheelcheck.wheel.WheelError` (a "
+    Raises("Which drivers load an entry", "It raises `cudaload.wheelcheck.wheel.WheelError` (a "
            "`ValueError` whose message is the file and the reason on one line) where the command "
            "exits 2", "__import__('cudaload.wheelcheck').wheelcheck.check_wheel('/nonexistent/a.whl')",
            "ValueError", check="type(err).__name__ == 'WheelError' and '\\n' not in str(err) "
@@ -421,7 +421,7 @@ ELSEWHERE = {
     ("`ObjectCode`", "`ValueError` for an unknown kind, no bytes, or bytes that are not that kind"):
         "test_objectcode.py, test_linker.py",
     ("`Bundle`", "`ValueError` for code that is not a CUBIN with a known arch"): "test_bundle.py",
-    ("`compile_all`", "or `workers` that is no int"): "scenarios/parallel_compiles.py",
+    ("`compile_all`", "`workers` that is no int"): "scenarios/parallel_compiles.py",
     ("`Program`", "or PTX without `.target` for `arch=None` without a device (the message asks "
                   "for the arch)"): "test_linker.py",
     ("`Linker`", "`ValueError` at construction for no input"): "test_linker.py",
