@@ -105,6 +105,13 @@ def test_copy_batch_on_the_legacy_stream_issues_one_copy_each(driver):
                              f"cuMemcpyAsync {d2} {d1} 8 legacy"]
 
 
+def test_copy_batch_in_a_stream_capture_issues_one_copy_each(driver):
+    out = run(driver, "batches")
+    d1, d2, host = (f"{out[k]:x}" for k in ("d1", "d2", "host"))
+    assert out["captured"] == [f"cuMemcpyAsync {d1} {host} 8 stream",
+                               f"cuMemcpyAsync {host} {d2} 8 stream"]
+
+
 def test_a_bad_copy_issues_no_copy_and_says_which(driver):
     out = run(driver, "batches")
     refused = out["refused"]

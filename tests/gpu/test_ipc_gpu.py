@@ -27,11 +27,13 @@ def _ready() -> bool:
 
 
 def _read_and_write(handle, view_handle) -> dict:
-    """In the child: read the parent's bytes through both handles, then overwrite the buffer."""
-    buf = cudaload.import_ipc(handle)
+    """In the child: read the parent's bytes through both handles, then overwrite the buffer.
+    One mapping of the allocation at a time: the view's is closed before the buffer's opens."""
     view = cudaload.import_ipc(view_handle)
-    seen = bytes(buf.copy_to_host())
     seen_view = bytes(view.copy_to_host())
+    view.free()
+    buf = cudaload.import_ipc(handle)
+    seen = bytes(buf.copy_to_host())
     buf.copy_from_host(b"\xab" * buf.nbytes)
     buf.device.synchronize()
     out = {"seen": seen, "view": seen_view, "type": type(buf).__name__}

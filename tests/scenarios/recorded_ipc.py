@@ -111,6 +111,10 @@ def batches() -> dict:
     cudaload.copy_batch([(d1, h, 8), (d2, d1, 8)], None)  # the legacy stream: one copy each
     out["legacy"] = calls()[mark:]
     mark = len(calls())
+    with s.capture():  # the batch has no graph node: one copy each, captured
+        cudaload.copy_batch([(d1, h, 8), (h, d2, 8)], s)
+    out["captured"] = calls()[mark:]
+    mark = len(calls())
     freed = cudaload.alloc(8)
     freed.free()
     out["refused"] = {name: refusal(lambda c=c: cudaload.copy_batch([(d1, h, 8), c], s))
