@@ -98,6 +98,14 @@ def test_memory_of_a_pool_is_refused_for_ipc_saying_what_to_allocate():
     s.synchronize()
 
 
+class _Bytes:
+    """A CUDA Array Interface object: ``n`` bytes of device memory at ``ptr``."""
+
+    def __init__(self, ptr: int, n: int):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": (n,), "typestr": "|u1",
+                                         "version": 3}
+
+
 @pytest.mark.parametrize("on_legacy_stream", [False, True])
 def test_copy_batch_lands_host_to_device_and_device_to_device_copies(on_legacy_stream):
     n = 1024
@@ -111,7 +119,7 @@ def test_copy_batch_lands_host_to_device_and_device_to_device_copies(on_legacy_s
     cudaload.copy_batch([(dsts[0], host, n),                       # pinned -> device
                          (dsts[1], host.host_ptr + n, n),          # an address -> device
                          (dsts[2], source, n),                     # device -> device
-                         (dsts[3], cudaload.view(source), n // 2),  # an array view -> device
+                         (dsts[3], _Bytes(source.ptr, n // 2), n // 2),  # an array -> device
                          (back, source, n)], s)                    # device -> pinned
     if s is None:
         cudaload.Device(0).synchronize()
