@@ -65,7 +65,9 @@ if TYPE_CHECKING:
     from .compile.program import Program as Program
     from .launch.device import Device as Device, device_count as device_count
     from .launch.rank import device_for_rank as device_for_rank
+    from .launch.copies import copy_batch as copy_batch
     from .launch.graph import Graph as Graph
+    from .launch.ipc import import_ipc as import_ipc
     from .launch.kernel import Kernel as Kernel
     from .launch.managed import ManagedBuffer as ManagedBuffer, alloc_managed as alloc_managed
     from .launch.memory import DeviceBuffer as DeviceBuffer, alloc as alloc
@@ -119,6 +121,8 @@ _LAZY = {
     "Stream": "launch.stream",
     "Event": "launch.stream",
     "Graph": "launch.graph",
+    "import_ipc": "launch.ipc",
+    "copy_batch": "launch.copies",
     "TensorMap": "launch.tensor_map",
     "view": "launch.view",
     "ArrayView": "launch.view",

@@ -886,6 +886,36 @@ typedef enum CUmem_range_attribute_enum {
 } CUmem_range_attribute;
 CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location);
 CUresult cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr, size_t count);
+/* Unified copies (the direction from the addresses) and the batch of CUDA 12.8, whose 13.0 form
+   (_v2) drops failIdx: both declared, each called only on the drivers whose ABI it is. */
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
+typedef enum CUmemcpySrcAccessOrder_enum {
+    CU_MEMCPY_SRC_ACCESS_ORDER_INVALID = 0x0,
+    CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 0x1,
+    CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL = 0x2,
+    CU_MEMCPY_SRC_ACCESS_ORDER_ANY = 0x3,
+    CU_MEMCPY_SRC_ACCESS_ORDER_MAX = 0x7FFFFFFF
+} CUmemcpySrcAccessOrder;
+typedef struct CUmemcpyAttributes_st {
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    CUmemLocation srcLocHint;
+    CUmemLocation dstLocHint;
+    unsigned int flags;
+} CUmemcpyAttributes;
+CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream);
+CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream);
+
+/* Interprocess communication (legacy CUDA IPC: cuMemAlloc memory and interprocess events) */
+typedef struct CUipcEventHandle_st { char reserved[64]; } CUipcEventHandle;
+typedef struct CUipcMemHandle_st { char reserved[64]; } CUipcMemHandle;
+typedef enum CUipcMem_flags_enum {
+    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1
+} CUipcMem_flags;
+CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event);
+CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle);
+CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
 
 /* Unified addressing */
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);

@@ -219,9 +219,25 @@ def _compile_and_run(cc, include_dir, header_name, body_lines, tmp_path, stem):
     return values
 
 
+# Declared by their base name with the ABI of an older CUDA, which cuda.h now maps to a _v2 by a
+# macro: checked against the declaration the header keeps for the driver's own build.
+_OLDER_ABI = {"cuMemcpyBatchAsync"}
+
+
 def _check_prototypes(cc, include_dir, header_name, our_header, tmp_path, stem):
-    lines = ["#include <%s>" % header_name]
-    for name, ret, params in _declared_functions(our_header):
+    declared = _declared_functions(our_header)
+    older = [d for d in declared if d[0] in _OLDER_ABI]
+    if older and header_name == "cuda.h":
+        _compile_prototypes(cc, include_dir, header_name, our_header, older, tmp_path,
+                            stem + "_older", "#define __CUDA_API_VERSION_INTERNAL 1")
+        declared = [d for d in declared if d[0] not in _OLDER_ABI]
+    _compile_prototypes(cc, include_dir, header_name, our_header, declared, tmp_path, stem, "")
+
+
+def _compile_prototypes(cc, include_dir, header_name, our_header, declared, tmp_path, stem,
+                        prelude):
+    lines = [prelude, "#include <%s>" % header_name]
+    for name, ret, params in declared:
         lines.append("%s (*cudaload_fp_%s)(%s) = %s;" % (ret, name, params, name))
     src = tmp_path / (stem + ".c")
     src.write_text("\n".join(lines) + "\n")

@@ -51,6 +51,11 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuGraphLaunch': 'CUresult(*)(struct CUgraphExec_st *, struct CUstream_st *)',
  'cuGraphUpload': 'CUresult(*)(struct CUgraphExec_st *, struct CUstream_st *)',
  'cuInit': 'CUresult(*)(unsigned int)',
+ 'cuIpcCloseMemHandle': 'CUresult(*)(unsigned long long)',
+ 'cuIpcGetEventHandle': 'CUresult(*)(CUipcEventHandle *, struct CUevent_st *)',
+ 'cuIpcGetMemHandle': 'CUresult(*)(CUipcMemHandle *, unsigned long long)',
+ 'cuIpcOpenEventHandle': 'CUresult(*)(struct CUevent_st * *, CUipcEventHandle)',
+ 'cuIpcOpenMemHandle_v2': 'CUresult(*)(unsigned long long *, CUipcMemHandle, unsigned int)',
  'cuKernelGetAttribute': 'CUresult(*)(int *, CUfunction_attribute, struct CUkern_st *, int)',
  'cuKernelGetFunction': 'CUresult(*)(struct CUfunc_st * *, struct CUkern_st *)',
  'cuKernelSetAttribute': 'CUresult(*)(CUfunction_attribute, int, struct CUkern_st *, int)',
@@ -98,6 +103,12 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
                           'struct CUstream_st *)',
  'cuMemRangeGetAttribute': 'CUresult(*)(void *, size_t, CUmem_range_attribute, unsigned long long, '
                            'size_t)',
+ 'cuMemcpyAsync': 'CUresult(*)(unsigned long long, unsigned long long, size_t, struct CUstream_st '
+                  '*)',
+ 'cuMemcpyBatchAsync': 'CUresult(*)(unsigned long long *, unsigned long long *, size_t *, size_t, '
+                       'CUmemcpyAttributes *, size_t *, size_t, size_t *, struct CUstream_st *)',
+ 'cuMemcpyBatchAsync_v2': 'CUresult(*)(unsigned long long *, unsigned long long *, size_t *, '
+                          'size_t, CUmemcpyAttributes *, size_t *, size_t, struct CUstream_st *)',
  'cuMemcpyDtoDAsync_v2': 'CUresult(*)(unsigned long long, unsigned long long, size_t, struct '
                          'CUstream_st *)',
  'cuMemcpyDtoD_v2': 'CUresult(*)(unsigned long long, unsigned long long, size_t)',

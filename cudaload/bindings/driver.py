@@ -27,11 +27,13 @@ __all__ = ["api", "init", "call", "check", "describe", "error", "unavailable_cod
 HEADER_CUDA_VERSION = 13000  # headers/cuda.h is transcribed from CUDA 13.0
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 # Declared with their 12.x ABI: in 13.0 the base name resolves to a _v2 taking an extra CUcontext.
-_RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000}
+_RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000,
+               # Declared with its 12.8 ABI (with failIdx), which 13.0 replaced by a _v2 without.
+               "cuMemcpyBatchAsync": 12080}
 # Declared with their 13.0 ABI; a driver before 13.0 is asked for the versioned symbol itself
 # (exported since 12.2), as a driver before 12.2 resolves the base name to an older ABI and would
 # be called with the wrong arguments: there the symbol is missing, a MissingSymbolError.
-_EXACT_BEFORE_13 = frozenset({"cuMemPrefetchAsync_v2", "cuMemAdvise_v2"})
+_EXACT_BEFORE_13 = frozenset({"cuMemPrefetchAsync_v2", "cuMemAdvise_v2", "cuMemcpyBatchAsync_v2"})
 # The release that added an entry point, where a driver still in use may lack it: its
 # MissingSymbolError names the release to upgrade to.
 _ADDED_IN = {"cuMemPrefetchAsync_v2": 12020, "cuMemAdvise_v2": 12020}

@@ -63,6 +63,12 @@ class ManagedBuffer(DeviceBuffer):
         """True: the host reads and writes managed memory at ``.ptr`` itself."""
         return True
 
+    def export_ipc(self):
+        """Refused: CUDA IPC shares memory of ``cudaload.alloc`` only.  Raises TypeError saying
+        what to share instead."""
+        raise TypeError("managed memory cannot be shared through CUDA IPC; allocate the memory "
+                        "to share with cudaload.alloc(nbytes) and export that")
+
     def prefetch(self, device=None, stream=None) -> ManagedBuffer:
         """Migrate the pages to ``device`` (a Device or ordinal; ``"cpu"`` for the host; default:
         this buffer's) in ``stream`` order (default: the legacy stream).  Raises ValueError once

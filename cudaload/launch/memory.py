@@ -164,6 +164,15 @@ class DeviceBuffer(ByteSpan):
             if not _dlpack.viewed(self):
                 self._finalizer()
 
+    def export_ipc(self):
+        """A picklable :class:`~cudaload.launch._ipc_handles.MemoryHandle` (``cuIpcGetMemHandle``) that
+        ``cudaload.import_ipc`` opens in another process on the same GPU.  Raises TypeError for
+        memory CUDA IPC cannot share (a stream-ordered allocation from a pool; managed
+        memory), ValueError once freed, DriverError."""
+        from ._ipc_handles import export_memory  # deferred: only this path needs it
+
+        return export_memory(self)
+
     def _live(self):
         """The driver, with this buffer's device current.  Raises ValueError once freed."""
         if not self.ptr:

@@ -132,6 +132,13 @@ class HostBuffer(ByteSpan):
             self.host_ptr = self.ptr = 0
             self._finalizer()
 
+    def export_ipc(self):
+        """Refused: CUDA IPC shares device memory only.  Raises TypeError saying what to share
+        instead."""
+        raise TypeError("pinned host memory cannot be shared through CUDA IPC; share device "
+                        "memory (cudaload.alloc(nbytes).export_ipc()), or host memory through "
+                        "multiprocessing.shared_memory, pinned in each process with cudaload.pin()")
+
     def _live(self) -> None:
         if not self.host_ptr:
             raise ValueError(f"this HostBuffer of {self.nbytes} bytes was freed; "

@@ -28,6 +28,7 @@ _CU_STREAM_NON_BLOCKING = _const("CU_STREAM_NON_BLOCKING")
 _CU_EVENT_DEFAULT = _const("CU_EVENT_DEFAULT")
 _CU_EVENT_DISABLE_TIMING = _const("CU_EVENT_DISABLE_TIMING")
 _CU_EVENT_BLOCKING_SYNC = _const("CU_EVENT_BLOCKING_SYNC")
+_CU_EVENT_INTERPROCESS = _const("CU_EVENT_INTERPROCESS")
 _CU_EVENT_WAIT_DEFAULT = _const("CU_EVENT_WAIT_DEFAULT")
 _CUDA_ERROR_NOT_READY = _const("CUDA_ERROR_NOT_READY")
 
@@ -161,24 +162,43 @@ class Stream(GpuState):
 
 
 class Event(GpuState):
-    """A CUDA event for ordering streams and timing.  ``timing`` and ``blocking_sync`` read back
-    the flags it was made with: ``blocking_sync`` makes ``synchronize`` sleep until the event
-    happens, instead of the default busy wait.  Raises :class:`DriverError`."""
+    """A CUDA event for ordering streams and timing.  ``timing``, ``blocking_sync`` and
+    ``interprocess`` read back the flags it was made with: ``blocking_sync`` makes
+    ``synchronize`` sleep until the event happens, instead of the default busy wait;
+    ``interprocess`` lets :meth:`export_ipc` share it with another process (such an event does
+    not time).  Raises ValueError for ``interprocess`` with ``timing=True``,
+    :class:`DriverError`."""
 
-    _SEND_INSTEAD = "make a new cudaload.Event() in the receiving process"
+    _SEND_INSTEAD = ("make a new cudaload.Event() in the receiving process, or share one made "
+                     "with interprocess=True through its export_ipc()")
 
-    def __init__(self, device=None, *, timing: bool = True, blocking_sync: bool = False):
+    def __init__(self, device=None, *, timing: bool | None = None, blocking_sync: bool = False,
+                 interprocess: bool = False):
+        if interprocess and timing:
+            raise ValueError("an interprocess event cannot time (CUDA makes it with timing "
+                             "disabled); leave timing out or pass timing=False")
         self.device = as_device(device)
         drv = activate(self.device, owning=True)
         out = drv.ffi.new("CUevent *")
+        timing = not interprocess if timing is None else timing
         self.timing, self.blocking_sync = bool(timing), bool(blocking_sync)
+        self.interprocess = bool(interprocess)
         flags = (0 if timing else _CU_EVENT_DISABLE_TIMING) | \
-            (_CU_EVENT_BLOCKING_SYNC if blocking_sync else _CU_EVENT_DEFAULT)
+            (_CU_EVENT_BLOCKING_SYNC if blocking_sync else _CU_EVENT_DEFAULT) | \
+            (_CU_EVENT_INTERPROCESS if interprocess else 0)
         driver.check(drv.cuEventCreate(out, flags), "cuEventCreate")
         self.handle = out[0]
         self._finalizer = weakref.finalize(self, _destroyer("cuEventDestroy_v2"), out[0],
                                            self.device)
         self._finalizer.atexit = False
+
+    def export_ipc(self):
+        """A picklable :class:`~cudaload.launch._ipc_handles.EventHandle` (``cuIpcGetEventHandle``) that
+        ``cudaload.import_ipc`` opens in another process on the same GPU.  Raises ValueError
+        for an event not made with ``interprocess=True``, DriverError."""
+        from ._ipc_handles import export_event  # deferred: only this path needs it
+
+        return export_event(self)
 
     def record(self, stream=None) -> Event:
         """Record on ``stream`` (default: the legacy default stream)."""
