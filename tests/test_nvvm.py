@@ -10,6 +10,8 @@ tests that compile skip, saying so.  The refusals need no library.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -59,6 +61,20 @@ def test_the_key_covers_the_options(tmp_path):
     other = _run(tmp_path, "forms", "-opt=0", env=nvvm)
     assert first["ptx"]["cached"] == "disk" and other["ptx"]["cached"] is None
     assert other["ptx"]["size"] != first["ptx"]["size"]  # unoptimised: libNVVM took the option
+
+
+def test_bitcode_compiles_as_its_text_does(tmp_path):
+    nvvm = _libnvvm()
+    # LLVM 14's assembler writes typed pointers, which NVVM IR 2.0 has
+    assembler = shutil.which("llvm-as-14") or shutil.which("llvm-as")
+    if assembler is None:
+        pytest.skip("no llvm-as to assemble the IR to bitcode")
+    (tmp_path / "twice.ll").write_text(TWICE)
+    subprocess.run([assembler, str(tmp_path / "twice.ll"), "-o", str(tmp_path / "twice.bc")],
+                   check=True, timeout=60)
+    got = _run(tmp_path, "bitcode", str(tmp_path / "twice.bc"), env=nvvm)
+    assert got["magic"] == "4243c0de" and got["kind"] == "ptx" and got["entry"]
+    assert got["same"] and got["cached"] == [None, None]  # other bytes: another entry
 
 
 def test_ir_libnvvm_refuses_is_a_compile_error_with_its_log(tmp_path):

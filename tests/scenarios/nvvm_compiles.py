@@ -106,7 +106,22 @@ def unavailable(arch: str) -> None:
     print(json.dumps({"type": None}))
 
 
-SCENARIOS = {f.__name__: f for f in (forms, broken, unavailable)}
+def bitcode(path: str) -> None:
+    """The bitcode in file ``path`` (TWICE assembled) compiled to PTX, and the text beside it."""
+    import cudaload
+
+    with open(path, "rb") as f:
+        data = f.read()
+    obj = cudaload.Program(data, code_type="nvvm", name="twice.bc").compile(arch="sm_90",
+                                                                           output="ptx")
+    text = cudaload.Program(TWICE, code_type="nvvm", name="twice.bc").compile(arch="sm_90",
+                                                                             output="ptx")
+    print(json.dumps({"kind": obj.kind, "entry": b".entry twice" in obj.code,
+                      "magic": data[:4].hex(), "same": obj.code == text.code,
+                      "cached": [obj.cached, text.cached]}))
+
+
+SCENARIOS = {f.__name__: f for f in (forms, broken, unavailable, bitcode)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
