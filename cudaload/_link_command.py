@@ -15,10 +15,10 @@ def add_parser(sub) -> None:
         "link", allow_abbrev=False,
         help="link .cubin, .ptx, .ltoir, .fatbin and .a files into one CUBIN (or PTX)",
         usage="cudaload link FILE ... [--arch sm_90] [--lto] [--ptx] [--option=-lineinfo ...] "
-              "-o OUT",
-        description="What cudaload.Linker(FILE, ..., arch=ARCH, lto=LTO, options=OPTIONS)"
-                    ".link() gives, from its cache when it was linked before: nvJitLink links, "
-                    "else the driver's linker on a GPU. Relocatable code (compile -rdc=true) and "
+              "[--backend nvjitlink|driver] -o OUT",
+        description="What cudaload.Linker(FILE, ..., arch=ARCH, lto=LTO, options=OPTIONS, "
+                    "backend=BACKEND).link() gives, from its cache when it was linked before: "
+                    "nvJitLink links, else the driver's linker on a GPU. Relocatable code (compile -rdc=true) and "
                     "LTO IR (compile --ltoir, linked with --lto) may call each other's device "
                     "functions; add libcudadevrt.a (cudaload link --cudadevrt) for kernels that "
                     "launch kernels.")
@@ -30,6 +30,8 @@ def add_parser(sub) -> None:
                       help="add libcudadevrt.a from the nvidia-cuda-runtime wheel (or a toolkit)")
     link.add_argument("--option", action="append", default=[], metavar="OPTION",
                       help="a link option, written --option=-lineinfo; repeatable")
+    link.add_argument("--backend", choices=("nvjitlink", "driver"),
+                      help="link by this linker alone (default: nvJitLink, else the driver's)")
     link.add_argument("-o", "--output-file", dest="out", metavar="OUT", required=True,
                       help="the file to write")
     link.set_defaults(func=_cmd_link)
@@ -47,7 +49,8 @@ def _cmd_link(args) -> int:
                        "regular file in a folder you can write to")
     try:
         files = [*args.files, *([Linker.cudadevrt()] if args.cudadevrt else [])]
-        linker = Linker(*files, arch=args.arch, lto=args.lto, options=args.option)
+        linker = Linker(*files, arch=args.arch, lto=args.lto, options=args.option,
+                        backend=args.backend)
         obj = linker.link("ptx" if args.ptx else "cubin")
     except (CudaLoadError, OSError, ValueError, TypeError) as err:  # LinkError with its log
         return _report(str(err))

@@ -60,6 +60,19 @@ def test_a_link_that_misses_a_symbol_exits_1_naming_it(tmp_path):
     assert bad.returncode == 1 and "'-fast' is no link option" in bad.stderr
 
 
+def test_link_backend_picks_one_linker_and_refuses_others(tmp_path):
+    (tmp_path / "b.cu").write_text(CALLED)
+    _ok(cli(tmp_path, "compile", "b.cu", "--ltoir", "--arch", "sm_90"))
+    out = _ok(cli(tmp_path, "link", "b.ltoir", "--lto", "--arch", "sm_90", "--backend",
+                  "nvjitlink", "-o", "b.cubin"))
+    assert "by nvJitLink" in out
+    driver = cli(tmp_path, "link", "b.ltoir", "--lto", "--arch", "sm_90", "--backend", "driver",
+                 "-o", "d.cubin")
+    assert driver.returncode == 1 and "does no link-time optimisation" in driver.stderr
+    bad = cli(tmp_path, "link", "b.ltoir", "--backend", "nvcc", "-o", "x.cubin")
+    assert bad.returncode == 2 and "invalid choice: 'nvcc'" in bad.stderr
+
+
 def test_a_ptx_file_compiles_to_cubin(tmp_path):
     (tmp_path / "k.cu").write_text(KERNEL)
     _ok(cli(tmp_path, "compile", "k.cu", "--ptx", "--arch", "compute_75"))

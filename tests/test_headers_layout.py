@@ -1,4 +1,4 @@
-"""Check headers/cuda.h, headers/nvrtc.h and headers/nvJitLink.h against the official NVIDIA headers.
+"""Check headers/cuda.h, nvrtc.h, nvJitLink.h and nvvm.h against the official NVIDIA headers.
 
 The cdef headers in ``headers/`` are hand-curated transcriptions.  These tests
 compile small C programs against the real ``cuda.h`` / ``nvrtc.h`` found on the
@@ -32,6 +32,7 @@ HEADERS = ROOT / "headers"
 CUDA_H = HEADERS / "cuda.h"
 NVRTC_H = HEADERS / "nvrtc.h"
 NVJITLINK_H = HEADERS / "nvJitLink.h"
+NVVM_H = HEADERS / "nvvm.h"
 
 # headers/cuda.h was transcribed from the CUDA 13.0 cuda.h.
 CUDA_SOURCE_VERSION = 13000
@@ -107,6 +108,15 @@ def _nvrtc_headers():
 def _nvjitlink_headers():
     paths = [os.path.join(d, "nvJitLink.h") for d in _nvidia_include_dirs()]
     paths += sorted(glob.glob("/usr/local/cuda*/include/nvJitLink.h"))
+    return _unique(paths)
+
+
+def _nvvm_headers():
+    paths = [os.path.join(d, "nvvm.h") for d in _nvidia_include_dirs()]
+    paths += sorted(glob.glob("/usr/local/cuda*/nvvm/include/nvvm.h"))
+    named = os.environ.get("CUDALOAD_TEST_LIBNVVM")  # the wheel's lib/ file: include/ beside it
+    if named:
+        paths.append(os.path.join(os.path.dirname(os.path.dirname(named)), "include", "nvvm.h"))
     return _unique(paths)
 
 
@@ -383,7 +393,8 @@ def test_cuda_prototypes_match_official_header(real_header, tmp_path):
 
 # NVRTC's and nvJitLink's official headers against ours: (official header, ours) pairs.
 _TOOLKIT_HEADERS = ([(p, NVRTC_H) for p in _nvrtc_headers()]
-                    + [(p, NVJITLINK_H) for p in _nvjitlink_headers()])
+                    + [(p, NVJITLINK_H) for p in _nvjitlink_headers()]
+                    + [(p, NVVM_H) for p in _nvvm_headers()])
 _TOOLKIT_PARAMS = ([pytest.param(real, ours, id=real) for real, ours in _TOOLKIT_HEADERS] or
                    [pytest.param(None, None, marks=pytest.mark.skip(
                        reason="no official nvrtc.h or nvJitLink.h found"))])

@@ -269,6 +269,48 @@ def test_what_the_driver_cannot_link_raises_the_missing_nvjitlink(recording_driv
     assert "cudaload[nvrtc]" in got["error"]["message"]
 
 
+def test_backend_nvjitlink_alone_raises_its_refusal_and_never_calls_the_driver(
+        recording_driver, tmp_path):
+    got = _recorded(recording_driver, tmp_path, "only", "nvjitlink", "sm_52", nvjitlink=True)
+    assert got["error"]["type"] == "LinkError" and got["calls"] == 0  # no cuLink* fallback
+    assert got["error"]["result"] == "NVJITLINK_ERROR_UNSUPPORTED_ARCH"
+    assert "driver" not in got["error"]["message"] and got["linker"] == "nvJitLink"
+    missing = _recorded(recording_driver, tmp_path, "only", "nvjitlink", "sm_90")
+    assert missing["error"]["type"] == "LibraryNotFoundError" and missing["calls"] == 0
+
+
+def test_backend_driver_alone_links_by_culink_without_loading_nvjitlink(recording_driver,
+                                                                        tmp_path):
+    got = _recorded(recording_driver, tmp_path, "only", "driver", "sm_90", nvjitlink=True)
+    assert got["error"] is None and got["linker"] == "driver" and got["calls"] == 1
+    assert got["options"]["9"] == 90 and got["names"] == ["caller.cu", "helper.cu"]
+    assert got["nvjitlink"] is False  # not loaded, though the wheel is there
+
+
+@pytest.mark.parametrize("libcuda", ["missing", "no device"])
+def test_backend_driver_without_a_gpu_is_cuda_unavailable(tmp_path, libcuda):
+    if libcuda == "missing":
+        path = str(tmp_path / "no" / "libcuda.so.1")
+    else:  # a real driver on a machine without a GPU: cuInit answers CUDA_ERROR_NO_DEVICE
+        path = os.environ.get("CUDALOAD_TEST_LIBCUDA") or pytest.skip(
+            "CUDALOAD_TEST_LIBCUDA names no real libcuda")
+    got = scenario_json("recorded_links", "only", "driver", "sm_90", timeout=300, unset=UNSET,
+                        env={"CUDALOAD_LIBCUDA": path, "CUDALOAD_CACHE_DIR": str(tmp_path)})
+    assert got["error"]["unavailable"] and got["nvjitlink"] is False
+    assert got["linker"] is None and "nvJitLink" not in got["error"]["message"]
+
+
+def test_a_hit_serves_a_backend_only_its_own_linker_s_code(recording_driver, tmp_path):
+    got = _recorded(recording_driver, tmp_path, "honoured", "driver", "nvjitlink", "driver",
+                    "none", nvjitlink=True)
+    # [linker, cached, the driver's links so far] of each link in turn
+    assert got == [["driver", None, 1], ["nvJitLink", None, 1], ["driver", "disk", 1],
+                   ["driver", "memory", 1]]
+    again = _recorded(recording_driver, tmp_path, "honoured", "nvjitlink", "driver", "none",
+                      nvjitlink=True)
+    assert again == [["nvJitLink", "disk", 0], ["driver", "disk", 0], ["driver", "memory", 0]]
+
+
 # ---- refusals, without any CUDA library ---------------------------------------------------------
 
 def test_code_the_driver_cannot_load_is_refused_before_it(tmp_path):
@@ -301,6 +343,12 @@ def test_code_the_driver_cannot_load_is_refused_before_it(tmp_path):
     (("ir",), {"lto": True, "options": "-g"}, TypeError, "not one string"),
     (("ir",), {"lto": True, "arch": "sm_9000"}, ValueError, "not a compute capability"),
     (("ir",), {"lto": 1}, TypeError, "lto must be True or False"),
+    (("ir",), {"lto": True, "backend": "nvcc"}, ValueError,
+     "backend must be one of 'nvjitlink', 'driver' or None"),
+    (("ir",), {"lto": True, "backend": "NVJITLINK"}, ValueError, "backend must be one of"),
+    (("ir",), {"lto": True, "backend": 1}, TypeError, "backend must be a string or None"),
+    (("ir",), {"lto": True, "backend": "driver"}, ValueError,
+     "driver's linker does no link-time optimisation"),
 ])
 def test_a_linker_that_cannot_link_is_refused_when_made(args, kw, error, words):
     inputs = [cudaload.ObjectCode.from_bytes(IR, "ltoir") if a == "ir" else a for a in args]

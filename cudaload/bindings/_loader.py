@@ -1,4 +1,4 @@
-"""Finding and dlopening libcuda, libnvrtc and libnvJitLink: the one place that does it.
+"""Finding and dlopening libcuda, libnvrtc, libnvJitLink and libnvvm: the one place that does it.
 
 Search order, first success wins:
 
@@ -21,6 +21,9 @@ libnvJitLink (only to link a program compiled with link-time optimization)
   The same, with ``CUDALOAD_LIBNVJITLINK``; what is remembered is the file the cache key was made
   with (see compile/_linker.py).
 
+libnvvm (only to compile NVVM IR, ``Program(..., code_type="nvvm")``)
+  The same, with ``CUDALOAD_LIBNVVM``.
+
 Each library is loaded once per process under a lock.  A failure is remembered and raised again on
 each later use (until :func:`forget_failures`), listing every place tried; "not found"
 (:class:`LibraryNotFoundError`), "found but refused by the loader" (:class:`LibraryLoadError`) and
@@ -38,11 +41,13 @@ import stat
 import sys
 
 from . import _sites
+from ._load_hints import HINTS as _HINTS  # the next step for each way loading can fail
 from .. import _log, lifetime
 from ..errors import (CudaLoadError, DriverLoadError, DriverNotFoundError, LibraryLoadError,
                       LibraryNotFoundError, MissingSymbolError, NotADriverError)
 
-__all__ = ["Library", "driver", "nvrtc", "loaded", "forget_failures", "driver_candidates"]
+__all__ = ["Library", "driver", "nvrtc", "nvjitlink", "nvvm", "loaded", "forget_failures",
+           "driver_candidates"]
 
 _WSL_LIBCUDA = "/usr/lib/wsl/lib/libcuda.so.1"
 
@@ -51,43 +56,13 @@ _REQUIRED = {
     "cuda": ("cuInit", "cuDriverGetVersion", "cuGetErrorName"),
     "nvrtc": ("nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram"),
     "nvjitlink": ("nvJitLinkCreate", "nvJitLinkAddData", "nvJitLinkComplete"),
+    "nvvm": ("nvvmVersion", "nvvmCreateProgram", "nvvmCompileProgram"),
 }
 # Each toolkit library: the variable naming its file, cuda.pathfinder's name for it, and the file
 # name used in messages.
 _TOOLKIT = {"nvrtc": ("CUDALOAD_LIBNVRTC", "nvrtc", "libnvrtc"),
-            "nvjitlink": ("CUDALOAD_LIBNVJITLINK", "nvJitLink", "libnvJitLink")}
-
-# The next step for each way loading can fail: not found, found but refused by the system loader,
-# loaded but not the library (or far too old).
-_HINTS = {
-    ("cuda", LibraryNotFoundError): (
-        "install the NVIDIA driver (it provides libcuda.so.1); in a container, start it with the "
-        "GPU exposed (docker run --gpus all); or set CUDALOAD_LIBCUDA to the full path of "
-        "libcuda.so.1"),
-    ("cuda", LibraryLoadError): (
-        "check that the file is NVIDIA's libcuda.so.1 for this CPU architecture (`file PATH`) and "
-        "that its dependencies resolve (`ldd PATH`); or unset CUDALOAD_LIBCUDA to search the "
-        "system"),
-    ("cuda", MissingSymbolError): (
-        "point CUDALOAD_LIBCUDA at NVIDIA's libcuda.so.1 (not the toolkit's stubs/libcuda.so), or "
-        "upgrade the NVIDIA driver"),
-    ("nvrtc", LibraryNotFoundError): (
-        "pip install 'cudaload[nvrtc]' (the nvidia-cuda-nvrtc wheel), or set CUDALOAD_LIBNVRTC to "
-        "the full path of libnvrtc.so"),
-    ("nvrtc", LibraryLoadError): (
-        "check the file with `ldd PATH`; reinstall nvidia-cuda-nvrtc, or unset CUDALOAD_LIBNVRTC"),
-    ("nvrtc", MissingSymbolError): (
-        "pip install -U 'nvidia-cuda-nvrtc>=12.4' (and unset CUDALOAD_LIBNVRTC if it names "
-        "this file), or point CUDALOAD_LIBNVRTC at libnvrtc.so from CUDA 12.0 or newer"),
-    ("nvjitlink", LibraryNotFoundError): (
-        "pip install 'cudaload[nvrtc]' (it brings the nvidia-nvjitlink wheel), or set "
-        "CUDALOAD_LIBNVJITLINK to the full path of libnvJitLink.so; or compile without lto=True"),
-    ("nvjitlink", LibraryLoadError): (
-        "check the file with `ldd PATH`; reinstall nvidia-nvjitlink, or unset CUDALOAD_LIBNVJITLINK"),
-    ("nvjitlink", MissingSymbolError): (
-        "pip install -U 'nvidia-nvjitlink>=12.3' of NVRTC's CUDA release (and unset "
-        "CUDALOAD_LIBNVJITLINK if it names this file)"),
-}
+            "nvjitlink": ("CUDALOAD_LIBNVJITLINK", "nvJitLink", "libnvJitLink"),
+            "nvvm": ("CUDALOAD_LIBNVVM", "nvvm", "libnvvm")}
 
 
 class Library:
@@ -134,8 +109,14 @@ def nvjitlink(remembered: str | None = None) -> Library:
     return _get("nvjitlink", remembered)
 
 
+def nvvm() -> Library:
+    """The libNVVM library, loaded on first call.  Raises the errors of this module."""
+    return _get("nvvm")
+
+
 def loaded(name: str) -> Library | CudaLoadError | None:
-    """What the first load of ``name`` ("cuda", "nvrtc", "nvjitlink") gave, without attempting one."""
+    """What the first load of ``name`` ("cuda", "nvrtc", "nvjitlink", "nvvm") gave, without
+    attempting one."""
     return _results.get(name)
 
 
@@ -191,14 +172,14 @@ FROM_WHEEL = "site-packages, where cuda.pathfinder looks first"  # how a wheel's
 
 
 def toolkit_override(name: str) -> str | None:
-    """The file ``CUDALOAD_LIBNVRTC`` / ``CUDALOAD_LIBNVJITLINK`` names for library ``name``."""
+    """The file ``CUDALOAD_LIBNVRTC`` / ``_LIBNVJITLINK`` / ``_LIBNVVM`` names for ``name``."""
     return os.environ.get(_TOOLKIT[name][0]) or None
 
 
 def _toolkit_candidates(name: str, remembered: str | None):
-    """The (file, how found) pairs tried for toolkit library ``name`` ("nvrtc", "nvjitlink"), in
-    order; a generator, so that cuda.pathfinder is imported only when the remembered file did not
-    load."""
+    """The (file, how found) pairs tried for toolkit library ``name`` ("nvrtc", "nvjitlink",
+    "nvvm"), in order; a generator, so that cuda.pathfinder is imported only when the remembered
+    file did not load."""
     variable, pathfinder_name, label = _TOOLKIT[name]
     override = toolkit_override(name)
     if override:
@@ -239,8 +220,10 @@ def _open_ffi(name: str):
         from ._cuda_ffi import ffi  # deferred: only this path needs it
     elif name == "nvrtc":
         from ._nvrtc_ffi import ffi  # deferred: only this path needs it
-    else:
+    elif name == "nvjitlink":
         from ._nvjitlink_ffi import ffi  # deferred: only this path needs it
+    else:
+        from ._nvvm_ffi import ffi  # deferred: only this path needs it
     return ffi
 
 
@@ -376,7 +359,8 @@ def _check_symbols(name: str, ffi, lib, path: str) -> None:
         try:
             getattr(lib, symbol)
         except (AttributeError, ffi.error):  # ABI-mode cffi raises ffi.error for an absent symbol
-            label = {"cuda": "the CUDA driver", "nvrtc": "NVRTC", "nvjitlink": "nvJitLink"}[name]
+            label = {"cuda": "the CUDA driver", "nvrtc": "NVRTC", "nvjitlink": "nvJitLink",
+                     "nvvm": "libNVVM"}[name]
             # Without a symbol every driver has, the file is no driver: CUDA is unavailable.
             raise _missing(name, path, symbol, f"it is not {label}, or far too old",
                            NotADriverError if name == "cuda" else MissingSymbolError) from None

@@ -28,7 +28,10 @@ __all__ = ["library", "static_library", "header_folder", "site_folders", "mapped
 _LIBRARIES = {"nvrtc": (("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"),
                         ("libnvrtc.so.13", "libnvrtc.so.12")),
               "nvjitlink": (("nvidia/cu13/lib", "nvidia/nvjitlink/lib"),
-                            ("libnvJitLink.so.13", "libnvJitLink.so.12"))}
+                            ("libnvJitLink.so.13", "libnvJitLink.so.12")),
+              # libNVVM: the nvidia-nvvm wheel (CUDA 13), nvidia-cuda-nvcc's nvvm/ (CUDA 12)
+              "nvvm": (("nvidia/cu13/lib", "nvidia/cuda_nvcc/nvvm/lib64"),
+                       ("libnvvm.so.4", "libnvvm.so"))}
 _STATIC = {"cudadevrt": (("nvidia/cu13/lib", "nvidia/cuda_runtime/lib"), "libcudadevrt.a")}
 _HEADERS = {"cudart": (("nvidia/cu13/include", "nvidia/cuda_runtime/include"), "cuda_runtime.h"),
             "cccl": (("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include"),
@@ -54,8 +57,8 @@ def _under(relative: str, folders: list[str]) -> list[str]:
 
 
 def library(which: str) -> str | None:
-    """The file of library ``which`` ("nvrtc", "nvjitlink") in a wheel that cuda.pathfinder would
-    load, or None (see the module)."""
+    """The file of library ``which`` ("nvrtc", "nvjitlink", "nvvm") in a wheel that
+    cuda.pathfinder would load, or None (see the module)."""
     relatives, names = _LIBRARIES[which]
     if not sys.platform.startswith("linux") or _loaded(names[0].split(".so")[0] + ".so"):
         return None

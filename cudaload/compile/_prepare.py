@@ -33,7 +33,7 @@ TYPE_CHECKING = False  # typing itself is not imported: it costs more than hashi
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-__all__ = ["Prepared", "prepare", "digest", "sha256", "BUDGET"]
+__all__ = ["Prepared", "prepare", "digest", "sha256", "BUDGET", "cxx_keywords"]
 
 _ARCH_OPTIONS = ("-arch", "--gpu-architecture", "--gpu-name")
 # The remembered results hold their source text: bounded in count and in characters.
@@ -281,3 +281,10 @@ class _Hasher:
 # sha256(data=b"", size=None): a sha256 hash object fed ``data``, for about ``size`` bytes in
 # all (default: those of ``data``).
 sha256 = _Hasher()
+
+
+def cxx_keywords(keywords: dict, taken) -> list[str]:
+    """The names of Program's ``keywords`` given a value other than their default, except
+    those ``taken``: the CUDA C++ ones, which a program of another code type refuses."""
+    return [k for k, v in keywords.items() if k not in taken and v not in (None, False)
+            and v != () and v != [] and v != {}]

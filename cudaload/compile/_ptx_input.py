@@ -10,7 +10,7 @@ the reason.  Its bundle entries (``cudaload precompile FILE.ptx``) are filed und
 which covers the PTX text, the name and the link options: a CUBIN a bundle holds for it is used
 before anything is linked, and other text or options are a miss.
 
-Imports of cudaload: _link_options, _prepare, linker, objectcode, options.
+Imports of cudaload: _link_options, _nvvm_input, _prepare, linker, objectcode, options.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .options import strings
 
 __all__ = ["CODE_TYPES", "prepare", "check_output", "link"]
 
-CODE_TYPES = ("c++", "ptx")
+CODE_TYPES = ("c++", "ptx", "nvvm")
 _LINK_KEYWORDS = ("line_info", "debug", "max_registers")  # Program's keywords a link takes
 
 
@@ -30,14 +30,18 @@ def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepar
     keywords as given.  ``line_info``, ``debug`` and ``max_registers`` become link options, the
     C++ ones must be left out.  Raises ValueError for an unknown code type, text that is no PTX
     or a C++ keyword given, TypeError for a name that is no str, and what the link options'
-    check raises (compile/_link_options.py)."""
-    if code_type not in CODE_TYPES:
+    check raises (compile/_link_options.py); for ``code_type="nvvm"``, what
+    _nvvm_input.prepare raises."""
+    if code_type == "nvvm":  # NVVM IR: compiled to PTX by libNVVM, then linked as PTX is
+        from . import _nvvm_input  # deferred: only this path needs it
+
+        return _nvvm_input.prepare(source, name, options, keywords)
+    if code_type != "ptx":  # "c++" is _prepare.py's
         raise ValueError(f"code_type must be one of {', '.join(CODE_TYPES)}, not {code_type!r}")
     text = _prepare._text(source, "source")
     name = _prepare._name(name, "name", "name='kernel.ptx'")
     ObjectCode.from_bytes(text.encode(), "ptx")  # raises ValueError for text that is no PTX
-    given = [k for k, v in keywords.items() if k not in _LINK_KEYWORDS and v not in (None, False)
-             and v != () and v != [] and v != {}]
+    given = _prepare.cxx_keywords(keywords, _LINK_KEYWORDS)
     if given:
         raise ValueError(f"{', '.join(given)}: keywords for CUDA C++ source, not for PTX "
                          "(code_type='ptx'), which is linked, not compiled; leave them out")
@@ -52,8 +56,13 @@ def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepar
                              len(text), False, _prepare.Asked())
 
 
-def check_output(output: str) -> None:
-    """Raise ValueError unless ``output`` is one a PTX program compiles to: CUBIN ("auto" too)."""
+def check_output(output: str, code_type: str = "ptx") -> None:
+    """Raise ValueError unless ``output`` is one a PTX program compiles to: CUBIN ("auto" too);
+    for ``code_type="nvvm"``, one a NVVM IR program does (_nvvm_input.check_output)."""
+    if code_type == "nvvm":
+        from ._nvvm_input import check_output as check_ir  # deferred: NVVM programs only
+
+        return check_ir(output)
     if output not in ("auto", "cubin"):
         raise ValueError(f"a PTX program compiles to CUBIN, not {output!r}: its PTX is "
                          f"ObjectCode.from_bytes(text, 'ptx'), which loads as it is")
@@ -63,9 +72,14 @@ def link(program, arch, output: str) -> ObjectCode:
     """The CUBIN of PTX ``program`` for ``arch`` (None: the PTX's own target, ``.target``): the
     program's bundle's entry for it, else linked (or found in the Linker's cache).
     Raises ValueError for an output other than CUBIN or no arch known (neither given nor in the
-    PTX), and as :meth:`Linker.link` does."""
+    PTX), and as :meth:`Linker.link` does.  A NVVM IR program is compiled by libNVVM first
+    (_nvvm_input.build)."""
     from .linker import Linker  # deferred: only this path needs it
 
+    if program._parts[0] == "nvvm":
+        from ._nvvm_input import build  # deferred: NVVM programs only
+
+        return build(program, arch, output)
     check_output(output)
     ptx = ObjectCode.from_bytes(program.source.encode(), "ptx", name=program.name)
     target = arch if arch is not None else ptx.arch

@@ -34,7 +34,7 @@ from ..errors import CudaLoadError, CudaUnavailableError, LibraryNotFoundError, 
 from .objectcode import ObjectCode, check
 from .options import Arch, parse_arch
 
-__all__ = ["Linker", "OUTPUTS"]
+__all__ = ["Linker", "OUTPUTS", "BACKENDS"]
 
 OUTPUTS = ("cubin", "ptx")
 # nvJitLink's answers that it does not know the arch (newer than it) or no longer supports it,
@@ -42,21 +42,24 @@ OUTPUTS = ("cubin", "ptx")
 _ARCH_REFUSED = ("NVJITLINK_ERROR_UNRECOGNIZED_ARCH", "NVJITLINK_ERROR_UNSUPPORTED_ARCH")
 _TOO_OLD = (*_ARCH_REFUSED, "NVJITLINK_ERROR_OUTDATED_LIBRARY")
 _REFUSED_OPTIONS = ("NVJITLINK_ERROR_UNRECOGNIZED_OPTION", "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS")
+# backend= -> the linker it names, as Linker.linker and the cache entry spell it
+BACKENDS = {"nvjitlink": "nvJitLink", "driver": "driver"}
 
 
 class Linker:
     """``objects`` (each an ObjectCode, or the path of a .cubin, .ptx, .fatbin, .ltoir or .a
     file) to be linked for ``arch`` (None: the current device's; without one, the inputs'),
     with link-time optimisation of LTO IR inputs where ``lto``, and nvJitLink ``options``
-    (compile/_link_options.py lists them: ``-lineinfo``, ``-g``, ``-O3``, ``-ftz=true``, ...).
+    (compile/_link_options.py lists them: ``-lineinfo``, ``-g``, ``-O3``, ``-ftz=true``, ...),
+    by ``backend`` ("nvjitlink" or "driver" alone; None: nvJitLink, else the driver's linker).
 
     Raises ValueError for no input, code that is no device code (an ObjectCode's too: its
-    constructor checks nothing), an option not taken, LTO IR without ``lto=True``; TypeError for
-    an input that is neither code nor a path, or code that is no bytes; OSError for a file that
-    cannot be read.
+    constructor checks nothing), an option not taken, LTO IR without ``lto=True``, an unknown
+    backend, LTO for the driver's linker; TypeError for an input that is neither code nor a path,
+    code that is no bytes, a backend that is no string; OSError for a file that cannot be read.
     """
 
-    def __init__(self, *objects, arch=None, lto: bool = False, options=()):
+    def __init__(self, *objects, arch=None, lto: bool = False, options=(), backend=None):
         if not objects:
             raise ValueError("Linker needs the code to link, e.g. Linker(obj_a, obj_b, "
                              "'libcudadevrt.a')")
@@ -71,6 +74,8 @@ class Linker:
         if ir and not lto:
             raise ValueError(f"{', '.join(ir)}: LTO IR is linked with link-time optimisation: "
                              "make the Linker with lto=True")
+        self.backend = backend
+        self._only = _backend(backend, lto)  # the one linker asked for, as it names itself
         self.info_log = self.error_log = ""
         self.linker: str | None = None  # which linked last: "nvJitLink" or "driver"
 
@@ -108,7 +113,9 @@ class Linker:
 
         Raises LinkError with the linker's log when the link fails (``.symbol``: an undefined
         one), ValueError for an unknown output or arch, the loader's error when nvJitLink is
-        missing and the driver cannot link instead (no GPU, LTO IR, an option it lacks).
+        missing and the driver cannot link instead (no GPU, LTO IR, an option it lacks);
+        with ``backend="nvjitlink"`` nvJitLink's errors as they are, with ``"driver"``
+        CudaUnavailableError where no driver can link (no GPU).
         """
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
@@ -123,11 +130,21 @@ class Linker:
         digest = _digest(*parts)
         memory_key = (digest, "link")
         hit = cache.MEMORY.get(memory_key)
-        if hit is not None:
+        if hit is not None and self._only in (None, hit.code._linker):
             return self._done(hit.code, "memory hit")  # its linker recorded with it
+        if self._only == "driver":
+            return self._by_driver(target, output, digest, memory_key, None)
+        return self._by_nvjitlink(target, output, digest, memory_key)
+
+    def _by_nvjitlink(self, target: Arch, output: str, digest: bytes, memory_key) -> ObjectCode:
+        """The link by nvJitLink, or by the driver where nvJitLink cannot and the backend is
+        either linker."""
+        alone = self._only is not None
         try:
             identity = "nvJitLink " + _linker.identity()
         except LibraryNotFoundError as missing:
+            if alone:
+                raise
             return self._by_driver(target, output, digest, memory_key, missing)
         key = _key(digest, identity)
         disk = cache.default()
@@ -139,10 +156,13 @@ class Linker:
             try:
                 obj = self._nvjitlink(target, output)
             except LinkError as err:
-                if err.result not in _TOO_OLD or any(o.kind == "ltoir" for o in self.objects):
+                if alone or err.result not in _TOO_OLD or any(o.kind == "ltoir"
+                                                              for o in self.objects):
                     raise
                 fallback = err
             except LibraryNotFoundError as err:  # found, but the loader refused the file
+                if alone:
+                    raise
                 fallback = err
             else:
                 publish(obj)
@@ -190,9 +210,10 @@ class Linker:
         return obj
 
     def _by_driver(self, target: Arch, output: str, digest: bytes, memory_key,
-                   why: Exception) -> ObjectCode:
-        """The link by the driver's linker, where nvJitLink cannot (``why``): cached under the
-        driver's version.  Raises ``why`` where the driver cannot either."""
+                   why: Exception | None) -> ObjectCode:
+        """The link by the driver's linker, where nvJitLink cannot (``why``; None: the driver's
+        linker was asked for): cached under the driver's version.  Raises ``why`` where the
+        driver cannot either (without one, why the driver cannot)."""
         from ..bindings import driver, driver_linker  # deferred: only this path needs it
 
         ir = [o.name or o.kind for o in self.objects if o.kind == "ltoir"]
@@ -204,6 +225,8 @@ class Linker:
             version = driver.version()
         except (ValueError, CudaUnavailableError) as cannot:
             said = cannot.args[0] if cannot.args else cannot  # its own next step left out
+            if why is None:
+                raise
             if isinstance(why, LibraryNotFoundError):
                 raise LibraryNotFoundError(
                     f"{why.args[0]}; the driver's linker cannot link instead: {said}",
@@ -224,7 +247,7 @@ class Linker:
             except LinkError as failed:
                 raise _after(failed, why) from None
             _log.debug("compile", "the driver linked %s for %s (nvJitLink: %s)", self._name(),
-                       target.sm(), why)
+                       target.sm(), why or "not asked")
             obj = ObjectCode(code, "cubin", target.sm(), log=info, name=self._name())
             obj._linker = "driver"
             publish(obj)
@@ -258,6 +281,21 @@ class Linker:
         obj.name = self._name()
         _log.debug("cache", "%s: link %s", obj.name, how)
         return obj
+
+
+def _backend(backend, lto: bool) -> str | None:
+    """The linker ``backend`` names ("nvJitLink", "driver"; None: either), checked."""
+    if backend is None:
+        return None
+    if not isinstance(backend, str):
+        raise TypeError(f"backend must be a string or None, not {type(backend).__name__}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))} or None "
+                         f"(either), not {backend!r}")
+    if backend == "driver" and lto:
+        raise ValueError("the driver's linker does no link-time optimisation (LTO IR, "
+                         "lto=True): give backend='nvjitlink' or None")
+    return BACKENDS[backend]
 
 
 def _input(obj, i: int) -> ObjectCode:
@@ -307,7 +345,7 @@ def _refined(err: LinkError, message: str, hint: str | None = None) -> LinkError
                      hint=err.hint if hint is None else hint)
 
 
-def _after(failed: LinkError, why: Exception) -> LinkError:
+def _after(failed: LinkError, why: Exception | None) -> LinkError:
     """The driver's ``failed`` link, tried because nvJitLink could not (``why``): the message
     names both linkers' answers; the next step is nvJitLink's where it refused the arch (which
     the driver refused too), else the driver's."""

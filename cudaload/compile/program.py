@@ -68,7 +68,8 @@ def _field(name: str, doc: str) -> property:
 
 class Program:
     """CUDA C++ source with the headers, options and name expressions to compile it with; with
-    ``code_type="ptx"``, PTX text, linked to CUBIN instead (_ptx_input.py).
+    ``code_type="ptx"``, PTX text, linked to CUBIN instead (_ptx_input.py); with
+    ``code_type="nvvm"``, NVVM IR, compiled to PTX by libNVVM and linked so (_nvvm_input.py).
 
     Raises ValueError/TypeError for malformed arguments (source or headers that are not UTF-8,
     options without their value); reading include files never raises.
@@ -84,7 +85,7 @@ class Program:
                  code_type: str = "c++"):
         if bundle is not None:
             self.bundle = bundle
-        if code_type != "c++":  # PTX: linked to CUBIN, by nvJitLink rather than NVRTC
+        if code_type != "c++":  # PTX (or NVVM IR): linked to CUBIN, by nvJitLink, not NVRTC
             from . import _ptx_input  # deferred: only this path needs it
 
             self._p = _ptx_input.prepare(code_type, source, name, options, {
@@ -187,7 +188,7 @@ class Program:
             return hit.code
         from .plan import Plan  # deferred: imported by _compile_path() already
 
-        if self._parts[0] == "ptx":  # PTX input (_ptx_input.py): no Plan, no NVRTC
+        if self._parts[0] in _LINKED:  # PTX or NVVM IR input: no Plan, no NVRTC
             return _linked_ptx(self, arch, output, key)
         return Plan(self, arch, output, explicit).build()
 
@@ -205,7 +206,7 @@ class Program:
 
         if hit is not None and (not hit.stamps or _still_valid(hit.stamps)):
             return Plan.found(self, arch, output, hit.code)
-        if self._parts[0] == "ptx":  # linked now: compile_all has nothing for its workers
+        if self._parts[0] in _LINKED:  # linked now: compile_all has nothing for its workers
             return Plan.found(self, arch, output, _linked_ptx(self, arch, output, key))
         return Plan(self, arch, output, explicit)
 
@@ -227,7 +228,7 @@ class Program:
         """The digest a bundle files this program under: with the files it reads now, as a lookup
         without NVRTC sees them; a PTX program's own (it reads no file, and its text is no C++
         for the include scan)."""
-        if self._parts[0] == "ptx":
+        if self._parts[0] in _LINKED:
             return self._digest
         return self._inputs_digest(self._inputs(None))
 
@@ -312,8 +313,9 @@ def _still_valid(stamps) -> bool:
 
 
 def _linked_ptx(program: Program, arch, output: str, memory_key) -> ObjectCode:
-    """The CUBIN of PTX ``program`` for ``arch``, kept in the memory cache under
-    ``memory_key`` as compiled code is.  Raises as :meth:`Linker.link` does."""
+    """The CUBIN of PTX ``program`` for ``arch`` (or a NVVM IR program's CUBIN or PTX,
+    _nvvm_input.py), kept in the memory cache under ``memory_key`` as compiled code is.
+    Raises as :meth:`Linker.link` does."""
     from . import _ptx_input  # deferred: only this path needs it
 
     obj = _ptx_input.link(program, arch, output)
@@ -321,6 +323,7 @@ def _linked_ptx(program: Program, arch, output: str, memory_key) -> ObjectCode:
     return obj
 
 
+_LINKED = ("ptx", "nvvm")  # the code types no NVRTC compiles: linked (after libNVVM) instead
 _no_device = False
 _unusable = None  # thread_device.unusable when _no_device was set: the reason, for every thread
 _thread_device = None  # bindings/thread_device.py's state, once imported
@@ -344,10 +347,10 @@ def _default_arch(program: Program, output: str):
     with a GPU, with a driver and no device, and with no driver."""
     if output != "auto":  # "auto", every program's and the default, costs a hit no check
         check_output(output)
-        if program._parts[0] == "ptx":
+        if program._parts[0] in _LINKED:
             from ._ptx_input import check_output as check_linked  # deferred: PTX programs only
 
-            check_linked(output)
+            check_linked(output, program._parts[0])
     found = _device_arch()
     if found is not None:
         return found

@@ -1,7 +1,8 @@
 """Linked code on a real GPU: the A -> B -> C programs linked as relocatable CUBINs and as LTO IR
 give the right numbers, a kernel launches kernels through libcudadevrt.a, a PTX program runs
 (linked, and shipped in a bundle), the driver's linker (where nvJitLink is missing) links code
-that runs, and it links for an arch nvJitLink refuses, or fails with both linkers named."""
+that runs, and it links for an arch nvJitLink refuses, or fails with both linkers named; each backend alone
+links the same program to code that gives the same numbers."""
 
 from __future__ import annotations
 
@@ -41,6 +42,17 @@ def test_three_relocatable_programs_linked_give_the_right_numbers():
     assert obj.kind == "cubin" and obj.arch == f"sm_{major}{minor}"
     assert obj.name == "a.cu+b.cu+c.cu" and linker.linker == "nvJitLink"
     assert run_chain(obj) == CHAIN
+
+
+def test_both_backends_link_code_that_runs_and_gives_the_same_numbers():
+    cubins = [p.compile(output="cubin") for p in _programs(time.time_ns(), relocatable=True)]
+    results = {}
+    for backend in ("nvjitlink", "driver"):
+        linker = cudaload.Linker(*cubins, backend=backend)
+        obj = linker.link()
+        assert linker.linker == {"nvjitlink": "nvJitLink", "driver": "driver"}[backend]
+        results[backend] = run_chain(obj)
+    assert results["nvjitlink"] == results["driver"] == CHAIN
 
 
 def test_an_lto_link_across_three_programs_runs_and_keeps_its_variables():

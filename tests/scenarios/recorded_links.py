@@ -127,7 +127,49 @@ def refused_arch(arch: str) -> None:
                       **_recorded()}))
 
 
-SCENARIOS = {f.__name__: f for f in (fallback, undefined, cannot, refused_arch)}
+def _nvjitlink_mapped() -> bool:
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        return "libnvJitLink" in maps.read()
+
+
+def only(backend: str, arch: str) -> None:
+    """A link for ``arch`` by ``backend`` alone: the linker used (or the error), whether the
+    driver's linker was called and whether nvJitLink was loaded."""
+    import cudaload
+
+    caller, ptx, _library = _inputs()
+    linker = cudaload.Linker(caller, ptx, arch=arch, backend=backend)
+    try:
+        obj = linker.link()
+        error = None
+    except cudaload.CudaLoadError as err:
+        obj, error = None, {"type": type(err).__name__, "message": str(err),
+                            "result": getattr(err, "result", None),
+                            "unavailable": isinstance(err, cudaload.CudaUnavailableError)}
+    try:
+        recorded = _recorded()
+    except (OSError, AttributeError):  # no driver, or a real one: nothing recorded
+        recorded = {}
+    print(json.dumps({"linker": linker.linker, "cached": obj and obj.cached, "error": error,
+                      "nvjitlink": _nvjitlink_mapped(), **recorded}))
+
+
+def honoured(*backends: str) -> None:
+    """The same link by each of ``backends`` ("none": None) in turn: (linker, where it came
+    from, the driver's links so far) of each."""
+    import cudaload
+
+    caller, ptx, _library = _inputs()
+    seen = []
+    for backend in backends:
+        linker = cudaload.Linker(caller, ptx, arch="sm_90",
+                                 backend=None if backend == "none" else backend)
+        obj = linker.link()
+        seen.append([linker.linker, obj.cached, _recorded()["calls"]])
+    print(json.dumps(seen))
+
+
+SCENARIOS = {f.__name__: f for f in (fallback, undefined, cannot, refused_arch, only, honoured)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])
