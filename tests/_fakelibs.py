@@ -106,7 +106,11 @@ int cuDeviceGetUuid_v2(unsigned char *uuid, int d) {
 int cuDeviceGetPCIBusId(char *s, int len, int d) {
     strncpy(s, d ? "0000:2a:00.0" : "0000:19:00.0", len); return 0;
 }
-int cuStreamDestroy_v2(void *s) { return 0; }
+/* Destroyed streams, graphs and executables, in order, for close() to show it is immediate. */
+static void *destroyed[64]; static int ndestroyed;
+static void destroy(void *h) { if (ndestroyed < 64) destroyed[ndestroyed++] = h; }
+int fake_destroyed(void ***handles) { *handles = destroyed; return ndestroyed; }
+int cuStreamDestroy_v2(void *s) { destroy(s); return 0; }
 /* Host functions: queued in order and called by the next synchronisation, as a GPU that has
    reached them would; captured ones become the graph's, called again by each cuGraphLaunch. */
 typedef struct { void (*fn)(void *); void *data; } HostCall;
@@ -171,8 +175,8 @@ int fake_graph_calls(void **uploaded, void **stream, void **updated, void **sour
     *uploaded = uploaded_exec; *stream = upload_stream; *updated = updated_exec; *source = update_source;
     return 0;
 }
-int cuGraphExecDestroy(void *exec) { return 0; }
-int cuGraphDestroy(void *graph) { return 0; }
+int cuGraphExecDestroy(void *exec) { destroy(exec); return 0; }
+int cuGraphDestroy(void *graph) { destroy(graph); return 0; }
 int cuLibraryGetKernel(void **k, void *lib, const char *name) {
     strncpy(kernel_name, name, sizeof kernel_name - 1); *k = (void *)0x3000; return 0;
 }

@@ -42,3 +42,26 @@ def test_a_graph_uploads_and_updates_in_place_and_a_refusal_says_why(recording_d
     assert kind == "DriverError" and "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE" in message
     assert "differ in their nodes" in message
     assert out["not_graph"][0] == "TypeError"
+
+
+def test_close_destroys_a_graph_and_a_stream_at_once_and_later_use_is_refused(recording_driver):
+    out = run(recording_driver, "closing")
+    assert out["graph_destroyed"] == ["0x9000", "0x8000"]  # the executable, then the graph
+    assert out["graph_twice"] == 2  # the second close destroys nothing more
+    for key in ("launch_closed", "upload_closed", "update_from_closed"):
+        kind, message, _ = out[key]
+        assert kind == "ValueError" and "the graph is closed" in message
+    assert out["stream_destroyed"] == [True] and out["stream_twice"] == 1
+    # a kernel that launched on the stream before (its fast path remembers it) refuses it now
+    for key in ("kernel_on_closed", "sync_closed", "graph_on_closed"):
+        kind, message, _ = out[key]
+        assert kind == "ValueError" and "the stream on device 0 is closed" in message
+    assert out["equal"] == [True, False, False, "<cudaload.Stream (closed) on device 0>"]
+    assert out["foreign_destroys"] == 0  # a wrapped stream is let go of, never destroyed
+
+
+def test_close_is_refused_while_a_capture_runs(recording_driver):
+    out = run(recording_driver, "closing")
+    assert out["graph_in_capture"][0] == "RuntimeError"
+    kind, message, _ = out["stream_in_capture"]
+    assert kind == "RuntimeError" and "is being captured" in message

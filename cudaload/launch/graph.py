@@ -81,6 +81,9 @@ class Graph(GpuState):
         self.handle = None
         self._exec = None
         self._handles = _Handles()
+        self._finalizer: weakref.finalize | None = None  # set once the capture has ended
+        self._closed = False
+        self._stream = None  # the stream while a capture block records into this graph
         self._calls: list = []  # captured host functions: alive as long as the graph
         self._source: Graph | None = None  # the graph last updated from, whose code we now run
 
@@ -88,10 +91,29 @@ class Graph(GpuState):
         """Take the captured graph and the pin its capture holds (see _graph_pins.pin)."""
         self.handle = self._handles.graph = handle
         # the host functions are finalizer arguments: alive until the executable is destroyed
-        weakref.finalize(self, _release, self._handles, self.device, self._calls).atexit = False
+        self._finalizer = weakref.finalize(self, _release, self._handles, self.device,
+                                           self._calls)
+        self._finalizer.atexit = False
+
+    def close(self) -> None:
+        """Destroy the executable and the graph now rather than when collected; a second call
+        does nothing.  Raises ``RuntimeError`` while the graph is still being captured."""
+        if self._closed:
+            return
+        if self._stream is not None:
+            raise RuntimeError("the graph is still being captured: close it after the with block")
+        self._closed = True
+        self.handle = self._exec = None  # launch and instantiate find no executable: refused
+        if self._finalizer is not None:
+            self._finalizer()  # runs _release once; collection later runs nothing
+
+    def _open(self) -> None:
+        if self._closed:
+            raise ValueError("the graph is closed: capture the launches again into a new graph")
 
     def instantiate(self) -> Graph:
         """Instantiate now (otherwise the first launch does)."""
+        self._open()
         if self.handle is None:
             raise RuntimeError("the graph is still being captured: launch it after the with block")
         if self._exec is None:
@@ -118,6 +140,8 @@ class Graph(GpuState):
         device or still being captured."""
         if not isinstance(other, Graph):
             raise TypeError(f"Graph.update takes a Graph, not {type(other).__name__}")
+        self._open()
+        other._open()
         if other.handle is None or other.device is not self.device:
             raise ValueError("update from a finished capture on the same device "
                              f"(device {self.device.ordinal})")
@@ -158,11 +182,13 @@ def capture(stream, mode: str = "thread_local") -> Iterator[Graph]:
     drv = activate(stream.device)
     driver.check(drv.cuStreamBeginCapture_v2(stream.handle, _MODES[mode]), "cuStreamBeginCapture")
     graph = Graph(stream.device)
+    graph._stream = stream
     out = drv.ffi.new("CUgraph *")
     pin()  # from the first captured launch on, its code must stay loaded
     try:
         yield graph
     except BaseException:
+        graph._stream = None
         _host_calls.captured(stream.ptr)
         drv.cuStreamEndCapture(stream.handle, out)
         if out[0] != drv.ffi.NULL:
@@ -170,6 +196,7 @@ def capture(stream, mode: str = "thread_local") -> Iterator[Graph]:
         unpin()
         raise
     rc = drv.cuStreamEndCapture(stream.handle, out)
+    graph._stream = None
     graph._calls.extend(_host_calls.captured(stream.ptr))
     if rc:
         unpin()
