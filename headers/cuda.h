@@ -21,8 +21,12 @@
  * between 12.0 and 13.x (see the PFN_*_vNNNNN typedefs in cudaTypedefs.h):
  * cuCtxCreate, cuStreamGetCtx (12050 adds a CUgreenCtx* parameter),
  * cuMemAdvise, cuMemPrefetchAsync, cuGraphGetEdges, cuGraphAddNode,
- * cuGraphNodeGetDependencies, cuStreamGetCaptureInfo, the 11.x 4-argument
- * cuGetProcAddress, and everything else not needed.
+ * cuGraphNodeGetDependencies, the 11.x 4-argument cuGetProcAddress, and
+ * everything else not needed.  cuStreamGetCaptureInfo_v3 is declared, but
+ * called with its first two outputs (status, id) only and NULL for the
+ * rest: those come first in every ABI behind the base name (11.0's 3
+ * arguments, 11.3's _v2, 12.3's _v3), so a 12.x driver's older entry reads
+ * the same arguments.
  *
  * Enum members are written with explicit integer values (computed from the
  * official header) so that aliases and macro-based values need no
@@ -904,6 +908,13 @@ CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo);
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
 CUresult cuGraphDestroy(CUgraph hGraph);
+typedef struct CUgraphEdgeData_st {
+    unsigned char from_port;
+    unsigned char to_port;
+    unsigned char type;
+    unsigned char reserved[5];
+} CUgraphEdgeData;
+CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
 
 /* Memory pools: the device's pool that cuMemAllocAsync draws from, and its attributes. */
 typedef struct CUmemPoolHandle_st *CUmemoryPool;

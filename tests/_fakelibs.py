@@ -132,6 +132,15 @@ int cuLaunchHostFunc(void *s, void (*fn)(void *), void *data) {
 }
 int fake_host_calls(int *queued) { *queued = host_queued; return host_calls_made; }
 int cuStreamIsCapturing(void *s, int *status) { *status = capturing; return 0; }
+/* One capture at a time, every stream in it (as if joined): its id is its graph's number + 1.
+   fake_unjoined(1) makes the next cuStreamEndCapture answer CUDA_ERROR_STREAM_CAPTURE_UNJOINED. */
+int cuStreamGetCaptureInfo_v3(void *s, int *status, unsigned long long *id, void **g, void **d,
+                              void **e, size_t *n) {
+    *status = capturing; if (id) *id = capturing ? (unsigned long long)capture_graph + 1 : 0;
+    return 0;
+}
+static int unjoined;
+void fake_unjoined(int on) { unjoined = on; }
 int cuStreamSynchronize(void *s) { run_host_calls(); return 0; }
 int cuEventSynchronize(void *e) { run_host_calls(); return 0; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -144,7 +153,9 @@ int cuStreamBeginCapture_v2(void *s, int mode) {
     capturing = 1; capture_graph = graphs; host_ncaptured[graphs & 15] = 0; return 0;
 }
 int cuStreamEndCapture(void *s, void **graph) {
-    capturing = 0; *graph = (void *)(0x8000 + 0x10 * (size_t)graphs++); return 0;
+    capturing = 0;
+    if (unjoined) { unjoined = 0; *graph = 0; return 904; }
+    *graph = (void *)(0x8000 + 0x10 * (size_t)graphs++); return 0;
 }
 static int graph_index(void *h, size_t base) { return (int)(((size_t)h - base) / 0x10) & 15; }
 int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {

@@ -65,3 +65,14 @@ def test_close_is_refused_while_a_capture_runs(recording_driver):
     assert out["graph_in_capture"][0] == "RuntimeError"
     kind, message, _ = out["stream_in_capture"]
     assert kind == "RuntimeError" and "is being captured" in message
+
+
+def test_a_host_function_on_a_forked_stream_is_the_graphs_and_an_unjoined_fork_says_so(
+        recording_driver):
+    out = run(recording_driver, "forks")
+    assert out["kept"] == [2, 0]  # both host functions are the graph's; none left behind
+    assert out["replayed"] == ["forked", "origin"]
+    kind, message, _ = out["unjoined"]
+    assert kind == "DriverError" and "CUDA_ERROR_STREAM_CAPTURE_UNJOINED" in message
+    assert "was not waited for in turn" in message
+    assert out["after_unjoined"] == 0

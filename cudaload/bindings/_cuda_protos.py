@@ -131,6 +131,9 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuStreamCreateWithPriority': 'CUresult(*)(struct CUstream_st * *, unsigned int, int)',
  'cuStreamDestroy_v2': 'CUresult(*)(struct CUstream_st *)',
  'cuStreamEndCapture': 'CUresult(*)(struct CUstream_st *, struct CUgraph_st * *)',
+ 'cuStreamGetCaptureInfo_v3': 'CUresult(*)(struct CUstream_st *, CUstreamCaptureStatus *, uint64_t '
+                              '*, struct CUgraph_st * *, struct CUgraphNode_st * const * *, '
+                              'CUgraphEdgeData const * *, size_t *)',
  'cuStreamGetFlags': 'CUresult(*)(struct CUstream_st *, unsigned int *)',
  'cuStreamGetPriority': 'CUresult(*)(struct CUstream_st *, int *)',
  'cuStreamIsCapturing': 'CUresult(*)(struct CUstream_st *, CUstreamCaptureStatus *)',

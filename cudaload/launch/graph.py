@@ -31,6 +31,7 @@ _MODES = {mode: _cuda_ffi.integer_const(name) for mode, name in (
     ("thread_local", "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL"),
     ("relaxed", "CU_STREAM_CAPTURE_MODE_RELAXED"))}
 _UPDATE_FAILURE = _cuda_ffi.integer_const("CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE")
+_UNJOINED = _cuda_ffi.integer_const("CUDA_ERROR_STREAM_CAPTURE_UNJOINED")
 # Why cuGraphExecUpdate refused, by CUgraphExecUpdateResult.
 _REFUSALS = {_cuda_ffi.integer_const(f"CU_GRAPH_EXEC_UPDATE_ERROR{name}"): why for name, why in (
     ("", "the driver gives no reason"),
@@ -65,6 +66,12 @@ def _release(handles: _Handles, dev: Device, _calls: list) -> None:
                 drv.cuGraphDestroy(handles.graph)
     finally:
         unpin()
+
+
+def _explained(err, why: str, hint: str):
+    """``err`` (a DriverError) again, its message saying ``why`` and its hint ``hint``."""
+    return type(err)(f"{err.args[0]}; {why}", code=err.code, name=err.name,
+                     function=err.function, detail=err.message, hint=hint)
 
 
 class Graph(GpuState):
@@ -150,12 +157,10 @@ class Graph(GpuState):
         info = drv.ffi.new("CUgraphExecUpdateResultInfo *")
         rc = drv.cuGraphExecUpdate_v2(self._exec, other.handle, info)
         if rc == _UPDATE_FAILURE:
-            err = driver.error(rc, "cuGraphExecUpdate")
             why = _REFUSALS.get(info.result, f"CUgraphExecUpdateResult {info.result}")
-            raise type(err)(f"{err.args[0]}; refused because {why}", code=err.code,
-                            name=err.name, function=err.function, detail=err.message,
-                            hint="capture the same launches in the same order (only their "
-                                 "arguments may differ), or launch the other graph itself")
+            raise _explained(driver.error(rc, "cuGraphExecUpdate"), f"refused because {why}",
+                             "capture the same launches in the same order (only their "
+                             "arguments may differ), or launch the other graph itself")
         driver.check(rc, "cuGraphExecUpdate")
         self._source = other  # its kernels' code and host functions must stay alive
 
@@ -185,11 +190,13 @@ def capture(stream, mode: str = "thread_local") -> Iterator[Graph]:
     graph._stream = stream
     out = drv.ffi.new("CUgraph *")
     pin()  # from the first captured launch on, its code must stay loaded
+    ident = 0
     try:
+        ident = _host_calls.capture_id(stream.handle)
         yield graph
     except BaseException:
         graph._stream = None
-        _host_calls.captured(stream.ptr)
+        _host_calls.captured(ident)
         drv.cuStreamEndCapture(stream.handle, out)
         if out[0] != drv.ffi.NULL:
             drv.cuGraphDestroy(out[0])
@@ -197,8 +204,13 @@ def capture(stream, mode: str = "thread_local") -> Iterator[Graph]:
         raise
     rc = drv.cuStreamEndCapture(stream.handle, out)
     graph._stream = None
-    graph._calls.extend(_host_calls.captured(stream.ptr))
+    graph._calls.extend(_host_calls.captured(ident))
     if rc:
         unpin()
-        driver.check(rc, "cuStreamEndCapture")
+        err = driver.error(rc, "cuStreamEndCapture")
+        if rc == _UNJOINED:
+            raise _explained(err, "a stream that waited for this capture was not waited for "
+                             "in turn", "end each forked stream's work with s.wait(other) on "
+                             "the capturing stream before the with block ends")
+        raise err
     graph._set(out[0])  # the graph holds the pin from here on

@@ -149,13 +149,43 @@ def closing() -> dict:
     return out
 
 
+def forks() -> dict:
+    from cudaload import Program, Stream
+    from cudaload.launch import _host_calls as calls
+
+    out, seen = {}, []
+    layout((0, 4))
+    k = Program('extern "C" __global__ void k(int n) {}').compile().load().get_kernel("k")
+    s, t = Stream(), Stream()
+    with s.capture() as graph:
+        k(1, 1, (1,), stream=s)
+        t.wait(s)  # fork: t records into the same graph
+        k(1, 1, (2,), stream=t)
+        t.launch_host_func(lambda: seen.append("forked"))  # only the graph holds it
+        s.launch_host_func(lambda: seen.append("origin"))
+        s.wait(t)  # join
+    out["kept"] = [len(graph._calls), len(calls._captures)]
+    gc.collect()
+    graph.launch(s)
+    s.synchronize()
+    out["replayed"] = sorted(seen)
+    fake().fake_unjoined(1)
+
+    def unjoined():
+        with s.capture():
+            t.wait(s)
+    out["unjoined"] = _raised(unjoined)
+    out["after_unjoined"] = len(calls._captures)
+    return out
+
+
 def _capture(s, k):
     with s.capture() as graph:
         k(1, 1, (2,), stream=s)
     return graph
 
 
-SCENARIOS = {f.__name__: f for f in (host_functions, graphs, closing)}
+SCENARIOS = {f.__name__: f for f in (host_functions, graphs, closing, forks)}
 
 if __name__ == "__main__":
     import cudaload  # noqa: F401  (imported before the recording driver is opened, as by a user)
