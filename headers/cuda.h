@@ -914,6 +914,14 @@ typedef struct CUgraphEdgeData_st {
     unsigned char type;
     unsigned char reserved[5];
 } CUgraphEdgeData;
+typedef enum CUstreamUpdateCaptureDependencies_flags_enum {
+    CU_STREAM_ADD_CAPTURE_DEPENDENCIES = 0,
+    CU_STREAM_SET_CAPTURE_DEPENDENCIES = 1
+} CUstreamUpdateCaptureDependencies_flags;
+/* Child graphs join a capture through these three (cudaload asks a CUDA 12.3 driver or newer,
+   where the _v3 and _v2 entries with edge data are what the base names resolve to). */
+CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraph childGraph);
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
 CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
 
 /* Memory pools: the device's pool that cuMemAllocAsync draws from, and its attributes. */

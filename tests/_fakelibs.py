@@ -137,8 +137,24 @@ int cuStreamIsCapturing(void *s, int *status) { *status = capturing; return 0; }
 int cuStreamGetCaptureInfo_v3(void *s, int *status, unsigned long long *id, void **g, void **d,
                               void **e, size_t *n) {
     *status = capturing; if (id) *id = capturing ? (unsigned long long)capture_graph + 1 : 0;
+    if (g) *g = (void *)(0x8000 + 0x10 * (size_t)capture_graph);
+    if (d) *d = 0; if (e) *e = 0; if (n) *n = 0;
     return 0;
 }
+/* A child graph node copies the child's host functions into the capture, as the driver's clone
+   of the child runs them; fake_children gives the children added and the dependency updates. */
+static void *children[16]; static int nchildren, dependency_updates;
+int cuGraphAddChildGraphNode(void **node, void *graph, void *deps, size_t n, void *child) {
+    int g = capture_graph & 15, c = (int)(((size_t)child - 0x8000) / 0x10) & 15;
+    if (nchildren < 16) children[nchildren++] = child;
+    for (int i = 0; i < host_ncaptured[c] && host_ncaptured[g] < 16; i++)
+        host_captured[g][host_ncaptured[g]++] = host_captured[c][i];
+    *node = (void *)(0x7000 + 0x10 * (size_t)nchildren); return 0;
+}
+int cuStreamUpdateCaptureDependencies_v2(void *s, void **deps, void *edges, size_t n, unsigned flags) {
+    if (n == 1 && flags == 1 && *deps) ++dependency_updates; return 0;
+}
+int fake_children(void ***added) { *added = children; return nchildren * 100 + dependency_updates; }
 static int unjoined;
 void fake_unjoined(int on) { unjoined = on; }
 int cuStreamSynchronize(void *s) { run_host_calls(); return 0; }

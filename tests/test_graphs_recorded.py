@@ -76,3 +76,15 @@ def test_a_host_function_on_a_forked_stream_is_the_graphs_and_an_unjoined_fork_s
     assert kind == "DriverError" and "CUDA_ERROR_STREAM_CAPTURE_UNJOINED" in message
     assert "was not waited for in turn" in message
     assert out["after_unjoined"] == 0
+
+
+def test_a_child_graph_joins_the_capture_and_runs_with_each_launch(recording_driver):
+    out = run(recording_driver, "children")
+    assert out["added"] == [101, "0x8000"]  # one child node, of the first graph; the stream
+    # continues from it (one dependency update)
+    assert out["replayed"] == ["child", "parent"]  # the child's host function, in order
+    assert out["outside"][0] == "RuntimeError" and "inside the with block" in out["outside"][1]
+    assert out["itself"][0] == "ValueError"  # still being captured
+    assert out["not_graph"][0] == "TypeError"
+    kind, message, _ = out["old_driver"]
+    assert kind == "MissingSymbolError" and "needs a CUDA 12.3 driver" in message

@@ -42,6 +42,8 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuGetErrorString': 'CUresult(*)(CUresult, char const * *)',
  'cuGetProcAddress_v2': 'CUresult(*)(char const *, void * *, int, uint64_t, '
                         'CUdriverProcAddressQueryResult *)',
+ 'cuGraphAddChildGraphNode': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
+                             'CUgraphNode_st * const *, size_t, struct CUgraph_st *)',
  'cuGraphDestroy': 'CUresult(*)(struct CUgraph_st *)',
  'cuGraphExecDestroy': 'CUresult(*)(struct CUgraphExec_st *)',
  'cuGraphExecUpdate_v2': 'CUresult(*)(struct CUgraphExec_st *, struct CUgraph_st *, '
@@ -139,6 +141,8 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuStreamIsCapturing': 'CUresult(*)(struct CUstream_st *, CUstreamCaptureStatus *)',
  'cuStreamQuery': 'CUresult(*)(struct CUstream_st *)',
  'cuStreamSynchronize': 'CUresult(*)(struct CUstream_st *)',
+ 'cuStreamUpdateCaptureDependencies_v2': 'CUresult(*)(struct CUstream_st *, struct CUgraphNode_st '
+                                         '* *, CUgraphEdgeData const *, size_t, unsigned int)',
  'cuStreamWaitEvent': 'CUresult(*)(struct CUstream_st *, struct CUevent_st *, unsigned int)',
  'cuTensorMapEncodeIm2col': 'CUresult(*)(struct CUtensorMap_st *, CUtensorMapDataType, uint32_t, '
                             'void *, uint64_t const *, uint64_t const *, int const *, int const *, '

@@ -15,7 +15,7 @@ from ..bindings import driver
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate
-from . import _host_calls
+from . import _child_graphs, _host_calls
 from ._foreign import stream_handle as handle_of
 from ._graph_pins import pin, unpin
 from ._unpicklable import GpuState
@@ -93,6 +93,7 @@ class Graph(GpuState):
         self._stream = None  # the stream while a capture block records into this graph
         self._calls: list = []  # captured host functions: alive as long as the graph
         self._source: Graph | None = None  # the graph last updated from, whose code we now run
+        self._children: list[Graph] = []  # embedded: their code and host functions run in ours
 
     def _set(self, handle) -> None:
         """Take the captured graph and the pin its capture holds (see _graph_pins.pin)."""
@@ -113,6 +114,24 @@ class Graph(GpuState):
         self.handle = self._exec = None  # launch and instantiate find no executable: refused
         if self._finalizer is not None:
             self._finalizer()  # runs _release once; collection later runs nothing
+
+    def add_child(self, child: Graph) -> None:
+        """Inside the capture block, embed ``child`` (a finished graph) at the capturing stream's
+        current point: each launch of this graph runs a copy of it there.  Raises ``TypeError``
+        for anything but a Graph, ``ValueError`` for one closed, still being captured or of
+        another device, ``RuntimeError`` outside the block, :class:`MissingSymbolError` on a
+        driver before CUDA 12.3, :class:`DriverError`."""
+        if not isinstance(child, Graph):
+            raise TypeError(f"Graph.add_child takes a Graph, not {type(child).__name__}")
+        child._open()
+        if self._stream is None:
+            raise RuntimeError("add_child embeds into a running capture: call it inside the "
+                               "with block of this graph's capture")
+        if child.handle is None or child.device is not self.device:
+            raise ValueError("add a finished capture on the same device "
+                             f"(device {self.device.ordinal}) as a child graph")
+        _child_graphs.embed(self._stream, child.handle)
+        self._children.append(child)  # the copy runs its kernels and host functions
 
     def _open(self) -> None:
         if self._closed:

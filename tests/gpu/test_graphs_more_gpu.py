@@ -107,3 +107,26 @@ def test_an_unjoined_fork_fails_the_capture_saying_so():
     k(1, 32, (a, 5), stream=s)  # the stream is usable again
     s.synchronize()
     assert (ints(a) == 5).all()
+
+
+def test_a_child_graphs_kernels_run_at_each_launch_of_the_parent():
+    k = cudaload.RawKernel(ADD, "add")
+    s = cudaload.Stream()
+    a = cudaload.alloc(4 * 32).memset(0)
+    k(1, 32, (a, 0), stream=s)
+    seen = []
+    with s.capture() as child:
+        k(1, 32, (a, 1), stream=s)
+        s.launch_host_func(lambda: seen.append("child"))
+    with s.capture() as parent:
+        k(1, 32, (a, 10), stream=s)
+        parent.add_child(child)      # after the first launch
+        k(1, 32, (a, 100), stream=s)
+        parent.add_child(child)      # twice: each its own copy
+    child.close()  # the parent runs its copy
+    for _ in range(3):
+        parent.launch(s)
+    s.synchronize()
+    assert (ints(a) == 3 * 112).all()
+    assert seen == ["child"] * 6
+    parent.close()

@@ -179,13 +179,45 @@ def forks() -> dict:
     return out
 
 
+def children() -> dict:
+    from cudaload import Program, Stream
+    from cudaload.bindings import driver
+
+    out, seen = {}, []
+    layout((0, 4))
+    k = Program('extern "C" __global__ void k(int n) {}').compile().load().get_kernel("k")
+    s = Stream()
+    with s.capture() as child:
+        k(1, 1, (1,), stream=s)
+        s.launch_host_func(lambda: seen.append("child"))
+    out["outside"] = _raised(lambda: child.add_child(child))
+    with s.capture() as parent:
+        k(1, 1, (2,), stream=s)
+        parent.add_child(child)
+        out["itself"] = _raised(lambda: parent.add_child(parent))
+        out["not_graph"] = _raised(lambda: parent.add_child(42))
+        s.launch_host_func(lambda: seen.append("parent"))
+    added = ctypes.POINTER(ctypes.c_void_p)()
+    counts = fake().fake_children(ctypes.byref(added))
+    out["added"] = [counts, hex(added[0])]
+    del child  # the parent keeps what its copy of the child runs
+    gc.collect()
+    parent.launch(s)
+    s.synchronize()
+    out["replayed"] = seen
+    driver.api().version = 12020
+    with s.capture() as old:
+        out["old_driver"] = _raised(lambda: old.add_child(parent))
+    return out
+
+
 def _capture(s, k):
     with s.capture() as graph:
         k(1, 1, (2,), stream=s)
     return graph
 
 
-SCENARIOS = {f.__name__: f for f in (host_functions, graphs, closing, forks)}
+SCENARIOS = {f.__name__: f for f in (host_functions, graphs, closing, forks, children)}
 
 if __name__ == "__main__":
     import cudaload  # noqa: F401  (imported before the recording driver is opened, as by a user)
