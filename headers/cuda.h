@@ -26,7 +26,8 @@
  * called with its first two outputs (status, id) only and NULL for the
  * rest: those come first in every ABI behind the base name (11.0's 3
  * arguments, 11.3's _v2, 12.3's _v3), so a 12.x driver's older entry reads
- * the same arguments.
+ * the same arguments; with all its outputs only on a 12.3 driver or newer
+ * (cudaload/launch/_child_graphs.py).
  *
  * Enum members are written with explicit integer values (computed from the
  * official header) so that aliases and macro-based values need no
