@@ -22,8 +22,13 @@
  * cuCtxCreate, cuStreamGetCtx (12050 adds a CUgreenCtx* parameter),
  * cuMemAdvise and cuMemPrefetchAsync (declared as their _v2 symbols, the
  * 13.0 ABI), cuGraphGetEdges, cuGraphAddNode,
- * cuGraphNodeGetDependencies, cuStreamGetCaptureInfo, the 11.x 4-argument
- * cuGetProcAddress, and everything else not needed.
+ * cuGraphNodeGetDependencies, the 11.x 4-argument cuGetProcAddress, and
+ * everything else not needed.  cuStreamGetCaptureInfo_v3 is declared, but
+ * called with its first two outputs (status, id) only and NULL for the
+ * rest: those come first in every ABI behind the base name (11.0's 3
+ * arguments, 11.3's _v2, 12.3's _v3), so a 12.x driver's older entry reads
+ * the same arguments; with all its outputs only on a 12.3 driver or newer
+ * (cudaload/launch/_child_graphs.py).
  *
  * Enum members are written with explicit integer values (computed from the
  * official header) so that aliases and macro-based values need no
@@ -958,6 +963,21 @@ CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo);
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
 CUresult cuGraphDestroy(CUgraph hGraph);
+typedef struct CUgraphEdgeData_st {
+    unsigned char from_port;
+    unsigned char to_port;
+    unsigned char type;
+    unsigned char reserved[5];
+} CUgraphEdgeData;
+typedef enum CUstreamUpdateCaptureDependencies_flags_enum {
+    CU_STREAM_ADD_CAPTURE_DEPENDENCIES = 0,
+    CU_STREAM_SET_CAPTURE_DEPENDENCIES = 1
+} CUstreamUpdateCaptureDependencies_flags;
+/* Child graphs join a capture through these three (cudaload asks a CUDA 12.3 driver or newer,
+   where the _v3 and _v2 entries with edge data are what the base names resolve to). */
+CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraph childGraph);
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
+CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
 
 /* Memory pools: the device's pool that cuMemAllocAsync draws from, and its attributes. */
 typedef struct CUmemPoolHandle_st *CUmemoryPool;

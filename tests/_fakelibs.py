@@ -106,7 +106,11 @@ int cuDeviceGetUuid_v2(unsigned char *uuid, int d) {
 int cuDeviceGetPCIBusId(char *s, int len, int d) {
     strncpy(s, d ? "0000:2a:00.0" : "0000:19:00.0", len); return 0;
 }
-int cuStreamDestroy_v2(void *s) { return 0; }
+/* Destroyed streams, graphs and executables, in order, for close() to show it is immediate. */
+static void *destroyed[64]; static int ndestroyed;
+static void destroy(void *h) { if (ndestroyed < 64) destroyed[ndestroyed++] = h; }
+int fake_destroyed(void ***handles) { *handles = destroyed; return ndestroyed; }
+int cuStreamDestroy_v2(void *s) { destroy(s); return 0; }
 /* Host functions: queued in order and called by the next synchronisation, as a GPU that has
    reached them would; captured ones become the graph's, called again by each cuGraphLaunch. */
 typedef struct { void (*fn)(void *); void *data; } HostCall;
@@ -128,6 +132,31 @@ int cuLaunchHostFunc(void *s, void (*fn)(void *), void *data) {
 }
 int fake_host_calls(int *queued) { *queued = host_queued; return host_calls_made; }
 int cuStreamIsCapturing(void *s, int *status) { *status = capturing; return 0; }
+/* One capture at a time, every stream in it (as if joined): its id is its graph's number + 1.
+   fake_unjoined(1) makes the next cuStreamEndCapture answer CUDA_ERROR_STREAM_CAPTURE_UNJOINED. */
+int cuStreamGetCaptureInfo_v3(void *s, int *status, unsigned long long *id, void **g, void **d,
+                              void **e, size_t *n) {
+    *status = capturing; if (id) *id = capturing ? (unsigned long long)capture_graph + 1 : 0;
+    if (g) *g = (void *)(0x8000 + 0x10 * (size_t)capture_graph);
+    if (d) *d = 0; if (e) *e = 0; if (n) *n = 0;
+    return 0;
+}
+/* A child graph node copies the child's host functions into the capture, as the driver's clone
+   of the child runs them; fake_children gives the children added and the dependency updates. */
+static void *children[16]; static int nchildren, dependency_updates;
+int cuGraphAddChildGraphNode(void **node, void *graph, void *deps, size_t n, void *child) {
+    int g = capture_graph & 15, c = (int)(((size_t)child - 0x8000) / 0x10) & 15;
+    if (nchildren < 16) children[nchildren++] = child;
+    for (int i = 0; i < host_ncaptured[c] && host_ncaptured[g] < 16; i++)
+        host_captured[g][host_ncaptured[g]++] = host_captured[c][i];
+    *node = (void *)(0x7000 + 0x10 * (size_t)nchildren); return 0;
+}
+int cuStreamUpdateCaptureDependencies_v2(void *s, void **deps, void *edges, size_t n, unsigned flags) {
+    if (n == 1 && flags == 1 && *deps) ++dependency_updates; return 0;
+}
+int fake_children(void ***added) { *added = children; return nchildren * 100 + dependency_updates; }
+static int unjoined;
+void fake_unjoined(int on) { unjoined = on; }
 int cuStreamSynchronize(void *s) { run_host_calls(); return 0; }
 int cuEventSynchronize(void *e) { run_host_calls(); return 0; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -140,7 +169,9 @@ int cuStreamBeginCapture_v2(void *s, int mode) {
     capturing = 1; capture_graph = graphs; host_ncaptured[graphs & 15] = 0; return 0;
 }
 int cuStreamEndCapture(void *s, void **graph) {
-    capturing = 0; *graph = (void *)(0x8000 + 0x10 * (size_t)graphs++); return 0;
+    capturing = 0;
+    if (unjoined) { unjoined = 0; *graph = 0; return 904; }
+    *graph = (void *)(0x8000 + 0x10 * (size_t)graphs++); return 0;
 }
 static int graph_index(void *h, size_t base) { return (int)(((size_t)h - base) / 0x10) & 15; }
 int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
@@ -171,8 +202,8 @@ int fake_graph_calls(void **uploaded, void **stream, void **updated, void **sour
     *uploaded = uploaded_exec; *stream = upload_stream; *updated = updated_exec; *source = update_source;
     return 0;
 }
-int cuGraphExecDestroy(void *exec) { return 0; }
-int cuGraphDestroy(void *graph) { return 0; }
+int cuGraphExecDestroy(void *exec) { destroy(exec); return 0; }
+int cuGraphDestroy(void *graph) { destroy(graph); return 0; }
 int cuLibraryGetKernel(void **k, void *lib, const char *name) {
     strncpy(kernel_name, name, sizeof kernel_name - 1); *k = (void *)0x3000; return 0;
 }

@@ -42,3 +42,49 @@ def test_a_graph_uploads_and_updates_in_place_and_a_refusal_says_why(recording_d
     assert kind == "DriverError" and "CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE" in message
     assert "differ in their nodes" in message
     assert out["not_graph"][0] == "TypeError"
+
+
+def test_close_destroys_a_graph_and_a_stream_at_once_and_later_use_is_refused(recording_driver):
+    out = run(recording_driver, "closing")
+    assert out["graph_destroyed"] == ["0x9000", "0x8000"]  # the executable, then the graph
+    assert out["graph_twice"] == 2  # the second close destroys nothing more
+    for key in ("launch_closed", "upload_closed", "update_from_closed"):
+        kind, message, _ = out[key]
+        assert kind == "ValueError" and "the graph is closed" in message
+    assert out["stream_destroyed"] == [True] and out["stream_twice"] == 1
+    # a kernel that launched on the stream before (its fast path remembers it) refuses it now
+    for key in ("kernel_on_closed", "sync_closed", "graph_on_closed"):
+        kind, message, _ = out[key]
+        assert kind == "ValueError" and "the stream on device 0 is closed" in message
+    assert out["equal"] == [True, False, False, "<cudaload.Stream (closed) on device 0>"]
+    assert out["foreign_destroys"] == 0  # a wrapped stream is let go of, never destroyed
+
+
+def test_close_is_refused_while_a_capture_runs(recording_driver):
+    out = run(recording_driver, "closing")
+    assert out["graph_in_capture"][0] == "RuntimeError"
+    kind, message, _ = out["stream_in_capture"]
+    assert kind == "RuntimeError" and "is being captured" in message
+
+
+def test_a_host_function_on_a_forked_stream_is_the_graphs_and_an_unjoined_fork_says_so(
+        recording_driver):
+    out = run(recording_driver, "forks")
+    assert out["kept"] == [2, 0]  # both host functions are the graph's; none left behind
+    assert out["replayed"] == ["forked", "origin"]
+    kind, message, _ = out["unjoined"]
+    assert kind == "DriverError" and "CUDA_ERROR_STREAM_CAPTURE_UNJOINED" in message
+    assert "was not waited for in turn" in message
+    assert out["after_unjoined"] == 0
+
+
+def test_a_child_graph_joins_the_capture_and_runs_with_each_launch(recording_driver):
+    out = run(recording_driver, "children")
+    assert out["added"] == [101, "0x8000"]  # one child node, of the first graph; the stream
+    # continues from it (one dependency update)
+    assert out["replayed"] == ["child", "parent"]  # the child's host function, in order
+    assert out["outside"][0] == "RuntimeError" and "inside the with block" in out["outside"][1]
+    assert out["itself"][0] == "ValueError"  # still being captured
+    assert out["not_graph"][0] == "TypeError"
+    kind, message, _ = out["old_driver"]
+    assert kind == "MissingSymbolError" and "needs a CUDA 12.3 driver" in message

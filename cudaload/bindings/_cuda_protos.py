@@ -42,6 +42,8 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuGetErrorString': 'CUresult(*)(CUresult, char const * *)',
  'cuGetProcAddress_v2': 'CUresult(*)(char const *, void * *, int, uint64_t, '
                         'CUdriverProcAddressQueryResult *)',
+ 'cuGraphAddChildGraphNode': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
+                             'CUgraphNode_st * const *, size_t, struct CUgraph_st *)',
  'cuGraphDestroy': 'CUresult(*)(struct CUgraph_st *)',
  'cuGraphExecDestroy': 'CUresult(*)(struct CUgraphExec_st *)',
  'cuGraphExecUpdate_v2': 'CUresult(*)(struct CUgraphExec_st *, struct CUgraph_st *, '
@@ -150,11 +152,16 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuStreamCreateWithPriority': 'CUresult(*)(struct CUstream_st * *, unsigned int, int)',
  'cuStreamDestroy_v2': 'CUresult(*)(struct CUstream_st *)',
  'cuStreamEndCapture': 'CUresult(*)(struct CUstream_st *, struct CUgraph_st * *)',
+ 'cuStreamGetCaptureInfo_v3': 'CUresult(*)(struct CUstream_st *, CUstreamCaptureStatus *, uint64_t '
+                              '*, struct CUgraph_st * *, struct CUgraphNode_st * const * *, '
+                              'CUgraphEdgeData const * *, size_t *)',
  'cuStreamGetFlags': 'CUresult(*)(struct CUstream_st *, unsigned int *)',
  'cuStreamGetPriority': 'CUresult(*)(struct CUstream_st *, int *)',
  'cuStreamIsCapturing': 'CUresult(*)(struct CUstream_st *, CUstreamCaptureStatus *)',
  'cuStreamQuery': 'CUresult(*)(struct CUstream_st *)',
  'cuStreamSynchronize': 'CUresult(*)(struct CUstream_st *)',
+ 'cuStreamUpdateCaptureDependencies_v2': 'CUresult(*)(struct CUstream_st *, struct CUgraphNode_st '
+                                         '* *, CUgraphEdgeData const *, size_t, unsigned int)',
  'cuStreamWaitEvent': 'CUresult(*)(struct CUstream_st *, struct CUevent_st *, unsigned int)',
  'cuTensorMapEncodeIm2col': 'CUresult(*)(struct CUtensorMap_st *, CUtensorMapDataType, uint32_t, '
                             'void *, uint64_t const *, uint64_t const *, int const *, int const *, '

@@ -63,9 +63,14 @@ class LastLaunch:
             env.update(shape)
 
     def set_gen(self, gen: int) -> None:
+        """A new generation: the shape is forgotten too, since a stream it names may have been
+        closed since (Stream.close starts a generation)."""
         self.gen = gen
+        self.grid = self.block = self.shmem = self.stream = self.config = None
+        forgotten = _shape(self)
         for env in self.envs:
             env["GEN"] = gen
+            env.update(forgotten)
 
     def unpacked(self) -> None:
         """The parameter buffer now holds the ordinary path's arguments: every fast-path function

@@ -15,12 +15,12 @@ import _thread
 from ..bindings import driver
 from ..bindings._cuda_ffi import ffi
 
-__all__ = ["launch", "captured", "raise_pending"]
+__all__ = ["launch", "capture_id", "captured", "raise_pending"]
 
 _ACTIVE = ffi.integer_const("CU_STREAM_CAPTURE_STATUS_ACTIVE")
 _lock = _thread.allocate_lock()
 _pending: dict[int, _Call] = {}  # by id: each call until the driver has made it
-_captures: dict[int, list[_Call]] = {}  # stream address -> calls captured into its graph
+_captures: dict[int, list[_Call]] = {}  # capture id -> calls captured into its graph
 _errors: dict[int, list[BaseException]] = {}  # device ordinal -> what its calls raised, in order
 _trampoline: list = []  # the C function pointer of _run, made on first use (a libffi closure)
 
@@ -55,13 +55,11 @@ def launch(stream, fn) -> None:
         raise TypeError(f"launch_host_func takes a function of no arguments, not "
                         f"{type(fn).__name__}")
     drv = driver.api()
-    status = ffi.new("CUstreamCaptureStatus *")
-    driver.check(drv.cuStreamIsCapturing(stream.handle, status), "cuStreamIsCapturing")
-    capturing = status[0] == _ACTIVE
-    call = _Call(fn, stream.device.ordinal, stream.ptr, capturing)
+    capture = capture_id(stream.handle)
+    call = _Call(fn, stream.device.ordinal, stream.ptr, bool(capture))
     with _lock:
-        if capturing:
-            _captures.setdefault(stream.ptr, []).append(call)
+        if capture:
+            _captures.setdefault(capture, []).append(call)
         else:
             _pending[id(call)] = call
     if not _trampoline:
@@ -69,18 +67,30 @@ def launch(stream, fn) -> None:
     rc = drv.cuLaunchHostFunc(stream.handle, _trampoline[0], call.handle)
     if rc:
         with _lock:
-            if capturing:
-                _captures[stream.ptr].remove(call)
+            if capture:
+                _captures[capture].remove(call)
             else:
                 _pending.pop(id(call), None)
         driver.check(rc, "cuLaunchHostFunc")
 
 
-def captured(stream_ptr: int) -> list:
-    """The calls captured on the stream at ``stream_ptr`` since its capture began, which its
-    graph must keep alive; forgotten here."""
+def capture_id(handle) -> int:
+    """The id of the capture recording on the stream ``handle`` (its device's context bound), 0
+    when none is.  A stream another joined into a capture (by waiting for an event recorded in
+    it) has that capture's id, so its host functions become that graph's too."""
+    status, ident = ffi.new("CUstreamCaptureStatus *"), ffi.new("cuuint64_t *")
+    # Only the first two outputs: the driver's older entries behind this name take those alike.
+    driver.check(driver.api().cuStreamGetCaptureInfo_v3(handle, status, ident, ffi.NULL,
+                                                        ffi.NULL, ffi.NULL, ffi.NULL),
+                 "cuStreamGetCaptureInfo")
+    return int(ident[0]) if status[0] == _ACTIVE else 0
+
+
+def captured(capture: int) -> list:
+    """The calls captured into the capture ``capture`` (see :func:`capture_id`), on its stream or
+    the streams joined into it, which its graph must keep alive; forgotten here."""
     with _lock:
-        return _captures.pop(stream_ptr, [])
+        return _captures.pop(capture, [])
 
 
 def raise_pending(ordinal: int) -> None:

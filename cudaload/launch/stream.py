@@ -11,7 +11,7 @@ from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
 from ._sizes import C_INT, bounded
-from .device import Device, activate, as_device
+from .device import Device, activate, as_device, generation
 from ._unpicklable import GpuState
 
 TYPE_CHECKING = False  # true for type checkers only: graph imports this module
@@ -31,6 +31,7 @@ _CU_EVENT_BLOCKING_SYNC = _const("CU_EVENT_BLOCKING_SYNC")
 _CU_EVENT_INTERPROCESS = _const("CU_EVENT_INTERPROCESS")
 _CU_EVENT_WAIT_DEFAULT = _const("CU_EVENT_WAIT_DEFAULT")
 _CUDA_ERROR_NOT_READY = _const("CUDA_ERROR_NOT_READY")
+_CAPTURE_STATUS_NONE = _const("CU_STREAM_CAPTURE_STATUS_NONE")
 
 
 def _destroyer(name: str):
@@ -159,6 +160,49 @@ class Stream(GpuState):
         from .graph import capture  # deferred: only this path needs it
 
         return capture(self, mode)
+
+    def close(self) -> None:
+        """Destroy the stream now rather than when collected (one ``from_handle`` wrapped is let
+        go of, never destroyed); a second call does nothing.  Work queued on it still runs.
+        Raises ``RuntimeError`` while a capture records on it."""
+        if not lifetime.forked():
+            drv = activate(self.device)
+            status = drv.ffi.new("CUstreamCaptureStatus *")
+            driver.check(drv.cuStreamIsCapturing(self.handle, status), "cuStreamIsCapturing")
+            if status[0] != _CAPTURE_STATUS_NONE:
+                raise RuntimeError(f"{self!r} is being captured: close it after the capture "
+                                   "block has ended")
+        if self._finalizer is not None:
+            self._finalizer()  # cuStreamDestroy once; collection later runs nothing
+        self._owner = None
+        self.__class__ = _ClosedStream
+        # Kernels keep launch configurations naming this handle: a new generation makes them
+        # look their configuration up again, which a closed stream refuses.
+        generation.value += 1
+
+
+def _closed(self):
+    raise ValueError(f"the stream on device {self.device.ordinal} is closed: make a new "
+                     "cudaload.Stream()")
+
+
+class _ClosedStream(Stream):
+    """What a Stream becomes once closed: every use refuses it with ValueError."""
+
+    handle = ptr = property(_closed)  # type: ignore[assignment]
+    __cuda_stream__ = _closed  # type: ignore[assignment]
+
+    def close(self) -> None:
+        return
+
+    def __eq__(self, other) -> bool:  # its handle may already be another stream's
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<cudaload.Stream (closed) on device {self.device.ordinal}>"
 
 
 class Event(GpuState):

@@ -101,7 +101,123 @@ def graphs() -> dict:
     return out
 
 
-SCENARIOS = {f.__name__: f for f in (host_functions, graphs)}
+def _destroyed() -> list:
+    handles = ctypes.POINTER(ctypes.c_void_p)()
+    n = fake().fake_destroyed(ctypes.byref(handles))
+    return [handles[i] for i in range(n)]
+
+
+def closing() -> dict:
+    from cudaload import Program, Stream
+
+    out = {}
+    layout((0, 4))
+    k = Program('extern "C" __global__ void k(int n) {}').compile().load().get_kernel("k")
+    s, other = Stream(), Stream()
+    for _ in range(3):  # the fast path remembers s
+        k(1, 1, (1,), stream=s)
+    with s.capture() as graph:
+        k(1, 1, (1,), stream=s)
+        out["graph_in_capture"] = _raised(graph.close)
+        out["stream_in_capture"] = _raised(s.close)
+    graph.launch(s)
+    before = len(_destroyed())
+    graph.close()
+    out["graph_destroyed"] = [hex(h) for h in _destroyed()[before:]]
+    graph.close()  # a no-op
+    out["graph_twice"] = len(_destroyed()) - before
+    out["launch_closed"] = _raised(lambda: graph.launch(s))
+    out["upload_closed"] = _raised(lambda: graph.upload(s))
+    second = _capture(s, k)
+    out["update_from_closed"] = _raised(lambda: second.update(graph))
+    ptr = s.ptr
+    before = len(_destroyed())
+    s.close()
+    out["stream_destroyed"] = [h == ptr for h in _destroyed()[before:]]
+    s.close()
+    out["stream_twice"] = len(_destroyed()) - before
+    out["kernel_on_closed"] = _raised(lambda: k(1, 1, (1,), stream=s))
+    out["sync_closed"] = _raised(s.synchronize)
+    out["graph_on_closed"] = _raised(lambda: second.launch(s))
+    out["equal"] = [s == s, s == other, other == s, repr(s)]
+    k(1, 1, (1,), stream=other)  # other streams launch on
+    foreign = Stream.from_handle(other.ptr)
+    before = len(_destroyed())
+    foreign.close()
+    out["foreign_destroys"] = len(_destroyed()) - before
+    other.synchronize()  # the stream it wrapped is open still
+    return out
+
+
+def forks() -> dict:
+    from cudaload import Program, Stream
+    from cudaload.launch import _host_calls as calls
+
+    out, seen = {}, []
+    layout((0, 4))
+    k = Program('extern "C" __global__ void k(int n) {}').compile().load().get_kernel("k")
+    s, t = Stream(), Stream()
+    with s.capture() as graph:
+        k(1, 1, (1,), stream=s)
+        t.wait(s)  # fork: t records into the same graph
+        k(1, 1, (2,), stream=t)
+        t.launch_host_func(lambda: seen.append("forked"))  # only the graph holds it
+        s.launch_host_func(lambda: seen.append("origin"))
+        s.wait(t)  # join
+    out["kept"] = [len(graph._calls), len(calls._captures)]
+    gc.collect()
+    graph.launch(s)
+    s.synchronize()
+    out["replayed"] = sorted(seen)
+    fake().fake_unjoined(1)
+
+    def unjoined():
+        with s.capture():
+            t.wait(s)
+    out["unjoined"] = _raised(unjoined)
+    out["after_unjoined"] = len(calls._captures)
+    return out
+
+
+def children() -> dict:
+    from cudaload import Program, Stream
+    from cudaload.bindings import driver
+
+    out, seen = {}, []
+    layout((0, 4))
+    k = Program('extern "C" __global__ void k(int n) {}').compile().load().get_kernel("k")
+    s = Stream()
+    with s.capture() as child:
+        k(1, 1, (1,), stream=s)
+        s.launch_host_func(lambda: seen.append("child"))
+    out["outside"] = _raised(lambda: child.add_child(child))
+    with s.capture() as parent:
+        k(1, 1, (2,), stream=s)
+        parent.add_child(child)
+        out["itself"] = _raised(lambda: parent.add_child(parent))
+        out["not_graph"] = _raised(lambda: parent.add_child(42))
+        s.launch_host_func(lambda: seen.append("parent"))
+    added = ctypes.POINTER(ctypes.c_void_p)()
+    counts = fake().fake_children(ctypes.byref(added))
+    out["added"] = [counts, hex(added[0])]
+    del child  # the parent keeps what its copy of the child runs
+    gc.collect()
+    parent.launch(s)
+    s.synchronize()
+    out["replayed"] = seen
+    driver.api().version = 12020
+    with s.capture() as old:
+        out["old_driver"] = _raised(lambda: old.add_child(parent))
+    return out
+
+
+def _capture(s, k):
+    with s.capture() as graph:
+        k(1, 1, (2,), stream=s)
+    return graph
+
+
+SCENARIOS = {f.__name__: f for f in (host_functions, graphs, closing, forks, children)}
 
 if __name__ == "__main__":
     import cudaload  # noqa: F401  (imported before the recording driver is opened, as by a user)
