@@ -98,6 +98,9 @@ def test_from_resource_gives_the_program_it_made_and_sees_a_changed_source_file(
         other_type = P.from_resource("pkg_src", "k.cu", defines={{"N": 4.0}}) is defines
         with open(os.path.join(root, "src", "pkg_src", "k.h"), "w") as f:
             f.write("// edited, in a source tree")
+        from cudaload.compile import _resources
+        soon = P.from_resource("pkg_src", "k.cu") is src  # looked at again once a second
+        time.sleep(_resources.CHECK_SECONDS + 0.05)
         edited = P.from_resource("pkg_src", "k.cu")
         installed = P.from_resource("pkg_sit", "k.cu")
         with open(os.path.join(root, "site-packages", "pkg_sit", "k.h"), "w") as f:
@@ -105,10 +108,10 @@ def test_from_resource_gives_the_program_it_made_and_sees_a_changed_source_file(
         kept = P.from_resource("pkg_sit", "k.cu") is installed
         cudaload.status(refresh=True)
         fresh = P.from_resource("pkg_sit", "k.cu")
-        print(json.dumps({{"same": same, "same_defines": same_defines, "other_type": other_type,
+        print(json.dumps({{"same": same, "soon": soon, "same_defines": same_defines, "other_type": other_type,
                           "edited": [edited is src, edited.headers],
                           "kept": kept, "fresh": [fresh is installed, fresh.headers]}}))
     """, env={"CUDALOAD_LIBCUDA": NO_DRIVER, "CUDALOAD_CACHE": "0"})
-    assert out == {"same": True, "same_defines": True, "other_type": False,
+    assert out == {"same": True, "soon": True, "same_defines": True, "other_type": False,
                    "edited": [False, {"k.h": "// edited, in a source tree"}],
                    "kept": True, "fresh": [False, {"k.h": "// edited, installed"}]}, out

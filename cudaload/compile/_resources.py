@@ -11,8 +11,10 @@ Whether the files can change under it:
   read stays the Program's for the life of the process (an installer replaces such files only
   between runs of the host);
 - any other file of the file system (an editable install, a source checkout on ``sys.path``) is a
-  developer's working copy: each later call compares its ``stat`` (modification time, size,
-  inode) with the one taken when it was read, and reads it again where one differs;
+  developer's working copy: a later call compares its ``stat`` (modification time, size,
+  inode) with the one taken when it was read, and reads it again where one differs; it does so
+  at most once every :data:`CHECK_SECONDS` (a ``stat`` costs more than the rest of a call, and
+  a loop of calls must cost what an installed package's does), so an edit is seen within that;
 - a resource inside a zip file cannot change.
 
 Keyword arguments are compared by value with their types (``defines={"N": 4}`` and
@@ -28,14 +30,17 @@ from __future__ import annotations
 
 import os
 import _thread
+from time import monotonic
 
 from .. import lifetime
 from .options import names_files
 
-__all__ = ["program", "forget", "MAX_ENTRIES"]
+__all__ = ["program", "forget", "MAX_ENTRIES", "CHECK_SECONDS"]
 
 MAX_ENTRIES = 256
-_memo: dict = {}  # key -> (Program, ((path, stat signature), ...) of the files to check)
+CHECK_SECONDS = 1.0
+# key -> (Program, ((path, stat signature), ...) of the files to check, [when to check them next])
+_memo: dict = {}
 _lock = _thread.allocate_lock()
 _UNCOMPARABLE = object()
 _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
@@ -67,13 +72,13 @@ def program(cls, package: str, resource: str, kw: dict):
     else:
         key = (cls, package, resource)
     found = _memo.get(key)
-    if found is not None and (not found[1] or _unchanged(found[1])):
+    if found is not None and (not found[1] or _still(found)):
         return found[0]
     made, stamps = _make(cls, package, resource, kw, [])
     if not names_files(made.options):
         with _lock:
             _memo.pop(key, None)
-            _memo[key] = (made, stamps)
+            _memo[key] = (made, stamps, [monotonic() + CHECK_SECONDS])
             while len(_memo) > MAX_ENTRIES:
                 del _memo[next(iter(_memo))]
     return made
@@ -101,6 +106,16 @@ def _signature(path: str):
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _still(found) -> bool:
+    """Whether a remembered Program's working-copy files are as they were: taken as so until
+    their next check is due."""
+    now = monotonic()
+    if now < found[2][0]:
+        return True
+    found[2][0] = now + CHECK_SECONDS
+    return _unchanged(found[1])
 
 
 def _unchanged(stamps) -> bool:

@@ -67,9 +67,8 @@ def _field(name: str, doc: str) -> property:
 
 
 class Program:
-    """CUDA C++ source with the headers, options and name expressions to compile it with; with
-    ``code_type="ptx"``, PTX text, linked to CUBIN instead (_ptx_input.py); with
-    ``code_type="nvvm"``, NVVM IR, compiled to PTX by libNVVM and linked so (_nvvm_input.py).
+    """CUDA C++ source with the headers, options and name expressions to compile it with; PTX
+    (``code_type="ptx"``) or NVVM IR (``"nvvm"``, libNVVM's PTX) is linked to CUBIN instead.
 
     Raises ValueError/TypeError for malformed arguments (source or headers that are not UTF-8,
     options without their value); reading include files never raises.
@@ -313,11 +312,9 @@ def _still_valid(stamps) -> bool:
 
 
 def _linked_ptx(program: Program, arch, output: str, memory_key) -> ObjectCode:
-    """The CUBIN of PTX ``program`` for ``arch`` (or a NVVM IR program's CUBIN or PTX,
-    _nvvm_input.py), kept in the memory cache under ``memory_key`` as compiled code is.
-    Raises as :meth:`Linker.link` does."""
+    """The CUBIN of PTX ``program`` for ``arch`` (a NVVM IR program's CUBIN or PTX), kept in the
+    memory cache under ``memory_key`` as compiled code is.  Raises as Linker.link does."""
     from . import _ptx_input  # deferred: only this path needs it
-
     obj = _ptx_input.link(program, arch, output)
     _memory_cache().put(memory_key, obj, None, program._size + len(obj.code))
     return obj
