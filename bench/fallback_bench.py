@@ -9,8 +9,8 @@ The function is the README's first Python block of "Three uses", in a package ``
 Without a GPU each case runs in a fresh interpreter: no driver (``CUDALOAD_LIBCUDA`` names no
 file) and Debian's libcuda 535 without a device (``--libcuda``, default
 ``$CUDALOAD_TEST_LIBCUDA``: cuInit answers CUDA_ERROR_NO_DEVICE), each with the package installed
-(under a ``site-packages`` folder) and in a source tree (an editable install: one ``stat`` of
-``scale.cu`` per call, outside the target).  Beside the function, in the same process and interleaved with it,
+(under a ``site-packages`` folder) and in a source tree (an editable install: a ``stat`` of
+``scale.cu`` at most once a second).  Beside the function, in the same process and interleaved with it,
 numpy's own ``x * np.float32(a)``, the fallback's expression; the target is the function within
 3x of it.
 
