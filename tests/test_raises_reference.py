@@ -279,7 +279,7 @@ cudaload.Linker(path, arch=90)""", "ValueError"),
     Raises("`RawKernel`", "`LaunchArgumentError` for a malformed `signature`",
            "cudaload.RawKernel('x', 'k', signature=',')", "cudaload.LaunchArgumentError"),
     # check_wheel
-    Raises("Which drivers load an entry", "It raises `cudaload.wheelcheck.wheel.WheelError` (a "
+    Raises("`cudaload check-wheel`", "It raises `cudaload.wheelcheck.wheel.WheelError` (a "
            "`ValueError` whose message is the file and the reason on one line) where the command "
            "exits 2", "__import__('cudaload.wheelcheck').wheelcheck.check_wheel('/nonexistent/a.whl')",
            "ValueError", check="type(err).__name__ == 'WheelError' and '\\n' not in str(err) "
