@@ -1019,6 +1019,14 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const struct CUmemPoolProps_st *poo
 CUresult cuMemPoolDestroy(CUmemoryPool pool);
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+/* Pools shared between processes (made with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CUDA 11.2+):
+   the pool travels as a file descriptor (handle_out points to an int; the importer passes the int
+   itself as the void * handle), each allocation as 64 bytes of export data. */
+typedef struct CUmemPoolPtrExportData_st { unsigned char reserved[64]; } CUmemPoolPtrExportData;
+CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags);
+CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags);
+CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr);
+CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData);
 
 /* Tensor maps (TMA descriptors, compute capability 9.0+).  CUtensorMap is 16 cuuint64_t aligned
    to 128 bytes (alignas), which a cdef cannot state: the functions take it as the incomplete

@@ -98,7 +98,14 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuMemHostUnregister': 'CUresult(*)(void *)',
  'cuMemPoolCreate': 'CUresult(*)(struct CUmemPoolHandle_st * *, struct CUmemPoolProps_st const *)',
  'cuMemPoolDestroy': 'CUresult(*)(struct CUmemPoolHandle_st *)',
+ 'cuMemPoolExportPointer': 'CUresult(*)(CUmemPoolPtrExportData *, unsigned long long)',
+ 'cuMemPoolExportToShareableHandle': 'CUresult(*)(void *, struct CUmemPoolHandle_st *, '
+                                     'CUmemAllocationHandleType, unsigned long long)',
  'cuMemPoolGetAttribute': 'CUresult(*)(struct CUmemPoolHandle_st *, CUmemPool_attribute, void *)',
+ 'cuMemPoolImportFromShareableHandle': 'CUresult(*)(struct CUmemPoolHandle_st * *, void *, '
+                                       'CUmemAllocationHandleType, unsigned long long)',
+ 'cuMemPoolImportPointer': 'CUresult(*)(unsigned long long *, struct CUmemPoolHandle_st *, '
+                           'CUmemPoolPtrExportData *)',
  'cuMemPoolSetAttribute': 'CUresult(*)(struct CUmemPoolHandle_st *, CUmemPool_attribute, void *)',
  'cuMemPoolTrimTo': 'CUresult(*)(struct CUmemPoolHandle_st *, size_t)',
  'cuMemPrefetchAsync_v2': 'CUresult(*)(unsigned long long, size_t, CUmemLocation, unsigned int, '

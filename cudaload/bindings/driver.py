@@ -36,7 +36,11 @@ _RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000,
 _EXACT_BEFORE_13 = frozenset({"cuMemPrefetchAsync_v2", "cuMemAdvise_v2", "cuMemcpyBatchAsync_v2"})
 # The release that added an entry point, where a driver still in use may lack it: its
 # MissingSymbolError names the release to upgrade to.
-_ADDED_IN = {"cuMemPrefetchAsync_v2": 12020, "cuMemAdvise_v2": 12020}
+_ADDED_IN = {"cuMemPrefetchAsync_v2": 12020, "cuMemAdvise_v2": 12020,
+             # sharing memory pools between processes
+             **dict.fromkeys(("cuMemPoolExportToShareableHandle",
+                              "cuMemPoolImportFromShareableHandle", "cuMemPoolExportPointer",
+                              "cuMemPoolImportPointer"), 11020)}
 
 
 class Driver:

@@ -3,11 +3,13 @@
 their attributes: the memory reserved and used (now and at its high-water mark), the reuse
 policies, and the release threshold, how much freed memory the pool keeps for reuse instead of
 returning it to the device at each synchronization.  ``alloc(n, stream=s, pool=p)`` allocates
-from one (cudaload/launch/memory.py).
+from one (cudaload/launch/memory.py).  A pool made with ``ipc=True`` is shared with other
+processes (``export_ipc``; cudaload/launch/_ipc_handles.py, ipc.py).
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import weakref
 
@@ -25,14 +27,39 @@ __all__ = ["memory_pool", "MemoryPool"]
 # 54 reserved bytes that must be zero.  88 bytes.
 _PROPS = struct.Struct("=IIiiQQH54x")
 _MAX_SIZE_SINCE = 12020  # maxSize was reserved (and had to be zero) before CUDA 12.2
+# What sharing a pool takes: a pool made with ipc=True is of no use on a driver without them.
+_IPC_CALLS = ("cuMemPoolExportToShareableHandle", "cuMemPoolImportFromShareableHandle",
+              "cuMemPoolExportPointer", "cuMemPoolImportPointer")
 
 
 def memory_pool(device=None) -> MemoryPool:
     """The memory pool of ``device`` (default: the thread's) that ``alloc(n, stream=s)`` draws
     from.  Raises ValueError for a bad device, the availability errors."""
     pool = MemoryPool.__new__(MemoryPool)
-    pool.device, pool._handle, pool._finalizer = as_device(device), None, None
+    pool.device, pool._handle, pool._finalizer, pool._ipc_id = as_device(device), None, None, None
     return pool
+
+
+def imported_pool(handle, dev: Device, ipc_id: str) -> MemoryPool:
+    """The MemoryPool over ``handle``, a pool ``cuMemPoolImportFromShareableHandle`` opened on
+    ``dev`` (ipc.import_ipc's): destroyed like one made here, its allocations imported, not made."""
+    pool = MemoryPool.__new__(MemoryPool)
+    pool.device, pool._ipc_id = dev, ipc_id
+    pool._own(handle)
+    return pool
+
+
+def _check_driver(drv, max_size: int, ipc: bool) -> None:
+    """Refuse what this driver cannot do before a pool is made: a ``max_size`` before CUDA 12.2
+    (DriverError), ``ipc`` without the calls that share a pool (MissingSymbolError)."""
+    if max_size and drv.version < _MAX_SIZE_SINCE:
+        raise DriverError(
+            f"the CUDA driver (CUDA {driver.format_version(drv.version)}) has no maximum pool "
+            "size: max_size needs CUDA 12.2 or newer", code=801,
+            name="CUDA_ERROR_NOT_SUPPORTED", function="cuMemPoolCreate",
+            hint="upgrade the NVIDIA driver, or leave max_size out (no bound)")
+    for name in _IPC_CALLS if ipc else ():
+        getattr(drv, name)  # resolved now: a MissingSymbolError names the release to upgrade to
 
 
 def _destroy(handle, dev: Device) -> None:
@@ -88,48 +115,74 @@ class MemoryPool(GpuState):
     (the device's current pool, asked for at each use).  ``.device``, ``.handle``; the
     attributes below, read from the driver at each access.
 
-    The constructor raises TypeError/ValueError for a bad device, ``release_threshold`` or
-    ``max_size`` (before the driver is called), DriverError where the driver refuses (a
-    ``max_size`` on a driver before CUDA 12.2, which has none).  Pickling or copying one raises
-    NotPicklableError."""
+    The constructor raises TypeError/ValueError for a bad device, ``release_threshold``,
+    ``max_size`` or ``ipc`` (before the driver is called), DriverError where the driver refuses (a
+    ``max_size`` on a driver before CUDA 12.2, which has none), MissingSymbolError for ``ipc`` on
+    a driver without the pool IPC calls.  Pickling or copying one raises NotPicklableError
+    (``export_ipc()`` shares a pool made with ``ipc=True``)."""
 
-    __slots__ = ("device", "_handle", "_finalizer", "__weakref__")
+    __slots__ = ("device", "_handle", "_finalizer", "_ipc_id", "__weakref__")
+    _finalizer: weakref.finalize | None
+    _ipc_id: str | None  # shared pools': what the handles of their allocations name them by
     _SEND_INSTEAD = ("send the options it was made with (device, release_threshold, max_size) "
-                     "and make a MemoryPool with them in the receiving process")
+                     "and make a MemoryPool with them in the receiving process, or make it with "
+                     "ipc=True and send pool.export_ipc()")
 
-    def __init__(self, device=None, release_threshold: int | None = None, max_size: int = 0):
+    def __init__(self, device=None, release_threshold: int | None = None, max_size: int = 0,
+                 ipc: bool = False):
         if device is not None and not isinstance(device, Device):
             integer(device, "device")  # a float ordinal is refused, not cut down by int()
         threshold = (None if release_threshold is None
                      else bounded(release_threshold, "release_threshold", *C_UINT64))
         max_size = bounded(max_size, "max_size", *C_UINT64)
+        if type(ipc) is not bool:
+            raise TypeError(f"ipc must be True or False, not {ipc!r}")
         self.device = dev = as_device(device)
-        self._handle, self._finalizer = None, None
+        self._handle, self._finalizer, self._ipc_id = None, None, None
         drv = activate(dev, owning=True)
-        if max_size and drv.version < _MAX_SIZE_SINCE:
-            raise DriverError(
-                f"the CUDA driver (CUDA {driver.format_version(drv.version)}) has no maximum pool "
-                "size: max_size needs CUDA 12.2 or newer", code=801,
-                name="CUDA_ERROR_NOT_SUPPORTED", function="cuMemPoolCreate",
-                hint="upgrade the NVIDIA driver, or leave max_size out (no bound)")
+        _check_driver(drv, max_size, ipc)
+        handles = "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR" if ipc else "CU_MEM_HANDLE_TYPE_NONE"
         props = _PROPS.pack(drv.ffi.integer_const("CU_MEM_ALLOCATION_TYPE_PINNED"),
-                            drv.ffi.integer_const("CU_MEM_HANDLE_TYPE_NONE"),
+                            drv.ffi.integer_const(handles),
                             drv.ffi.integer_const("CU_MEM_LOCATION_TYPE_DEVICE"), dev.ordinal,
                             0, max_size, 0)
         out, packed = drv.ffi.new("CUmemoryPool *"), drv.ffi.new("unsigned char[]", props)
         driver.check(drv.cuMemPoolCreate(out, drv.ffi.cast("struct CUmemPoolProps_st *", packed)),
-                     f"cuMemPoolCreate (on device {dev.ordinal})")
-        self._handle = out[0]
-        self._finalizer = weakref.finalize(self, _destroy, out[0], dev)
-        self._finalizer.atexit = False  # the process's exit releases it with the context
+                     f"cuMemPoolCreate (on device {dev.ordinal}{', ipc=True' if ipc else ''})")
+        self._own(out[0])
+        if ipc:
+            from ._ipc_handles import share  # deferred: only shared pools need it
+
+            self._ipc_id = os.urandom(8).hex()  # what the other process finds the pool by
+            share(self)
         if threshold is not None:
             self.release_threshold = threshold  # destroyed by the finalizer should the driver refuse
+
+    def _own(self, handle) -> None:
+        self._handle = handle
+        self._finalizer = weakref.finalize(self, _destroy, handle, self.device)
+        self._finalizer.atexit = False  # the process's exit releases it with the context
 
     def __repr__(self) -> str:
         if self._finalizer is None:
             return f"<cudaload.MemoryPool of device {self.device.ordinal}>"
+        shared = ", shareable" if self.ipc else ""
         closed = "" if self._finalizer.alive else ", closed"
-        return f"<cudaload.MemoryPool on device {self.device.ordinal}{closed}>"
+        return f"<cudaload.MemoryPool on device {self.device.ordinal}{shared}{closed}>"
+
+    @property
+    def ipc(self) -> bool:
+        """Whether the pool is shared between processes: made with ``ipc=True``, or imported."""
+        return self._ipc_id is not None
+
+    def export_ipc(self):
+        """A :class:`~cudaload.launch._ipc_handles.PoolHandle` (``cuMemPoolExportToShareableHandle``:
+        a POSIX file descriptor) that ``cudaload.import_ipc`` opens in another process on the same
+        GPU; it pickles through multiprocessing.  Raises DriverError for a pool not made with
+        ``ipc=True``, ValueError once closed, MissingSymbolError for a driver without the call."""
+        from ._ipc_handles import export_pool  # deferred: only this path needs it
+
+        return export_pool(self)
 
     @property
     def handle(self):
