@@ -6,7 +6,8 @@ exporting pool's address), so that a test sees the descriptor reach the other pr
 reads the address back from it.  Imported pools are 0xc000, 0xc010, ...; imported allocations
 0xd00000000, ...  Pointer attributes answer as the driver does: MEMPOOL_HANDLE (17) names the pool
 of an allocation from one (the device's current pool for cuMemAllocAsync's), none for cuMemAlloc's
-memory, which alone is IS_LEGACY_CUDA_IPC_CAPABLE (10).
+memory, which alone is IS_LEGACY_CUDA_IPC_CAPABLE (10).  The device shares pools by
+descriptor (MEMPOOL_SUPPORTED_HANDLE_TYPES) until ``fake_no_fd_pools()``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,22 @@ from tests._fake_memory import MEMORY_CALLS
 from tests._fake_pools import POOL_CALLS
 from tests._fakelibs import RECORDING_DRIVER, build_shared_library
 
-# Renamed before the recording driver so that the one below can answer first.
-_RENAME = "#define cuPointerGetAttribute recorded_cuPointerGetAttribute\n"
+# Renamed before the recording driver so that the ones below can answer first.
+_RENAMES = "".join(f"#define {name} recorded_{name}\n" for name in (
+    "cuPointerGetAttribute", "cuDeviceGetAttribute"))
 
 POOL_IPC_CALLS = r"""
 #undef cuPointerGetAttribute
+#undef cuDeviceGetAttribute
 #include <unistd.h>
+/* MEMPOOL_SUPPORTED_HANDLE_TYPES (119): POSIX file descriptors (1), or none after
+   fake_no_fd_pools(), as a device that shares no pool by descriptor */
+static int fd_pools = 1;
+void fake_no_fd_pools(void) { fd_pools = 0; }
+int cuDeviceGetAttribute(int *v, int attr, int d) {
+    if (attr == 119) { *v = fd_pools; return 0; }
+    return recorded_cuDeviceGetAttribute(v, attr, d);
+}
 static size_t pool_of_address(unsigned long long p) {
     if (p == 0x800000000ULL) return 0xa000;  /* cuMemAllocAsync's: the current pool of device 0 */
     for (int i = 0; i < 64; i++)
@@ -76,5 +87,5 @@ int cuMemPoolImportPointer(unsigned long long *out, void *pool, ExportData *data
 def pool_ipc_driver(directory) -> str:
     """The pool and pool IPC recording driver built in ``directory``, its path returned."""
     return build_shared_library(str(directory), "libcuda_pool_ipc.so",
-                                _RENAME + RECORDING_DRIVER + MEMORY_CALLS + POOL_CALLS
+                                _RENAMES + RECORDING_DRIVER + MEMORY_CALLS + POOL_CALLS
                                 + POOL_IPC_CALLS)

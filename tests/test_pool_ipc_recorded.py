@@ -92,3 +92,11 @@ def test_a_driver_without_the_pool_ipc_calls_refuses_ipc_naming_the_release(tmp_
     assert out["error"].startswith("MissingSymbolError")
     assert "cuMemPoolExportToShareableHandle" in out["error"] and "CUDA 11.2" in out["error"]
     assert out["plain"] == "<cudaload.MemoryPool on device 0>"  # a pool not shared still is
+
+
+def test_a_device_that_shares_no_pool_by_descriptor_refuses_ipc_before_making_one(shared):
+    out = run(shared["lib"], "no_fd_pools")
+    assert out["error"].startswith("DriverError")
+    assert "MEMPOOL_SUPPORTED_HANDLE_TYPES is 0" in out["error"]
+    assert "POSIX file descriptor" in out["error"] and "leave ipc out" in out["error"]
+    assert out["calls"] == []  # no cuMemPoolCreate

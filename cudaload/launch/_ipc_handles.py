@@ -147,7 +147,8 @@ def _received_pool(descriptor, device_uuid: str, pid: int, process: str,
     """A PoolHandle in the receiving process, over the descriptor handed to it.  Raises
     CudaLoadError where it cannot be had (a process outside the exporter's multiprocessing family,
     an exporter that has ended)."""
-    from multiprocessing import ProcessError  # an authentication key that does not match
+    # deferred: multiprocessing is imported where a handle is received, not with cudaload
+    from multiprocessing import ProcessError  # what an authentication key that differs raises
 
     try:
         fd = descriptor.detach()

@@ -49,17 +49,31 @@ def imported_pool(handle, dev: Device, ipc_id: str) -> MemoryPool:
     return pool
 
 
-def _check_driver(drv, max_size: int, ipc: bool) -> None:
+def _check_driver(drv, dev: Device, max_size: int, ipc: bool) -> None:
     """Refuse what this driver cannot do before a pool is made: a ``max_size`` before CUDA 12.2
-    (DriverError), ``ipc`` without the calls that share a pool (MissingSymbolError)."""
+    (DriverError), ``ipc`` without the calls that share a pool (MissingSymbolError) or on a device
+    that shares no pool by file descriptor (DriverError)."""
     if max_size and drv.version < _MAX_SIZE_SINCE:
         raise DriverError(
             f"the CUDA driver (CUDA {driver.format_version(drv.version)}) has no maximum pool "
             "size: max_size needs CUDA 12.2 or newer", code=801,
             name="CUDA_ERROR_NOT_SUPPORTED", function="cuMemPoolCreate",
             hint="upgrade the NVIDIA driver, or leave max_size out (no bound)")
-    for name in _IPC_CALLS if ipc else ():
+    if not ipc:
+        return
+    for name in _IPC_CALLS:
         getattr(drv, name)  # resolved now: a MissingSymbolError names the release to upgrade to
+    out = drv.ffi.new("int *")
+    attr = drv.ffi.integer_const("CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES")
+    fd = drv.ffi.integer_const("CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR")
+    # Where the driver cannot say (an error), cuMemPoolCreate is left to succeed or fail.
+    if drv.cuDeviceGetAttribute(out, attr, dev.handle) == 0 and not out[0] & fd:
+        raise DriverError(
+            f"device {dev.ordinal} shares no memory pool by POSIX file descriptor "
+            f"(CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES is {out[0]})", code=801,
+            name="CUDA_ERROR_NOT_SUPPORTED", function="cuMemPoolCreate",
+            hint="leave ipc out on this device; to share memory with another process here, try "
+                 "cudaload.alloc(nbytes).export_ipc() (legacy CUDA IPC)")
 
 
 def _destroy(handle, dev: Device) -> None:
@@ -140,7 +154,7 @@ class MemoryPool(GpuState):
         self.device = dev = as_device(device)
         self._handle, self._finalizer, self._ipc_id = None, None, None
         drv = activate(dev, owning=True)
-        _check_driver(drv, max_size, ipc)
+        _check_driver(drv, dev, max_size, ipc)
         handles = "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR" if ipc else "CU_MEM_HANDLE_TYPE_NONE"
         props = _PROPS.pack(drv.ffi.integer_const("CU_MEM_ALLOCATION_TYPE_PINNED"),
                             drv.ffi.integer_const(handles),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 
 import pytest
@@ -45,3 +46,20 @@ def pytest_runtest_makereport(item, call):
 
 
 _SKIP_LINE = _no_gpu_reason.__wrapped__.__code__.co_firstlineno  # type: ignore[attr-defined]
+
+
+def _ready() -> bool:
+    """Bring CUDA up in the child before the parent starts the work it must wait for."""
+    import cudaload
+
+    cudaload.Device(0).synchronize()
+    return True
+
+
+@pytest.fixture
+def child():
+    """A spawned process with CUDA up, for what one process shares with another (function-scoped:
+    made after the GPU check)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(_ready)
+        yield pool

@@ -3,8 +3,6 @@ and batched copies landing where they should."""
 
 from __future__ import annotations
 
-import multiprocessing
-
 import pytest
 
 import cudaload
@@ -18,12 +16,6 @@ extern "C" __global__ void spin(long long cycles, int *done) {
     *done = 1;
 }
 """
-
-
-def _ready() -> bool:
-    """Bring CUDA up in the child before the parent starts the work it must wait for."""
-    cudaload.Device(0).synchronize()
-    return True
 
 
 def _read_and_write(handle, view_handle) -> dict:
@@ -50,14 +42,6 @@ def _wait_then_read(handle, event_handle) -> int:
     out = flag.copy_to_host(stream=s)
     s.synchronize()
     return int.from_bytes(bytes(out[:4]), "little")
-
-
-@pytest.fixture
-def child():
-    """A spawned process with CUDA up (function-scoped: made after the GPU check)."""
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        assert pool.apply(_ready)
-        yield pool
 
 
 def test_a_child_process_reads_and_writes_the_parents_buffer(child):

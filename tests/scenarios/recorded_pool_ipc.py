@@ -101,7 +101,15 @@ def old_driver() -> dict:
             "plain": repr(cudaload.MemoryPool())}
 
 
-SCENARIOS = {f.__name__: f for f in (shares, receives, old_driver)}
+def no_fd_pools() -> dict:
+    import cudaload
+
+    ctypes.CDLL(os.environ["CUDALOAD_LIBCUDA"]).fake_no_fd_pools()
+    return {"error": refusal(lambda: cudaload.MemoryPool(ipc=True)),
+            "calls": [c for c in calls() if c.startswith("cuMemPool")]}
+
+
+SCENARIOS = {f.__name__: f for f in (shares, receives, old_driver, no_fd_pools)}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]](*sys.argv[2:])))
