@@ -68,7 +68,8 @@ int cuMemPoolImportFromShareableHandle(void **pool, void *handle, int type,
 }
 typedef struct { unsigned char reserved[64]; } ExportData;
 int cuMemPoolExportPointer(ExportData *out, unsigned long long p) {
-    memset(out, 0, sizeof *out); memcpy(out->reserved, "pool-ptr", 8); memcpy(out->reserved + 8, &p, 8);
+    memset(out, 0, sizeof *out);
+    memcpy(out->reserved, "pool-ptr", 8); memcpy(out->reserved + 8, &p, 8);
     for (int i = 16; i < 64; i++) out->reserved[i] = (unsigned char)i;
     snprintf(line, sizeof line, "cuMemPoolExportPointer %llx", p); note(line); return 0;
 }

@@ -103,7 +103,8 @@ def _open_pool_memory(handle: PoolMemoryHandle, dev: Device) -> ImportedBuffer:
     if pool is None:
         raise ValueError("this buffer is of a memory pool not imported in this process: import "
                          "the pool first, cudaload.import_ipc(pool.export_ipc()) with the pool's "
-                         "handle from the exporting process, and keep it while its buffers are used")
+                         "handle from the exporting process, and keep it while its buffers are "
+                         "used")
     drv = activate(dev, owning=True)
     data = drv.ffi.new("CUmemPoolPtrExportData *")
     drv.ffi.memmove(data, handle.data, HANDLE_SIZE)

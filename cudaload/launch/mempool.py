@@ -190,10 +190,11 @@ class MemoryPool(GpuState):
         return self._ipc_id is not None
 
     def export_ipc(self):
-        """A :class:`~cudaload.launch._ipc_handles.PoolHandle` (``cuMemPoolExportToShareableHandle``:
-        a POSIX file descriptor) that ``cudaload.import_ipc`` opens in another process on the same
-        GPU; it pickles through multiprocessing.  Raises DriverError for a pool not made with
-        ``ipc=True``, ValueError once closed, MissingSymbolError for a driver without the call."""
+        """A :class:`~cudaload.launch._ipc_handles.PoolHandle`
+        (``cuMemPoolExportToShareableHandle``: a POSIX file descriptor) that
+        ``cudaload.import_ipc`` opens in another process on the same GPU; it pickles through
+        multiprocessing.  Raises DriverError for a pool not made with ``ipc=True``, ValueError
+        once closed, MissingSymbolError for a driver without the call."""
         from ._ipc_handles import export_pool  # deferred: only this path needs it
 
         return export_pool(self)

@@ -72,12 +72,12 @@ def shares() -> dict:
 def _refusals(cudaload, s, pool_handle) -> dict:
     closed = cudaload.MemoryPool(ipc=True)
     closed.close()
+    plain = cudaload.MemoryPool()
     before = len(calls())
     refused = {
         "plain_pool": refusal(lambda: cudaload.MemoryPool().export_ipc()),
         "device_pool": refusal(lambda: cudaload.memory_pool().export_ipc()),
-        "plain_pool_memory": refusal(lambda: cudaload.alloc(64, stream=s,
-                                                            pool=cudaload.MemoryPool()).export_ipc()),
+        "plain_pool_memory": refusal(lambda: cudaload.alloc(64, stream=s, pool=plain).export_ipc()),
         "default_pool_memory": refusal(lambda: cudaload.alloc(64, stream=s).export_ipc()),
         "here": refusal(lambda: cudaload.import_ipc(pool_handle)),
         "not_bool": refusal(lambda: cudaload.MemoryPool(ipc=1)),
