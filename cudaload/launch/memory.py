@@ -49,7 +49,8 @@ def alloc(nbytes: int, device=None, stream=None, pool: MemoryPool | None = None)
                                                  handle_of(stream)),
                      f"cuMemAllocFromPoolAsync ({nbytes} bytes on device {dev.ordinal})")
     buf = DeviceBuffer(out[0], nbytes, dev)
-    # The finalizer holds the stream, so that the handle it frees on stays valid until then.
+    # The finalizer holds the stream, so that the handle it frees on stays valid until then, or
+    # until close(): then the memory is freed after the work queued on it before (see _free).
     buf._finalizer = weakref.finalize(buf, _free, out[0], dev, stream)
     # The process's exit tears the context down with all its memory; freeing from an exit hook
     # could run after another library reset the shared primary context.
@@ -79,8 +80,16 @@ def _free(ptr: int, dev: Device, stream=None) -> None:
     drv = activate(dev)
     if stream is None:
         drv.cuMemFree_v2(ptr)
-    else:
+        return
+    last_work = getattr(stream, "_last_work", None)  # a closed Stream's (stream.py)
+    if last_work is None:
         drv.cuMemFreeAsync(ptr, handle_of(stream))
+    # A closed stream's handle is gone (the driver may have given it to a new stream), but the
+    # work queued on it before still runs and may use the memory: it is freed in the legacy
+    # default stream's order, made to wait for that work (a non-blocking stream's work is no
+    # part of that order otherwise).  Where the wait fails, freeing could come first: it leaks.
+    elif not drv.cuStreamWaitEvent(drv.ffi.NULL, last_work.handle, 0):
+        drv.cuMemFreeAsync(ptr, drv.ffi.NULL)
 
 
 class DeviceBuffer(ByteSpan):

@@ -165,6 +165,7 @@ class Stream(GpuState):
         """Destroy the stream now rather than when collected (one ``from_handle`` wrapped is let
         go of, never destroyed); a second call does nothing.  Work queued on it still runs.
         Raises ``RuntimeError`` while a capture records on it."""
+        last_work = None
         if not lifetime.forked():
             drv = activate(self.device)
             status = drv.ffi.new("CUstreamCaptureStatus *")
@@ -172,10 +173,14 @@ class Stream(GpuState):
             if status[0] != _CAPTURE_STATUS_NONE:
                 raise RuntimeError(f"{self!r} is being captured: close it after the capture "
                                    "block has ended")
+            # Memory allocated in this stream's order and freed later must wait for the work
+            # queued here so far, which the driver still runs once the handle is gone.
+            last_work = self.record(Event(self.device, timing=False))
         if self._finalizer is not None:
             self._finalizer()  # cuStreamDestroy once; collection later runs nothing
         self._owner = None
         self.__class__ = _ClosedStream
+        self._last_work = last_work
         # Kernels keep launch configurations naming this handle: a new generation makes them
         # look their configuration up again, which a closed stream refuses.
         generation.value += 1
@@ -187,7 +192,9 @@ def _closed(self):
 
 
 class _ClosedStream(Stream):
-    """What a Stream becomes once closed: every use refuses it with ValueError."""
+    """What a Stream becomes once closed: every use refuses it with ValueError.  ``_last_work``
+    is an Event recorded after the last work queued on it (None in a forked child): what is
+    freed in its order after the close waits for that (memory.py's _free)."""
 
     handle = ptr = property(_closed)  # type: ignore[assignment]
     __cuda_stream__ = _closed  # type: ignore[assignment]
