@@ -11,7 +11,7 @@ from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
 from ._sizes import C_INT, bounded
-from .device import Device, activate, as_device, generation
+from .device import Device, activate, as_device
 from ._unpicklable import GpuState
 
 TYPE_CHECKING = False  # true for type checkers only: graph imports this module
@@ -181,9 +181,31 @@ class Stream(GpuState):
         self._owner = None
         self.__class__ = _ClosedStream
         self._last_work = last_work
-        # Kernels keep launch configurations naming this handle: a new generation makes them
-        # look their configuration up again, which a closed stream refuses.
-        generation.value += 1
+        # Kernels keep launch configurations naming this stream: those forget them, so that a
+        # launch on it makes its configuration again, which a closed stream refuses.  Only
+        # those: every other kernel's cached launch shape stays.
+        for last in list(self.__dict__.pop("_launches", ())):
+            last.forget_stream(self)
+
+
+def launch_handle(stream, device: Device, name: str, last):
+    """The ``CUstream`` of ``stream`` (anything ``Stream.from_handle`` takes) for a launch of the
+    kernel ``name`` on ``device``, whose launch configuration ``last`` (the thread's
+    _fast_path.LastLaunch of the kernel) caches: a cudaload Stream's ``close()`` makes it forget
+    that (weakly held: it goes with its kernel or thread).  Raises ValueError for a stream of
+    another device or a closed one, what ``from_handle`` raises."""
+    wrapped = Stream.from_handle(stream, device.ordinal if not isinstance(stream, Stream) else None)
+    if wrapped.device is not device:
+        raise ValueError(f"{name}: the stream is on device {wrapped.device.ordinal} but "
+                         f"device {device.ordinal} is current in this thread; call "
+                         f"cudaload.Device({wrapped.device.ordinal}).set_current() first")
+    handle = wrapped.handle  # a closed stream refuses it here
+    if wrapped is stream:
+        launches = stream.__dict__.get("_launches")
+        if launches is None:
+            launches = stream.__dict__["_launches"] = weakref.WeakSet()
+        launches.add(last)
+    return handle
 
 
 def _closed(self):
