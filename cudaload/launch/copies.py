@@ -113,7 +113,11 @@ def _interface_span(cai, index: int, what: str, writable: bool) -> tuple[int, in
     nbytes = size
     for n in shape:
         nbytes *= n
-    return bounded(cai["data"][0], f"copy {index}: the {what} pointer", *C_UINT64), nbytes
+    address = bounded(cai["data"][0], f"copy {index}: the {what} pointer", *C_UINT64)
+    if not address and nbytes:  # an empty array may have none; a copy from it has no bytes
+        raise ValueError(f"copy {index}: its {what}'s __cuda_array_interface__ data pointer is "
+                         "0 (NULL)")
+    return address, nbytes
 
 
 def _unbatchable(drv, stream: Stream) -> bool:
