@@ -31,7 +31,6 @@ _CU_EVENT_BLOCKING_SYNC = _const("CU_EVENT_BLOCKING_SYNC")
 _CU_EVENT_INTERPROCESS = _const("CU_EVENT_INTERPROCESS")
 _CU_EVENT_WAIT_DEFAULT = _const("CU_EVENT_WAIT_DEFAULT")
 _CUDA_ERROR_NOT_READY = _const("CUDA_ERROR_NOT_READY")
-_CAPTURE_STATUS_NONE = _const("CU_STREAM_CAPTURE_STATUS_NONE")
 
 
 def _destroyer(name: str):
@@ -167,10 +166,8 @@ class Stream(GpuState):
         Raises ``RuntimeError`` while a capture records on it."""
         last_work = None
         if not lifetime.forked():
-            drv = activate(self.device)
-            status = drv.ffi.new("CUstreamCaptureStatus *")
-            driver.check(drv.cuStreamIsCapturing(self.handle, status), "cuStreamIsCapturing")
-            if status[0] != _CAPTURE_STATUS_NONE:
+            activate(self.device)
+            if _host_calls.capturing(self.handle):
                 raise RuntimeError(f"{self!r} is being captured: close it after the capture "
                                    "block has ended")
             # Memory allocated in this stream's order and freed later must wait for the work
