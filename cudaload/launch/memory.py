@@ -6,6 +6,7 @@ from __future__ import annotations
 import weakref
 
 from ..bindings import driver
+from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .. import lifetime
 from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     _Out = TypeVar("_Out")
 
 __all__ = ["alloc", "DeviceBuffer"]
+
+_CData = _cuda_ffi.CData  # a cffi value: a CUdeviceptr read from the driver
 
 # element widths cuMemsetD8/D16/D32 fill, by dtype name
 _FILL_WIDTHS = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4}
@@ -97,16 +100,18 @@ class DeviceBuffer(ByteSpan):
     and ``__dlpack__`` (1-D uint8: raw bytes).
 
     Made by :func:`alloc` (owning, freed when garbage) or as a view (``Module.get_global``);
-    the constructor raises ValueError for an address or size outside 0..2**64-1."""
+    the constructor raises TypeError for an address or size that is no integer, ValueError for
+    one outside 0..2**64-1."""
 
     __slots__ = ("ptr", "nbytes", "device", "_finalizer", "_owner", "__weakref__")
     _SEND_INSTEAD = ("send the contents (buf.copy_to_host()) and copy them into a buffer allocated "
                      "in the receiving process")
 
     def __init__(self, ptr: int, nbytes: int, device: Device, owner=None):
-        # int() as before (a cffi pointer's address too), then the range CUdeviceptr/size_t hold
-        self.ptr = bounded(int(ptr), "ptr", *C_UINT64)
-        self.nbytes = bounded(int(nbytes), "nbytes", *C_UINT64)
+        # An integer (int() would cut 10.7 bytes down), or a cffi integer such as a CUdeviceptr
+        # (int() as before), in the range CUdeviceptr/size_t hold
+        self.ptr = bounded(int(ptr) if isinstance(ptr, _CData) else ptr, "ptr", *C_UINT64)
+        self.nbytes = bounded(nbytes, "nbytes", *C_UINT64)
         self.device = device
         self._finalizer: weakref.finalize | None = None
         self._owner = owner  # keeps what the view points into alive

@@ -14,7 +14,7 @@ import weakref
 from ..bindings import driver
 from .. import lifetime
 from ..errors import DriverError
-from ._sizes import C_UINT64, bounded, integer
+from ._sizes import C_UINT64, bounded
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
 
@@ -29,7 +29,8 @@ _MAX_SIZE_SINCE = 12020  # maxSize was reserved (and had to be zero) before CUDA
 
 def memory_pool(device=None) -> MemoryPool:
     """The memory pool of ``device`` (default: the thread's) that ``alloc(n, stream=s)`` draws
-    from.  Raises ValueError for a bad device, the availability errors."""
+    from.  Raises TypeError for a device that is no integer (nor a Device), ValueError for a bad
+    ordinal, the availability errors."""
     pool = MemoryPool.__new__(MemoryPool)
     pool.device, pool._handle, pool._finalizer = as_device(device), None, None
     return pool
@@ -98,8 +99,6 @@ class MemoryPool(GpuState):
                      "and make a MemoryPool with them in the receiving process")
 
     def __init__(self, device=None, release_threshold: int | None = None, max_size: int = 0):
-        if device is not None and not isinstance(device, Device):
-            integer(device, "device")  # a float ordinal is refused, not cut down by int()
         threshold = (None if release_threshold is None
                      else bounded(release_threshold, "release_threshold", *C_UINT64))
         max_size = bounded(max_size, "max_size", *C_UINT64)
