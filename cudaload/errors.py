@@ -136,7 +136,8 @@ _NVRTC_ERROR_COMPILATION = 6
 
 class CompileError(NvrtcError):
     """NVRTC rejected the source.  ``.log``, ``.source``, ``.options`` and ``.name`` say why;
-    from ``compile_all``, ``.failures`` holds (index, name, error) of each program that failed."""
+    from ``compile_all``, ``.failures`` holds (index, name, error) of each program that failed.
+    ``.function`` is the call that refused it: ``nvrtcCompileProgram``, or libNVVM's."""
 
     _NEXT_STEP = "\nNext step: "  # after the log, the source excerpt and the options
     log: str
@@ -146,8 +147,9 @@ class CompileError(NvrtcError):
 
     def __init__(self, message: str = "", *, log: str = "", source: str = "",
                  options: tuple[str, ...] | list[str] = (), name: str = "", code: int = _NVRTC_ERROR_COMPILATION,
-                 hint: str = "", failures: tuple = ()) -> None:
-        CudaLoadError.__init__(self, message, hint=hint, code=code, function="nvrtcCompileProgram",
+                 hint: str = "", failures: tuple = (),
+                 function: str = "nvrtcCompileProgram") -> None:
+        CudaLoadError.__init__(self, message, hint=hint, code=code, function=function,
                                log=log, source=source, options=tuple(options), name=name,
                                message=log, failures=tuple(failures))
 

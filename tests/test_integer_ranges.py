@@ -114,7 +114,7 @@ def judge(outcome: str, value: int, expected: str) -> None:
 
 
 def test_every_entry_is_called(outcomes):
-    assert set(outcomes) == {*EXPECTED, "not integers", "larger host"}
+    assert set(outcomes) == {*EXPECTED, "not integers", "integers", "larger host"}
     assert {f"argument {c}" for c in SCALARS} <= set(EXPECTED)
 
 
@@ -129,6 +129,10 @@ def test_what_is_no_integer_is_a_type_error(outcomes):
     # a bool, a float, a str where an int is meant: TypeError, as integer() has always said
     assert all(o.startswith("TypeError: ") for o in outcomes["not integers"]), \
         outcomes["not integers"]
+
+
+def test_an_integer_that_is_no_int_is_taken(outcomes):
+    assert outcomes["integers"] == ["ok"] * 4
 
 
 def test_a_host_buffer_larger_than_the_device_buffer_does_not_fit(outcomes):

@@ -116,12 +116,13 @@ def test_a_bad_copy_issues_no_copy_and_says_which(driver):
     out = run(driver, "batches")
     refused = out["refused"]
     for name in ("too_many", "dst_too_small", "negative", "null", "freed", "read_only",
-                 "strided", "huge"):
+                 "strided", "huge", "null_array"):
         assert refused[name].startswith("ValueError") and "copy 1" in refused[name], name
     for name in ("float", "host_array", "pair", "bool", "not_list"):
         assert refused[name].startswith("TypeError"), name
     assert "65 bytes do not fit its dst, which has 64" in refused["too_many"]
     assert "copy_from_host" in refused["host_array"]
+    assert "src's __cuda_array_interface__ data pointer is 0 (NULL)" in refused["null_array"]
     assert out["after_refusals"] == []
 
 

@@ -68,6 +68,15 @@ def test_a_kernel_with_an_express_function_is_freed_without_the_cycle_collector(
     assert out["installed"] and out["freed"]
 
 
+def test_closing_a_stream_keeps_the_launch_shapes_of_other_streams(recording_driver):
+    out = run(recording_driver, "closed_streams")
+    assert out["installed"] == [True, True]
+    assert out["ordinary_calls"] == 0 and out["kept"]  # other's launches stay on the fast path
+    # The shape the fast path knew of the closed stream is forgotten: the launch is refused.
+    assert "the stream on device 0 is closed" in out["on_closed"]
+    assert out["launched_on_closed"] == 0
+
+
 def test_generated_launcher_and_packer_show_their_text_and_go_with_the_kernel(recording_driver):
     out = run(recording_driver, "generated_source")
     assert out["installed"]

@@ -101,3 +101,13 @@ def test_stream_ordered_allocations_are_freed_once_on_their_stream(memory_driver
     ]
     assert out["ptr"] == 0x800000000
     assert out["freed_use"].startswith("ValueError") and "freed" in out["freed_use"]
+
+
+def test_a_stream_ordered_allocation_freed_after_its_stream_closed_waits_for_that_work(memory_driver):
+    out = run(memory_driver, "closed_stream")
+    assert out["unraisable"] == []
+    stream = out["calls"][0].split()[-1]
+    # The closed stream's handle is used no more: the legacy default stream frees the memory,
+    # after waiting for the event close() recorded on the stream.
+    assert out["calls"] == [f"cuMemAllocAsync 64 {stream}", "cuMemFreeAsync 800000000 (nil)"]
+    assert out["recorded"] == out["handle"] and out["waiting"] is None and out["waits"] == 1

@@ -4,7 +4,8 @@ a fresh process (tests/scenarios/nvvm_compiles.py), no GPU.
 
 libNVVM is the nvidia-nvvm wheel where the test environment has it, else the file
 $CUDALOAD_TEST_LIBNVVM names (given to the scenarios as CUDALOAD_LIBNVVM); without either the
-tests that compile skip, saying so.  The refusals need no library.
+tests that compile skip, saying so.  The refusals need no library; the error of a compile that
+libNVVM refuses is also checked on a look-alike of it (:data:`REFUSING_NVVM`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import subprocess
 import pytest
 
 import cudaload
-from tests._support import scenario_json
+from tests._fakelibs import build_shared_library
+from tests._support import run_json, scenario_json
 from tests.scenarios.nvvm_compiles import TWICE
 
 UNSET = ("CUDALOAD_LIBNVRTC", "CUDALOAD_LIBNVJITLINK", "CUDALOAD_LIBNVVM")
@@ -82,6 +84,7 @@ def test_ir_libnvvm_refuses_is_a_compile_error_with_its_log(tmp_path):
     assert got["compile_error"] and got["name"] == "broken.ll"
     assert got["log"] and got["log"] in got["message"]
     assert "libNVVM could not compile it" in got["message"]
+    assert got["function"] in ("nvvmVerifyProgram", "nvvmCompileProgram")  # libNVVM's, not NVRTC's
 
 
 def test_without_libnvvm_the_error_names_the_wheel_and_the_variable(tmp_path):
@@ -110,3 +113,40 @@ def test_a_nvvm_program_with_wrong_arguments_is_refused_before_anything_loads(kw
     with pytest.raises(error, match=words):
         cudaload.Program(kw.pop("source"), **kw).compile(**compile_kw) if compile_kw else \
             cudaload.Program(kw.pop("source"), **kw)
+
+
+# A libNVVM look-alike that takes and verifies any module but refuses to compile it
+# (NVVM_ERROR_COMPILATION, 9), with a log.
+REFUSING_NVVM = r"""
+#include <string.h>
+static const char log_text[] = "error: the look-alike compiles nothing";
+int nvvmVersion(int *major, int *minor) { *major = 2; *minor = 0; return 0; }
+int nvvmIRVersion(int *a, int *b, int *c, int *d) { *a = 2; *b = 0; *c = 3; *d = 1; return 0; }
+int nvvmCreateProgram(void **p) { *p = (void *)16; return 0; }
+int nvvmDestroyProgram(void **p) { return 0; }
+int nvvmAddModuleToProgram(void *p, const char *ir, size_t n, const char *name) { return 0; }
+int nvvmVerifyProgram(void *p, int n, const char **options) { return 0; }
+int nvvmCompileProgram(void *p, int n, const char **options) { return 9; }
+int nvvmGetProgramLogSize(void *p, size_t *n) { *n = sizeof log_text; return 0; }
+int nvvmGetProgramLog(void *p, char *out) { memcpy(out, log_text, sizeof log_text); return 0; }
+int nvvmGetCompiledResultSize(void *p, size_t *n) { *n = 1; return 0; }
+int nvvmGetCompiledResult(void *p, char *out) { *out = 0; return 0; }
+const char *nvvmGetErrorString(int rc) { return rc == 9 ? "NVVM_ERROR_COMPILATION" : "?"; }
+"""
+
+
+def test_a_compile_libnvvm_refuses_names_libnvvm_s_call(tmp_path):
+    library = build_shared_library(str(tmp_path), "libnvvm.so", REFUSING_NVVM)
+    got = run_json("""
+import json
+from cudaload.bindings import nvvm
+from cudaload.errors import CompileError
+try:
+    nvvm.compile_ptx(b"define void @k() { ret void }", "k.ll", ["-arch=compute_90"])
+except CompileError as err:
+    print(json.dumps({"function": err.function, "code": err.code, "log": err.log,
+                      "message": str(err)}))
+""", env={"CUDALOAD_LIBNVVM": library})
+    assert got["function"] == "nvvmCompileProgram" and got["code"] == 9
+    assert got["log"] == "error: the look-alike compiles nothing"
+    assert "nvrtc" not in got["message"].lower()

@@ -6,6 +6,7 @@ import collections
 import contextlib
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -439,30 +440,63 @@ def test_workers_answer_every_job_and_end_with_the_block():
     assert len(processes) == 2 and all(p.returncode == 0 for p in processes)
 
 
-def _sleep_and_note(ran: list, seconds: float):
-    """A ``here`` for Workers.run: notes each job it runs, after ``seconds``."""
-    def here(tag):
-        time.sleep(seconds)
-        ran.append(tag)
-    return here
+def _until(condition, what: str) -> None:
+    """Wait until ``condition()`` holds: AssertionError after two minutes (nothing that slow)."""
+    deadline = time.monotonic() + 120
+    while not condition():
+        assert time.monotonic() < deadline, f"waited two minutes for {what}"
+        time.sleep(0.002)
 
 
-def test_workers_share_jobs_with_the_calling_process_each_run_once():
+def _gate(path: str) -> None:
+    """Go on once the file ``path`` exists (a worker's initializer, its jobs'): what a worker
+    does is then the test's choice, not the machine's speed."""
+    _until(lambda: os.path.exists(path), path)
+
+
+def _pid_behind_gate(gates: str, tag: int) -> int:
+    """A job for the workers below: this process's id, once the test has opened ``gates/tag``."""
+    _gate(os.path.join(gates, str(tag)))
+    return os.getpid()
+
+
+def _answered(worker) -> bool:
+    """Whether the answers' pipe of ``worker`` (a _workers._Process) holds something unread."""
+    return bool(select.select([worker.answers], [], [], 0)[0])
+
+
+def test_workers_share_jobs_with_the_calling_process_each_run_once(tmp_path):
     """With ``here``, the calling process runs the last job while the processes start; free at
     once, it runs every job whose process has not said it is ready (ending that process).  Slow,
-    it leaves to a process that has answered meanwhile the next job, and each job runs once."""
+    it leaves to a process that has answered meanwhile the next job, and each job runs once.
+
+    What the process does when is set by gates the test opens (files), not by how fast the
+    machine is: a process whose initializer never ends is never ready, and each ``here`` of the
+    slow run lasts until the process has done what it waits for."""
     from cudaload.compile import _workers
 
-    jobs = {i: ("pid",) for i in range(4)}
+    gates = str(tmp_path)
+    jobs = {i: (gates, i) for i in range(4)}
     ran: list = []
-    with _workers.Workers(1, _pid_of_job, print, ()) as workers:
-        got = [tag for tag, _ok, _value in workers.run(jobs, here=_sleep_and_note(ran, 0))]
+    never = os.path.join(gates, "never")  # the initializer's gate: not opened
+    with _workers.Workers(1, _pid_behind_gate, _gate, (never,)) as workers:
+        got = [tag for tag, _ok, _value in workers.run(jobs, here=ran.append)]
         left = list(workers._processes)
     assert got == [] and ran == [3, 2, 1, 0] and left == []
+
     ran = []
-    with _workers.Workers(1, _pid_of_job, print, ()) as workers:
-        answers = {tag: value for tag, ok, value in
-                   workers.run(jobs, here=_sleep_and_note(ran, 3.0)) if ok}
+    open(os.path.join(gates, "0"), "w").close()  # job 0 answers at once; job 1 once here lets it
+    with _workers.Workers(1, _pid_behind_gate, print, ()) as workers:
+        def slow(tag):
+            worker = workers._processes[0]
+            if not ran:  # the first job here lasts until the process has said it is ready
+                _until(lambda: worker.ready or _answered(worker), "the process to be ready")
+            else:  # the next, until the process has answered again (job 0's answer or job 1's)
+                open(os.path.join(gates, "1"), "w").close()
+                _until(lambda: _answered(worker), "an answer")
+            ran.append(tag)
+
+        answers = {tag: value for tag, ok, value in workers.run(jobs, here=slow) if ok}
         pid = workers._processes[0].process.pid
     assert ran == [3, 2] and answers == {0: pid, 1: pid}
 

@@ -454,8 +454,10 @@ ELSEWHERE = {
     ("`DeviceBuffer`", "an `nbytes` outside 0..this buffer's size (`copy_to_host` refuses it "
                        "before making a `bytearray` of it)"): "test_integer_ranges.py",
     ("`DeviceBuffer`", "a `.ptr` or `.nbytes` outside 0..2**64-1, `TypeError` for one that is no "
-                       "integer; the constructor: `ValueError` for a `ptr` or `nbytes` outside "
-                       "0..2**64-1"): "test_integer_ranges.py",
+                       "integer; the constructor: `TypeError` for a `ptr` or `nbytes` that is no "
+                       "integer (a float such as `10.7`; a cffi integer such as a `CUdeviceptr` "
+                       "is one), `ValueError` for one outside 0..2**64-1"):
+        "test_integer_ranges.py",
     ("`TensorMap`", "and for an address outside 0..2**64-1"): "test_integer_ranges.py",
     ("`alloc`", "`TypeError` for a size that is no integer (a float such as `n / 2`)"):
         "test_launch_recorded.py (scenarios/recorded_launches.py)",

@@ -3,8 +3,12 @@ back (``with Device``, uuid and PCI id, priority and flags, handle equality, eve
 
 from __future__ import annotations
 
+import os
+
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests._support import scenario_json
+from tests._support import ROOT, scenario_json
+
+LAUNCH = os.path.join(ROOT, "cudaload", "launch")
 
 
 def run(recording_driver, scenario: str) -> dict:
@@ -50,3 +54,11 @@ def test_event_flags_read_back_and_a_stream_waits_for_another(recording_driver):
     kind, message = out["bad_wait"]
     assert kind == "TypeError" and "an Event or a Stream, not int" in message
     assert out["waits_after"] == 1  # the refused wait reached no driver call
+
+
+def test_the_launch_layer_asks_the_driver_whether_a_stream_is_captured_in_one_place():
+    # Stream.close, copy_batch and host functions act on one answer: _host_calls.capture_id and
+    # capturing read cuStreamGetCaptureInfo (child graphs ask it for more: the graph, its nodes).
+    asking = sorted(name for name in os.listdir(LAUNCH) if name.endswith(".py")
+                    and "cuStreamIsCapturing" in open(os.path.join(LAUNCH, name)).read())
+    assert asking == []

@@ -75,6 +75,10 @@ REFUSED = {
     "object": ("TypeError", "not object"),
     "freed": ("ValueError", "was freed"),
     "numpy": ("ValueError", "copy it to the GPU"),
+    # the words of a kernel argument in such memory (_foreign.HOST_HINT)
+    "unmapped_host": ("ValueError", "the device does not map the array's memory: it is host "
+                      "memory, but the kernel needs device memory: copy it with "
+                      "cudaload.alloc(n).copy_from_host(a)"),
     "stride": ("ValueError", "no whole number of 4-byte elements"),
     "big_endian": ("ValueError", "little-endian"),
     "bad_interface": ("TypeError", "['data']"),

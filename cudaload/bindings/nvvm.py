@@ -42,7 +42,7 @@ def compile_ptx(ir: bytes, name: str, options) -> tuple[bytes, str]:
             result = _describe(ffi, lib, rc)
             raise CompileError(f"{name}: libNVVM could not compile it: {failed}: {result}"
                                + (f"\n{log}" if log else ""), log=log, name=name,
-                               options=tuple(options), code=int(rc),
+                               options=tuple(options), code=int(rc), function=failed,
                                hint="read libNVVM's log above: the IR must be NVVM IR (the "
                                     "nvptx64-nvidia-cuda triple and datalayout, kernels marked "
                                     "in !nvvm.annotations) of a version this libNVVM reads")

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import operator
 
-from ._foreign import (dlpack_pointer as _dlpack_pointer, host_address as _host_address,
+from ._foreign import (HOST_HINT, dlpack_pointer as _dlpack_pointer, host_address as _host_address,
                        interface_problem as _interface_problem, mapped_pointer as _mapped_pointer,
                        other_device as _other_device, pointer_device as _pointer_device)
 
-__all__ = ["HOST_HINT", "Inline", "conversion"]
+__all__ = ["Inline", "conversion"]
 
-HOST_HINT = ("it is host memory, but the kernel needs device memory: copy it with "
-             "cudaload.alloc(n).copy_from_host(a), pass a CuPy/PyTorch CUDA array, or pass "
-             "pinned memory the device maps (cudaload.alloc_host(n), an array inside "
-             "cudaload.pin(a))")
 _FREED = "the buffer was freed ({}.free()); pass a live one"
 
 

@@ -45,15 +45,18 @@ _setstate = functools.partial.__setstate__  # type: ignore[attr-defined]  # how 
 class LastLaunch:
     """One thread's launches of one kernel: the last constant launch shape and its configuration,
     the context generation its state was checked at, and the globals of the fast-path functions
-    built for it (``envs``), which hold copies of these so that a launch reads plain globals.
-    Written by the ordinary path, through the methods below."""
+    built for it (``envs``), which hold copies of these so that a launch reads plain globals;
+    ``configs``, the launch configurations made, by (grid, block, shared_mem, stream, cluster,
+    cooperative).  Written by the ordinary path, through the methods below."""
 
-    __slots__ = ("gen", "grid", "block", "shmem", "stream", "config", "envs")
+    __slots__ = ("gen", "grid", "block", "shmem", "stream", "config", "envs", "configs",
+                 "__weakref__")
 
     def __init__(self, gen: int):
         self.gen = gen
         self.grid = self.block = self.shmem = self.stream = self.config = None
         self.envs: list[dict] = []
+        self.configs: dict = {}
 
     def set_shape(self, grid, block, shmem, stream, config) -> None:
         self.grid, self.block, self.shmem, self.stream, self.config = \
@@ -63,13 +66,26 @@ class LastLaunch:
             env.update(shape)
 
     def set_gen(self, gen: int) -> None:
-        """A new generation: the shape is forgotten too, since a stream it names may have been
-        closed since (Stream.close starts a generation)."""
+        """A new generation (a thread bound another context, or the process forked): the shape
+        is forgotten too, and made again by the ordinary path."""
         self.gen = gen
+        for env in self.envs:
+            env["GEN"] = gen
+        self._forget()
+
+    def forget_stream(self, stream) -> None:
+        """``stream`` (a cudaload Stream) was closed: the configurations and the shape naming it
+        are forgotten, so that a launch on it makes its configuration again, which refuses it;
+        those of other streams stay."""
+        for key in [key for key in list(self.configs) if key[3] is stream]:
+            self.configs.pop(key, None)
+        if self.stream is stream:
+            self._forget()
+
+    def _forget(self) -> None:
         self.grid = self.block = self.shmem = self.stream = self.config = None
         forgotten = _shape(self)
         for env in self.envs:
-            env["GEN"] = gen
             env.update(forgotten)
 
     def unpacked(self) -> None:

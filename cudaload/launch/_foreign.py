@@ -1,6 +1,7 @@
 """What objects of other libraries say: a foreign array (``__cuda_array_interface__``, DLPack) or a
 raw pointer about its memory (whether its interface is well formed, its data address, which
-device owns it), a foreign stream about its handle and device.
+device owns it), a foreign stream about its handle and device; and what to do with memory of the
+host where a kernel needs device memory (:data:`HOST_HINT`).
 
 Imports driver, the generated bindings' constants and _sizes (a handle's range).
 """
@@ -13,8 +14,8 @@ from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._sizes import C_UINT64, bounded
 
-__all__ = ["interface_problem", "short", "other_device", "pointer_device", "mapped_pointer",
-           "host_address", "dlpack_pointer", "stream_pointer", "stream_handle"]
+__all__ = ["HOST_HINT", "interface_problem", "short", "other_device", "pointer_device",
+           "mapped_pointer", "host_address", "dlpack_pointer", "stream_pointer", "stream_handle"]
 
 
 def interface_problem(cai) -> str | None:
@@ -50,6 +51,13 @@ def _is_int(value) -> bool:
 def short(value) -> str:
     text = repr(value)
     return text[:57] + "..." if len(text) > 60 else text
+
+
+# Why memory of the host is refused where a kernel reads it (an argument, a view), and what to do.
+HOST_HINT = ("it is host memory, but the kernel needs device memory: copy it with "
+             "cudaload.alloc(n).copy_from_host(a), pass a CuPy/PyTorch CUDA array, or pass "
+             "pinned memory the device maps (cudaload.alloc_host(n), an array inside "
+             "cudaload.pin(a))")
 
 
 def other_device(where: int, device: int) -> str:

@@ -15,9 +15,10 @@ import _thread
 from ..bindings import driver
 from ..bindings._cuda_ffi import ffi
 
-__all__ = ["launch", "capture_id", "captured", "raise_pending"]
+__all__ = ["launch", "capture_id", "capturing", "captured", "raise_pending"]
 
 _ACTIVE = ffi.integer_const("CU_STREAM_CAPTURE_STATUS_ACTIVE")
+_NONE = ffi.integer_const("CU_STREAM_CAPTURE_STATUS_NONE")
 _lock = _thread.allocate_lock()
 _pending: dict[int, _Call] = {}  # by id: each call until the driver has made it
 _captures: dict[int, list[_Call]] = {}  # capture id -> calls captured into its graph
@@ -78,12 +79,24 @@ def capture_id(handle) -> int:
     """The id of the capture recording on the stream ``handle`` (its device's context bound), 0
     when none is.  A stream another joined into a capture (by waiting for an event recorded in
     it) has that capture's id, so its host functions become that graph's too."""
+    status, ident = _capture_info(handle)
+    return ident if status == _ACTIVE else 0
+
+
+def capturing(handle) -> bool:
+    """Whether the stream ``handle`` (its device's context bound) is in a capture: one records on
+    it, or one was invalidated there and has not ended yet."""
+    return _capture_info(handle)[0] != _NONE
+
+
+def _capture_info(handle) -> tuple[int, int]:
+    """(CUstreamCaptureStatus, capture id) of the stream ``handle``.  Raises DriverError."""
     status, ident = ffi.new("CUstreamCaptureStatus *"), ffi.new("cuuint64_t *")
     # Only the first two outputs: the driver's older entries behind this name take those alike.
     driver.check(driver.api().cuStreamGetCaptureInfo_v3(handle, status, ident, ffi.NULL,
                                                         ffi.NULL, ffi.NULL, ffi.NULL),
                  "cuStreamGetCaptureInfo")
-    return int(ident[0]) if status[0] == _ACTIVE else 0
+    return status[0], int(ident[0])
 
 
 def captured(capture: int) -> list:

@@ -13,6 +13,7 @@ import operator
 from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ..errors import MissingSymbolError
+from . import _host_calls
 from ._array_layout import _contiguous
 from ._foreign import interface_problem
 from ._sizes import C_UINT64, bounded
@@ -44,7 +45,7 @@ def copy_batch(copies, stream) -> None:
     work = [c for c in checked if c[3]]  # a copy of no bytes is no work, and the batch refuses it
     if not work:
         return
-    batch = None if _unbatchable(drv, stream) else _batch_entry(drv)
+    batch = None if _unbatchable(stream) else _batch_entry(drv)
     if batch is None:
         for index, dst, src, nbytes in work:
             driver.check(drv.cuMemcpyAsync(dst, src, nbytes, stream.handle),
@@ -113,17 +114,17 @@ def _interface_span(cai, index: int, what: str, writable: bool) -> tuple[int, in
     nbytes = size
     for n in shape:
         nbytes *= n
-    return bounded(cai["data"][0], f"copy {index}: the {what} pointer", *C_UINT64), nbytes
+    address = bounded(cai["data"][0], f"copy {index}: the {what} pointer", *C_UINT64)
+    if not address and nbytes:  # an empty array may have none; a copy from it has no bytes
+        raise ValueError(f"copy {index}: its {what}'s __cuda_array_interface__ data pointer is "
+                         "0 (NULL)")
+    return address, nbytes
 
 
-def _unbatchable(drv, stream: Stream) -> bool:
+def _unbatchable(stream: Stream) -> bool:
     """Whether ``stream`` is one the batch refuses: the legacy default stream, or a stream being
     captured (the batch has no graph node)."""
-    if stream.ptr in _LEGACY_HANDLES:
-        return True
-    status = drv.ffi.new("CUstreamCaptureStatus *")
-    driver.check(drv.cuStreamIsCapturing(stream.handle, status), "cuStreamIsCapturing")
-    return bool(status[0])
+    return stream.ptr in _LEGACY_HANDLES or _host_calls.capturing(stream.handle)
 
 
 def _batch_entry(drv):

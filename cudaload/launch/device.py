@@ -14,7 +14,7 @@ from ..bindings import driver, thread_device
 from . import _host_calls
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
-from ._sizes import C_INT, bounded
+from ._sizes import C_INT, bounded, integer
 
 __all__ = ["Device", "device_count", "visible_devices", "current_device", "activate"]
 
@@ -267,12 +267,15 @@ def _current_context(drv):
 
 
 def as_device(device) -> Device:
-    """``None`` -> the thread's device; an int -> ``Device(int)``; a Device as is."""
+    """``None`` -> the thread's device; an integer (an int, a NumPy integer, anything with
+    ``__index__``) -> ``Device(ordinal)``; a Device as is.  Raises TypeError for anything else
+    (a float such as 1.7, which ``int()`` would cut down to another device; a bool, a str), and
+    what ``Device`` raises."""
     if device is None:
         return current_device()
     if isinstance(device, Device):
         return device
-    return Device(int(device))
+    return Device(integer(device, "device (an ordinal or a cudaload.Device)"))
 
 
 def _after_fork_in_child() -> None:

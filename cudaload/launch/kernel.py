@@ -61,9 +61,9 @@ class _ThreadState:
         self.packer = arguments.Packer(drv.ffi, kernel.name, kernel._params_for(dev, self.func),
                                        dev.ordinal)
         self.pointers = self.packer.pointers
-        self.configs: dict = {}
         # The last plain launch shape, compared by identity (see _KernelState.launch).
         self.last = _fast_path.LastLaunch(generation.value)
+        self.configs = self.last.configs
         self.own = False  # whether this thread owns the kernel's fast-path function
         self.repeat = None  # the plan of the last launch that could have installed one
         self.fast_paths: dict = {}  # plan -> its fast-path function
@@ -285,15 +285,9 @@ class _KernelState:
     def _stream_handle(self, state: _ThreadState, stream):
         if stream is None:
             return driver.api().ffi.NULL
-        from .stream import Stream  # deferred: only this path needs it
+        from .stream import launch_handle  # deferred: only this path needs it
 
-        wrapped = Stream.from_handle(stream, state.device.ordinal
-                                     if not isinstance(stream, Stream) else None)
-        if wrapped.device is not state.device:
-            raise ValueError(f"{self.name}: the stream is on device {wrapped.device.ordinal} but "
-                             f"device {state.device.ordinal} is current in this thread; call "
-                             f"cudaload.Device({wrapped.device.ordinal}).set_current() first")
-        return wrapped.handle
+        return launch_handle(stream, state.device, self.name, state.last)
 
     def _enable_smem(self, state: _ThreadState, nbytes: int) -> None:
         dev = state.device

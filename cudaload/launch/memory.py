@@ -6,6 +6,7 @@ from __future__ import annotations
 import weakref
 
 from ..bindings import driver
+from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .. import lifetime
 from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     _Out = TypeVar("_Out")
 
 __all__ = ["alloc", "DeviceBuffer"]
+
+_CData = _cuda_ffi.CData  # a cffi value: a CUdeviceptr read from the driver
 
 # element widths cuMemsetD8/D16/D32 fill, by dtype name
 _FILL_WIDTHS = {"uint8": 1, "int8": 1, "uint16": 2, "int16": 2, "uint32": 4, "int32": 4}
@@ -49,7 +52,8 @@ def alloc(nbytes: int, device=None, stream=None, pool: MemoryPool | None = None)
                                                  handle_of(stream)),
                      f"cuMemAllocFromPoolAsync ({nbytes} bytes on device {dev.ordinal})")
     buf = DeviceBuffer(out[0], nbytes, dev)
-    # The finalizer holds the stream, so that the handle it frees on stays valid until then.
+    # The finalizer holds the stream, so that the handle it frees on stays valid until then, or
+    # until close(): then the memory is freed after the work queued on it before (see _free).
     buf._finalizer = weakref.finalize(buf, _free, out[0], dev, stream)
     # The process's exit tears the context down with all its memory; freeing from an exit hook
     # could run after another library reset the shared primary context.
@@ -79,8 +83,16 @@ def _free(ptr: int, dev: Device, stream=None) -> None:
     drv = activate(dev)
     if stream is None:
         drv.cuMemFree_v2(ptr)
-    else:
+        return
+    last_work = getattr(stream, "_last_work", None)  # a closed Stream's (stream.py)
+    if last_work is None:
         drv.cuMemFreeAsync(ptr, handle_of(stream))
+    # A closed stream's handle is gone (the driver may have given it to a new stream), but the
+    # work queued on it before still runs and may use the memory: it is freed in the legacy
+    # default stream's order, made to wait for that work (a non-blocking stream's work is no
+    # part of that order otherwise).  Where the wait fails, freeing could come first: it leaks.
+    elif not drv.cuStreamWaitEvent(drv.ffi.NULL, last_work.handle, 0):
+        drv.cuMemFreeAsync(ptr, drv.ffi.NULL)
 
 
 class DeviceBuffer(ByteSpan):
@@ -88,16 +100,18 @@ class DeviceBuffer(ByteSpan):
     and ``__dlpack__`` (1-D uint8: raw bytes).
 
     Made by :func:`alloc` (owning, freed when garbage) or as a view (``Module.get_global``);
-    the constructor raises ValueError for an address or size outside 0..2**64-1."""
+    the constructor raises TypeError for an address or size that is no integer, ValueError for
+    one outside 0..2**64-1."""
 
     __slots__ = ("ptr", "nbytes", "device", "_finalizer", "_owner", "__weakref__")
     _SEND_INSTEAD = ("send the contents (buf.copy_to_host()) and copy them into a buffer allocated "
                      "in the receiving process")
 
     def __init__(self, ptr: int, nbytes: int, device: Device, owner=None):
-        # int() as before (a cffi pointer's address too), then the range CUdeviceptr/size_t hold
-        self.ptr = bounded(int(ptr), "ptr", *C_UINT64)
-        self.nbytes = bounded(int(nbytes), "nbytes", *C_UINT64)
+        # An integer (int() would cut 10.7 bytes down), or a cffi integer such as a CUdeviceptr
+        # (int() as before), in the range CUdeviceptr/size_t hold
+        self.ptr = bounded(int(ptr) if isinstance(ptr, _CData) else ptr, "ptr", *C_UINT64)
+        self.nbytes = bounded(nbytes, "nbytes", *C_UINT64)
         self.device = device
         self._finalizer: weakref.finalize | None = None
         self._owner = owner  # keeps what the view points into alive

@@ -16,7 +16,7 @@ import weakref
 from ..bindings import driver
 from .. import lifetime
 from ..errors import DriverError
-from ._sizes import C_UINT64, bounded, integer
+from ._sizes import C_UINT64, bounded
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
 
@@ -34,7 +34,8 @@ _IPC_CALLS = ("cuMemPoolExportToShareableHandle", "cuMemPoolImportFromShareableH
 
 def memory_pool(device=None) -> MemoryPool:
     """The memory pool of ``device`` (default: the thread's) that ``alloc(n, stream=s)`` draws
-    from.  Raises ValueError for a bad device, the availability errors."""
+    from.  Raises TypeError for a device that is no integer (nor a Device), ValueError for a bad
+    ordinal, the availability errors."""
     pool = MemoryPool.__new__(MemoryPool)
     pool.device, pool._handle, pool._finalizer, pool._ipc_id = as_device(device), None, None, None
     return pool
@@ -144,8 +145,6 @@ class MemoryPool(GpuState):
 
     def __init__(self, device=None, release_threshold: int | None = None, max_size: int = 0,
                  ipc: bool = False):
-        if device is not None and not isinstance(device, Device):
-            integer(device, "device")  # a float ordinal is refused, not cut down by int()
         threshold = (None if release_threshold is None
                      else bounded(release_threshold, "release_threshold", *C_UINT64))
         max_size = bounded(max_size, "max_size", *C_UINT64)

@@ -11,7 +11,7 @@ from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
 from ._sizes import C_INT, bounded
-from .device import Device, activate, as_device, generation
+from .device import Device, activate, as_device
 from ._unpicklable import GpuState
 
 TYPE_CHECKING = False  # true for type checkers only: graph imports this module
@@ -31,7 +31,6 @@ _CU_EVENT_BLOCKING_SYNC = _const("CU_EVENT_BLOCKING_SYNC")
 _CU_EVENT_INTERPROCESS = _const("CU_EVENT_INTERPROCESS")
 _CU_EVENT_WAIT_DEFAULT = _const("CU_EVENT_WAIT_DEFAULT")
 _CUDA_ERROR_NOT_READY = _const("CUDA_ERROR_NOT_READY")
-_CAPTURE_STATUS_NONE = _const("CU_STREAM_CAPTURE_STATUS_NONE")
 
 
 def _destroyer(name: str):
@@ -165,20 +164,45 @@ class Stream(GpuState):
         """Destroy the stream now rather than when collected (one ``from_handle`` wrapped is let
         go of, never destroyed); a second call does nothing.  Work queued on it still runs.
         Raises ``RuntimeError`` while a capture records on it."""
+        last_work = None
         if not lifetime.forked():
-            drv = activate(self.device)
-            status = drv.ffi.new("CUstreamCaptureStatus *")
-            driver.check(drv.cuStreamIsCapturing(self.handle, status), "cuStreamIsCapturing")
-            if status[0] != _CAPTURE_STATUS_NONE:
+            activate(self.device)
+            if _host_calls.capturing(self.handle):
                 raise RuntimeError(f"{self!r} is being captured: close it after the capture "
                                    "block has ended")
+            # Memory allocated in this stream's order and freed later must wait for the work
+            # queued here so far, which the driver still runs once the handle is gone.
+            last_work = self.record(Event(self.device, timing=False))
         if self._finalizer is not None:
             self._finalizer()  # cuStreamDestroy once; collection later runs nothing
         self._owner = None
         self.__class__ = _ClosedStream
-        # Kernels keep launch configurations naming this handle: a new generation makes them
-        # look their configuration up again, which a closed stream refuses.
-        generation.value += 1
+        self._last_work = last_work
+        # Kernels keep launch configurations naming this stream: those forget them, so that a
+        # launch on it makes its configuration again, which a closed stream refuses.  Only
+        # those: every other kernel's cached launch shape stays.
+        for last in list(self.__dict__.pop("_launches", ())):
+            last.forget_stream(self)
+
+
+def launch_handle(stream, device: Device, name: str, last):
+    """The ``CUstream`` of ``stream`` (anything ``Stream.from_handle`` takes) for a launch of the
+    kernel ``name`` on ``device``, whose launch configuration ``last`` (the thread's
+    _fast_path.LastLaunch of the kernel) caches: a cudaload Stream's ``close()`` makes it forget
+    that (weakly held: it goes with its kernel or thread).  Raises ValueError for a stream of
+    another device or a closed one, what ``from_handle`` raises."""
+    wrapped = Stream.from_handle(stream, device.ordinal if not isinstance(stream, Stream) else None)
+    if wrapped.device is not device:
+        raise ValueError(f"{name}: the stream is on device {wrapped.device.ordinal} but "
+                         f"device {device.ordinal} is current in this thread; call "
+                         f"cudaload.Device({wrapped.device.ordinal}).set_current() first")
+    handle = wrapped.handle  # a closed stream refuses it here
+    if wrapped is stream:
+        launches = stream.__dict__.get("_launches")
+        if launches is None:
+            launches = stream.__dict__["_launches"] = weakref.WeakSet()
+        launches.add(last)
+    return handle
 
 
 def _closed(self):
@@ -187,7 +211,9 @@ def _closed(self):
 
 
 class _ClosedStream(Stream):
-    """What a Stream becomes once closed: every use refuses it with ValueError."""
+    """What a Stream becomes once closed: every use refuses it with ValueError.  ``_last_work``
+    is an Event recorded after the last work queued on it (None in a forked child): what is
+    freed in its order after the close waits for that (memory.py's _free)."""
 
     handle = ptr = property(_closed)  # type: ignore[assignment]
     __cuda_stream__ = _closed  # type: ignore[assignment]

@@ -19,7 +19,7 @@ import re
 from ..errors import DLPackError
 from . import dlpack as _dlpack
 from ._array_layout import Layout, from_dlpack, from_interface, is_raw
-from ._foreign import mapped_pointer, stream_pointer
+from ._foreign import HOST_HINT, mapped_pointer, stream_pointer
 from ._unpicklable import GpuState
 from .device import Device, as_device
 
@@ -111,9 +111,7 @@ class ArrayView(GpuState):
             self._host = lay.address
             mapped = mapped_pointer(lay.address)
             if mapped is None:
-                raise ValueError("the array is host memory that the device does not map: copy "
-                                 "it with cudaload.alloc(n).copy_from_host(a), or pin it "
-                                 "(cudaload.alloc_host(n), cudaload.pin(a))")
+                raise ValueError(f"the device does not map the array's memory: {HOST_HINT}")
             lay.address = mapped
         device = getattr(source, "device", None)
         self.device: Device = device if isinstance(device, Device) else as_device(

@@ -4,6 +4,9 @@ them back, their launches and host functions the graph's."""
 
 from __future__ import annotations
 
+import gc
+import sys
+
 import pytest
 
 import cudaload
@@ -51,6 +54,27 @@ def test_a_closed_stream_finishes_its_work_and_is_refused_after():
     k(1, 32, (buf,), stream=fresh)
     fresh.synchronize()
     assert (ints(buf) == 6).all()
+
+
+def test_stream_ordered_memory_freed_after_its_stream_closed_is_freed_after_that_work(
+        monkeypatch):
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    k = cudaload.RawKernel(INC, "inc")
+    s = cudaload.Stream()
+    pool = cudaload.memory_pool()
+    before = pool.used
+    buf = cudaload.alloc(4 * 32, stream=s).memset(0, stream=s)
+    for _ in range(200):
+        k(1, 32, (buf,), stream=s)
+    out = cudaload.alloc(4 * 32).copy_from(buf, stream=s)
+    s.close()
+    del buf  # garbage now: freed once the launches queued before the close are done
+    gc.collect()
+    cudaload.Device(0).synchronize()
+    assert unraisable == []
+    assert (ints(out) == 200).all()
+    assert pool.used == before  # freed, not leaked
 
 
 def test_streams_and_graphs_closed_in_a_loop_leave_the_next_ones_working():

@@ -222,8 +222,35 @@ def generated_source() -> dict:
     return out
 
 
+def closed_streams() -> dict:
+    """Closing a stream forgets the launch shapes naming it, and only those."""
+    import cudaload
+
+    k, on_closed = kernel(), kernel(SOURCE.replace(" k(", " k2("), "k2")
+    buf = cudaload.alloc(64)
+    s, other, closed = cudaload.Stream(), cudaload.Stream(), cudaload.Stream()
+    for _ in range(3):
+        k(1, 32, (buf, 7, 0.5), stream=other)
+        on_closed(1, 32, (buf, 7, 0.5), stream=closed)
+    out = {"installed": [k.func != k._kernel_state.launch,
+                         on_closed.func != on_closed._kernel_state.launch]}
+    calls = counting(k)
+    s.close()
+    closed.close()
+    k(1, 32, (buf, 7, 0.5), stream=other)
+    out["ordinary_calls"] = len(calls)  # none: the shape of other was kept
+    out["kept"] = k._kernel_state._tls.state.last.stream is other
+    launches = last(16)[0]
+    try:
+        on_closed(1, 32, (buf, 7, 0.5), stream=closed)
+    except ValueError as err:
+        out["on_closed"] = str(err)
+    out["launched_on_closed"] = last(16)[0] - launches
+    return out
+
+
 SCENARIOS = {f.__name__: f for f in (express_path, refusals, threads, devices, freed_at_once,
-                                     generated_source)}
+                                     generated_source, closed_streams)}
 
 if __name__ == "__main__":
     import cudaload  # noqa: F401  (imported before the recording driver is opened, as by a user)

@@ -191,8 +191,26 @@ def recorded() -> dict:
     out["not integers"] = [outcome(call, v) for call, v in (
         (entries["alloc"], True), (entries["cluster"], 2.0), (entries["Stream priority"], True),
         (entries["attributes.required_cluster_width"], 1.0), (entries["TensorMap box"], True),
-        (entries["max_potential_block_size limit"], "8"))]
+        (entries["max_potential_block_size limit"], "8"),
+        # a device ordinal or a buffer's size int() would cut down to another one
+        (entries["alloc device"], 1.7), (entries["memory_pool device"], 1.7),
+        (entries["MemoryPool device"], 1.7), (entries["DeviceBuffer nbytes"], 10.7),
+        (entries["DeviceBuffer ptr"], 4096.5))]
+    # what is an integer, though no int: a NumPy integer, an object with __index__
+    out["integers"] = [outcome(call, v) for call, v in (
+        (entries["alloc device"], _Index(1)), (entries["DeviceBuffer nbytes"], _Index(10)),
+        (entries["DeviceBuffer ptr"], _Index(4096)), (entries["memory_pool device"], _Index(1)))]
     return out
+
+
+class _Index:
+    """An integer by ``__index__`` only."""
+
+    def __init__(self, value: int):
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
 
 
 def unavailable() -> dict:

@@ -84,6 +84,7 @@ def broken() -> None:
     except cudaload.CudaLoadError as err:
         print(json.dumps({"type": type(err).__name__, "log": getattr(err, "log", None),
                           "message": str(err), "name": getattr(err, "name", None),
+                          "function": getattr(err, "function", None),
                           "compile_error": isinstance(err, cudaload.CompileError)}))
         return
     print(json.dumps({"type": None}))

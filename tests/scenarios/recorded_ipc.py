@@ -123,6 +123,7 @@ def batches() -> dict:
                           "negative": (d1, h, -1), "float": (d1, h, 8.0),
                           "host_array": (d1, bytearray(8), 8), "pair": (d1, h),
                           "null": (0, d1, 8), "freed": (freed, d1, 8),
+                          "null_array": (d1, Interface(0), 8),
                           "read_only": (Interface(d1.ptr, readonly=True), d2, 8),
                           "strided": (Interface(d1.ptr, strides=(8,)), d2, 8),
                           "bool": (True, d1, 8), "huge": (1 << 64, d1, 8)}.items()}

@@ -143,7 +143,29 @@ def stream_ordered() -> dict:
     return out
 
 
-SCENARIOS = {f.__name__: f for f in (fills, pinned, pinned_unmapped, pinned_array, managed, stream_ordered)}
+def closed_stream() -> dict:
+    """A stream-ordered allocation that outlives its stream's close(): freed when garbage, after
+    the work queued on the stream before the close."""
+    import cudaload
+
+    unraisable: list[str] = []
+    sys.unraisablehook = lambda raised: unraisable.append(repr(raised.exc_value))
+    s = cudaload.Stream()
+    out = {"handle": s.ptr}
+    garbage = cudaload.alloc(64, stream=s)
+    s.close()
+    del garbage
+    gc.collect()
+    waited = (ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p())
+    lib = ctypes.CDLL(os.environ["CUDALOAD_LIBCUDA"])
+    out["waits"] = lib.fake_waits(*map(ctypes.byref, waited))
+    out["waiting"], out["recorded"] = waited[0].value, waited[2].value
+    out["calls"], out["unraisable"] = calls(), unraisable
+    return out
+
+
+SCENARIOS = {f.__name__: f for f in (fills, pinned, pinned_unmapped, pinned_array, managed,
+                                     stream_ordered, closed_stream)}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]]()))

@@ -85,6 +85,7 @@ def described() -> dict:
         "freed": refusal(lambda: cudaload.view(freed)),
         "object": refusal(lambda: cudaload.view(object())),
         "numpy": refusal(lambda: cudaload.view(np.zeros(4))),
+        "unmapped_host": refusal(lambda: cudaload.view(DLPackOnly(buf, device=(3, 0)))),
         "stride": refusal(lambda: cudaload.view(Interface(data=(buf.ptr, False), shape=(4,),
                                                           typestr="<f4", strides=(6,)))),
         "big_endian": refusal(lambda: cudaload.view(Interface(data=(buf.ptr, False),
