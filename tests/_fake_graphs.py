@@ -1,5 +1,6 @@
-"""The recording driver of tests/_fakelibs.py, with the entry points that build a graph node by
-node: each call logged (``fake_graph_log``) with its arguments as the driver got them.
+"""The memory-logging recording driver of tests/_fake_memory.py, with the entry points that build
+a graph node by node: each call logged (``fake_memory_log``) with its arguments as the driver got
+them.
 
 Graphs ``cuGraphCreate`` makes, and a conditional node's bodies, are numbered with the captured
 ones (0x8000 + 0x10 n); nodes are 0x70000 + 0x10 k; conditional handles 0xc0000 + k.  A kernel
@@ -13,23 +14,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests._fake_memory import MEMORY_CALLS
 from tests._fakelibs import RECORDING_DRIVER, build_shared_library
 
 GRAPH_CALLS = r"""
-#include <stdio.h>
-static char graph_log[16384], entry[512];
-static size_t graph_logged;
+static char entry[512];
 static int nodes, handles;
-static void logged(void) {
-    size_t n = strlen(entry);
-    if (graph_logged + n + 1 < sizeof graph_log) {
-        memcpy(graph_log + graph_logged, entry, n); graph_logged += n;
-        graph_log[graph_logged++] = '\n';
-    }
-}
-size_t fake_graph_log(char *out, size_t n) {
-    size_t k = graph_logged < n ? graph_logged : n; memcpy(out, graph_log, k); return k;
-}
+static void logged(void) { note(entry); }  /* into MEMORY_CALLS' log */
 static void *new_node(void **node) { *node = (void *)(0x70000 + 0x10 * (size_t)++nodes); return *node; }
 /* " deps=70010,70020": the nodes a node waits for */
 static void deps_text(char *out, size_t size, void *const *deps, size_t n) {
@@ -135,7 +126,7 @@ int cuStreamBeginCaptureToGraph(void *s, void *graph, void *const *deps, const v
 
 def graph_library(directory, refuse_conditional: bool = False) -> str:
     """The graph-building recording driver, built in ``directory``; its path."""
-    source = RECORDING_DRIVER + GRAPH_CALLS
+    source = RECORDING_DRIVER + MEMORY_CALLS + GRAPH_CALLS
     name = "libcuda_graphs.so"
     if refuse_conditional:
         source, name = "#define REFUSE_CONDITIONAL\n" + source, "libcuda_graphs_refusing.so"

@@ -12,6 +12,12 @@ def run(driver: str, scenario: str) -> dict:
     return scenario_json("recorded_graph_nodes", scenario, env={"CUDALOAD_LIBCUDA": driver})
 
 
+def refused(out: dict, expected: dict) -> None:
+    """Each key of ``expected`` names what the scenario saw raised: (type name, words of it)."""
+    for key, (kind, words) in expected.items():
+        assert out[key][0] == kind and words in out[key][1], (key, out[key])
+
+
 def test_nodes_are_added_after_their_dependencies_with_the_arguments_a_launch_packs(graph_driver):
     out = run(graph_driver, "explicit")
     buf, other, event = out["ptrs"]
@@ -70,8 +76,7 @@ def test_bad_nodes_are_refused_with_the_errors_of_a_kernel_call(graph_driver):
         "itself": ("ValueError", "not this one"),
         "closed": ("ValueError", "the graph is closed"),
     }
-    for key, (kind, words) in expected.items():
-        assert out[key][0] == kind and words in out[key][1], (key, out[key])
+    refused(out, expected)
 
 
 def test_conditional_nodes_get_bodies_to_build_or_capture_into(graph_driver):
@@ -106,8 +111,7 @@ def test_conditional_misuse_is_refused(graph_driver):
         "default": ("ValueError", "0..2**32-1"),
         "switch_count": ("ValueError", "the switch's body count = 0"),
     }
-    for key, (kind, words) in expected.items():
-        assert out[key][0] == kind and words in out[key][1], (key, out[key])
+    refused(out, expected)
 
 
 def test_a_driver_before_each_release_is_refused_naming_it(graph_driver):

@@ -20,10 +20,10 @@ from tests.scenarios.recorded_launches import fake, layout
 
 
 def calls() -> list[str]:
-    """The graph calls the driver logged so far, one string each."""
+    """The graph (and memory) calls the driver logged so far, one string each."""
     lib = ctypes.CDLL(os.environ["CUDALOAD_LIBCUDA"])
     out = ctypes.create_string_buffer(16384)
-    n = lib.fake_graph_log(out, ctypes.c_size_t(len(out)))
+    n = lib.fake_memory_log(out, ctypes.c_size_t(len(out)))
     return out.raw[:n].decode().splitlines()
 
 
