@@ -98,6 +98,10 @@ def test_conditional_nodes_get_bodies_to_build_or_capture_into(graph_driver):
     assert log[6] == "cuGraphConditionalHandleCreate 8000 ctx=1000 default=0 flags=0 -> c0002"
     assert log[7].startswith("cuGraphAddNode 8000 70040 deps= conditional type=2 size=3 ")
     assert out["kinds"] == ["while", "if/else", "switch", 2, 3]
+    # a handle packs where only the parameter's size is known too, as the int it is
+    assert out["raw"] is None
+    assert log[-1] == ("cuGraphAddKernelNode 8010 70050 deps= func=4000 grid=1,1,1 block=1,1,1 "
+                       "smem=0 args=01000c0000000000")
 
 
 def test_conditional_misuse_is_refused(graph_driver):

@@ -108,6 +108,11 @@ def conditionals() -> dict:
     out["other_handle"] = _raised(lambda: cudaload.Graph().add_while(h))
     out["default"] = _raised(lambda: g.conditional_handle(default=-1))
     out["switch_count"] = _raised(lambda: g.add_switch(h, 0))
+    layout((0, 8))  # code without its source: only the parameter's size is known
+    code = cudaload.Program('extern "C" __global__ void raw(cudaGraphConditionalHandle h) {}'
+                            ).compile().code
+    raw = cudaload.ObjectCode.from_bytes(code, "cubin").load().get_kernel("raw")
+    out["raw"] = _raised(lambda: loop.body.add_kernel(raw, 1, 1, (h,)))
     g.launch(s)
     out["log"] = calls()
     fresh = cudaload.Graph()
