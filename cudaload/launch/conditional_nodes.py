@@ -41,7 +41,12 @@ class ConditionalHandle(int):
     ``cudaGraphConditionalHandle``, which sets it with ``cudaGraphSetConditional``.  ``graph``
     is the graph it was made for (its conditional nodes are added there)."""
 
-    graph: NodeBuilding
+    graph: NodeBuilding | None = None
+
+    def __new__(cls, value: int, graph: NodeBuilding | None):
+        handle = super().__new__(cls, value)
+        handle.graph = graph
+        return handle
 
     def __repr__(self) -> str:
         return f"<cudaload.ConditionalHandle {int(self):#x}>"
@@ -85,9 +90,7 @@ class ConditionalBuilding(NodeBuilding):
         driver.check(drv.cuGraphConditionalHandleCreate(
             out, self.handle, self.device.context, value,
             0 if default is None else _ASSIGN_DEFAULT), "cuGraphConditionalHandleCreate")
-        handle = ConditionalHandle(out[0])
-        handle.graph = self
-        return handle
+        return ConditionalHandle(out[0], self)
 
     def add_if(self, handle: ConditionalHandle, *, orelse: bool = False,
                after=()) -> ConditionalNode:
