@@ -64,14 +64,14 @@ class KernelNode(GraphNode):
         :class:`DriverError`."""
         self.graph._open()
         drv = activate(self.graph.device)
+        if args is not None:
+            self._packer.pack(args)
         old = self._shape
         shape = (old[0] if grid is None else grid, old[1] if block is None else block,
                  old[2] if shared_mem is None else shared_mem)
         if shape != old:
             _set_shape(self._params, self.kernel, self.graph.device, shape)
             self._shape = shape
-        if args is not None:
-            self._packer.pack(args)
         driver.check(drv.cuGraphKernelNodeSetParams_v2(self.handle, self._params),
                      "cuGraphKernelNodeSetParams")
         executable = self.graph._root._exec
