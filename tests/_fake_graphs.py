@@ -73,9 +73,10 @@ typedef struct {
 } Copy3D;
 int cuGraphAddMemcpyNode(void **node, void *graph, void *const *deps, size_t n, const Copy3D *p, void *ctx) {
     char d[128]; deps_text(d, sizeof d, deps, n); new_node(node);
-    snprintf(entry, sizeof entry, "cuGraphAddMemcpyNode %zx %zx%s src=%d:%llx dst=%d:%llx bytes=%zux%zux%zu ctx=%zx",
-             (size_t)graph, (size_t)*node, d, p->srcType, p->srcDevice, p->dstType, p->dstDevice,
-             p->width, p->height, p->depth, (size_t)ctx);
+    snprintf(entry, sizeof entry, "cuGraphAddMemcpyNode %zx %zx%s src=%d:%llx dst=%d:%llx bytes=%zux%zux%zu "
+             "pitch=%zu,%zu rows=%zu,%zu ctx=%zx", (size_t)graph, (size_t)*node, d, p->srcType,
+             p->srcDevice, p->dstType, p->dstDevice, p->width, p->height, p->depth, p->srcPitch,
+             p->dstPitch, p->srcHeight, p->dstHeight, (size_t)ctx);
     logged(); return 0;
 }
 static int simple_node(const char *what, void **node, void *graph, void *const *deps, size_t n, void *event) {

@@ -30,7 +30,7 @@ def test_nodes_are_added_after_their_dependencies_with_the_arguments_a_launch_pa
     assert log[2] == ("cuGraphAddKernelNode 8000 70020 deps=70010 func=4000 grid=2,1,1 "
                       f"block=32,1,1 smem=0 args={ptr}05000000")
     assert log[3] == (f"cuGraphAddMemcpyNode 8000 70030 deps=70020 src=4:{buf} dst=4:{other} "
-                      "bytes=64x1x1 ctx=1000")  # unified addresses, one row
+                      "bytes=64x1x1 pitch=64,64 rows=1,1 ctx=1000")  # unified addresses, one row
     assert log[4] == "cuGraphAddEmptyNode 8000 70040 deps=70010,70030 event=0"
     assert log[5] == f"cuGraphAddEventRecordNode 8000 70050 deps=70040 event={event}"
     assert log[6] == f"cuGraphAddEventWaitNode 8000 70060 deps= event={event}"

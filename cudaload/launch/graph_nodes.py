@@ -190,6 +190,9 @@ class NodeBuilding:
         params = drv.ffi.new("CUDA_MEMCPY3D *")
         params.srcMemoryType = params.dstMemoryType = _UNIFIED  # any address of the process
         params.srcDevice, params.dstDevice = start, to
+        # one row of count bytes, its pitch the row, as the runtime's 1-D copy node makes it
+        params.srcPitch = params.dstPitch = count
+        params.srcHeight = params.dstHeight = 1
         params.WidthInBytes, params.Height, params.Depth = count, 1, 1
         return self._added("cuGraphAddMemcpyNode", "memcpy", drv.cuGraphAddMemcpyNode, deps, n,
                            params, self.device.context)
