@@ -231,9 +231,10 @@ class Graph(GpuState, ConditionalBuilding):
     def capture(self, stream, *, after=(), mode: str = "thread_local"
                 ) -> contextlib.AbstractContextManager[Graph]:
         """Inside the ``with`` block, record the launches made on ``stream`` (a Stream of this
-        graph's device) into this graph, after the nodes ``after`` (``cuStreamBeginCaptureToGraph``):
-        how a conditional node's body is captured.  Raises as ``Stream.capture`` and the node
-        methods do, :class:`MissingSymbolError` on a driver before CUDA 12.3."""
+        graph's device) into this graph, after the nodes ``after``
+        (``cuStreamBeginCaptureToGraph``): how a conditional node's body is captured.  Raises
+        as ``Stream.capture`` and the node methods do, :class:`MissingSymbolError` on a driver
+        before CUDA 12.3."""
         return _capture_into(self, stream, after, mode)
 
     def launch(self, stream=None) -> None:

@@ -119,21 +119,33 @@ def test_a_while_body_captured_into_counts_the_same():
     assert ints(count)[0] == 25
 
 
+class Decided:
+    """A graph whose first node, a kernel, sets its handle to the int at ``flag``; ``mark``
+    writes its second argument to ``out``."""
+
+    def __init__(self):
+        mod = decide_module()
+        self.mark = mod.get_kernel("mark")
+        self.flag, self.out, self.s = cudaload.alloc(4), cudaload.alloc(4), cudaload.Stream()
+        self.graph = cudaload.Graph()
+        self.handle = self.graph.conditional_handle(default=0)
+        self.decided = self.graph.add_kernel(mod.get_kernel("decide"), 1, 1,
+                                             (self.flag, self.handle))
+
+    def run(self, value: int) -> int:
+        """Launch with ``value`` at ``flag`` and -1 in ``out``; what ``out`` holds then."""
+        self.flag.copy_from_host(one_int(value))
+        self.out.copy_from_host(one_int(-1))
+        self.graph.launch(self.s)
+        self.s.synchronize()
+        return int(ints(self.out)[0])
+
+
 def test_an_if_node_runs_its_body_only_when_the_kernel_sets_the_handle():
-    mod = decide_module()
-    decide, mark = mod.get_kernel("decide"), mod.get_kernel("mark")
-    flag, out, s = cudaload.alloc(4), cudaload.alloc(4), cudaload.Stream()
-    g = cudaload.Graph()
-    handle = g.conditional_handle(default=0)
-    decided = g.add_kernel(decide, 1, 1, (flag, handle))
-    branch = g.add_if(handle, after=decided)
-    branch.body.add_kernel(mark, 1, 1, (out, 7))
-    for value, expected in ((1, 7), (0, 0), (5, 7)):
-        flag.copy_from_host(one_int(value))
-        out.memset(0)
-        g.launch(s)
-        s.synchronize()
-        assert ints(out)[0] == expected, value
+    d = Decided()
+    branch = d.graph.add_if(d.handle, after=d.decided)
+    branch.body.add_kernel(d.mark, 1, 1, (d.out, 7))
+    assert [d.run(value) for value in (1, 0, 5)] == [7, -1, 7]
 
 
 def test_an_if_else_and_a_switch_node_choose_their_bodies():
@@ -141,29 +153,13 @@ def test_an_if_else_and_a_switch_node_choose_their_bodies():
 
     if driver.version() < 12080:
         pytest.skip("if/else and switch nodes need a CUDA 12.8 driver")
-    mod = decide_module()
-    decide, mark = mod.get_kernel("decide"), mod.get_kernel("mark")
-    flag, out, s = cudaload.alloc(4), cudaload.alloc(4), cudaload.Stream()
-    g = cudaload.Graph()
-    handle = g.conditional_handle(default=0)
-    decided = g.add_kernel(decide, 1, 1, (flag, handle))
-    choice = g.add_switch(handle, 3, after=decided)
+    d = Decided()
+    choice = d.graph.add_switch(d.handle, 3, after=d.decided)
     for i, body in enumerate(choice.bodies):
-        body.add_kernel(mark, 1, 1, (out, 10 + i))
-    for value, expected in ((0, 10), (2, 12), (1, 11), (3, -1)):  # 3: no body runs
-        flag.copy_from_host(one_int(value))
-        out.copy_from_host(one_int(-1))
-        g.launch(s)
-        s.synchronize()
-        assert ints(out)[0] == expected, value
-    other = cudaload.Graph()
-    handle = other.conditional_handle(default=0)
-    decided = other.add_kernel(decide, 1, 1, (flag, handle))
-    both = other.add_if(handle, orelse=True, after=decided)
-    both.bodies[0].add_kernel(mark, 1, 1, (out, 1))
-    both.bodies[1].add_kernel(mark, 1, 1, (out, 2))
-    for value, expected in ((1, 1), (0, 2)):
-        flag.copy_from_host(one_int(value))
-        other.launch(s)
-        s.synchronize()
-        assert ints(out)[0] == expected, value
+        body.add_kernel(d.mark, 1, 1, (d.out, 10 + i))
+    assert [d.run(value) for value in (0, 2, 1, 3)] == [10, 12, 11, -1]  # 3: no body runs
+    e = Decided()
+    both = e.graph.add_if(e.handle, orelse=True, after=e.decided)
+    both.bodies[0].add_kernel(e.mark, 1, 1, (e.out, 1))
+    both.bodies[1].add_kernel(e.mark, 1, 1, (e.out, 2))
+    assert [e.run(value) for value in (1, 0)] == [1, 2]
