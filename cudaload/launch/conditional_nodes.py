@@ -81,7 +81,8 @@ class ConditionalBuilding(NodeBuilding):
 
     def conditional_handle(self, default: int | None = 0) -> ConditionalHandle:
         """A handle for this graph's conditional nodes; at each launch its value starts as
-        ``default`` (an unsigned int), or as the last launch left it for ``None``.  Raises
+        ``default`` (an unsigned int); for ``None`` no launch sets it (device code must, before
+        a node reads it).  Raises
         ``ValueError``, :class:`MissingSymbolError` before CUDA 12.3, :class:`DriverError`."""
         value = 0 if default is None else bounded(default, "the handle's default", *C_UINT)
         entry_points("if")
