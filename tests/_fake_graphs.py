@@ -5,9 +5,7 @@ them.
 Graphs ``cuGraphCreate`` makes, and a conditional node's bodies, are numbered with the captured
 ones (0x8000 + 0x10 n); nodes are 0x70000 + 0x10 k; conditional handles 0xc0000 + k.  A kernel
 node's line shows its grid, block, shared memory and the parameter bytes, read through the
-layout the test set (``fake_set_layout``), as ``cuLaunchKernelEx`` reads them.  Built with
-``cuGraphAddNode`` refusing the conditional node type (CUDA_ERROR_INVALID_VALUE) where
-REFUSE_CONDITIONAL is defined.
+layout the test set (``fake_set_layout``), as ``cuLaunchKernelEx`` reads them.
 """
 
 from __future__ import annotations
@@ -105,9 +103,6 @@ static void *bodies[16];
 int cuGraphAddNode_v2(void **node, void *graph, void *const *deps, const void *edges, size_t n, NodeParams *p) {
     char d[128]; Conditional *c = &p->conditional;
     deps_text(d, sizeof d, deps, n);
-#ifdef REFUSE_CONDITIONAL
-    if (p->type == 13) return 1;
-#endif
     if (p->type != 13 || c->size > 16 || edges) return 1;
     new_node(node);
     for (unsigned i = 0; i < c->size; i++) bodies[i] = new_graph();
@@ -125,13 +120,10 @@ int cuStreamBeginCaptureToGraph(void *s, void *graph, void *const *deps, const v
 """
 
 
-def graph_library(directory, refuse_conditional: bool = False) -> str:
+def graph_library(directory) -> str:
     """The graph-building recording driver, built in ``directory``; its path."""
-    source = RECORDING_DRIVER + MEMORY_CALLS + GRAPH_CALLS
-    name = "libcuda_graphs.so"
-    if refuse_conditional:
-        source, name = "#define REFUSE_CONDITIONAL\n" + source, "libcuda_graphs_refusing.so"
-    return build_shared_library(str(directory), name, source)
+    return build_shared_library(str(directory), "libcuda_graphs.so",
+                                RECORDING_DRIVER + MEMORY_CALLS + GRAPH_CALLS)
 
 
 @pytest.fixture
