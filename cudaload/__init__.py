@@ -66,7 +66,10 @@ if TYPE_CHECKING:
     from .launch.device import Device as Device, device_count as device_count
     from .launch.rank import device_for_rank as device_for_rank
     from .launch.copies import copy_batch as copy_batch
+    from .launch.conditional_nodes import (ConditionalHandle as ConditionalHandle,
+                                           ConditionalNode as ConditionalNode)
     from .launch.graph import Graph as Graph
+    from .launch.graph_nodes import GraphNode as GraphNode, KernelNode as KernelNode
     from .launch.ipc import import_ipc as import_ipc
     from .launch.kernel import Kernel as Kernel
     from .launch.managed import ManagedBuffer as ManagedBuffer, alloc_managed as alloc_managed
@@ -121,6 +124,10 @@ _LAZY = {
     "Stream": "launch.stream",
     "Event": "launch.stream",
     "Graph": "launch.graph",
+    "GraphNode": "launch.graph_nodes",
+    "KernelNode": "launch.graph_nodes",
+    "ConditionalHandle": "launch.conditional_nodes",
+    "ConditionalNode": "launch.conditional_nodes",
     "import_ipc": "launch.ipc",
     "copy_batch": "launch.copies",
     "TensorMap": "launch.tensor_map",

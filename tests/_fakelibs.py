@@ -145,7 +145,7 @@ int cuStreamGetCaptureInfo_v3(void *s, int *status, unsigned long long *id, void
    of the child runs them; fake_children gives the children added and the dependency updates. */
 static void *children[16]; static int nchildren, dependency_updates;
 int cuGraphAddChildGraphNode(void **node, void *graph, void *deps, size_t n, void *child) {
-    int g = capture_graph & 15, c = (int)(((size_t)child - 0x8000) / 0x10) & 15;
+    int g = (int)(((size_t)graph - 0x8000) / 0x10) & 15, c = (int)(((size_t)child - 0x8000) / 0x10) & 15;
     if (nchildren < 16) children[nchildren++] = child;
     for (int i = 0; i < host_ncaptured[c] && host_ncaptured[g] < 16; i++)
         host_captured[g][host_ncaptured[g]++] = host_captured[c][i];
@@ -168,8 +168,10 @@ static int graphs;
 int cuStreamBeginCapture_v2(void *s, int mode) {
     capturing = 1; capture_graph = graphs; host_ncaptured[graphs & 15] = 0; return 0;
 }
+static int capture_into = -1;  /* the graph a cuStreamBeginCaptureToGraph records into */
 int cuStreamEndCapture(void *s, void **graph) {
     capturing = 0;
+    if (capture_into >= 0) { *graph = (void *)(0x8000 + 0x10 * (size_t)capture_into); capture_into = -1; return 0; }
     if (unjoined) { unjoined = 0; *graph = 0; return 904; }
     *graph = (void *)(0x8000 + 0x10 * (size_t)graphs++); return 0;
 }

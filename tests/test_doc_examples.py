@@ -177,6 +177,8 @@ GPU_ONLY = [
         after="assert t.data_ptr() == buf.ptr and bytes(buf.copy_to_host()[:4]) != bytes(4)"),
     api("`Event`", "gpu", stdout=r"\d+\.\d{3} ms\n"),
     api("`copy_batch`", "gpu"),
+    api("Nodes", "gpu"),
+    api("Conditional nodes", "gpu"),
     api("`DriverError`", "gpu", stdout=r"CUDA_ERROR_OUT_OF_MEMORY cuMemAlloc.+\n"),
     api("`ObjectCode` pickling", "gpu",
         after="assert results == [bytes([1, 0, 0, 0]) * 256] * 2"),

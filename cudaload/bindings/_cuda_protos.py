@@ -44,12 +44,36 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
                         'CUdriverProcAddressQueryResult *)',
  'cuGraphAddChildGraphNode': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
                              'CUgraphNode_st * const *, size_t, struct CUgraph_st *)',
+ 'cuGraphAddEmptyNode': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
+                        'CUgraphNode_st * const *, size_t)',
+ 'cuGraphAddEventRecordNode': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
+                              'CUgraphNode_st * const *, size_t, struct CUevent_st *)',
+ 'cuGraphAddEventWaitNode': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
+                            'CUgraphNode_st * const *, size_t, struct CUevent_st *)',
+ 'cuGraphAddKernelNode_v2': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
+                            'CUgraphNode_st * const *, size_t, CUDA_KERNEL_NODE_PARAMS_v2 const *)',
+ 'cuGraphAddMemcpyNode': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
+                         'CUgraphNode_st * const *, size_t, CUDA_MEMCPY3D_v2 const *, struct '
+                         'CUctx_st *)',
+ 'cuGraphAddMemsetNode': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
+                         'CUgraphNode_st * const *, size_t, CUDA_MEMSET_NODE_PARAMS_v1 const *, '
+                         'struct CUctx_st *)',
+ 'cuGraphAddNode_v2': 'CUresult(*)(struct CUgraphNode_st * *, struct CUgraph_st *, struct '
+                      'CUgraphNode_st * const *, CUgraphEdgeData const *, size_t, '
+                      'CUgraphNodeParams *)',
+ 'cuGraphConditionalHandleCreate': 'CUresult(*)(uint64_t *, struct CUgraph_st *, struct CUctx_st '
+                                   '*, unsigned int, unsigned int)',
+ 'cuGraphCreate': 'CUresult(*)(struct CUgraph_st * *, unsigned int)',
  'cuGraphDestroy': 'CUresult(*)(struct CUgraph_st *)',
  'cuGraphExecDestroy': 'CUresult(*)(struct CUgraphExec_st *)',
+ 'cuGraphExecKernelNodeSetParams_v2': 'CUresult(*)(struct CUgraphExec_st *, struct CUgraphNode_st '
+                                      '*, CUDA_KERNEL_NODE_PARAMS_v2 const *)',
  'cuGraphExecUpdate_v2': 'CUresult(*)(struct CUgraphExec_st *, struct CUgraph_st *, '
                          'CUgraphExecUpdateResultInfo_v1 *)',
  'cuGraphInstantiateWithFlags': 'CUresult(*)(struct CUgraphExec_st * *, struct CUgraph_st *, '
                                 'unsigned long long)',
+ 'cuGraphKernelNodeSetParams_v2': 'CUresult(*)(struct CUgraphNode_st *, CUDA_KERNEL_NODE_PARAMS_v2 '
+                                  'const *)',
  'cuGraphLaunch': 'CUresult(*)(struct CUgraphExec_st *, struct CUstream_st *)',
  'cuGraphUpload': 'CUresult(*)(struct CUgraphExec_st *, struct CUstream_st *)',
  'cuInit': 'CUresult(*)(unsigned int)',
@@ -154,6 +178,9 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuPointerGetAttribute': 'CUresult(*)(void *, CUpointer_attribute, unsigned long long)',
  'cuPointerGetAttributes': 'CUresult(*)(unsigned int, CUpointer_attribute *, void * *, unsigned '
                            'long long)',
+ 'cuStreamBeginCaptureToGraph': 'CUresult(*)(struct CUstream_st *, struct CUgraph_st *, struct '
+                                'CUgraphNode_st * const *, CUgraphEdgeData const *, size_t, '
+                                'CUstreamCaptureMode)',
  'cuStreamBeginCapture_v2': 'CUresult(*)(struct CUstream_st *, CUstreamCaptureMode)',
  'cuStreamCreate': 'CUresult(*)(struct CUstream_st * *, unsigned int)',
  'cuStreamCreateWithPriority': 'CUresult(*)(struct CUstream_st * *, unsigned int, int)',

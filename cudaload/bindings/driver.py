@@ -33,10 +33,13 @@ _RESOLVE_AT = {"cuCtxSynchronize": 12000, "cuCtxGetDevice": 12000,
 # Declared with their 13.0 ABI; a driver before 13.0 is asked for the versioned symbol itself
 # (exported since 12.2), as a driver before 12.2 resolves the base name to an older ABI and would
 # be called with the wrong arguments: there the symbol is missing, a MissingSymbolError.
-_EXACT_BEFORE_13 = frozenset({"cuMemPrefetchAsync_v2", "cuMemAdvise_v2", "cuMemcpyBatchAsync_v2"})
+# cuGraphAddNode_v2 likewise, exported since 12.3: a 12.2 driver's base name has no edge data.
+_EXACT_BEFORE_13 = frozenset({"cuMemPrefetchAsync_v2", "cuMemAdvise_v2", "cuMemcpyBatchAsync_v2",
+                              "cuGraphAddNode_v2"})
 # The release that added an entry point, where a driver still in use may lack it: its
 # MissingSymbolError names the release to upgrade to.
-_ADDED_IN = {"cuMemPrefetchAsync_v2": 12020, "cuMemAdvise_v2": 12020,
+_ADDED_IN = {"cuMemPrefetchAsync_v2": 12020, "cuMemAdvise_v2": 12020, "cuGraphAddNode_v2": 12030,
+             "cuGraphConditionalHandleCreate": 12030, "cuStreamBeginCaptureToGraph": 12030,
              # sharing memory pools between processes
              **dict.fromkeys(("cuMemPoolExportToShareableHandle",
                               "cuMemPoolImportFromShareableHandle", "cuMemPoolExportPointer",

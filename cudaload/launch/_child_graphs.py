@@ -16,11 +16,23 @@ from ..bindings._cuda_ffi import ffi
 from ..errors import MissingSymbolError
 from .device import activate
 
-__all__ = ["embed"]
+__all__ = ["embed", "require"]
 
 _NEEDS = 12030  # cuStreamGetCaptureInfo_v3 and cuStreamUpdateCaptureDependencies_v2
 _ACTIVE = ffi.integer_const("CU_STREAM_CAPTURE_STATUS_ACTIVE")
 _SET = ffi.integer_const("CU_STREAM_SET_CAPTURE_DEPENDENCIES")
+
+
+def require(drv, needed: int, cannot: str, symbol: str) -> None:
+    """Refuse a driver before CUDA ``needed`` (e.g. 12030) that ``cannot`` do what is asked
+    (without the entry point ``symbol``, or with another ABI under its name): a
+    :class:`MissingSymbolError` naming the release."""
+    if drv.version < needed:
+        raise MissingSymbolError(
+            f"the CUDA driver at {drv.library.path} (CUDA {driver.format_version(drv.version)}) "
+            f"{cannot}: that needs a CUDA {driver.format_version(needed)} driver or newer",
+            hint="upgrade the NVIDIA driver", library="cuda", symbol=symbol,
+            path=drv.library.path)
 
 
 def embed(stream, child) -> None:
@@ -28,12 +40,7 @@ def embed(stream, child) -> None:
     Raises :class:`MissingSymbolError` on a driver before CUDA 12.3, ``RuntimeError`` when the
     capture was invalidated, :class:`DriverError`."""
     drv = activate(stream.device)
-    if drv.version < _NEEDS:
-        raise MissingSymbolError(
-            f"the CUDA driver at {drv.library.path} (CUDA {driver.format_version(drv.version)}) "
-            "cannot add a child graph to a capture: that needs a CUDA 12.3 driver or newer",
-            hint="upgrade the NVIDIA driver", library="cuda", symbol="cuStreamGetCaptureInfo_v3",
-            path=drv.library.path)
+    require(drv, _NEEDS, "cannot add a child graph to a capture", "cuStreamGetCaptureInfo_v3")
     status, graph = ffi.new("CUstreamCaptureStatus *"), ffi.new("CUgraph *")
     deps, edges = ffi.new("const CUgraphNode **"), ffi.new("const CUgraphEdgeData **")
     count = ffi.new("size_t *")

@@ -31,6 +31,7 @@ class Packer:
 
     def __init__(self, ffi, name: str, params, device_ordinal: int):
         self.params = params
+        self._ffi = ffi
         self.name = name
         self.device = device_ordinal
         self.signature = describe_signature(name, params)
@@ -60,6 +61,26 @@ class Packer:
         if pack is None:
             pack = self.plans[types] = _generate(self.pieces(types), self.name)
         return pack
+
+    def another(self) -> Packer:
+        """A packer of the same kernel and device with a buffer of its own (a graph's kernel
+        node keeps one)."""
+        return Packer(self._ffi, self.name, self.params, self.device)
+
+    def pack(self, args) -> None:
+        """Pack the tuple ``args`` into the buffer, converted as a launch converts them (for a
+        graph's kernel node, which the driver copies).  Raises LaunchArgumentError."""
+        if not isinstance(args, tuple):
+            raise TypeError(f"{self.name}: the kernel arguments are a tuple, not "
+                            f"{type(args).__name__}")
+        try:
+            packed = self.plan(tuple(map(type, args)))(args)
+        except LaunchArgumentError:
+            raise
+        except PACK_ERRORS as exc:
+            raise self.fail(args, exc) from None
+        if not packed:  # right types, but a guard failed (e.g. an array on another device)
+            raise self.fail(args, None)
 
     def pieces(self, types) -> tuple[list, list[int], dict]:
         """The generated text of a plan for ``types`` (of the right count): per argument ``a<i>``
@@ -160,8 +181,8 @@ def _for_raw(packer, p, tp):
     if p.size == 8 and _is_array_type(tp):
         return _to_bytes(packer._pointer(p, tp), 8)
     numpy_kind = _numpy_kind(tp)
-    if tp is int or numpy_kind in ("i", "u"):
-        return _raw_int(p.size)
+    if tp is int or numpy_kind in ("i", "u") or (issubclass(tp, int) and tp is not bool):
+        return _raw_int(p.size)  # an int subclass too: an IntEnum, a ConditionalHandle
     if (tp is float or numpy_kind == "f") and p.size in (2, 4, 8):
         return _raw_float(p.size)
     return _for_bytes(packer, p, tp)

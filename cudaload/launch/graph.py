@@ -1,9 +1,12 @@
-"""CUDA graphs from stream capture: launches recorded once, replayed with one driver call.
+"""CUDA graphs: launches recorded once by stream capture, or built node by node, replayed with one
+driver call.
 
-An instantiated graph can be uploaded ahead of its first launch (``cuGraphUpload``) and updated
-in place from another capture of the same shape (``cuGraphExecUpdate``): new kernel arguments
-without instantiating again.  Host functions captured into it (``Stream.launch_host_func``) are
-kept alive with it.
+``Graph()`` is an empty graph to add nodes to (graph_nodes.py; conditional nodes in
+conditional_nodes.py), whose conditional nodes' bodies are graphs of their own, part of it: built
+node by node too, or by a capture into them (``Graph.capture``).  An instantiated graph can be
+uploaded ahead of its first launch (``cuGraphUpload``) and updated in place from another capture
+of the same shape (``cuGraphExecUpdate``): new kernel arguments without instantiating again.
+Host functions captured into it (``Stream.launch_host_func``) are kept alive with it.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ import weakref
 from ..bindings import driver
 from .. import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
-from .device import Device, activate
+from .device import Device, activate, as_device
 from . import _child_graphs, _host_calls
+from .conditional_nodes import ConditionalBuilding
+from .graph_nodes import GraphNode
 from ._foreign import stream_handle as handle_of
 from ._graph_pins import pin, unpin
 from ._unpicklable import GpuState
@@ -74,16 +79,40 @@ def _explained(err, why: str, hint: str):
                      function=err.function, detail=err.message, hint=hint)
 
 
-class Graph(GpuState):
-    """A captured graph; ``launch(stream)`` replays it (instantiated on first launch).
+class Graph(GpuState, ConditionalBuilding):
+    """A graph of ``device`` (default: the current one), empty to add nodes to, or made by
+    ``Stream.capture``; ``launch(stream)`` replays it (instantiated on first launch).
 
-    Raises :class:`DriverError` when instantiation or launch fails."""
+    Raises :class:`DriverError` when making, instantiating or launching it fails."""
 
     _launch: Callable[..., int]  # the driver's cuGraphLaunch, bound by instantiate()
     _SEND_INSTEAD = ("send the ObjectCode of its kernels and capture the launches again in the "
                      "receiving process")
 
-    def __init__(self, device: Device):
+    def __init__(self, device=None):
+        self._fields(as_device(device))
+        drv = activate(self.device)
+        out = drv.ffi.new("CUgraph *")
+        driver.check(drv.cuGraphCreate(out, 0), "cuGraphCreate")
+        pin()  # its kernel nodes' code must stay loaded
+        self._set(out[0])
+
+    @classmethod
+    def _captured(cls, device: Device) -> Graph:
+        """A Graph for a capture to fill (``_set`` once it ends)."""
+        graph = cls.__new__(cls)
+        graph._fields(device)
+        return graph
+
+    def _body(self, handle) -> Graph:
+        """The Graph of a body graph (``handle``) of this graph's conditional node: the driver
+        owns it with the node, and what its nodes run lives as long as this graph's root."""
+        body = Graph._captured(self.device)
+        body.handle, body._root, body._parent = handle, self._root, self
+        body._calls, body._children = self._root._calls, self._root._children
+        return body
+
+    def _fields(self, device: Device) -> None:
         self.device = device
         self.handle = None
         self._exec = None
@@ -94,6 +123,8 @@ class Graph(GpuState):
         self._calls: list = []  # captured host functions: alive as long as the graph
         self._source: Graph | None = None  # the graph last updated from, whose code we now run
         self._children: list[Graph] = []  # embedded: their code and host functions run in ours
+        self._root = self  # the graph that is launched: itself, or a body's outermost graph
+        self._parent: Graph | None = None  # a body's graph, kept alive by its body
 
     def _set(self, handle) -> None:
         """Take the captured graph and the pin its capture holds (see _graph_pins.pin)."""
@@ -108,6 +139,7 @@ class Graph(GpuState):
         does nothing.  Raises ``RuntimeError`` while the graph is still being captured."""
         if self._closed:
             return
+        self._whole("closed")
         if self._stream is not None:
             raise RuntimeError("the graph is still being captured: close it after the with block")
         self._closed = True
@@ -115,31 +147,43 @@ class Graph(GpuState):
         if self._finalizer is not None:
             self._finalizer()  # runs _release once; collection later runs nothing
 
-    def add_child(self, child: Graph) -> None:
-        """Inside the capture block, embed ``child`` (a finished graph) at the capturing stream's
-        current point: each launch of this graph runs a copy of it there.  Raises ``TypeError``
-        for anything but a Graph, ``ValueError`` for one closed, still being captured or of
-        another device, ``RuntimeError`` outside the block, :class:`MissingSymbolError` on a
-        driver before CUDA 12.3, :class:`DriverError`."""
+    def add_child(self, child: Graph, *, after=()) -> GraphNode | None:
+        """Embed ``child`` (a finished graph): inside the capture block at the capturing
+        stream's current point; outside it, as a node after the nodes ``after`` (returned).
+        Each launch of this graph runs a copy of it there.  Raises ``TypeError`` for anything
+        but a Graph, ``ValueError`` for one closed, still being captured, of another device or
+        this graph itself, ``RuntimeError`` once this graph is instantiated,
+        :class:`MissingSymbolError` in a capture on a driver before CUDA 12.3,
+        :class:`DriverError`."""
         if not isinstance(child, Graph):
             raise TypeError(f"Graph.add_child takes a Graph, not {type(child).__name__}")
         child._open()
-        if self._stream is None:
-            raise RuntimeError("add_child embeds into a running capture: call it inside the "
-                               "with block of this graph's capture")
-        if child.handle is None or child.device is not self.device:
-            raise ValueError("add a finished capture on the same device "
-                             f"(device {self.device.ordinal}) as a child graph")
-        _child_graphs.embed(self._stream, child.handle)
+        if child.handle is None or child.device is not self.device or child is self:
+            raise ValueError("add a finished graph on the same device "
+                             f"(device {self.device.ordinal}), not this one, as a child graph")
+        node = None
+        if self._stream is not None:
+            _child_graphs.embed(self._stream, child.handle)
+        else:
+            drv, deps, n = self._building(after)
+            node = self._added("cuGraphAddChildGraphNode", "graph", drv.cuGraphAddChildGraphNode,
+                               deps, n, child.handle)
         self._children.append(child)  # the copy runs its kernels and host functions
+        return node
 
     def _open(self) -> None:
-        if self._closed:
+        if self._closed or self._root._closed:
             raise ValueError("the graph is closed: capture the launches again into a new graph")
+
+    def _whole(self, what: str) -> None:
+        if self._root is not self:
+            raise ValueError(f"a conditional node's body is {what} with its graph: use the graph "
+                             "the node was added to")
 
     def instantiate(self) -> Graph:
         """Instantiate now (otherwise the first launch does)."""
         self._open()
+        self._whole("instantiated and launched")
         if self.handle is None:
             raise RuntimeError("the graph is still being captured: launch it after the with block")
         if self._exec is None:
@@ -168,6 +212,7 @@ class Graph(GpuState):
             raise TypeError(f"Graph.update takes a Graph, not {type(other).__name__}")
         self._open()
         other._open()
+        self._whole("updated")
         if other.handle is None or other.device is not self.device:
             raise ValueError("update from a finished capture on the same device "
                              f"(device {self.device.ordinal})")
@@ -182,6 +227,15 @@ class Graph(GpuState):
                              "arguments may differ), or launch the other graph itself")
         driver.check(rc, "cuGraphExecUpdate")
         self._source = other  # its kernels' code and host functions must stay alive
+
+    def capture(self, stream, *, after=(), mode: str = "thread_local"
+                ) -> contextlib.AbstractContextManager[Graph]:
+        """Inside the ``with`` block, record the launches made on ``stream`` (a Stream of this
+        graph's device) into this graph, after the nodes ``after``
+        (``cuStreamBeginCaptureToGraph``): how a conditional node's body is captured.  Raises
+        as ``Stream.capture`` and the node methods do, :class:`MissingSymbolError` on a driver
+        before CUDA 12.3."""
+        return _capture_into(self, stream, after, mode)
 
     def launch(self, stream=None) -> None:
         """Replay the graph on ``stream`` (default: the legacy default stream)."""
@@ -199,16 +253,45 @@ def capture(stream, mode: str = "thread_local") -> Iterator[Graph]:
     """Record the launches made on ``stream`` inside the block into the yielded :class:`Graph`.
 
     Raises ``ValueError`` for the default stream (it cannot be captured) or an unknown mode."""
+    drv = _capturable(stream, mode)
+    driver.check(drv.cuStreamBeginCapture_v2(stream.handle, _MODES[mode]), "cuStreamBeginCapture")
+    graph = Graph._captured(stream.device)
+    pin()  # from the first captured launch on, its code must stay loaded
+    yield from _record(drv, stream, graph, fresh=True)
+
+
+@contextlib.contextmanager
+def _capture_into(graph: Graph, stream, after, mode: str) -> Iterator[Graph]:
+    """See :meth:`Graph.capture`."""
+    drv = _capturable(stream, mode)
+    _child_graphs.require(drv, 12030, "cannot capture into a graph", "cuStreamBeginCaptureToGraph")
+    if stream.device is not graph.device:
+        raise ValueError(f"the stream is of device {stream.device.ordinal}, the graph of device "
+                         f"{graph.device.ordinal}: capture on a stream of the graph's device")
+    drv, deps, n = graph._building(after)
+    driver.check(drv.cuStreamBeginCaptureToGraph(stream.handle, graph.handle, deps, drv.ffi.NULL,
+                                                 n, _MODES[mode]), "cuStreamBeginCaptureToGraph")
+    yield from _record(drv, stream, graph, fresh=False)
+
+
+def _capturable(stream, mode: str):
+    """The driver, ``stream``'s device bound.  Raises ValueError for an unknown mode or the
+    legacy default stream, TypeError for an object that is no cudaload Stream."""
     if mode not in _MODES:
         raise ValueError(f"capture mode must be one of {sorted(_MODES)}, not {mode!r}")
+    if not hasattr(stream, "handle") or not hasattr(stream, "device"):  # stream imports graph
+        raise TypeError(f"a capture records on a cudaload Stream, not {type(stream).__name__}")
     if stream.ptr == 0:
         raise ValueError("the legacy default stream cannot be captured: use cudaload.Stream()")
-    drv = activate(stream.device)
-    driver.check(drv.cuStreamBeginCapture_v2(stream.handle, _MODES[mode]), "cuStreamBeginCapture")
-    graph = Graph(stream.device)
+    return activate(stream.device)
+
+
+def _record(drv, stream, graph: Graph, fresh: bool) -> Iterator[Graph]:
+    """Yield ``graph`` while ``stream`` records into it, then end the capture.  ``fresh``: the
+    capture makes the graph (taken by ``graph._set``; destroyed, its pin dropped, on failure),
+    else it adds to ``graph``, which keeps what was recorded before a failure."""
     graph._stream = stream
     out = drv.ffi.new("CUgraph *")
-    pin()  # from the first captured launch on, its code must stay loaded
     ident = 0
     try:
         ident = _host_calls.capture_id(stream.handle)
@@ -217,19 +300,22 @@ def capture(stream, mode: str = "thread_local") -> Iterator[Graph]:
         graph._stream = None
         _host_calls.captured(ident)
         drv.cuStreamEndCapture(stream.handle, out)
-        if out[0] != drv.ffi.NULL:
-            drv.cuGraphDestroy(out[0])
-        unpin()
+        if fresh:
+            if out[0] != drv.ffi.NULL:
+                drv.cuGraphDestroy(out[0])
+            unpin()
         raise
     rc = drv.cuStreamEndCapture(stream.handle, out)
     graph._stream = None
     graph._calls.extend(_host_calls.captured(ident))
     if rc:
-        unpin()
+        if fresh:
+            unpin()
         err = driver.error(rc, "cuStreamEndCapture")
         if rc == _UNJOINED:
             raise _explained(err, "a stream that waited for this capture was not waited for "
                              "in turn", "end each forked stream's work with s.wait(other) on "
                              "the capturing stream before the with block ends")
         raise err
-    graph._set(out[0])  # the graph holds the pin from here on
+    if fresh:
+        graph._set(out[0])  # the graph holds the pin from here on

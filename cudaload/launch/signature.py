@@ -33,6 +33,8 @@ _TYPES = {
     "uintptr_t": ("int", "Q"), "float": ("float", "f"), "double": ("float", "d"),
     "__half": ("float", "e"), "half": ("float", "e"), "__nv_bfloat16": ("bf16", "H"),
     "CUdeviceptr": ("int", "Q"),
+    # a conditional node's handle (graph_nodes.ConditionalHandle), set by cudaGraphSetConditional
+    "cudaGraphConditionalHandle": ("int", "Q"), "CUgraphConditionalHandle": ("int", "Q"),
 }
 _ALIASES = {"unsigned": "unsigned int", "signed": "int", "signed int": "int", "short int": "short",
             "long int": "long", "long long int": "long long", "unsigned short int": "unsigned short",
