@@ -14,10 +14,10 @@ file) and Debian's libcuda 535 without a device (``--libcuda``, default
 numpy's own ``x * np.float32(a)``, the fallback's expression; the target is the function within
 3x of it.
 
-On a GPU, the function against the same calls made with the kernel in hand (alloc, copy in,
-launch, ``empty_like``, copy out) and against the launch and copies alone on a buffer allocated
-once, timed in the same process; the target is the function within 5 us of the calls with the
-kernel in hand.
+On a GPU, the function against the launch and copies alone on a buffer allocated once, and
+against the same calls as the function's made with the kernel in hand (its allocation, copy in,
+launch, ``empty_like``, copy out), timed in the same process; the target is the function within
+5 us of the launch and copies alone.
 
 Each figure is the best of 7 repetitions of N calls (the fastest repetition is the one a loaded
 machine disturbed least), per call in microseconds.  Prints one JSON document.
@@ -99,7 +99,7 @@ def time_gpu(folder: str, number: int) -> dict:
     grid, block = ((x.size + 255) // 256,), (256,)
 
     def in_hand():
-        buf = cudaload.alloc(x.nbytes)
+        buf = cudaload.alloc(x.nbytes, stream=0)
         buf.copy_from_host(x)
         kernel(grid, block, (buf, 3.0, x.size))
         out = np.empty_like(x)
@@ -123,7 +123,7 @@ def time_gpu(folder: str, number: int) -> dict:
     best["over_kernel_in_hand_us"] = round(best["function_us"] - best["kernel_in_hand_us"], 2)
     best["over_launch_and_copies_us"] = round(best["function_us"] - best["launch_and_copies_us"],
                                               2)
-    best["met"] = best["over_kernel_in_hand_us"] <= GPU_TARGET_US
+    best["met"] = best["over_launch_and_copies_us"] <= GPU_TARGET_US
     best["device"] = cudaload.Device(0).name
     return best
 

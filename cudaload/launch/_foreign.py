@@ -132,6 +132,8 @@ def stream_pointer(obj) -> tuple[int, int | None]:
     stream).  The ordinal is the one a CuPy or PyTorch stream names.  Raises ``TypeError``, and
     ``ValueError`` for an address outside 0..2**64-1, which ``ffi.cast`` would cut short (2**64
     to the legacy default stream)."""
+    if type(obj) is int:  # first: the attribute probes below cost microseconds for an int
+        return bounded(obj, "a stream handle", *C_UINT64), None
     if hasattr(obj, "__cuda_stream__"):
         proto = obj.__cuda_stream__
         _version, ptr = proto() if callable(proto) else proto

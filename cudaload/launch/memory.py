@@ -44,17 +44,25 @@ def alloc(nbytes: int, device=None, stream=None, pool: MemoryPool | None = None)
     if stream is None:
         driver.check(drv.cuMemAlloc_v2(out, max(nbytes, 1)),
                      f"cuMemAlloc ({nbytes} bytes on device {dev.ordinal})")
-    elif pool is None:
-        driver.check(drv.cuMemAllocAsync(out, max(nbytes, 1), handle_of(stream)),
+        return _owned(DeviceBuffer._made(out[0], nbytes, dev), stream, None)
+    handle = handle_of(stream)
+    if pool is None:
+        driver.check(drv.cuMemAllocAsync(out, max(nbytes, 1), handle),
                      f"cuMemAllocAsync ({nbytes} bytes on device {dev.ordinal})")
     else:
-        driver.check(drv.cuMemAllocFromPoolAsync(out, max(nbytes, 1), pool.handle,
-                                                 handle_of(stream)),
+        driver.check(drv.cuMemAllocFromPoolAsync(out, max(nbytes, 1), pool.handle, handle),
                      f"cuMemAllocFromPoolAsync ({nbytes} bytes on device {dev.ordinal})")
-    buf = DeviceBuffer(out[0], nbytes, dev)
+    return _owned(DeviceBuffer._made(out[0], nbytes, dev), stream, handle)
+
+
+def _owned(buf: DeviceBuffer, stream, handle, ptr: int | None = None) -> DeviceBuffer:
+    """``buf``, whose memory at ``ptr`` (default: ``buf.ptr``) is freed when it is garbage: at
+    once (no ``stream``), or in ``stream``'s order on its ``handle``, resolved once by the
+    caller (resolving it again at each free would cost microseconds per allocation)."""
     # The finalizer holds the stream, so that the handle it frees on stays valid until then, or
     # until close(): then the memory is freed after the work queued on it before (see _free).
-    buf._finalizer = weakref.finalize(buf, _free, out[0], dev, stream)
+    buf._finalizer = weakref.finalize(buf, _free, buf.ptr if ptr is None else ptr,
+                                     buf.device, stream, handle)
     # The process's exit tears the context down with all its memory; freeing from an exit hook
     # could run after another library reset the shared primary context.
     buf._finalizer.atexit = False
@@ -77,7 +85,7 @@ def _device_for(device, stream, pool) -> Device:
     return pool.device
 
 
-def _free(ptr: int, dev: Device, stream=None) -> None:
+def _free(ptr: int, dev: Device, stream=None, handle=None) -> None:
     if lifetime.forked():  # the child of a fork owns no CUDA memory; touching the driver would fail
         return
     drv = activate(dev)
@@ -86,7 +94,7 @@ def _free(ptr: int, dev: Device, stream=None) -> None:
         return
     last_work = getattr(stream, "_last_work", None)  # a closed Stream's (stream.py)
     if last_work is None:
-        drv.cuMemFreeAsync(ptr, handle_of(stream))
+        drv.cuMemFreeAsync(ptr, handle)
     # A closed stream's handle is gone (the driver may have given it to a new stream), but the
     # work queued on it before still runs and may use the memory: it is freed in the legacy
     # default stream's order, made to wait for that work (a non-blocking stream's work is no
@@ -115,6 +123,14 @@ class DeviceBuffer(ByteSpan):
         self.device = device
         self._finalizer: weakref.finalize | None = None
         self._owner = owner  # keeps what the view points into alive
+
+    @classmethod
+    def _made(cls, ptr: int, nbytes: int, device: Device) -> DeviceBuffer:
+        """A buffer of an address and size the driver has just given (no checks to make)."""
+        buf = cls.__new__(cls)
+        buf.ptr, buf.nbytes, buf.device, buf._finalizer, buf._owner = \
+            int(ptr), nbytes, device, None, None
+        return buf
 
     def __repr__(self) -> str:
         return f"<cudaload.DeviceBuffer 0x{self.ptr:x} {self.nbytes} bytes on device {self.device.ordinal}>"
@@ -172,9 +188,7 @@ class DeviceBuffer(ByteSpan):
             self.ptr = 0
             detached = self._finalizer.detach() if stream is not None else None
             if detached is not None:  # still owned: freed on the stream asked for instead
-                ptr, dev, _ = detached[2]
-                self._finalizer = weakref.finalize(self, _free, ptr, dev, stream)
-                self._finalizer.atexit = False
+                _owned(self, stream, handle_of(stream), ptr=detached[2][0])
             if not _dlpack.viewed(self):
                 self._finalizer()
 
