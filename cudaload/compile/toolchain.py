@@ -106,15 +106,19 @@ def _key_of(version, build, headers) -> str:
 _lock = _thread.allocate_lock()
 _live: Toolchain | None = None
 _remembered: Toolchain | None = None
+# What current() read of toolchain.json, for the probe of the same process (a first compile
+# would read and parse the file twice otherwise); None until read, and after status(refresh=True).
+_record: dict | None = None
 
 
 def current() -> Toolchain:
     """The toolchain as remembered on disk when that still matches the files, else :func:`live`."""
     if _live is not None:
         return _live
-    global _remembered
+    global _remembered, _record
     if _remembered is None and _in_use():
-        _remembered = _from_record(_read_record())
+        _record = _read_record()
+        _remembered = _from_record(_record)
         if _remembered is not None:
             _log_choice(_remembered, f"as remembered in {RECORD}, unchanged")
     return _remembered or live()
@@ -244,7 +248,7 @@ def _from_record(record: dict) -> Toolchain | None:
 def _probe() -> Toolchain:
     from ..bindings import _loader, nvrtc  # deferred: only this path needs it
 
-    record = _read_record() if _in_use() else {}
+    record = (_record if _record is not None else _read_record()) if _in_use() else {}
     known = _entries(record).get(_selector())
     try:
         remembered = known["path"] if known and _still_valid(known) else None
@@ -346,8 +350,8 @@ def _forget_remembered() -> None:
     # At status(refresh=True): read toolchain.json and check its files again at the next
     # current() (a wheel installed since, another process's newer record).  A loaded NVRTC stays
     # the truth.
-    global _remembered
-    _remembered = None
+    global _remembered, _record
+    _remembered = _record = None
 
 
 lifetime.on_forget(_forget_remembered)
