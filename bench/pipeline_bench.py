@@ -41,7 +41,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from first_compile import tree  # noqa: E402  (a revision written out: shared)
+from first_compile import _env, tree  # noqa: E402  (a tree's environment, a revision written out)
 
 ARCH = 90
 TARGETS = {"disk_hit_ms": 2.0, "miss_recorded": 1.05, "miss_empty": 1.10}
@@ -76,21 +76,17 @@ print(json.dumps({"nvrtc": toolchain.current().nvrtc_path, "options": seen}))
 # fresh process some 7 ms, a tenth of such a compile).
 CTYPES = r"""
 import ctypes, sys
-nvrtc = ctypes.CDLL(sys.argv[2])
-options = sys.argv[3:]
-program = ctypes.c_void_p()
-assert nvrtc.nvrtcCreateProgram(ctypes.byref(program), sys.argv[1].encode(), b"kernel.cu", 0,
-                                None, None) == 0
-words = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
-assert nvrtc.nvrtcCompileProgram(program, len(options), words) == 0
-size = ctypes.c_size_t()
-nvrtc.nvrtcGetProgramLogSize(program, ctypes.byref(size))
-log = ctypes.create_string_buffer(size.value)
-nvrtc.nvrtcGetProgramLog(program, log)
-nvrtc.nvrtcGetCUBINSize(program, ctypes.byref(size))
-cubin = ctypes.create_string_buffer(size.value)
-assert nvrtc.nvrtcGetCUBIN(program, cubin) == 0 and cubin.raw.startswith(b"\x7fELF")
-nvrtc.nvrtcDestroyProgram(ctypes.byref(program))
+lib, program, size = ctypes.CDLL(sys.argv[2]), ctypes.c_void_p(), ctypes.c_size_t()
+words = [o.encode() for o in sys.argv[3:]]
+assert lib.nvrtcCreateProgram(ctypes.byref(program), sys.argv[1].encode(), b"kernel.cu", 0,
+                              None, None) == 0
+assert lib.nvrtcCompileProgram(program, len(words), (ctypes.c_char_p * len(words))(*words)) == 0
+for part in ("ProgramLog", "CUBIN"):  # the log, then the code
+    getattr(lib, f"nvrtcGet{part}Size")(program, ctypes.byref(size))
+    out = ctypes.create_string_buffer(size.value)
+    assert getattr(lib, f"nvrtcGet{part}")(program, out) == 0
+assert out.raw.startswith(b"\x7fELF")
+lib.nvrtcDestroyProgram(ctypes.byref(program))
 """
 
 MISS = r"""
@@ -122,14 +118,6 @@ assert obj.cached == "disk", obj
 root = sys.argv[3]
 print(took * 1e3, len([f for f in files if f.startswith(root)]))
 """ % ARCH
-
-
-def _env(folder: str, cache: str) -> dict:
-    path = os.environ.get("PYTHONPATH")  # kept after the tree: cffi may come from there
-    env = {**os.environ, "CUDALOAD_CACHE_DIR": cache,
-           "PYTHONPATH": folder + (os.pathsep + path if path else "")}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
 
 
 def cpu_child(code: str, args: list[str], env: dict, cwd: str) -> tuple[float, float]:
@@ -246,14 +234,15 @@ def run(trees: dict, repeats: int, work: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=11)
-    ap.add_argument("--against", action="append", default=[],
-                    help="another tree to run in the same repetitions: a revision or a folder")
-    ap.add_argument("--out")
+    ap.add_argument("--against", action="append", default=[], metavar="REV_OR_DIR",
+                    help="another cudaload tree, run beside this one in every repetition")
+    ap.add_argument("--repeats", type=int, default=11, help="repetitions of each case")
+    ap.add_argument("--out", help="also write the JSON document to this file")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"cudaload": ROOT, **{name: tree(name, tmp) for name in args.against}}
-        for folder in trees.values():
+        trees = {"cudaload": ROOT}
+        trees.update((name, tree(name, tmp)) for name in args.against)
+        for folder in trees.values():  # as an installed wheel has it
             compileall.compile_dir(os.path.join(folder, "cudaload"), quiet=1)
         figures = run(trees, args.repeats, tmp)
     this = figures["cudaload"]
@@ -270,11 +259,11 @@ def main() -> None:
                    for case in ("miss_recorded", "miss_empty") for kernel in KERNELS}},
         **figures,
     }
-    text = json.dumps(out, indent=2)
+    text = json.dumps(out, indent=2) + "\n"
     if args.out:
         with open(args.out, "w") as f:
-            f.write(text + "\n")
-    print(text)
+            f.write(text)
+    sys.stdout.write(text)
 
 
 if __name__ == "__main__":

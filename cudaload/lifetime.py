@@ -40,6 +40,7 @@ _forget_hooks: list = []
 _exit_hooks: list = []
 _unforkable = False  # this process (or a parent of it) initialised state a child cannot use
 _forked = False  # this process is the child of a fork made after that
+_child = False  # this process is the child of a fork made after this module was imported
 
 
 def on_fork_in_child(hook):
@@ -91,8 +92,15 @@ def forked() -> bool:
     return _forked
 
 
+def child_of_fork() -> bool:
+    """Whether this process is the child of a fork made after cudaload was first imported (a
+    module imported only after the fork learns it here, its fork hook never having run)."""
+    return _child
+
+
 def _after_fork_in_child() -> None:
-    global _forked
+    global _forked, _child
+    _child = True
     if _unforkable:
         _forked = True
     for hook in _hooks:

@@ -47,9 +47,12 @@ import json
 print(json.dumps({"cached": obj.cached, "modules": new}))
 """
 # What a disk hit in a fresh process does without: the parsers (json, re and enum cost a first
-# compile 3-5 ms), the loader's bindings and cffi (a hit loads no library).
+# compile 3-5 ms), the loader's bindings and cffi (a hit loads no library), typing, and what
+# only a miss or a report uses: the writer's thread and _queue, the read tiers, the atomic write.
 NOT_FOR_A_HIT = ("json", "re", "enum", "cudaload.bindings._loader", "_cffi_backend",
-                 "cudaload.compile._linker", "socket", "tempfile", "hashlib")
+                 "cudaload.compile._linker", "socket", "tempfile", "hashlib", "typing",
+                 "cudaload.compile.cache.writer", "_queue", "cudaload.compile.cache.tiers",
+                 "cudaload._atomic")
 # What a first compile (a miss) does without, with the toolchain known from an earlier process
 # and a cache folder of one machine: json (a claim's record is read and written only where
 # machines share the folder), socket and _socket (the host name only a claim needs), tempfile,

@@ -8,8 +8,8 @@ cache folder (_cache_folder.py; the kernel cache's modules are not needed for it
 with ``os.stat``.  ``CUDALOAD_LIBNVRTC`` always wins: its file is the one checked.  Once NVRTC is
 loaded in the process, the loaded library is the truth.
 
-Imports of cudaload: _atomic, _cache_folder, _file_lock (to write), _headers, _log, _prepare (sha256), _untrusted,
-lifetime, bindings (_loader, nvrtc).
+Imports of cudaload: _atomic and _file_lock (to write), _cache_folder, _headers, _log, _prepare
+(sha256), _untrusted, lifetime, bindings (_loader, nvrtc).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import _thread
 from _operator import itemgetter  # operator's own; the operator module costs a Program 0.3 ms
 
 from . import _cache_folder
-from .. import _atomic, _log, _untrusted, lifetime
+from .. import _log, _untrusted, lifetime
 from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
     find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
@@ -333,7 +333,8 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
         place.make()  # made private
         if not place.trusted and not place.judge_trust():
             return
-        from .. import _file_lock  # deferred: only to write the record: reading it takes no lock
+        # deferred: only to write the record (reading it takes no lock)
+        from .. import _atomic, _file_lock
 
         # Read again under the lock: a process of another environment may have added its entry
         # since ``record`` was read, and writing ours over it would lose that one.
