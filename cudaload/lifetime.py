@@ -93,8 +93,9 @@ def forked() -> bool:
 
 
 def child_of_fork() -> bool:
-    """Whether this process is the child of a fork made after cudaload was first imported (a
-    module imported only after the fork learns it here, its fork hook never having run)."""
+    """Whether this process is the child of a fork made after this module was imported (by the
+    first Program or the kernel cache): a module first imported after the fork, whose fork hook
+    never ran, learns it here."""
     return _child
 
 
