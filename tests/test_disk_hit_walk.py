@@ -63,7 +63,8 @@ NOT_FOR_A_HIT = ("json", "re", "enum", "cudaload.bindings._loader", "_cffi_backe
 # dicts and try blocks): together 10 ms of a fresh process on a 2-core machine.
 NOT_FOR_A_MISS = ("json", "socket", "_socket", "tempfile", "hashlib", "threading",
                   "cudaload.compile._linker", "re", "enum", "contextlib", "functools",
-                  "collections", "types", "cudaload.compile.cache.pruning")
+                  "collections", "types", "cudaload.compile.cache.pruning",
+                  "cudaload.compile.cache.tiers")
 
 
 def test_a_fresh_process_imports_only_what_its_miss_or_disk_hit_uses(tmp_path):

@@ -38,8 +38,7 @@ from .memory import MEMORY
 from .. import _cache_folder
 from ..objectcode import ObjectCode
 from ... import _log, _untrusted
-# With the cache (a Program has it already): a child forked after it knows it was, which the
-from ... import lifetime  # noqa: F401  # writer, imported by the first miss, asks
+from ... import lifetime  # noqa: F401  (so a child forked from here on knows it: writer.py asks)
 
 TYPE_CHECKING = False  # true for type checkers only: importing typing costs a disk hit 3-5 ms
 if TYPE_CHECKING:
@@ -93,10 +92,9 @@ class DiskCache:
 
     @property
     def writer(self) -> Writer:
-        """What runs the writes of misses (writer.py): the one given, else the process's,
-        imported by the first use (a disk hit writes nothing: it needs neither it nor _queue)."""
+        """What runs the writes of misses (writer.py): the one given, else the process's."""
         if self._writer is None:
-            from .writer import DEFAULT  # deferred: see above
+            from .writer import DEFAULT  # deferred: a disk hit writes nothing (nor needs _queue)
 
             self._writer = DEFAULT
         return self._writer
@@ -151,6 +149,8 @@ class DiskCache:
 
     def _from_tiers(self, key: str) -> ObjectCode | None:
         """The entry of ``key`` in the first read tier that holds it, or None."""
+        if not os.environ.get(_cache_folder.READ_DIRS):
+            return None  # no tier, so no tiers.py
         from . import tiers  # deferred: a hit here reads no tier
         found = tiers.find(key, self.root, read_entry)
         if found is None:
