@@ -40,6 +40,7 @@ _forget_hooks: list = []
 _exit_hooks: list = []
 _unforkable = False  # this process (or a parent of it) initialised state a child cannot use
 _forked = False  # this process is the child of a fork made after that
+_child = False  # this process is the child of a fork made after this module was imported
 
 
 def on_fork_in_child(hook):
@@ -91,8 +92,16 @@ def forked() -> bool:
     return _forked
 
 
+def child_of_fork() -> bool:
+    """Whether this process is the child of a fork made after this module was imported (by the
+    first Program or the kernel cache): a module first imported after the fork, whose fork hook
+    never ran, learns it here."""
+    return _child
+
+
 def _after_fork_in_child() -> None:
-    global _forked
+    global _forked, _child
+    _child = True
     if _unforkable:
         _forked = True
     for hook in _hooks:

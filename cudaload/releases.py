@@ -10,11 +10,10 @@ that exists on PyPI: CUDA 13 wheels carry plain names (``nvidia-cuda-nvrtc``), o
 from __future__ import annotations
 
 import os
-import re
 
 __all__ = ["header_release", "header_requirement", "nvrtc_requirement", "linker_requirement",
            "wheel_for_header", "arch_support", "ptx_release", "code_toolkit", "oldest_driver",
-           "driver_text"]
+           "driver_text", "defined_number"]
 
 _WHEELS = {"nvrtc": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime",
            "cccl": "nvidia-cuda-cccl", "nvjitlink": "nvidia-nvjitlink"}
@@ -22,29 +21,49 @@ _WHEELS = {"nvrtc": "nvidia-cuda-nvrtc", "cudart": "nvidia-cuda-runtime",
 # Where each header set says which release it is: cudart's CUDART_VERSION (13050 is CUDA 13.5) near
 # the top of the file; CUB's CUB_VERSION (MMMmmmpp: 300500 is CCCL 3.5.0).  A CCCL major is the
 # CUDA major it ships with less ten (CCCL 2 with CUDA 12, CCCL 3 with CUDA 13).
-_VERSION_FILES = {"cudart": ("cuda_runtime_api.h",
-                             re.compile(rb"#define\s+CUDART_VERSION\s+(\d+)")),
-                  "cccl": (os.path.join("cub", "version.cuh"),
-                           re.compile(rb"#define\s+CUB_VERSION\s+(\d+)"))}
+_VERSION_FILES = {"cudart": ("cuda_runtime_api.h", b"CUDART_VERSION"),
+                  "cccl": (os.path.join("cub", "version.cuh"), b"CUB_VERSION")}
 _VERSION_SPAN = 16384
+_SPACE = b" \t\n\r\f\v"  # what C (and re's \s) takes for white space
 
 
 def header_release(name: str, path: str) -> tuple[int, tuple] | None:
     """(CUDA major, the set's own version) of the header set ``name`` in ``path``: (13, (13, 5))
     for cudart 13.5, (13, (3, 5, 0)) for CCCL 3.5.0; None when the folder does not say."""
-    relative, pattern = _VERSION_FILES[name]
+    relative, macro = _VERSION_FILES[name]
     try:
         with open(os.path.join(path, relative), "rb") as f:
-            found = pattern.search(f.read(_VERSION_SPAN))
+            number = defined_number(f.read(_VERSION_SPAN), macro)
     except OSError:
         return None
-    if found is None:
+    if number is None:
         return None
-    number = int(found.group(1))
     if name == "cudart":
         return number // 1000, (number // 1000, number % 1000 // 10)
     version = (number // 100000, number // 100 % 1000, number % 100)
     return version[0] + 10, version
+
+
+def defined_number(text: bytes, macro: bytes) -> int | None:
+    """The number of the first ``#define MACRO 123`` in ``text`` (white space of any length,
+    line breaks too, around the name), or None.  Read with bytes methods: a process that finds
+    its header folders (its first compile from an empty cache) would otherwise import re for it,
+    7-9 ms of that compile."""
+    at = text.find(macro)
+    while at >= 0:
+        start, end = at, at + len(macro)
+        while start > 0 and text[start - 1] in _SPACE:
+            start -= 1
+        digits = end
+        while digits < len(text) and text[digits] in _SPACE:
+            digits += 1
+        stop = digits
+        while stop < len(text) and 48 <= text[stop] <= 57:  # 0-9
+            stop += 1
+        if start < at and end < digits < stop and text.endswith(b"#define", 0, start):
+            return int(text[digits:stop])
+        at = text.find(macro, at + 1)
+    return None
 
 
 def format_release(release) -> str:
@@ -88,10 +107,12 @@ def pip_install(requirement: str) -> str:
 
 # Files of each wheel that kernels include, by name or by leading folder.
 _CCCL_FOLDERS = ("cuda/", "cub/", "thrust/", "nv/")
-_CUDART_FILES = re.compile(r"(cuda_\w+|cooperative_groups(/.*)?|cuComplex|mma|vector_\w+|"
-                           r"sm_\d+_\w+|device_\w+|math_\w+|crt/.*|builtin_types|host_defines|"
-                           r"driver_types|surface_\w+|texture_\w+|library_types|channel_descriptor)"
-                           r"(\.h|\.hpp)?$")
+# Patterns are compiled by the calls that use them (re's own cache keeps them): importing re
+# costs a fresh process 7-9 ms, and a compile that finds its header folders imports this module.
+_CUDART_FILES = (r"(cuda_\w+|cooperative_groups(/.*)?|cuComplex|mma|vector_\w+|"
+                 r"sm_\d+_\w+|device_\w+|math_\w+|crt/.*|builtin_types|host_defines|"
+                 r"driver_types|surface_\w+|texture_\w+|library_types|channel_descriptor)"
+                 r"(\.h|\.hpp)?$")
 
 
 def wheel_for_header(header: str, nvrtc_version) -> str | None:
@@ -100,7 +121,9 @@ def wheel_for_header(header: str, nvrtc_version) -> str | None:
     header = header.replace("\\", "/")
     if header.startswith(_CCCL_FOLDERS):
         return header_requirement("cccl", nvrtc_version)
-    if _CUDART_FILES.fullmatch(header):
+    import re  # deferred: see _CUDART_FILES
+
+    if re.fullmatch(_CUDART_FILES, header):
         return header_requirement("cudart", nvrtc_version)
     return None
 
@@ -155,9 +178,8 @@ _PTX_ISA = {(6, 0): (9, 0), (6, 1): (9, 1), (6, 2): (9, 2), (6, 3): (10, 0), (6,
 # compatibility).  CUDA 11.0 shipped with an older driver, but minor version compatibility
 # across 11.x starts at 450.80.02.
 _MAJOR_DRIVERS = {11: "450.80.02", 12: "525.60.13", 13: "580"}
-_PTX_VERSION = re.compile(rb"^\s*\.version\s+(\d+)\.(\d+)", re.M)
-_PTX_TARGET = re.compile(rb"^\s*\.target\s+sm_(\d+)", re.M)
-_TOOLKIT = re.compile(rb"release (\d+)\.(\d+)")
+_PTX_VERSION = rb"(?m)^\s*\.version\s+(\d+)\.(\d+)"  # compiled where used: see _CUDART_FILES
+_TOOLKIT = rb"release (\d+)\.(\d+)"
 # A CUBIN's ELF header: EI_OSABI 0x41 and EI_ABIVERSION 8 since CUDA 13 (0x33 and 7 before), and
 # the note of type 2000 in ".note.nv.tkinfo" that CUDA 13's compilers write ("... release 13.5").
 _CUDA13_ELF = (0x41, 8)
@@ -173,14 +195,16 @@ def code_toolkit(code: bytes, kind: str) -> tuple[int, int | None] | None:
     """(major, minor or None) of the CUDA toolkit that made the CUBIN or PTX ``code``, as far
     as the code says: PTX by its ``.version``, a CUBIN by its toolkit note or, lacking one, by
     its ELF ABI (CUDA 13's; an older one does not say whether CUDA 11 or 12 made it: None)."""
+    import re  # deferred: see _CUDART_FILES
+
     if kind == "ptx":
-        found = _PTX_VERSION.search(code[:65536])
+        found = re.search(_PTX_VERSION, code[:65536])
         release = found and ptx_release((int(found.group(1)), int(found.group(2))))
         return release or None
     if kind != "cubin" or code[:4] != b"\x7fELF":
         return None
     note = _note(code, _TKINFO)
-    found = _TOOLKIT.search(note) if note else None
+    found = re.search(_TOOLKIT, note) if note else None
     if found:
         return int(found.group(1)), int(found.group(2))
     return (13, None) if tuple(code[7:9]) == _CUDA13_ELF else None
@@ -256,7 +280,7 @@ def loads_on(code: bytes, kind: str, arch: str, nvrtc: str | None = None
     if kind == "cubin" and made and (toolkit is None or toolkit[1] is None):
         toolkit = made
     toolkit = toolkit or (made if kind == "ltoir" else None)
-    cc = int(re.sub(r"\D", "", arch) or 0)
+    cc = int("".join(c for c in arch if c.isdecimal()) or 0)
     release = oldest_driver(kind, cc, toolkit)
     text = driver_text(release) if release else _UNKNOWN.get(kind, "no driver: it is no code "
                                                                     "a driver loads")

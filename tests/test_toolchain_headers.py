@@ -116,11 +116,11 @@ def _older_toolkit(toolkit, cccl: str) -> str:
 
     folder = os.path.join(toolkit, "include", "cccl")
     shutil.copytree(cccl, folder)
-    relative, pattern = releases._VERSION_FILES["cccl"]  # where the release is read from
+    relative, macro = releases._VERSION_FILES["cccl"]  # where the release is read from
     path = os.path.join(folder, relative)
     with open(path, "rb") as f:
         text = f.read()
-    number = int(pattern.search(text).group(1))
+    number = releases.defined_number(text, macro)
     if number % 100000 == 0:
         pytest.skip(f"the CCCL wheel is the first release of its major ({number}): none is older")
     os.unlink(path)  # a new file: the copy may be read-only, as the wheel's may be
@@ -171,3 +171,22 @@ def test_the_build_fingerprint_sees_both_ends_of_the_library(tmp_path):
     assert fingerprint(b"\x01" + base[1:]) != first
     assert fingerprint(base[:-1] + b"\x01") != first
     assert fingerprint(base + b"\x00") != first
+
+
+@pytest.mark.parametrize("text", [
+    b"#define CUDART_VERSION 13050\n", b"/* x */\n#define\tCUDART_VERSION \t 12080 // 12.8\n",
+    b"#define\nCUDART_VERSION\n13000", b"#define CUDART_VERSION_MAJOR 13\n#define CUDART_VERSION 13020",
+    b"#  define CUDART_VERSION 13000", b"#defineCUDART_VERSION 13000", b"#define CUDART_VERSION13000",
+    b"#define CUDART_VERSION x13", b"#define MY_CUDART_VERSION 11\n#define CUDART_VERSION 12",
+    b"CUDART_VERSION 13000", b"", b"#define CUDART_VERSION", b"#define CUDART_VERSION 1e3"])
+def test_a_header_release_is_read_as_its_define_says(text):
+    """The release a header file says (``#define CUDART_VERSION 13050``) is read with bytes
+    methods as the pattern ``#define\\s+NAME\\s+(\\d+)`` reads it: the first such line, white
+    space of any kind around the name, nothing where it is missing."""
+    import re
+
+    from cudaload import releases
+
+    found = re.search(rb"#define\s+CUDART_VERSION\s+(\d+)", text)
+    assert releases.defined_number(text, b"CUDART_VERSION") == (
+        int(found.group(1)) if found else None)

@@ -40,8 +40,6 @@ import os
 import stat
 import sys
 
-from . import _sites
-from ._load_hints import HINTS as _HINTS  # the next step for each way loading can fail
 from .. import _log, lifetime
 from ..errors import (CudaLoadError, DriverLoadError, DriverNotFoundError, LibraryLoadError,
                       LibraryNotFoundError, MissingSymbolError, NotADriverError)
@@ -98,14 +96,15 @@ def driver() -> Library:
 
 
 def nvrtc(remembered: str | None = None) -> Library:
-    """The NVRTC library, loaded on first call, trying ``remembered`` (a path known to hold NVRTC)
-    before searching.  Raises the errors of this module."""
+    """The NVRTC library, loaded on first call, trying ``remembered`` (a path known to hold NVRTC:
+    the file that loaded when it was remembered, its stat unchanged since, so it is not read
+    before dlopen) before searching.  Raises the errors of this module."""
     return _get("nvrtc", remembered)
 
 
 def nvjitlink(remembered: str | None = None) -> Library:
-    """The nvJitLink library, loaded on first call, trying ``remembered`` before searching.
-    Raises the errors of this module."""
+    """The nvJitLink library, loaded on first call, trying ``remembered`` (as :func:`nvrtc`'s)
+    before searching.  Raises the errors of this module."""
     return _get("nvjitlink", remembered)
 
 
@@ -169,6 +168,7 @@ def driver_candidates() -> list[tuple[str, str]]:
 
 
 FROM_WHEEL = "site-packages, where cuda.pathfinder looks first"  # how a wheel's library is found
+REMEMBERED = "remembered by the kernel cache"
 
 
 def toolkit_override(name: str) -> str | None:
@@ -186,7 +186,9 @@ def _toolkit_candidates(name: str, remembered: str | None):
         yield override, variable
         return
     if remembered and os.path.isfile(remembered):
-        yield remembered, "remembered by the kernel cache"
+        yield remembered, REMEMBERED
+    from . import _sites  # deferred: a remembered library that loads needs no search
+
     wheel = _sites.library(name)
     if wheel is not None:
         yield wheel, FROM_WHEEL
@@ -203,7 +205,7 @@ def _toolkit_candidates(name: str, remembered: str | None):
         searched = _each_once(str(exc).strip())
         raise LibraryNotFoundError(
             f"{label} not found by cuda.pathfinder: {searched}.",
-            hint=_HINTS[name, LibraryNotFoundError],
+            hint=hint(name, LibraryNotFoundError),
             library=name, tried=(f"cuda.pathfinder: {searched}",)) from None
     yield found.abs_path, f"cuda.pathfinder ({found.found_via})"
 
@@ -233,7 +235,9 @@ def _load(name: str, remembered: str | None = None) -> Library:
     tried: list[str] = []
     refused: list[str] = []
     for path, how in candidates:
-        problem = file_problem(path)
+        # A remembered file is the one that loaded when it was remembered (the caller checked
+        # its size, times and inode since): not read again.
+        problem = None if how == REMEMBERED else file_problem(path)
         if problem:
             refused.append(f"{path} ({how}): {problem}")
             continue
@@ -258,16 +262,18 @@ def _load(name: str, remembered: str | None = None) -> Library:
     if refused:
         refusal = DriverLoadError if name == "cuda" else LibraryLoadError
         raise refusal(f"{label} was found but could not be loaded: {listing}.",
-                      hint=_HINTS[name, LibraryLoadError], library=name, tried=attempts)
+                      hint=hint(name, LibraryLoadError), library=name, tried=attempts)
     absence = DriverNotFoundError if name == "cuda" else LibraryNotFoundError
     raise absence(f"{label} not found; tried {listing}.",
-                  hint=_HINTS[name, LibraryNotFoundError], library=name, tried=attempts)
+                  hint=hint(name, LibraryNotFoundError), library=name, tried=attempts)
 
 
 def hint(name: str, error: type) -> str:
     """The next step after ``error`` (LibraryNotFoundError, LibraryLoadError or
     MissingSymbolError) for library ``name``."""
-    return _HINTS[name, error]
+    from ._load_hints import HINTS  # deferred: a library that loads needs no next step
+
+    return HINTS[name, error]
 
 
 def file_problem(path: str) -> str | None:
@@ -368,7 +374,7 @@ def _check_symbols(name: str, ffi, lib, path: str) -> None:
 
 def _missing(name: str, path: str, symbol: str, why: str,
              cls: type[MissingSymbolError] = MissingSymbolError) -> MissingSymbolError:
-    return cls(f"{path} loaded but lacks {symbol}: {why}.", hint=_HINTS[name, MissingSymbolError],
+    return cls(f"{path} loaded but lacks {symbol}: {why}.", hint=hint(name, MissingSymbolError),
                library=name, symbol=symbol, path=path)
 
 
@@ -376,6 +382,8 @@ def _real_path(path: str) -> str:
     """The file the loader actually mapped: a soname resolves to a path only after dlopen."""
     if os.path.isabs(path) or not sys.platform.startswith("linux"):
         return path
+    from . import _sites  # deferred: only a library named without a folder needs it
+
     prefix = path.split(".so")[0] + ".so"
     return next((mapped for mapped in _sites.mapped() or () if
                  os.path.basename(mapped).startswith(prefix)), path)

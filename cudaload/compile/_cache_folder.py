@@ -38,6 +38,9 @@ __all__ = ["FORMAT", "CacheWarning", "Folder", "chosen", "configured", "shared_p
 # The format of the kernel cache's entries (objectcode.encode writes it into each one): entries of
 # each format have a folder of their own, so a version that reads another format never sees them.
 FORMAT = 2
+# The read-only tiers' setting (cache/tiers.py reads it): named here, where a miss without tiers
+# looks for it, so that it imports no tiers.py.
+READ_DIRS = "CUDALOAD_CACHE_READ_DIRS"
 
 
 class CacheWarning(UserWarning):

@@ -79,11 +79,16 @@ def choose(found: dict, nvrtc_path: str, nvrtc_version) -> tuple:
     chosen = []
     for name, folders in found.items():
         mine = [os.path.join(own_root, d) for d in _TOOLKIT_DIRS[name]]
-        best, best_rank, seen = None, None, set()
+        best, best_rank, seen, tried = None, None, set(), set()
         for order, folder in enumerate([*mine, *folders]):
-            real = os.path.realpath(folder) if folder else None
-            if real is None or real in seen or not os.path.isfile(
-                    os.path.join(real, HEADER_SETS[name])):
+            # Each name once, and whether the set is there before realpath, which stats each
+            # part of a path: the same folder comes from several searches, most are absent.
+            if not folder or folder in tried or not os.path.isfile(
+                    os.path.join(folder, HEADER_SETS[name])):
+                continue
+            tried.add(folder)
+            real = os.path.realpath(folder)
+            if real in seen:
                 continue
             seen.add(real)
             release = releases.header_release(name, real)

@@ -8,8 +8,8 @@ cache folder (_cache_folder.py; the kernel cache's modules are not needed for it
 with ``os.stat``.  ``CUDALOAD_LIBNVRTC`` always wins: its file is the one checked.  Once NVRTC is
 loaded in the process, the loaded library is the truth.
 
-Imports of cudaload: _atomic, _cache_folder, _file_lock (to write), _headers, _log, _prepare (sha256), _untrusted,
-lifetime, bindings (_loader, nvrtc).
+Imports of cudaload: _atomic and _file_lock (to write), _cache_folder, _headers, _log, _prepare
+(sha256), _untrusted, lifetime, bindings (_loader, nvrtc).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import _thread
 from _operator import itemgetter  # operator's own; the operator module costs a Program 0.3 ms
 
 from . import _cache_folder
-from .. import _atomic, _log, _untrusted, lifetime
+from .. import _log, _untrusted, lifetime
 from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
     find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
@@ -106,15 +106,19 @@ def _key_of(version, build, headers) -> str:
 _lock = _thread.allocate_lock()
 _live: Toolchain | None = None
 _remembered: Toolchain | None = None
+# What current() read of toolchain.json, for the probe of the same process (a first compile
+# would read and parse the file twice otherwise); None until read, and after status(refresh=True).
+_record: dict | None = None
 
 
 def current() -> Toolchain:
     """The toolchain as remembered on disk when that still matches the files, else :func:`live`."""
     if _live is not None:
         return _live
-    global _remembered
+    global _remembered, _record
     if _remembered is None and _in_use():
-        _remembered = _from_record(_read_record())
+        _record = _read_record()
+        _remembered = _from_record(_record)
         if _remembered is not None:
             _log_choice(_remembered, f"as remembered in {RECORD}, unchanged")
     return _remembered or live()
@@ -244,7 +248,7 @@ def _from_record(record: dict) -> Toolchain | None:
 def _probe() -> Toolchain:
     from ..bindings import _loader, nvrtc  # deferred: only this path needs it
 
-    record = _read_record() if _in_use() else {}
+    record = (_record if _record is not None else _read_record()) if _in_use() else {}
     known = _entries(record).get(_selector())
     try:
         remembered = known["path"] if known and _still_valid(known) else None
@@ -329,7 +333,8 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
         place.make()  # made private
         if not place.trusted and not place.judge_trust():
             return
-        from .. import _file_lock  # deferred: only to write the record: reading it takes no lock
+        # deferred: only to write the record (reading it takes no lock)
+        from .. import _atomic, _file_lock
 
         # Read again under the lock: a process of another environment may have added its entry
         # since ``record`` was read, and writing ours over it would lose that one.
@@ -346,8 +351,8 @@ def _forget_remembered() -> None:
     # At status(refresh=True): read toolchain.json and check its files again at the next
     # current() (a wheel installed since, another process's newer record).  A loaded NVRTC stays
     # the truth.
-    global _remembered
-    _remembered = None
+    global _remembered, _record
+    _remembered = _record = None
 
 
 lifetime.on_forget(_forget_remembered)

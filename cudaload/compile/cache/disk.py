@@ -23,8 +23,8 @@ DEBUG (memory hits are not logged: they must cost a dict lookup and nothing more
 A miss here is looked up in the read-only tiers ``CUDALOAD_CACHE_READ_DIRS`` names (tiers.py),
 in order; a hit there is copied here.
 
-Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, claims, limits, locks, memory,
-objectcode, pruning, tiers, writer.
+Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, claims, lifetime, limits, locks,
+memory, objectcode, pruning, tiers, writer (a hit none of _atomic, claims, locks, tiers, writer).
 """
 
 from __future__ import annotations
@@ -32,14 +32,17 @@ from __future__ import annotations
 import os
 import _thread
 
-from . import writer as _writer
-from . import tiers as _tiers
 from ..objectcode import MAX_ENTRY_BYTES, decode, encode
 from .limits import max_bytes
 from .memory import MEMORY
 from .. import _cache_folder
 from ..objectcode import ObjectCode
-from ... import _atomic, _log, _untrusted
+from ... import _log, _untrusted
+from ... import lifetime  # noqa: F401  (so a child forked from here on knows it: writer.py asks)
+
+TYPE_CHECKING = False  # true for type checkers only: importing typing costs a disk hit 3-5 ms
+if TYPE_CHECKING:
+    from .writer import Handover, Writer
 
 __all__ = ["NULL", "DiskCache", "NullCache", "default", "configured", "directory"]
 
@@ -53,8 +56,9 @@ class NullCache:
     def lookup(self, key: str) -> None:
         return None
 
-    def lock(self, key: str) -> _writer.Handover:
-        return _writer.Handover(_nothing, None)
+    def lock(self, key: str) -> Handover:
+        from .writer import Handover  # deferred: as DiskCache.lock
+        return Handover(_nothing, None)
 
     def store(self, key: str, obj: ObjectCode) -> None:
         pass
@@ -76,15 +80,24 @@ class DiskCache:
     an _cache_folder.Folder, which the toolchain record shares; ``swept`` says whether its stale
     temporary files were swept (once)."""
 
-    def __init__(self, root, writer: _writer.Writer | None = None, *,
+    def __init__(self, root, writer: Writer | None = None, *,
                  place: _cache_folder.Folder | None = None, claims: bool | None = None):
         self.place = place or _cache_folder.Folder(root)
         self.root, self.folder = self.place.root, self.place.folder
-        self.writer = writer or _writer.DEFAULT  # runs the writes of misses (writer.py)
+        self._writer = writer  # None: the process's (see the property)
         self.swept = False
         # Whether a miss also claims its key across machines (claims.py); None: decided from the
         # folder's filesystem at the first miss.
         self.claims = claims
+
+    @property
+    def writer(self) -> Writer:
+        """What runs the writes of misses (writer.py): the one given, else the process's."""
+        if self._writer is None:
+            from .writer import DEFAULT  # deferred: a disk hit writes nothing (nor needs _queue)
+
+            self._writer = DEFAULT
+        return self._writer
 
     @property
     def usable(self) -> bool:
@@ -136,7 +149,10 @@ class DiskCache:
 
     def _from_tiers(self, key: str) -> ObjectCode | None:
         """The entry of ``key`` in the first read tier that holds it, or None."""
-        found = _tiers.find(key, self.root, read_entry)
+        if not os.environ.get(_cache_folder.READ_DIRS):
+            return None  # no tier, so no tiers.py
+        from . import tiers  # deferred: a hit here reads no tier
+        found = tiers.find(key, self.root, read_entry)
         if found is None:
             return None
         if self.usable:
@@ -146,12 +162,13 @@ class DiskCache:
             self.writer.submit(lambda: self._copy(key, found[1]))
         return found[0]
 
-    def lock(self, key: str) -> _writer.Handover:
+    def lock(self, key: str) -> Handover:
         """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which has
         ``obj`` stored under ``key`` before the lock is released, so another process waiting
         for the key finds it.  Nothing is locked or stored when the folder is unusable."""
-        return _writer.Handover(lambda: self._acquire(key),
-                                lambda obj, release: self._publish(key, obj, release))
+        from .writer import Handover  # deferred: a miss's, as locks
+        return Handover(lambda: self._acquire(key),
+                        lambda obj, release: self._publish(key, obj, release))
 
     def _acquire(self, key: str):
         """Take the lock of ``key`` (and its claim, see _claimed): the function that releases
@@ -258,6 +275,7 @@ class DiskCache:
         path = self.path(key)
         mode = 0o640 if self.place.shared else None  # readable by the group of a shared cache
         try:
+            from ... import _atomic  # deferred: a disk hit writes nothing
             _atomic.write_atomic(path, data, mode=mode)
         except FileNotFoundError:  # cleared meanwhile: as if cleared after the write
             return None
@@ -289,6 +307,8 @@ class DiskCache:
             if not self.place.trusted and not self.place.judge_trust():
                 raise PermissionError(f"{self.root} is not to be trusted")
             self.swept = True
+            from ... import _atomic  # deferred: as in _write
+
             _atomic.sweep_stale(self.folder)  # not pruning's: a miss needs none of its patterns
 
     # ---- looking after it (``cudaload cache info|clear|prune``) ---------------------------------
@@ -298,22 +318,9 @@ class DiskCache:
         bytes; ``problem`` says why a folder that is not to be trusted is not used; ``tiers``,
         this folder then each read tier (tiers.py), each with its entries and bytes."""
         self.writer.wait()  # the entries of this process's misses are counted
-        from . import pruning  # deferred: only this path needs it
+        from . import pruning, tiers  # deferred: only this path needs them
 
-        count, size = pruning.tally(self)
-        try:
-            found = self.problem()
-        except FileNotFoundError:
-            found = None
-        facts = {"directory": self.root, "enabled": default() is self and self.usable,
-                 "exists": os.path.isdir(self.root), "entries": count, "bytes": size,
-                 "max_bytes": max_bytes(), "format": _cache_folder.FORMAT,
-                 "problem": f"{found[0]}: {found[1]}" if found else None}
-        mine = {name: facts[name] for name in ("directory", "exists", "entries", "bytes",
-                                               "problem")}
-        facts["tiers"] = [{**mine, "writable": True}] + [
-            tier.info() for tier in _tiers.configured() if tier.root != self.root]
-        return facts
+        return pruning.info(self, default() is self, tiers.configured())
 
     def clear(self) -> int:
         """Delete cudaload's own files (see pruning.py) and this process's memory cache; return
@@ -375,9 +382,11 @@ def default() -> DiskCache | NullCache:
     names, or :data:`NULL` when ``CUDALOAD_CACHE=0``, or that folder failed or is not to be
     trusted and there is no read tier."""
     place = _cache_folder.chosen()
-    if place is None or not place.usable and not _tiers.configured():
-        return NULL
-    return _disk(place)  # unusable, yet with read tiers to look in
+    if place is not None and place.usable:
+        return _disk(place)
+    from . import tiers  # deferred: only a folder that cannot be used looks for tiers here
+
+    return NULL if place is None or not tiers.configured() else _disk(place)  # the tiers' reader
 
 
 def configured() -> DiskCache:

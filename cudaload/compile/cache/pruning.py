@@ -10,7 +10,8 @@ while others compile costs them nothing but their entries.  ``CUDALOAD_CACHE_MAX
 the folder: after a write, least recently used entries (hits touch their modification time) are
 deleted, except any written or used in the last ``GRACE_S`` seconds.
 
-Imports of cudaload: _atomic, _file_lock, _log, _untrusted, locks, objectcode.
+Imports of cudaload: _atomic, _cache_folder, _file_lock, _log, _untrusted, limits, locks,
+objectcode.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ import re
 import stat
 import time
 
+from .._cache_folder import FORMAT
 from ..objectcode import MAX_ENTRY_BYTES, decode
+from .limits import max_bytes as _max_bytes
 from .locks import KEYS_FILE
 from ... import _atomic, _log, _untrusted
 from ..._file_lock import remove_if_free
 
-__all__ = ["GRACE_S", "STALE_TMP_S", "tally", "clear", "prune", "sweep_tmp"]
+__all__ = ["GRACE_S", "STALE_TMP_S", "info", "tally", "clear", "prune", "sweep_tmp"]
 
 GRACE_S = 10.0  # an entry this young may be one another process is about to read
 STALE_TMP_S = _atomic.STALE_S  # an older temporary file is a crashed writer's (_atomic.py)
@@ -62,6 +65,25 @@ def _refuse_untrusted(disk) -> None:
 
         raise PermissionError(f"{folder} is not a cache folder cudaload uses: {why}. Next step: "
                               f"{private_step(folder)}")
+
+
+def info(disk, in_use: bool, read_tiers) -> dict:
+    """What DiskCache.info says of ``disk``; ``in_use``: whether compiles in this process use
+    its folder (it is the cache disk.default() gives); ``read_tiers``: tiers.configured()."""
+    count, size = tally(disk)
+    try:
+        found = disk.problem()
+    except FileNotFoundError:
+        found = None
+    facts = {"directory": disk.root, "enabled": in_use and disk.usable,
+             "exists": os.path.isdir(disk.root), "entries": count, "bytes": size,
+             "max_bytes": _max_bytes(), "format": FORMAT,
+             "problem": f"{found[0]}: {found[1]}" if found else None}
+    mine = {name: facts[name] for name in ("directory", "exists", "entries", "bytes",
+                                           "problem")}
+    facts["tiers"] = [{**mine, "writable": True}] + [
+        tier.info() for tier in read_tiers if tier.root != disk.root]
+    return facts
 
 
 def tally(disk) -> tuple[int, int]:

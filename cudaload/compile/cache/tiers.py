@@ -24,7 +24,7 @@ from ... import _log, _untrusted
 
 __all__ = ["ENV", "ReadTier", "configured", "find"]
 
-ENV = "CUDALOAD_CACHE_READ_DIRS"
+ENV = _cache_folder.READ_DIRS
 
 
 class ReadTier:

@@ -109,8 +109,10 @@ def _run(job) -> None:
 
 
 # The process's writer.  A forked child has no thread of its parent's: it drops its copy of the
-# parent's pending jobs and entries (the parent writes them) and writes on the calling thread.
-DEFAULT = Writer()
+# parent's pending jobs and entries (the parent writes them) and writes on the calling thread;
+# so does a child whose first miss imports this module (a parent whose compiles all hit the disk
+# never imported it).
+DEFAULT = Writer(inline=lifetime.child_of_fork())
 lifetime.on_fork_in_child(lambda: DEFAULT._reset(inline=True))
 lifetime.at_exit(DEFAULT.finish)
 
