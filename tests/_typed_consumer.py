@@ -22,10 +22,9 @@ def uses(source: str) -> None:
     reveal_type(prog)  # R: cudaload.compile.program.Program
     obj = prog.compile(arch=90)
     reveal_type(obj)  # R: cudaload.compile.objectcode.ObjectCode
-    module = obj.load()
-    reveal_type(module)  # R: cudaload.launch.module.Module
-    reveal_type(module.get_kernel("k"))  # R: cudaload.launch.kernel.Kernel
-    reveal_type(module.get_global("g"))  # R: cudaload.launch.memory.DeviceBuffer
+    loaded = obj.load()  # the compile layer names no launch type: a protocol of its methods
+    reveal_type(loaded)  # R: cudaload.compile._hooks.Loaded
+    reveal_type(loaded.get_kernel("k"))  # R: Any
     buf = cudaload.alloc(16)
     reveal_type(buf)  # R: cudaload.launch.memory.DeviceBuffer
     reveal_type(buf.copy_to_host())  # R: bytearray
@@ -53,6 +52,8 @@ def mistakes() -> None:
 
 
 def launches(module: cudaload.Module, s: cudaload.Stream) -> None:
+    reveal_type(module.get_kernel("k"))  # R: cudaload.launch.kernel.Kernel
+    reveal_type(module.get_global("g"))  # R: cudaload.launch.memory.DeviceBuffer
     k = module.get_kernel("k")
     buf = cudaload.alloc(16)
     floats = array.array("f", [0.0] * 4)

@@ -17,19 +17,30 @@ __all__ = ["provide", "load", "activate"]
 TYPE_CHECKING = False  # mypy reads it as true; importing typing would cost the import its budget
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any, Protocol
 
-_load: Callable[[object], object] | None = None
+    class Loaded(Protocol):
+        """What ``ObjectCode.load()`` returns, as this layer can say it: the launch side's
+        Module, a class of the layer above, which no compile module names (for type checkers
+        neither: each layer reads only those below it).  Its kernels and globals are of the
+        launch side's types, ``cudaload.Kernel`` and ``cudaload.DeviceBuffer``."""
+
+        def get_kernel(self, name: str, signature: str | None = None) -> Any: ...
+
+        def get_global(self, name: str, device: Any = None) -> Any: ...
+
+_load: Callable[[object], Loaded] | None = None
 _activate: Callable[[], object] | None = None
 
 
-def provide(load: Callable[[object], object], activate: Callable[[], object]) -> None:
+def provide(load: Callable[[object], Loaded], activate: Callable[[], object]) -> None:
     """Install the launch side's ``load(ObjectCode) -> Module`` and ``activate()``, which makes
     the current device's primary context current in this thread."""
     global _load, _activate
     _load, _activate = load, activate
 
 
-def load(code):  # -> the launch side's Module, a layer this one may not name
+def load(code) -> Loaded:
     """The Module holding ``code``, loaded once for all copies of it."""
     if _load is None:
         raise RuntimeError("cudaload.compile used before the package provided its hooks")

@@ -24,10 +24,6 @@ from .. import _untrusted
 from ._cache_folder import FORMAT
 from ._prepare import sha256
 
-TYPE_CHECKING = False  # true for type checkers only: the launch side is never imported from here
-if TYPE_CHECKING:
-    from ..launch.module import Module
-
 __all__ = ["ObjectCode", "FORMAT", "MAGIC", "HEADER", "MAX_ENTRY_BYTES", "LINKERS", "encode",
            "decode", "check"]
 
@@ -138,7 +134,7 @@ class ObjectCode:
             kind = next((k for k, magic in _MAGICS if data.startswith(magic)), "ptx")
         return cls.from_bytes(data, kind, name=os.path.basename(os.fspath(path)))
 
-    def load(self) -> Module:
+    def load(self) -> _hooks.Loaded:
         """The Module holding this code, loaded on the first call and the same one after it.
 
         A RawKernel made again from the same source (as code written for CuPy does in a loop)
@@ -152,7 +148,7 @@ class ObjectCode:
         module = self._module.module
         if module is None:
             module = _hooks.load(self)  # module.load_once: the launch side, above this module
-        return module  # type: ignore[return-value]  # _hooks.load cannot name the Module type
+        return module
 
 
 class ModuleSlot:
@@ -162,7 +158,7 @@ class ModuleSlot:
     __slots__ = ("module", "lock")
 
     def __init__(self):
-        self.module: Module | None = None
+        self.module: _hooks.Loaded | None = None
         self.lock = _thread.allocate_lock()
 
 
