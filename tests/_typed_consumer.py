@@ -24,7 +24,8 @@ def uses(source: str) -> None:
     reveal_type(obj)  # R: cudaload.compile.objectcode.ObjectCode
     loaded = obj.load()  # the compile layer names no launch type: a protocol of its methods
     reveal_type(loaded)  # R: cudaload.compile._hooks.Loaded
-    reveal_type(loaded.get_kernel("k"))  # R: Any
+    reveal_type(loaded.get_kernel("k")(1, 32, (16,)))  # R: None
+    reveal_type(loaded.get_global("g").ptr)  # R: int
     buf = cudaload.alloc(16)
     reveal_type(buf)  # R: cudaload.launch.memory.DeviceBuffer
     reveal_type(buf.copy_to_host())  # R: bytearray
@@ -49,6 +50,10 @@ def uses(source: str) -> None:
 def mistakes() -> None:
     cudaload.Program(123, bogus_kw=1)  # E: call-arg, arg-type
     cudaload.alloc("ten")  # E: arg-type
+    kernel = cudaload.Program("").compile().load().get_kernel("k")
+    kernel("bad", 1, 2)  # E: arg-type
+    kernel(1, (1, 2, 3, 4), ())  # E: arg-type
+    kernel(1, 32, (), smem=0)  # E: call-arg
 
 
 def launches(module: cudaload.Module, s: cudaload.Stream) -> None:

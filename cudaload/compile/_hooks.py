@@ -17,17 +17,37 @@ __all__ = ["provide", "load", "activate"]
 TYPE_CHECKING = False  # mypy reads it as true; importing typing would cost the import its budget
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, Protocol
+    from typing import Any, Protocol, SupportsIndex, Union
+
+    # A grid or block as launch/launch_types.py's Dims says it, spelled here again: that module
+    # is the layer above's, which this one does not name, and the two must stay one type.
+    _Dims = Union[SupportsIndex, tuple[SupportsIndex], tuple[SupportsIndex, SupportsIndex],
+                  tuple[SupportsIndex, SupportsIndex, SupportsIndex]]
+
+    class LoadedKernel(Protocol):
+        """A kernel of a loaded module, as this layer can say it: its launch's shape and result
+        (the launch side's ``cudaload.Kernel`` types its arguments and stream too)."""
+
+        def __call__(self, grid: _Dims, block: _Dims, args: Any, *, shared_mem: SupportsIndex = 0,
+                     stream: Any = None, cluster: _Dims | None = None,
+                     cooperative: bool = False) -> None: ...
+
+    class LoadedGlobal(Protocol):
+        """A global of a loaded module: its device address and size (a ``DeviceBuffer``)."""
+
+        ptr: int
+        nbytes: int
 
     class Loaded(Protocol):
         """What ``ObjectCode.load()`` returns, as this layer can say it: the launch side's
         Module, a class of the layer above, which no compile module names (for type checkers
-        neither: each layer reads only those below it).  Its kernels and globals are of the
-        launch side's types, ``cudaload.Kernel`` and ``cudaload.DeviceBuffer``."""
+        neither: each layer reads only those below it).  Its kernels and globals are the launch
+        side's ``cudaload.Kernel`` and ``cudaload.DeviceBuffer``; a host package that names
+        ``cudaload.Module`` gets their full types."""
 
-        def get_kernel(self, name: str, signature: str | None = None) -> Any: ...
+        def get_kernel(self, name: str, signature: str | None = None) -> LoadedKernel: ...
 
-        def get_global(self, name: str, device: Any = None) -> Any: ...
+        def get_global(self, name: str, device: Any = None) -> LoadedGlobal: ...
 
 _load: Callable[[object], Loaded] | None = None
 _activate: Callable[[], object] | None = None
