@@ -15,9 +15,9 @@ numpy's own ``x * np.float32(a)``, the fallback's expression; the target is the 
 3x of it.
 
 On a GPU, the function against the launch and copies alone on a buffer allocated once, and
-against the same calls as the function's made with the kernel in hand (its allocation, copy in,
-launch, ``empty_like``, copy out), timed in the same process; the target is the function within
-5 us of the launch and copies alone.
+against the same calls with the kernel in hand and an allocation at each call (alloc, copy in,
+launch, ``empty_like``, copy out: what the function would cost if it allocated per call), timed
+in the same process; the target is the function within 5 us of the launch and copies alone.
 
 Each figure is the best of 7 repetitions of N calls (the fastest repetition is the one a loaded
 machine disturbed least), per call in microseconds.  Prints one JSON document.
@@ -99,7 +99,7 @@ def time_gpu(folder: str, number: int) -> dict:
     grid, block = ((x.size + 255) // 256,), (256,)
 
     def in_hand():
-        buf = cudaload.alloc(x.nbytes, stream=0)
+        buf = cudaload.alloc(x.nbytes)
         buf.copy_from_host(x)
         kernel(grid, block, (buf, 3.0, x.size))
         out = np.empty_like(x)
