@@ -98,7 +98,7 @@ def _compile_here(program, arch, output: str):
     CUBIN and its oldest for PTX, which the driver compiles forward for every newer GPU: a file
     written is for some GPU, wherever it is run.  (LTO IR and a PTX file's CUBIN need no device:
     compile() itself makes them, for NVRTC's newest and the PTX's own ``.target``.)"""
-    from .compile.request import run  # deferred: each command imports what it runs
+    from .compile.build import run  # deferred: each command imports what it runs
     from .errors import CudaUnavailableError  # deferred: each command imports what it runs
 
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
 from tests._support import run_json, run_py, scenario_json
 
-MAX_FILES = 12
+MAX_FILES = 13
 # What a disk hit may call into: the foundation (this folder's private modules and errors), the
 # bindings and the compile layer.
 BELOW_LAUNCH = ("compile/", "bindings/", "_", "errors.py", "lifetime.py")
@@ -26,6 +26,33 @@ def test_a_disk_hit_walks_few_files_and_none_above_compiling(recording_driver, t
     assert len(files) <= MAX_FILES, files
     above = [f for f in files if not f.startswith(BELOW_LAUNCH) or f == "__init__.py"]
     assert above == [], files
+
+
+# A disk hit in a fresh process, from compile(arch=90) to the ObjectCode, imports included: the
+# files whose code runs (the Program's own modules, imported when it was made, count only where
+# their code runs).  They are the API and the request (program.py, options.py, request.py,
+# plan.py, _prepare.py's digest), the include check that spares the scan (_directives.py;
+# includes.py for its answer), the toolchain's record (toolchain.py, _headers.py,
+# _cache_folder.py, _untrusted.py, _log.py, lifetime.py), the caches (cache/__init__.py,
+# disk.py, memory.py, limits.py; tiers.py, imported by disk.py), the entry's bytes
+# (objectcode.py), and the package's __getattr__, asked once by the first "from .. import" of a
+# foundation module.
+MAX_FRESH_FILES = 20
+# What only a miss needs: none of it is imported by a disk hit.
+MISS_ONLY = ("cudaload.compile.build", "cudaload.compile.rebuild", "cudaload.bindings.nvrtc",
+             "cudaload.bindings._loader", "cudaload.compile._reads",
+             "cudaload.compile._option_files", "cudaload.compile._linker",
+             "cudaload.compile.cache.writer", "cudaload.compile.cache.locks",
+             "cudaload.compile.cache.claims", "cudaload._sigint", "_cffi_backend")
+
+
+def test_a_disk_hit_in_a_fresh_process_reads_its_entry_through_few_files(tmp_path):
+    env = {"CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
+    assert scenario_json("disk_hit_walk", "fresh", "90", env=env)["cached"] is None  # compiled
+    out = scenario_json("disk_hit_walk", "fresh", "90", env=env)
+    assert out["cached"] == "disk", out
+    assert len(out["files"]) <= MAX_FRESH_FILES, out["files"]
+    assert [m for m in MISS_ONLY if m in out["imported"]] == [], out["imported"]
 
 
 def test_a_forked_child_does_not_take_its_parents_device_arch(recording_driver, tmp_path):

@@ -30,7 +30,17 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .options import Arch
 
-__all__ = ["build", "nvrtc_code", "unkeyed", "watching", "ready_to_build"]
+__all__ = ["run", "build", "nvrtc_code", "unkeyed", "watching", "ready_to_build"]
+
+
+def run(request: _request.Request, tc: toolchain.Toolchain | None = None,
+        shipped: bool = True) -> ObjectCode:
+    """The request's code: looked up (request.lookup; ``tc``, ``shipped`` as it takes them),
+    built on a miss, kept.  Raises what the steps raise."""
+    found = _request.lookup(request, tc, shipped)
+    if found.code is None:
+        found = build(request, found)
+    return _request.keep(request, found)
 
 
 def build(request: _request.Request, found: _request.Found) -> _request.Found:

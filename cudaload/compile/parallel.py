@@ -296,7 +296,7 @@ def _here(items, output: str, waiting: list, results: list, errors: dict) -> Non
     for i, *_asked in waiting:
         prog, arch = items[i]
         try:  # asked again: a program met before is a memory hit by now
-            results[i] = _request.run(prog.plan(arch, output))
+            results[i] = _build.run(prog.plan(arch, output))
         except (CudaLoadError, OSError, ValueError) as err:
             errors[i] = err
 

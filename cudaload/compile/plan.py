@@ -13,8 +13,8 @@ _warn where asked.
 
 from __future__ import annotations
 
-from .. import lifetime
 from ..errors import CudaLoadError, NvrtcError
+from ..lifetime import on_forget, on_fork_in_child  # not "from .. import": see the end
 from .options import Arch, check_output, parse_arch
 
 TYPE_CHECKING = False  # typing is not imported: a disk hit in a fresh process must cost little
@@ -100,8 +100,10 @@ def forget_no_device() -> None:
     _no_device, _unusable = False, None
 
 
-lifetime.on_forget(forget_no_device)  # a driver set up since may answer: ask it again
-lifetime.on_fork_in_child(forget_no_device)  # the child asks its own driver state
+# (lifetime imported by name from its module: "from .. import lifetime" asks the package's
+# __getattr__ first, a call into cudaload/__init__.py per first compile.)
+on_forget(forget_no_device)  # a driver set up since may answer: ask it again
+on_fork_in_child(forget_no_device)  # the child asks its own driver state
 
 
 

@@ -40,8 +40,8 @@ _resource_programs: Callable[..., Program] | None = None  # _resources.program, 
 def _bind() -> None:
     """Import what a lookup needs, once (deferred: see the module docstring)."""
     global _memory, _default_arch, _steps
-    from . import plan, request
-    from .cache.memory import MEMORY
+    from . import plan, request  # deferred: see the module docstring
+    from .cache.memory import MEMORY  # deferred: see the module docstring
 
     _memory, _default_arch, _steps = MEMORY, plan.default_arch, request
 
@@ -169,8 +169,14 @@ class Program:
         hit = _memory.get(key)
         if hit is not None and (not hit.stamps or _steps.still_valid(hit.stamps)):
             return hit.code
-        return _steps.run(_steps.make(self._p, self.bundle, arch, output,
-                                      explicit, key))
+        # Past the memory cache: one request, looked up, built on a miss, kept (request.py)
+        request = _steps.make(self._p, self.bundle, arch, output, explicit, key)
+        found = _steps.lookup(request)
+        if found.code is None:
+            from .build import build  # deferred: a miss's
+
+            found = build(request, found)
+        return _steps.keep(request, found)
 
     def plan(self, arch=None, output: str = "auto", *, device: bool = True) -> Request:
         """The request that compiling for ``arch``/``output`` makes (request.py: a frozen value,

@@ -30,7 +30,7 @@ def recompile_refused(refused: ObjectCode) -> ObjectCode | None:
     cache.MEMORY.pop(request.memory_key, None)
     tc = toolchain.live()
     if origin.key is None:  # shipped in a bundle: compile it here instead
-        return _request.run(request, tc, shipped=False)
+        return _build.run(request, tc, shipped=False)
     cache.default().evict(origin.key)
     return _replace(request, _request.keyed(request, tc), refused, origin.key, plan.device_arch())
 

@@ -13,7 +13,7 @@ The request then goes one way, and no step holds a Program:
     keep(request, found)   the code given what the launch side reads of its program and kept in
                            the memory cache; code built elsewhere is written to the disk cache
 
-:func:`run` is the three in turn.  The disk key (sha256) covers everything that changes the
+build.run is the three in turn.  The disk key (sha256) covers everything that changes the
 output: the program's inputs, every path NVRTC's include search looks at now with the contents
 of the files it reads (includes.py; a program that includes only the toolchain's headers is
 known to by _directives.py without the search), the kind and target arch (plan.choose), NVRTC's
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from . import includes
     from .objectcode import ObjectCode
 
-__all__ = ["Request", "Options", "Found", "Origin", "make", "lookup", "keyed", "keep", "run",
+__all__ = ["Request", "Options", "Found", "Origin", "make", "lookup", "keyed", "keep",
            "disk", "still_valid", "inputs_of", "bundle_digest", "headers_of"]
 
 LINKED = ("ptx", "nvvm")  # the code types no NVRTC compiles: linked (after libNVVM) instead
@@ -119,17 +119,6 @@ def make(prepared, bundle, arch, output: str, explicit: bool, memory_key=None) -
                     arch, output, explicit, bundle, memory_key))
 
 
-def run(request: Request, tc: toolchain.Toolchain | None = None,
-        shipped: bool = True) -> ObjectCode:
-    """The request's code: looked up, built on a miss, kept.  Raises what the steps raise."""
-    found = lookup(request, tc, shipped)
-    if found.code is None:
-        from . import build  # deferred: a miss's
-
-        found = build.build(request, found)
-    return keep(request, found)
-
-
 def lookup(request: Request, tc: toolchain.Toolchain | None = None,
            shipped: bool = True) -> Found:
     """The request's code from the memory cache, the bundle (with ``shipped``: not for code
@@ -196,7 +185,7 @@ def keep(request: Request, found: Found, store: bool = False) -> ObjectCode:
 def disk(read: includes.Inputs):
     """The disk cache for a program that reads ``read``: none where that is not known for
     certain (a file named by a macro cannot be found without preprocessing)."""
-    from . import cache  # imported with MEMORY already
+    from . import cache  # deferred: imported with MEMORY already, named here for NULL
 
     return cache.default() if read.includes_known else cache.NULL
 

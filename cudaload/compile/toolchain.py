@@ -20,7 +20,7 @@ import _thread
 from _operator import itemgetter  # operator's own; the operator module costs a Program 0.3 ms
 
 from . import _cache_folder
-from .. import _atomic, _log, _untrusted, lifetime
+from .. import _log, _untrusted, lifetime
 from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
     find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
@@ -329,7 +329,8 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
         place.make()  # made private
         if not place.trusted and not place.judge_trust():
             return
-        from .. import _file_lock  # deferred: only to write the record: reading it takes no lock
+        # deferred: only to write the record (reading it takes no lock, and writes nothing)
+        from .. import _atomic, _file_lock
 
         # Read again under the lock: a process of another environment may have added its entry
         # since ``record`` was read, and writing ours over it would lose that one.

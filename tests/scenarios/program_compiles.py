@@ -289,7 +289,7 @@ def arch_rule() -> None:
     nvJitLink the wrong ones loaded: none may be asked before the arguments are checked)."""
     import cudaload
     from cudaload import Linker, ObjectCode, Program
-    from cudaload.compile.request import run
+    from cudaload.compile.build import run
 
     p = Program(INT_KERNEL)
     p2 = Program(INT_KERNEL.replace("1;", "2;"))

@@ -32,13 +32,12 @@ from __future__ import annotations
 import os
 import _thread
 
-from . import writer as _writer
-from . import tiers as _tiers
 from ..objectcode import MAX_ENTRY_BYTES, decode, encode
 from .limits import max_bytes
 from .memory import MEMORY
 from .. import _cache_folder
 from ..objectcode import ObjectCode
+from . import tiers as _tiers
 from ... import _atomic, _log, _untrusted
 
 __all__ = ["NULL", "DiskCache", "NullCache", "default", "configured", "directory"]
@@ -53,8 +52,8 @@ class NullCache:
     def lookup(self, key: str) -> None:
         return None
 
-    def lock(self, key: str) -> _writer.Handover:
-        return _writer.Handover(_nothing, None)
+    def lock(self, key: str):
+        return _writing().Handover(_nothing, None)
 
     def store(self, key: str, obj: ObjectCode) -> None:
         pass
@@ -76,15 +75,20 @@ class DiskCache:
     an _cache_folder.Folder, which the toolchain record shares; ``swept`` says whether its stale
     temporary files were swept (once)."""
 
-    def __init__(self, root, writer: _writer.Writer | None = None, *,
+    def __init__(self, root, writer=None, *,
                  place: _cache_folder.Folder | None = None, claims: bool | None = None):
         self.place = place or _cache_folder.Folder(root)
         self.root, self.folder = self.place.root, self.place.folder
-        self.writer = writer or _writer.DEFAULT  # runs the writes of misses (writer.py)
+        self._writer = writer  # runs the writes of misses (writer.py); None: its DEFAULT
         self.swept = False
         # Whether a miss also claims its key across machines (claims.py); None: decided from the
         # folder's filesystem at the first miss.
         self.claims = claims
+
+    @property
+    def writer(self):  # writer.py's, imported by a miss: a disk hit writes nothing
+        self._writer = self._writer or _writing().DEFAULT
+        return self._writer
 
     @property
     def usable(self) -> bool:
@@ -146,11 +150,11 @@ class DiskCache:
             self.writer.submit(lambda: self._copy(key, found[1]))
         return found[0]
 
-    def lock(self, key: str) -> _writer.Handover:
+    def lock(self, key: str):
         """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which has
         ``obj`` stored under ``key`` before the lock is released, so another process waiting
         for the key finds it.  Nothing is locked or stored when the folder is unusable."""
-        return _writer.Handover(lambda: self._acquire(key),
+        return _writing().Handover(lambda: self._acquire(key),
                                 lambda obj, release: self._publish(key, obj, release))
 
     def _acquire(self, key: str):
@@ -389,3 +393,8 @@ def configured() -> DiskCache:
 def directory() -> str:
     """The cache folder this process uses (it may not exist yet)."""
     return _cache_folder.configured().root
+
+
+def _writing():
+    from . import writer  # deferred: a disk hit writes nothing
+    return writer
