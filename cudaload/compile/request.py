@@ -199,15 +199,15 @@ def inputs_of(prepared, tc: toolchain.Toolchain | None) -> includes.Inputs:
     """What NVRTC will read for the C++ program ``prepared`` now, with ``tc``'s header folders.
     Without ``tc`` (code shipped in a bundle is looked up without NVRTC), the files outside
     CUDA's header folders that the program itself reaches."""
-    from ._directives import only_toolchain  # deferred: only this path needs it
+    from ._directives import NOTHING_READ, only_toolchain  # deferred: only this path needs it
 
-    # Most kernels include only the toolchain's headers: no search to follow then.
+    # Most kernels include only the toolchain's headers: no search to follow then, nor its import.
     headers = headers_of(prepared)
     quick = only_toolchain(prepared.source, headers, prepared.options)
-    from . import includes  # deferred: only this path needs it
-
     if quick is not None:
-        return includes.NOTHING_READ[quick]
+        return NOTHING_READ[quick]
+    from . import includes  # deferred: only a program that reads other files needs the search
+
     folders = [o[2:] for o in tc.include_options] if tc is not None else []
     return includes.resolve(prepared.source, prepared.name, headers, prepared.options, folders)
 

@@ -32,13 +32,11 @@ from __future__ import annotations
 import os
 import _thread
 
-from ..objectcode import MAX_ENTRY_BYTES, decode, encode
+from ..objectcode import MAX_ENTRY_BYTES, ObjectCode, decode, encode
 from .limits import max_bytes
 from .memory import MEMORY
 from .. import _cache_folder
-from ..objectcode import ObjectCode
-from . import tiers as _tiers
-from ... import _atomic, _log, _untrusted
+from ... import _log, _untrusted
 
 __all__ = ["NULL", "DiskCache", "NullCache", "default", "configured", "directory"]
 
@@ -53,7 +51,7 @@ class NullCache:
         return None
 
     def lock(self, key: str):
-        return _writing().Handover(_nothing, None)
+        return _miss("writer").Handover(_nothing, None)
 
     def store(self, key: str, obj: ObjectCode) -> None:
         pass
@@ -87,7 +85,7 @@ class DiskCache:
 
     @property
     def writer(self):  # writer.py's, imported by a miss: a disk hit writes nothing
-        self._writer = self._writer or _writing().DEFAULT
+        self._writer = self._writer or _miss("writer").DEFAULT
         return self._writer
 
     @property
@@ -140,7 +138,7 @@ class DiskCache:
 
     def _from_tiers(self, key: str) -> ObjectCode | None:
         """The entry of ``key`` in the first read tier that holds it, or None."""
-        found = _tiers.find(key, self.root, read_entry)
+        found = _miss("tiers").find(key, self.root, read_entry)
         if found is None:
             return None
         if self.usable:
@@ -154,7 +152,7 @@ class DiskCache:
         """Hold the per-key lock of ``key``; the ``with`` block gets ``publish(obj)``, which has
         ``obj`` stored under ``key`` before the lock is released, so another process waiting
         for the key finds it.  Nothing is locked or stored when the folder is unusable."""
-        return _writing().Handover(lambda: self._acquire(key),
+        return _miss("writer").Handover(lambda: self._acquire(key),
                                 lambda obj, release: self._publish(key, obj, release))
 
     def _acquire(self, key: str):
@@ -262,7 +260,7 @@ class DiskCache:
         path = self.path(key)
         mode = 0o640 if self.place.shared else None  # readable by the group of a shared cache
         try:
-            _atomic.write_atomic(path, data, mode=mode)
+            _miss("_atomic").write_atomic(path, data, mode=mode)
         except FileNotFoundError:  # cleared meanwhile: as if cleared after the write
             return None
         except OSError as exc:
@@ -293,7 +291,7 @@ class DiskCache:
             if not self.place.trusted and not self.place.judge_trust():
                 raise PermissionError(f"{self.root} is not to be trusted")
             self.swept = True
-            _atomic.sweep_stale(self.folder)  # not pruning's: a miss needs none of its patterns
+            _miss("_atomic").sweep_stale(self.folder)  # not pruning's: a miss needs none of it
 
     # ---- looking after it (``cudaload cache info|clear|prune``) ---------------------------------
 
@@ -316,7 +314,7 @@ class DiskCache:
         mine = {name: facts[name] for name in ("directory", "exists", "entries", "bytes",
                                                "problem")}
         facts["tiers"] = [{**mine, "writable": True}] + [
-            tier.info() for tier in _tiers.configured() if tier.root != self.root]
+            tier.info() for tier in _miss("tiers").configured() if tier.root != self.root]
         return facts
 
     def clear(self) -> int:
@@ -379,7 +377,7 @@ def default() -> DiskCache | NullCache:
     names, or :data:`NULL` when ``CUDALOAD_CACHE=0``, or that folder failed or is not to be
     trusted and there is no read tier."""
     place = _cache_folder.chosen()
-    if place is None or not place.usable and not _tiers.configured():
+    if place is None or not place.usable and not _miss("tiers").configured():
         return NULL
     return _disk(place)  # unusable, yet with read tiers to look in
 
@@ -395,6 +393,8 @@ def directory() -> str:
     return _cache_folder.configured().root
 
 
-def _writing():
-    from . import writer  # deferred: a disk hit writes nothing
-    return writer
+def _miss(name: str):
+    """writer.py, tiers.py or _atomic, imported at the first use: a disk hit needs none of them."""
+    from . import tiers, writer  # deferred: see above
+    from ... import _atomic  # deferred: see above
+    return {"writer": writer, "tiers": tiers, "_atomic": _atomic}[name]
