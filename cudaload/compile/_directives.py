@@ -256,8 +256,9 @@ class Inputs:
 
     ``path_states``: ((path, state), ...) sorted, every path outside the toolchain that the search
     looked at; state is the sha256 of a file read, or "absent", "dir", "error:ENAME".
-    ``stamps``: what a later call checks, cheaply, to know the path states still hold: the current
-    folder and each path's ``stat``; empty when nothing outside the toolchain was looked at.
+    ``stamps``: what a later call checks, cheaply, to know the path states still hold (with
+    includes.still_valid): the current folder and each path's ``stat``; empty when nothing outside
+    the toolchain was looked at.
     ``includes_known``: False when an include named by a macro was found anywhere.
     ``sure``: True only where NVRTC can read no file outside the toolchain whatever the scan
     missed (see only_toolchain): no trace of what it read is needed then.
@@ -268,11 +269,6 @@ class Inputs:
     def __init__(self, path_states, stamps, includes_known, sure=False):
         self.path_states, self.stamps, self.includes_known = path_states, stamps, includes_known
         self.sure = sure
-
-    def still_valid(self) -> bool:
-        from .includes import still_valid  # deferred: a hit that read no file checks nothing
-
-        return still_valid(self.stamps)
 
 
 # What a program that reads no file outside the toolchain reads, by (includes_known, sure): see

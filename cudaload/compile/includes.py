@@ -47,6 +47,7 @@ __all__ = ["Inputs", "NOTHING_READ", "resolve", "scan", "from_package", "not_utf
 # A header this large is no header: reading it to hash it would take the process's memory.
 MAX_HEADER_BYTES = 256 << 20
 
+
 def still_valid(stamps) -> bool:
     """Whether the paths of a :attr:`Inputs.stamps` look as they did (same current folder, same
     ``stat`` of each path).  A file rewritten within one timestamp tick with the same size and
