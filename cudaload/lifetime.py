@@ -33,13 +33,14 @@ import atexit
 import os
 
 __all__ = ["on_fork_in_child", "on_forget", "forget_found", "at_exit", "forked",
-           "mark_unforkable", "unforkable"]
+           "mark_unforkable", "unforkable", "a_fork"]
 
 _hooks: list = []
 _forget_hooks: list = []
 _exit_hooks: list = []
 _unforkable = False  # this process (or a parent of it) initialised state a child cannot use
 _forked = False  # this process is the child of a fork made after that
+_a_fork = False  # this process is the child of a fork made after this module was imported
 
 
 def on_fork_in_child(hook):
@@ -91,8 +92,15 @@ def forked() -> bool:
     return _forked
 
 
+def a_fork() -> bool:
+    """Whether this process is the child of a fork made since this module was imported (state
+    made after the fork, such as a thread that would die with ``os._exit``, may need to know)."""
+    return _a_fork
+
+
 def _after_fork_in_child() -> None:
-    global _forked
+    global _forked, _a_fork
+    _a_fork = True
     if _unforkable:
         _forked = True
     for hook in _hooks:

@@ -29,8 +29,7 @@ from __future__ import annotations
 
 from _operator import itemgetter  # operator's own; the operator module costs 0.3 ms
 
-from . import _prepare, plan, toolchain
-from ._cache_folder import FORMAT
+from . import _cache_folder, _prepare, plan, toolchain
 from .cache.memory import MEMORY
 from .options import request as _arch_request, virtual
 
@@ -151,7 +150,7 @@ def keyed(request: Request, tc: toolchain.Toolchain) -> Found:
     # LTO IR asked for is NVRTC's, unlinked: no linker in its key
     linker = _linker_identity() if request.options.lto and kind != "ltoir" else None
     driver = str(plan.driver_version() or 0) if kind == "ptx" else "-"
-    key = _prepare.digest(str(FORMAT), _with_files(request.inputs, read).hex(), kind,
+    key = _prepare.digest(str(_cache_folder.FORMAT), _with_files(request.inputs, read).hex(), kind,
                           target.sm(), tc.key, driver,
                           *(() if linker is None else ("nvJitLink", linker))).hex()
     code = disk(read).lookup(key)

@@ -36,7 +36,7 @@ from ..objectcode import MAX_ENTRY_BYTES, ObjectCode, decode, encode
 from .limits import max_bytes
 from .memory import MEMORY
 from .. import _cache_folder
-from ... import _log, _untrusted
+from ... import _log, _untrusted, lifetime  # noqa: F401  (before any fork: see _miss)
 
 __all__ = ["NULL", "DiskCache", "NullCache", "default", "configured", "directory"]
 
@@ -394,7 +394,7 @@ def directory() -> str:
 
 
 def _miss(name: str):
-    """writer.py, tiers.py or _atomic, imported at the first use: a disk hit needs none of them."""
+    """writer, tiers or _atomic: imported at first use (lifetime before them: see writer.py)."""
     from . import tiers, writer  # deferred: see above
     from ... import _atomic  # deferred: see above
     return {"writer": writer, "tiers": tiers, "_atomic": _atomic}[name]

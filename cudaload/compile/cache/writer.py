@@ -109,8 +109,9 @@ def _run(job) -> None:
 
 
 # The process's writer.  A forked child has no thread of its parent's: it drops its copy of the
-# parent's pending jobs and entries (the parent writes them) and writes on the calling thread.
-DEFAULT = Writer()
+# parent's pending jobs and entries (the parent writes them) and writes on the calling thread;
+# so does one first imported in a forked child (disk.py imports it at a miss, after the fork).
+DEFAULT = Writer(inline=lifetime.a_fork())
 lifetime.on_fork_in_child(lambda: DEFAULT._reset(inline=True))
 lifetime.at_exit(DEFAULT.finish)
 
