@@ -68,11 +68,11 @@ def check_output(output: str) -> None:
 
 
 def build(request) -> ObjectCode:
-    """The code of the NVVM program's ``request`` (request.Request) for its arch and output: libNVVM's PTX (from the disk
-    cache, or compiled now), linked to CUBIN unless PTX is asked for.  Raises ValueError for
-    an output it does not give or an arch that is none, CompileError with libNVVM's log where
-    it refuses the IR, the loader's LibraryNotFoundError where there is no libNVVM, and as
-    :meth:`Linker.link` does."""
+    """The code of the NVVM program's ``request`` (request.Request) for its arch and output:
+    libNVVM's PTX (from the disk cache, or compiled now), linked to CUBIN unless PTX is asked
+    for.  Raises ValueError for an output it does not give or an arch that is none,
+    CompileError with libNVVM's log where it refuses the IR, the loader's LibraryNotFoundError
+    where there is no libNVVM, and as :meth:`Linker.link` does."""
     from .linker import Linker  # deferred: only this path needs it
 
     check_output(request.output)

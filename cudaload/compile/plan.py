@@ -141,7 +141,7 @@ class ArchWarning(UserWarning):
 
 
 def check_plausible(arch, tc: toolchain.Toolchain) -> None:
-    """Raise ValueError for an ``arch`` given by hand that is far beyond what ``tc`` knows (a digit too
+    """Raise ValueError for an ``arch`` given by hand far beyond what ``tc`` knows (a digit too
     many), naming the arch meant where NVRTC has it."""
     want, newest = parse_arch(arch), max(tc.archs)
     if want.number // 10 > newest // 10 + _MAJORS_AHEAD:
