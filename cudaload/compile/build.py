@@ -12,8 +12,8 @@ and for which NVRTC read no file the key lacks (its trace, _reads.py); in memory
 inputs did not change, watched by the files NVRTC read (those the scan missed too).  Each NVRTC
 compilation is logged at DEBUG to ``cudaload.compile`` with its key (``record.key``).
 
-Imports of cudaload: _log, errors, includes, objectcode, options, request, toolchain; bindings
-(nvrtc), _option_files, _reads, _ptx_input and _linker where asked.
+Imports of cudaload: _log, errors, includes, objectcode, options, plan, request, toolchain;
+bindings (nvrtc), _option_files, _reads, _ptx_input and _linker where asked.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from .. import _log
 from ..errors import NvrtcError
 from .objectcode import ObjectCode
 from .options import LTO_OPTION
+from .plan import LINKED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def build(request: _request.Request, found: _request.Found) -> _request.Found:
     NvrtcError, the loader's errors, and what Linker.link raises for linked programs."""
     if found.code is not None:
         return found
-    if request.code_type in _request.LINKED:  # PTX or NVVM IR input: linked, no NVRTC
+    if request.code_type in LINKED:  # PTX or NVVM IR input: linked, no NVRTC
         from . import _ptx_input  # deferred: only this path needs it
 
         return found._replace(code=_ptx_input.link(request), where="built")

@@ -7,8 +7,8 @@ the driver once per thread (and, where no device can be used, once per process).
 an :class:`ArchWarning` where code for another arch serves; :func:`check_plausible` refuses an
 arch given by hand that is no GPU's (``"sm_900"``).
 
-Imports of cudaload: errors, lifetime, options; bindings (driver, thread_device), releases and
-_warn where asked.
+Imports of cudaload: errors, lifetime, options; bindings (driver, thread_device), releases,
+_warn and _ptx_input where asked.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ TYPE_CHECKING = False  # typing is not imported: a disk hit in a fresh process m
 if TYPE_CHECKING:
     from . import toolchain
 
-__all__ = ["ArchWarning", "choose", "check_plausible", "default_arch", "device_arch",
-           "driver_version", "assume_driver_version", "forget_no_device"]
+__all__ = ["LINKED", "ArchWarning", "choose", "check_plausible", "default_arch",
+           "device_arch", "driver_version", "assume_driver_version", "forget_no_device"]
 
-_LINKED = ("ptx", "nvvm")  # the code types no NVRTC compiles: linked (after libNVVM) instead
+LINKED = ("ptx", "nvvm")  # the code types no NVRTC compiles: linked (after libNVVM) instead
 _no_device = False
 _unusable = None  # thread_device.unusable when _no_device was set: the reason, for every thread
 _thread_device = None  # bindings/thread_device.py's state, once imported
@@ -48,7 +48,7 @@ def default_arch(code_type: str, output: str):
     the same ValueError with a GPU, with a driver and no device, and with no driver."""
     if output != "auto":  # "auto", every program's and the default, costs a hit no check
         check_output(output)
-        if code_type in _LINKED:
+        if code_type in LINKED:
             from ._ptx_input import check_output as check_linked  # deferred: PTX programs only
 
             check_linked(output, code_type)

@@ -15,14 +15,14 @@ The request then goes one way, and no step holds a Program:
 
 build.run is the three in turn.  The disk key (sha256) covers everything that changes the
 output: the program's inputs, every path NVRTC's include search looks at now with the contents
-of the files it reads (includes.py; a program that includes only the toolchain's headers is
-known to by _directives.py without the search), the kind and target arch (plan.choose), NVRTC's
+of the files it reads (includes.py; that a program includes only the toolchain's headers is
+known from _directives.py, without the search), the kind and target arch (plan.choose), NVRTC's
 version and build and the CUDA header folders (toolchain.py), the cache format, for PTX the
 driver's version, and for ``lto=True`` the linker's build.  A program that names an include by
 a macro reads what is not known for certain: it is looked up and kept in memory only.
 
-Imports of cudaload: _cache_folder, _prepare, cache.memory, options, plan, toolchain; includes
-and _linker where asked.
+Imports of cudaload: _cache_folder, _prepare, cache.memory, options, plan, toolchain;
+_directives, includes and _linker where asked.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from _operator import itemgetter  # operator's own; the operator module costs 0.
 from . import _cache_folder, _prepare, plan, toolchain
 from .cache.memory import MEMORY
 from .options import request as _arch_request, virtual
+from .plan import LINKED
 
 TYPE_CHECKING = False  # typing is not imported: a disk hit in a fresh process must cost little
 if TYPE_CHECKING:
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Request", "Options", "Found", "Origin", "make", "lookup", "keyed", "keep",
            "disk", "still_valid", "inputs_of", "bundle_digest", "headers_of"]
-
-LINKED = ("ptx", "nvvm")  # the code types no NVRTC compiles: linked (after libNVVM) instead
 
 
 class Options(tuple):
