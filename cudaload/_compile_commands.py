@@ -98,7 +98,7 @@ def _compile_here(program, arch, output: str):
     CUBIN and its oldest for PTX, which the driver compiles forward for every newer GPU: a file
     written is for some GPU, wherever it is run.  (LTO IR and a PTX file's CUBIN need no device:
     compile() itself makes them, for NVRTC's newest and the PTX's own ``.target``.)"""
-    from .compile.plan import Plan  # deferred: each command imports what it runs
+    from .compile.build import run  # deferred: each command imports what it runs
     from .errors import CudaUnavailableError  # deferred: each command imports what it runs
 
     try:
@@ -106,7 +106,7 @@ def _compile_here(program, arch, output: str):
     except CudaUnavailableError:  # machine code for this GPU asked for, and there is none
         if arch is not None:
             raise
-        return Plan(program, None, output, False).build()
+        return run(program.plan(None, output, device=False))
 
 
 def _cmd_compile(words) -> int:

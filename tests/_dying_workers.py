@@ -43,22 +43,22 @@ def _die(how: str) -> None:
 def _install() -> None:
     import multiprocessing
 
-    from cudaload.compile import _workers, plan
+    from cudaload.compile import _workers, build
 
-    real = plan.Plan.build
+    real = build.build
 
-    def build_or_die(self):
+    def build_or_die(request, found):
         # a worker (compile_all's own, or an executor's multiprocessing process), not the caller
         if _workers.in_worker or multiprocessing.parent_process() is not None:
-            how = re.search(r"DIE:(\w+)", self.program.source)
+            how = re.search(r"DIE:(\w+)", request.inputs.source)
             _note("compiles " + (how.group(1) if how else "-"))
             if how:
                 _die(how.group(1))
-        return real(self)
+        return real(request, found)
 
-    plan.Plan.build = build_or_die  # type: ignore[method-assign]
+    build.build = build_or_die
     delay = float(os.environ.get("TESTS_WORKER_START_DELAY") or 0)
-    ready = plan.ready_to_build  # bound by parallel.py when it is imported, after this
+    ready = build.ready_to_build  # bound by parallel.py when it is imported, after this
 
     def slow_ready() -> None:
         if _workers.in_worker:
@@ -66,7 +66,7 @@ def _install() -> None:
         ready()
 
     if delay:
-        plan.ready_to_build = slow_ready
+        build.ready_to_build = slow_ready
 
 
 if LOG:

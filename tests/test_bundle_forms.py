@@ -38,14 +38,15 @@ def _entries(path) -> dict:
 
 def test_a_ptx_program_is_filed_under_its_digest_without_the_include_scan(monkeypatch):
     from cudaload import Program
+    from cudaload.compile import request
 
     ptx = ".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry k() { ret; }\n"
     program = Program(ptx, name="k.ptx", code_type="ptx")
 
-    def scanned(self, tc):
+    def scanned(prepared, tc):
         raise AssertionError("PTX is no C++ source: nothing to scan for #include")
 
-    monkeypatch.setattr(Program, "_inputs", scanned)
+    monkeypatch.setattr(request, "inputs_of", scanned)
     assert program._bundle_digest() == program._digest
     assert Program(ptx + "// other\n", name="k.ptx", code_type="ptx")._bundle_digest() \
         != program._digest

@@ -295,13 +295,20 @@ def test_a_trace_asked_for_through_ptxas_is_the_callers_too():
     assert not _reads.asked_by(["-Xptxas=-v", "-DTRACE=1"])
 
 
-def test_a_plan_the_memory_cache_answered_has_every_field():
-    """compile_all's workers read a plan's key, kept and stamps whatever answered it."""
-    from cudaload.compile.plan import Plan
+def test_a_request_the_memory_cache_answered_has_every_field():
+    """compile_all's workers read a lookup's key, kept and stamps whatever answered it."""
+    from cudaload import ObjectCode, Program
+    from cudaload.compile import request
+    from cudaload.compile.cache import MEMORY
 
-    plan = Plan.found(object(), 90, "auto", "code")
-    assert (plan.code, plan.key, plan.kept, plan.stamps, plan.kind) == ("code", None, True,
-                                                                        None, None)
+    asked = Program('extern "C" __global__ void k() {}').plan(90, "auto")
+    MEMORY.put(asked.memory_key, ObjectCode(b"code", "cubin", "sm_90"), None, 10)
+    try:
+        found = request.lookup(asked)
+    finally:
+        MEMORY.pop(asked.memory_key, None)
+    assert (found.code.code, found.where, found.key, found.kept, found.stamps, found.kind) == \
+        (b"code", "memory", None, True, None, None)
 
 
 NO_JSON_AFTER_A_FAILURE = r"""

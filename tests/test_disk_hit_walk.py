@@ -1,4 +1,5 @@
-"""How far a disk hit reaches: at most 12 files of cudaload, none above the compile layer.
+"""How far a disk hit reaches: at most 13 files of cudaload in a process that compiled before,
+18 in a fresh one (imports included), none above the compile layer, none only a miss needs.
 
 A reader who follows ``Program(src).compile()`` to the entry read from the cache folder should
 find it in a few files, all at or below compiling: the current device's arch comes from the
@@ -11,7 +12,11 @@ from __future__ import annotations
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
 from tests._support import run_json, run_py, scenario_json
 
-MAX_FILES = 12
+# The Program, its request, the choice of arch (program.py, request.py, plan.py, options.py,
+# _prepare.py), the include check (_directives.py), the toolchain (toolchain.py), the caches
+# (cache/memory.py, cache/disk.py, _cache_folder.py) and the entry read (_untrusted.py,
+# objectcode.py, _log.py).
+MAX_FILES = 13
 # What a disk hit may call into: the foundation (this folder's private modules and errors), the
 # bindings and the compile layer.
 BELOW_LAUNCH = ("compile/", "bindings/", "_", "errors.py", "lifetime.py")
@@ -26,6 +31,33 @@ def test_a_disk_hit_walks_few_files_and_none_above_compiling(recording_driver, t
     assert len(files) <= MAX_FILES, files
     above = [f for f in files if not f.startswith(BELOW_LAUNCH) or f == "__init__.py"]
     assert above == [], files
+
+
+# A disk hit in a fresh process, from compile(arch=90) to the ObjectCode, imports included: the
+# files whose code runs (the Program's own modules, imported when it was made, count only where
+# their code runs).  They are the API and the request (program.py, options.py, request.py,
+# plan.py, _prepare.py's digest), the check that spares the include search (_directives.py),
+# the toolchain's record (toolchain.py, _headers.py, _cache_folder.py, _untrusted.py, _log.py,
+# lifetime.py), the caches (cache/__init__.py, disk.py, memory.py, limits.py), the entry's bytes
+# (objectcode.py), and the package's __getattr__, asked once by the first "from .. import" of a
+# foundation module.  (Before the request was one value, 22 files.)
+MAX_FRESH_FILES = 18
+# What only a miss needs: none of it is imported by a disk hit.
+MISS_ONLY = ("cudaload.compile.build", "cudaload.compile.rebuild", "cudaload.bindings.nvrtc",
+             "cudaload.bindings._loader", "cudaload.compile._reads", "cudaload.compile.includes",
+             "cudaload.compile._option_files", "cudaload.compile._linker",
+             "cudaload.compile.cache.writer", "cudaload.compile.cache.tiers",
+             "cudaload.compile.cache.locks", "cudaload.compile.cache.claims",
+             "cudaload._atomic", "cudaload._sigint", "_cffi_backend")
+
+
+def test_a_disk_hit_in_a_fresh_process_reads_its_entry_through_few_files(tmp_path):
+    env = {"CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}
+    assert scenario_json("disk_hit_walk", "fresh", "90", env=env)["cached"] is None  # compiled
+    out = scenario_json("disk_hit_walk", "fresh", "90", env=env)
+    assert out["cached"] == "disk", out
+    assert len(out["files"]) <= MAX_FRESH_FILES, out["files"]
+    assert [m for m in MISS_ONLY if m in out["imported"]] == [], out["imported"]
 
 
 def test_a_forked_child_does_not_take_its_parents_device_arch(recording_driver, tmp_path):

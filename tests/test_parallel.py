@@ -636,8 +636,8 @@ def test_a_worker_killed_between_jobs_fails_no_job():
 
 
 def test_compile_all_reaches_a_program_only_through_its_public_plan():
-    # compile_all and compile() share one seam, Program.plan() -> Plan (look up, then build):
-    # parallel.py names no private attribute of Program.
+    # compile_all and compile() share one seam, Program.plan() -> a Request (looked up, built
+    # and kept by request.py and build.py): parallel.py names no private attribute of Program.
     import ast
 
     from cudaload import Program

@@ -197,7 +197,7 @@ def test_an_arch_of_the_wrong_type_is_a_type_error_naming_the_types_taken(arch):
     with pytest.raises(TypeError, match=r"an int such as 90, a str such as 'sm_90' or a \(major"):
         options.parse_arch(arch)
     with pytest.raises(TypeError, match=type(arch).__name__):
-        Program('extern "C" __global__ void k() {}').plan(arch)
+        Program('extern "C" __global__ void k() {}').plan(arch, "auto")
 
 
 def test_compile_command_input_errors_are_one_line(tmp_path):

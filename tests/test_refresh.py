@@ -13,7 +13,7 @@ FORGETTERS = [("cudaload.bindings._loader", "forget_failures"),
               ("cudaload.bindings.thread_device", "_forget_unusable"),
               ("cudaload.compile._linker", "forget_found"),
               ("cudaload.compile._resources", "forget"),
-              ("cudaload.compile.program", "forget_no_device"),
+              ("cudaload.compile.plan", "forget_no_device"),
               ("cudaload.compile.toolchain", "_forget_remembered")]
 
 
@@ -40,14 +40,14 @@ def test_a_refresh_forgets_every_finding():
         import json
         import cudaload
         from cudaload.bindings import _loader, driver
-        from cudaload.compile import _linker, program, toolchain
+        from cudaload.compile import _linker, plan, toolchain
         from cudaload.errors import LibraryNotFoundError
 
         failed = LibraryNotFoundError("planted")
         _loader._results["nvjitlink"] = failed
         driver._init_result = failed
         _linker._found["planted"] = ("/nowhere/libnvJitLink.so.13", "planted")
-        program._no_device = True
+        plan._no_device = True
         planted = toolchain.Toolchain("/nowhere/libnvrtc.so.13", (13, 0), "planted", (90,), ())
         toolchain._remembered = planted
         kept = cudaload.status().as_dict()["nvrtc"]["path"]
@@ -55,7 +55,7 @@ def test_a_refresh_forgets_every_finding():
         print(json.dumps({"loader": _loader._results.get("nvjitlink") is failed,
                           "driver": driver._init_result is failed,
                           "linker": "planted" in _linker._found,
-                          "no device": program._no_device,
+                          "no device": plan._no_device,
                           "toolchain": toolchain._remembered is planted,
                           "kept": kept, "fresh": fresh}))
     """, env=NO_CUDA)

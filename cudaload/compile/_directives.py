@@ -11,7 +11,8 @@ and they were most of the first ``compile()`` of a kernel found on disk (1.3 ms 
 compiled the first time a line needs it.
 
 :func:`only_toolchain` answers for the common kernel, whose includes are all ``<...>`` with no user
-folder: it reads nothing outside the toolchain, and includes.py's search is not needed.
+folder: it reads nothing outside the toolchain (:data:`NOTHING_READ`, an :class:`Inputs` as
+includes.py's search gives one), and that search is not needed, nor imported.
 
 Imports of cudaload: options (the include folders an option list names).
 """
@@ -26,7 +27,7 @@ TYPE_CHECKING = False  # typing and re are not imported: see the module docstrin
 if TYPE_CHECKING:
     import re
 
-__all__ = ["scan", "only_toolchain"]
+__all__ = ["scan", "only_toolchain", "Inputs", "NOTHING_READ"]
 
 _INCLUDES = ("include", "include_next", "import")
 # What may stand before a directive's "#" and between its words: EDG takes the form feed and the
@@ -248,3 +249,29 @@ def _surely_only_toolchain(source: str, found) -> bool:
         source = source.replace("\\\r\n", "").replace("\\\n", "")
     return source.count("include") == sum(kind != "probe" for kind, _q, _n in found) \
         and "__has_include" not in source
+
+
+class Inputs:
+    """What includes.resolve found (what a program reads, and how to know it still holds).
+
+    ``path_states``: ((path, state), ...) sorted, every path outside the toolchain that the search
+    looked at; state is the sha256 of a file read, or "absent", "dir", "error:ENAME".
+    ``stamps``: what a later call checks, cheaply, to know the path states still hold (with
+    includes.still_valid): the current folder and each path's ``stat``; empty when nothing outside
+    the toolchain was looked at.
+    ``includes_known``: False when an include named by a macro was found anywhere.
+    ``sure``: True only where NVRTC can read no file outside the toolchain whatever the scan
+    missed (see only_toolchain): no trace of what it read is needed then.
+    """
+
+    __slots__ = ("path_states", "stamps", "includes_known", "sure")
+
+    def __init__(self, path_states, stamps, includes_known, sure=False):
+        self.path_states, self.stamps, self.includes_known = path_states, stamps, includes_known
+        self.sure = sure
+
+
+# What a program that reads no file outside the toolchain reads, by (includes_known, sure): see
+# only_toolchain.
+NOTHING_READ = {(known, sure): Inputs((), (), known, sure)
+                for known in (False, True) for sure in (False, True)}

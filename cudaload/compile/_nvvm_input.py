@@ -57,7 +57,7 @@ def prepare(source, name, options, keywords: dict) -> _prepare.Prepared:
     parts = ("nvvm", name, ir, "options", *options)
     source = source if isinstance(source, str) else ir
     return _prepare.Prepared(source, name, (), (), options, (), parts, _prepare.digest(*parts),
-                             len(ir), False, _prepare.Asked())
+                             len(ir), False, _prepare.Asked(), "nvvm")
 
 
 def check_output(output: str) -> None:
@@ -67,18 +67,19 @@ def check_output(output: str) -> None:
                          f"('ptx'), not {output!r}")
 
 
-def build(program, arch, output: str) -> ObjectCode:
-    """The code of NVVM ``program`` for ``arch`` as ``output``: libNVVM's PTX (from the disk
-    cache, or compiled now), linked to CUBIN unless PTX is asked for.  Raises ValueError for
-    an output it does not give or an arch that is none, CompileError with libNVVM's log where
-    it refuses the IR, the loader's LibraryNotFoundError where there is no libNVVM, and as
-    :meth:`Linker.link` does."""
+def build(request) -> ObjectCode:
+    """The code of the NVVM program's ``request`` (request.Request) for its arch and output:
+    libNVVM's PTX (from the disk cache, or compiled now), linked to CUBIN unless PTX is asked
+    for.  Raises ValueError for an output it does not give or an arch that is none,
+    CompileError with libNVVM's log where it refuses the IR, the loader's LibraryNotFoundError
+    where there is no libNVVM, and as :meth:`Linker.link` does."""
     from .linker import Linker  # deferred: only this path needs it
 
-    check_output(output)
-    target = parse_arch(arch)
+    check_output(request.output)
+    target = parse_arch(request.arch)
+    program = request.inputs
     ptx = _ptx(program, target)
-    if output == "ptx":
+    if request.output == "ptx":
         return ptx
     obj = Linker(ptx, arch=target.sm()).link("cubin")
     obj.name = program.name
@@ -86,10 +87,11 @@ def build(program, arch, output: str) -> ObjectCode:
 
 
 def _ptx(program, target: Arch) -> ObjectCode:
-    """libNVVM's PTX of ``program`` for ``target``'s virtual arch, cached on disk."""
+    """libNVVM's PTX of the NVVM program ``program`` (_prepare.Prepared) for ``target``'s
+    virtual arch, cached on disk."""
     from ..bindings import nvvm  # deferred: only this path needs it
 
-    key = _prepare.digest(str(cache.FORMAT), "nvvm", program._digest.hex(), target.compute(),
+    key = _prepare.digest(str(cache.FORMAT), "nvvm", program.digest.hex(), target.compute(),
                           _build()).hex()
     disk = cache.default()
     with disk.lock(key) as publish:
@@ -97,7 +99,7 @@ def _ptx(program, target: Arch) -> ObjectCode:
         if found is not None and found.kind == "ptx":
             found.name = program.name
             return found
-        code, log = nvvm.compile_ptx(program._parts[2], program.name,
+        code, log = nvvm.compile_ptx(program.parts[2], program.name,
                                      (f"-arch={target.compute()}", *program.options))
         obj = ObjectCode(code, "ptx", target.sm(), log=log, name=program.name)
         publish(obj)

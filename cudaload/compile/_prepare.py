@@ -45,19 +45,20 @@ class Prepared:
     """A Program's checked arguments: source, name, headers as (name, text) pairs,
     include_paths, options, name_expressions; the parts the digest covers, the digest, the
     characters of source and headers (what the memory cache counts), whether nvJitLink links it,
-    and ``asked``, an :class:`Asked` that every Program made with these arguments shares.  Read
-    by field name (Program's properties are attrgetters of these names), never changed."""
+    ``asked``, an :class:`Asked` that every Program made with these arguments shares, and the
+    code type ("c++", "ptx" or "nvvm"), decided here once.  Read by field name (Program's
+    properties are attrgetters of these names), never changed."""
 
     __slots__ = ("source", "name", "headers", "include_paths", "options", "name_expressions",
-                 "parts", "digest", "chars", "lto", "asked")
+                 "parts", "digest", "chars", "lto", "asked", "code_type")
 
     def __init__(self, source, name, headers, include_paths, options, name_expressions, parts,
-                 digest, chars, lto, asked):
+                 digest, chars, lto, asked, code_type="c++"):
         self.source, self.name, self.headers, self.include_paths = source, name, headers, \
             include_paths
         self.options, self.name_expressions, self.parts, self.digest = options, \
             name_expressions, parts, digest
-        self.chars, self.lto, self.asked = chars, lto, asked
+        self.chars, self.lto, self.asked, self.code_type = chars, lto, asked, code_type
 
 
 class Asked:

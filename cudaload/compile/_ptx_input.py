@@ -53,7 +53,7 @@ def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepar
     options = _link_options.check(options)
     parts = ("ptx", name, text, "options", *options)
     return _prepare.Prepared(text, name, (), (), options, (), parts, _prepare.digest(*parts),
-                             len(text), False, _prepare.Asked())
+                             len(text), False, _prepare.Asked(), "ptx")
 
 
 def check_output(output: str, code_type: str = "ptx") -> None:
@@ -68,26 +68,27 @@ def check_output(output: str, code_type: str = "ptx") -> None:
                          f"ObjectCode.from_bytes(text, 'ptx'), which loads as it is")
 
 
-def link(program, arch, output: str) -> ObjectCode:
-    """The CUBIN of PTX ``program`` for ``arch`` (None: the PTX's own target, ``.target``): the
-    program's bundle's entry for it, else linked (or found in the Linker's cache).
-    Raises ValueError for an output other than CUBIN or no arch known (neither given nor in the
-    PTX), and as :meth:`Linker.link` does.  A NVVM IR program is compiled by libNVVM first
-    (_nvvm_input.build)."""
+def link(request) -> ObjectCode:
+    """The CUBIN of the PTX program's ``request`` (request.Request) for its arch (None: the
+    PTX's own target, ``.target``): the program's bundle's entry for it, else linked (or found
+    in the Linker's cache).  Raises ValueError for an output other than CUBIN or no arch known
+    (neither given nor in the PTX), and as :meth:`Linker.link` does.  A NVVM IR program is
+    compiled by libNVVM first (_nvvm_input.build)."""
     from .linker import Linker  # deferred: only this path needs it
 
-    if program._parts[0] == "nvvm":
+    if request.code_type == "nvvm":
         from ._nvvm_input import build  # deferred: NVVM programs only
 
-        return build(program, arch, output)
-    check_output(output)
+        return build(request)
+    check_output(request.output)
+    program = request.inputs
     ptx = ObjectCode.from_bytes(program.source.encode(), "ptx", name=program.name)
-    target = arch if arch is not None else ptx.arch
-    if target is None:  # arch=None without a device (_default_arch), and PTX without .target
+    target = request.arch if request.arch is not None else ptx.arch
+    if target is None:  # arch=None without a device (plan.default_arch), and PTX without .target
         raise ValueError(f"{program.name}: its PTX has no .target and there is no GPU here to "
                          "link for: give the arch, e.g. compile(arch=90)")
-    shipped = program.bundle.find(program, target, output) \
-        if program.bundle is not None and target is not None else None
-    obj = shipped or Linker(ptx, arch=target, options=program.options).link("cubin")
+    shipped = request.bundle.find(None, target, request.output, digest=program.digest) \
+        if request.bundle is not None else None
+    obj = shipped or Linker(ptx, arch=target, options=request.options.flags).link("cubin")
     obj.name = program.name
     return obj

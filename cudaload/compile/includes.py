@@ -37,42 +37,15 @@ import os
 import posixpath
 import stat
 
-from ._directives import only_toolchain, scan
+from ._directives import NOTHING_READ, Inputs, only_toolchain, scan
 from ._prepare import sha256
 from .options import include_inputs, searches_source_folder
 
-__all__ = ["Inputs", "resolve", "scan", "from_package", "not_utf8", "still_valid", "watching",
-           "searched_folders"]
+__all__ = ["Inputs", "NOTHING_READ", "resolve", "scan", "from_package", "not_utf8", "still_valid",
+           "watching", "searched_folders"]
 
 # A header this large is no header: reading it to hash it would take the process's memory.
 MAX_HEADER_BYTES = 256 << 20
-
-class Inputs:
-    """What :func:`resolve` found.
-
-    ``path_states``: ((path, state), ...) sorted, every path outside the toolchain that the search
-    looked at; state is the sha256 of a file read, or "absent", "dir", "error:ENAME".
-    ``stamps``: what a later call checks, cheaply, to know the path states still hold: the current
-    folder and each path's ``stat``; empty when nothing outside the toolchain was looked at.
-    ``includes_known``: False when an include named by a macro was found anywhere.
-    ``sure``: True only where NVRTC can read no file outside the toolchain whatever the scan
-    missed (see _directives.only_toolchain): no trace of what it read is needed then.
-    """
-
-    __slots__ = ("path_states", "stamps", "includes_known", "sure")
-
-    def __init__(self, path_states, stamps, includes_known, sure=False):
-        self.path_states, self.stamps, self.includes_known = path_states, stamps, includes_known
-        self.sure = sure
-
-    def still_valid(self) -> bool:
-        return still_valid(self.stamps)
-
-
-# What a program that reads no file outside the toolchain reads, by (includes_known, sure): see
-# _directives.only_toolchain.
-NOTHING_READ = {(known, sure): Inputs((), (), known, sure)
-                for known in (False, True) for sure in (False, True)}
 
 
 def still_valid(stamps) -> bool:

@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import os
 
-from . import _workers, program as _program
-from .plan import assume_driver_version, driver_version, ready_to_build
+from . import _workers, build as _build, program as _program, request as _request
+from .build import ready_to_build
+from .plan import assume_driver_version, driver_version
 from .. import _log
 from ..errors import CompileError, CudaLoadError, NvrtcError
 from .objectcode import ObjectCode
@@ -116,15 +117,19 @@ def compile_many(items, output: str = "auto", workers: int | None = None, execut
 def _plan(items, output: str, results: list, errors: dict) -> dict:
     """Each program looked up in this process (see the module's docstring): its code in
     ``results``, or its error in ``errors``, or it is waiting in what is returned: key ->
-    [(index, Plan), ...], what nobody compiled yet."""
+    [(index, Request, Found), ...], what nobody compiled yet.  A PTX or NVVM IR program is
+    linked now: no worker has anything to do for it."""
     pending: dict = {}
     for i, (prog, arch) in enumerate(items):
         try:
-            plan = prog.plan(arch, output)
-            if plan.code is not None:
-                results[i] = plan.code
+            request = prog.plan(arch, output)
+            found = _request.lookup(request)
+            if found.code is None and found.key is None:  # linked
+                found = _build.build(request, found)
+            if found.code is not None:
+                results[i] = _request.keep(request, found)
             else:
-                pending.setdefault(plan.key, []).append((i, plan))
+                pending.setdefault(found.key, []).append((i, request, found))
         except (CudaLoadError, OSError, ValueError) as err:
             errors[i] = err
     return pending
@@ -229,14 +234,15 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
     no more keys than that and no timeout: see the module's docstring), or on an executor;
     ``how`` is (executor or None, timeout, count); fill ``results``/``errors``."""
     executor, timeout, count = how
-    kinds = {plan.kind for waiting in pending.values() for _i, plan in waiting}
+    kinds = {found.kind for waiting in pending.values() for _i, _asked, found in waiting}
     driver = driver_version() if "ptx" in kinds else None  # part of a PTX key
     jobs = {}
     for key, waiting in pending.items():
-        plan = waiting[0][1]
-        prog = plan.program
-        spec = (prog.source, prog.name, prog.options, prog.headers, prog.name_expressions)
-        jobs[key] = (spec, plan.target.sm(), plan.kind)
+        _i, request, found = waiting[0]
+        prog = request.inputs
+        spec = (prog.source, prog.name, prog.options, _request.headers_of(prog),
+                prog.name_expressions)
+        jobs[key] = (spec, found.target.sm(), found.kind)
     set_up = (driver, _log.enabled_topics())
 
     def deliver(done) -> None:
@@ -287,10 +293,10 @@ def _raised(raised, i: int, items) -> Exception:
 
 def _here(items, output: str, waiting: list, results: list, errors: dict) -> None:
     """Compile in this process what ``waiting`` waits for (a key no worker took)."""
-    for i, _plan in waiting:
+    for i, *_asked in waiting:
         prog, arch = items[i]
-        try:  # planned again: a program met before is a memory hit by now
-            results[i] = prog.plan(arch, output).build()
+        try:  # asked again: a program met before is a memory hit by now
+            results[i] = _build.run(prog.plan(arch, output))
         except (CudaLoadError, OSError, ValueError) as err:
             errors[i] = err
 
@@ -306,15 +312,17 @@ def _deliver(items, output: str, key: str, waiting: list, made, results: list,
     their_key, kept, stamps, code, kind, arch, log, names, linked, records = made
     _log.replay(records)
     first = None
-    for i, plan in waiting:
+    for i, request, found in waiting:
         obj = ObjectCode(code, kind, arch, log=log, lowered_names=names, linked=linked) \
             if first is None else first._as(None)  # one load for all programs of this key
-        if first is None and land and kept and their_key == plan.key:
-            plan._disk().store(their_key, obj)
+        # Kept as what this request asked for only where the worker's key is its own (it is,
+        # unless files or NVRTC changed meanwhile); the worker's stamps: what it watches
+        # includes the files NVRTC read there that the key lacks.
+        ours = kept and their_key == found.key
+        made = found._replace(code=obj, where="elsewhere", key=their_key, stamps=stamps,
+                              kept=ours)
+        results[i] = _request.keep(request, made, store=first is None and land and ours)
         first = first or obj
-        # The worker's stamps: what it watches includes the files NVRTC read there that the
-        # key lacks.
-        results[i] = plan.accept(obj, their_key, kept, stamps)
 
 
 def _start_worker(driver: int | None, topics: tuple) -> None:
@@ -328,7 +336,7 @@ def _start_worker(driver: int | None, topics: tuple) -> None:
 
 
 def _ready() -> None:
-    """What a first build loads, loaded now (:func:`plan.ready_to_build`)."""
+    """What a first build loads, loaded now (:func:`build.ready_to_build`)."""
     try:
         ready_to_build()
     except Exception:  # raised again, typed, by the job that needs it
@@ -352,11 +360,12 @@ def _work(spec, arch: str, kind: str):
     try:
         prog = _program.Program(source, name=name, options=options, headers=headers,
                                 name_expressions=names, std=None)  # options hold -std=, each -I
-        plan = prog.plan(arch, kind)
-        obj = plan.build()
+        request = prog.plan(arch, kind)
+        found = _build.build(request, _request.lookup(request))
+        obj = _request.keep(request, found)
     except Exception as exc:
         raise _Failed(exc, _log.taken()) from None
-    return (plan.key, plan.kept, plan.stamps, obj.code, obj.kind, obj.arch, obj.log,
+    return (found.key, found.kept, found.stamps, obj.code, obj.kind, obj.arch, obj.log,
             obj.lowered_names, obj.linked, _log.taken())
 
 

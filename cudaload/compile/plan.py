@@ -1,258 +1,111 @@
-"""One compile request of a Program, from the code already there to what NVRTC builds: a Plan.
+"""Which code a request makes: the arch when none is given, and the kind (CUBIN, PTX or LTO IR)
+and target arch, chosen from NVRTC's supported architectures and the driver's version.
 
-``Program.compile()`` answers from the memory cache itself.  Anything else is a :class:`Plan`,
-made for (arch, output): it looks in the program's bundle and then in the disk cache (``code``
-when either has it); otherwise it holds the key, kind and target NVRTC compiles for, and
-:meth:`Plan.build` compiles under the disk cache's lock for that key.  ``compile_all`` makes the
-plans, has the keys nobody holds compiled on its workers, and hands each plan what came back
-(:meth:`Plan.accept`).  :meth:`Plan.replace` is the other build: code the driver refused.
+:func:`default_arch` is what ``compile(arch=None)`` compiles for: the current device's, asked of
+the driver once per thread (and, where no device can be used, once per process).
+:func:`choose` gives (kind, target) for a request with the errors for one that cannot be met, and
+an :class:`ArchWarning` where code for another arch serves; :func:`check_plausible` refuses an
+arch given by hand that is no GPU's (``"sm_900"``).
 
-Which code a request makes, the kind (CUBIN or PTX) and target architecture, is chosen from
-NVRTC's supported architectures and the driver's version (:func:`choose`, with the errors for a
-request that cannot be met).
-
-What a build may keep: on disk, only a result whose inputs did not change while NVRTC read them
-and for which NVRTC read no file the key lacks (its trace, _reads.py); in memory, a result whose
-inputs did not change, watched by the files NVRTC read (those the scan missed too).
+Imports of cudaload: errors, lifetime, options; bindings (driver, thread_device), releases,
+_warn and _ptx_input where asked.
 """
 
 from __future__ import annotations
 
-import os
-
-from . import cache, includes, toolchain
-from .. import _log
 from ..errors import CudaLoadError, NvrtcError
-from .objectcode import ObjectCode
-from .options import LTO_OPTION, Arch, parse_arch, virtual
+from ..lifetime import on_forget, on_fork_in_child  # not "from .. import": see the end
+from .options import Arch, check_output, parse_arch
 
-__all__ = ["Plan", "ArchWarning", "choose", "check_plausible", "driver_version",
-           "assume_driver_version", "ready_to_build"]
+TYPE_CHECKING = False  # typing is not imported: a disk hit in a fresh process must cost little
+if TYPE_CHECKING:
+    from . import toolchain
 
+__all__ = ["LINKED", "ArchWarning", "choose", "check_plausible", "default_arch",
+           "device_arch", "driver_version", "assume_driver_version", "forget_no_device"]
 
-class Plan:
-    """``program`` asked for ``arch``/``output``: ``code`` where it was found, else ``key``,
-    ``kind`` and ``target`` of what :meth:`build` compiles, and ``stamps``, what the memory
-    cache checks of the files it read.  Raises ValueError for an arch NVRTC cannot target."""
-
-    __slots__ = ("program", "arch", "output", "explicit", "tc", "inputs", "code", "key", "kind",
-                 "target", "linker", "stamps", "kept")
-
-    def __init__(self, program, arch, output: str, explicit: bool, shipped: bool = True,
-                 tc: toolchain.Toolchain | None = None):
-        self.program, self.arch, self.output, self.explicit = program, arch, output, explicit
-        self.code = self.key = None
-        self.kept = True  # whether what the plan ends with may be kept (build() decides)
-        if shipped and program.bundle is not None and arch is not None:
-            inputs = program._inputs(None)
-            found = program.bundle.find(program, arch, virtual(arch, output),
-                                        digest=program._inputs_digest(inputs))
-            if found is not None:
-                self.inputs, self.stamps, self.code = inputs, inputs.stamps, found
-                program._keep(found, arch, output, None, inputs.stamps)  # no key: none to evict
-                return
-        tc = tc or toolchain.current()
-        if explicit:  # a typo ("sm_900") is refused before any code is chosen for it
-            check_plausible(arch, tc)
-        self._look(tc)
-
-    @classmethod
-    def found(cls, program, arch, output: str, code: ObjectCode) -> Plan:
-        """The plan of a request the memory cache answered with ``code``."""
-        plan = cls.__new__(cls)
-        plan.program, plan.arch, plan.output, plan.code = program, arch, output, code
-        plan.key, plan.kept, plan.explicit = None, True, arch is not None
-        # Nothing was looked up: no key, inputs or stamps of its own (the memory cache has them).
-        for name in ("tc", "inputs", "kind", "target", "linker", "stamps"):
-            setattr(plan, name, None)
-        return plan
-
-    def _look(self, tc: toolchain.Toolchain) -> None:
-        """The key for ``tc`` and the files the program reads now, and the disk cache's code."""
-        program = self.program
-        self.tc, self.inputs = tc, program._inputs(tc)
-        self.stamps = self.inputs.stamps
-        self.kind, self.target = choose(tc, self.arch, virtual(self.arch, self.output),
-                                                 self.explicit)
-        # LTO IR asked for is NVRTC's, unlinked: no linker in its key
-        self.linker = _nvjitlink().identity() if program._lto and self.kind != "ltoir" else None
-        self.key = program._key(program._inputs_digest(self.inputs), tc, self.kind, self.target,
-                                self.linker)
-        self.code = self._disk().lookup(self.key)
-        if self.code is not None:
-            program._keep(self.code, self.arch, self.output, self.key, self.stamps)
-
-    def _disk(self):
-        # A file the program names by a macro cannot be found without preprocessing, so what it
-        # reads is not known for certain: such a program is not kept on disk.
-        return cache.default() if self.inputs.includes_known else cache.NULL
-
-    def build(self) -> ObjectCode:
-        """The code: the one found, or NVRTC's, compiled once per key also across processes."""
-        program = self.program
-        while self.code is None:
-            disk = self._disk()
-            with disk.lock(self.key) as publish:
-                found = disk.lookup(self.key)  # another process may have compiled it meanwhile
-                if found is not None:
-                    self.code = found
-                    program._keep(found, self.arch, self.output, self.key, self.stamps)
-                    break
-                # The NVRTC (or nvJitLink) that loads may not be the one the key was made for.
-                loaded = toolchain.live()
-                if loaded != self.tc or (self.linker is not None and _nvjitlink().load() != self.linker):
-                    self._look(loaded)
-                    continue
-                obj, names = self._nvrtc(self.kind, self.target)
-                # A file that changed while NVRTC read it may have given a mix of old and new:
-                # such a result is returned but kept nowhere.  (A program that read no file
-                # outside the toolchain has nothing to look at again.)
-                self.kept = not self.inputs.path_states or \
-                    program._inputs(self.tc).path_states == self.inputs.path_states
-                unkeyed = self._unkeyed(names)
-                if self.kept and unkeyed == []:
-                    publish(obj)
-                # Where which files NVRTC read is unknown, a program naming an include by a
-                # macro has nothing to watch it by: kept nowhere.
-                self.kept = self.kept and (names is not None or self.inputs.includes_known)
-                self.stamps = self._watching(unkeyed)
-                program._keep(obj, self.arch, self.output, self.key, self.stamps, self.kept)
-                self.code = obj
-        return self.code
-
-    def accept(self, obj: ObjectCode, key: str, kept: bool, stamps) -> ObjectCode:
-        """``obj``, compiled elsewhere (a compile_all worker) under ``key``, which ``kept`` and
-        watches ``stamps`` there: kept in memory as what this plan asked for only where the
-        worker's key is this plan's (it is, unless files or NVRTC changed meanwhile)."""
-        self.code, self.stamps = obj, stamps
-        self.program._keep(obj, self.arch, self.output, key, stamps, kept and key == self.key)
-        return obj
-
-    def replace(self, refused: ObjectCode, key: str, device) -> ObjectCode | None:
-        """Code the driver can load in place of ``refused`` (filed under ``key``; ``device``: the
-        device's arch or None): CUBIN for the device where PTX was refused, else PTX for an arch
-        older than the refused one; None where NVRTC has no such arch.  Kept under ``key`` while
-        it still stands for what was just compiled (files and NVRTC unchanged)."""
-        program = self.program
-        before = parse_arch(refused.arch)
-        device = parse_arch(device) if device is not None else before
-        if refused.kind == "ptx" and device.number in self.tc.archs:
-            kind, target = "cubin", device
-        else:
-            ceiling = before.number if refused.kind == "ptx" else device.number + 1
-            older = [a for a in self.tc.archs if a < ceiling]
-            if not older:
-                return None
-            kind, target = "ptx", Arch((max(older), ""))
-        _log.debug("compile", "the driver refused %s %s for %s; recompiling as %s for %s",
-                   program.name, refused.kind, refused.arch, kind, target.sm())
-        obj, names = self._nvrtc(kind, target)
-        unkeyed = self._unkeyed(names)
-        if self.inputs.includes_known and unkeyed == [] and self.key == key:
-            cache.default().store(key, obj)
-        program._keep(obj, self.arch, self.output, key, self._watching(unkeyed))
-        return obj
-
-    def _nvrtc(self, kind: str, target: Arch) -> tuple[ObjectCode, tuple[str, ...] | None]:
-        """NVRTC's code for ``kind``/``target`` and the header files it read as it named them, or
-        None where that is not known; () where the inputs are sure that none outside the
-        toolchain can be read (NVRTC's trace costs 2-3 ms of each compilation: not asked for
-        then)."""
-        from ..bindings import nvrtc  # deferred: only this path needs it
-        from . import _reads  # deferred: a Plan that builds nothing (a disk hit) needs no trace
-        from ._option_files import check_files  # deferred: only a build checks option files
-
-        program, tc, sure = self.program, self.tc, self.inputs.sure
-        # Checked when the Program was made, and again now: NVRTC aborts the process on a file
-        # option whose folder has gone since.
-        check_files(program.options)
-        gpu = target.sm() if kind == "cubin" else target.compute()
-        # NVRTC makes LTO IR for lto=True (nvJitLink links it into ``kind``) and where LTO IR
-        # is asked for (returned unlinked: -dlto added where the program lacks it).
-        links = program._lto and kind != "ltoir"
-        made = "ltoir" if program._lto or kind == "ltoir" else kind
-        dlto = (LTO_OPTION,) if made == "ltoir" and not program._lto else ()
-        options = (*program.options, *dlto, f"--gpu-architecture={gpu}", *tc.include_options)
-        # A trace the caller asked for is theirs: none of ours beside it (see _unkeyed).  Once
-        # NVRTC's profiler broke, every compilation names one, or NVRTC writes ./.json.
-        trace = asked = None if (sure and not _reads.broken()) or _reads.unsupported() or \
-            _reads.asked_by(program.options) else _reads.request()
-        try:
-            compiled = nvrtc.compile(program.source, program.name, options, program.headers,
-                                     program.name_expressions, kind=made,
-                                     own_options=(trace.option,) if trace else ())
-        except NvrtcError as exc:
-            # An NVRTC older than the option refuses it: asked once, then the scan is trusted.
-            if trace is None or exc.code != nvrtc.INVALID_OPTION \
-                    or _reads.OPTION[:-1] not in getattr(exc, "log", ""):
-                if trace is not None or _reads.asked_by(program.options):
-                    _reads.mark_broken()  # NVRTC's later traces in this process are incomplete
-                raise
-            _reads.mark_unsupported()
-            trace = None
-            compiled = nvrtc.compile(program.source, program.name, options, program.headers,
-                                     program.name_expressions, kind=made)
-        finally:  # read (and removed) however the compilation ended
-            read = asked.names() if asked is not None else None
-        code, log = (_nvjitlink().link(compiled, program.name, gpu, kind) if links
-                     else (compiled.code, compiled.log))
-        _log.debug("compile", "NVRTC compiled %s to %s for %s%s, key %s", program.name, kind,
-                   target.sm(), ", linked by nvJitLink" if links else "", self.key,
-                   key=self.key)
-        return (ObjectCode(code, kind, target.sm(), log=log,
-                           lowered_names=dict(compiled.lowered_names), linked=links),
-                read if trace is not None else () if sure else None)
-
-    def _unkeyed(self, names: tuple[str, ...] | None) -> list[str] | None:
-        """The files NVRTC read (``names``, from _nvrtc) that the key does not cover: [] when
-        there are none or this NVRTC gives no trace (it has none, or its traces broke in this
-        process: the scan is trusted there), None when which files were read is not known."""
-        from . import _reads  # deferred: only this path needs it
-
-        program, key = self.program, self.key
-        if names is None:
-            if _reads.untraced() and not _reads.asked_by(program.options):
-                return []
-            _log.debug("cache", "%s: which files NVRTC read is not known (no trace): not kept on "
-                       "disk, key %s", program.name, key, key=key)
-            return None
-        missing = _reads.uncovered(names, self.inputs.path_states, program.headers,
-                                   [o[2:] for o in self.tc.include_options], os.getcwd())
-        if missing:
-            _log.debug("cache", "%s: NVRTC read %s, which the include scan did not find: not "
-                       "kept on disk, key %s", program.name, ", ".join(missing), key, key=key)
-        return missing
-
-    def _watching(self, unkeyed: list[str] | None):
-        """The stamps extended to the files NVRTC read that the key lacks (see _unkeyed)."""
-        if not unkeyed:
-            return self.inputs.stamps
-        program = self.program
-        return includes.watching(self.inputs.stamps, unkeyed, includes.searched_folders(
-            program.name, program.headers, program.options))
+LINKED = ("ptx", "nvvm")  # the code types no NVRTC compiles: linked (after libNVVM) instead
+_no_device = False
+_unusable = None  # thread_device.unusable when _no_device was set: the reason, for every thread
+_thread_device = None  # bindings/thread_device.py's state, once imported
 
 
-def ready_to_build() -> None:
-    """Load now what a first :meth:`Plan.build` loads: NVRTC, the toolchain, the modules _nvrtc
-    and the disk cache's miss import.  For a process that will build at once and wants that cost
-    paid first: compile_all's workers, before they say they are ready (compile/_workers.py)."""
-    from ..bindings import nvrtc  # deferred, as in _nvrtc
-    from . import _option_files, _reads  # noqa: F401  (deferred, as in _nvrtc)
-    from .cache import claims, locks  # noqa: F401  (deferred, as in cache/disk.py's miss)
-
-    toolchain.current()
-    nvrtc.version()  # loads NVRTC
+def device_arch():
+    """The current device's compute capability (e.g. 90), or None without a usable device."""
+    if _no_device:
+        return None
+    state = _thread_device
+    found = state.arch if state is not None else None  # found by this thread before: no call
+    return found if found is not None else _ask_device()
 
 
-def _nvjitlink():
-    """compile/_linker.py, imported by the first program that nvJitLink links: it imports the
-    loader's bindings, which a disk hit of any other program does without."""
-    from . import _linker  # deferred: see above
+def default_arch(code_type: str, output: str):
+    """The arch ``compile(arch=None, output)`` of a program of ``code_type`` compiles for, one
+    rule for every output and code type: the current device's; without a usable device, None
+    where the code names no GPU's machine code (LTO IR: NVRTC's newest arch, :func:`choose`; a
+    PTX program's CUBIN: the PTX's own ``.target``, _ptx_input.link), else the reason there is
+    no device, raised (:func:`_without_device`).  ``output`` is checked first: a wrong one is
+    the same ValueError with a GPU, with a driver and no device, and with no driver."""
+    if output != "auto":  # "auto", every program's and the default, costs a hit no check
+        check_output(output)
+        if code_type in LINKED:
+            from ._ptx_input import check_output as check_linked  # deferred: PTX programs only
 
-    return _linker
+            check_linked(output, code_type)
+    found = device_arch()
+    if found is not None:
+        return found
+    if output == "ltoir" or code_type == "ptx":
+        return None
+    if _unusable is not None:  # the reason found before, again: no call into the driver
+        raise _unusable.with_traceback(None)
+    return _without_device()
 
 
-# ---- which code a request makes ---------------------------------------------------------------
+def _without_device() -> int:
+    """What ``compile(arch=None)`` does without a usable device where machine code for this GPU
+    is asked for (CUBIN, PTX or "auto" of CUDA C++): compile nothing, and raise why there is
+    none, a CudaUnavailableError (no driver, a failed ``cuInit``, no device, a forked child) or
+    the DriverError that kept it from being used, before NVRTC is looked for.  Code compiled
+    for no device would be thrown away, and NVRTC is what a machine without a GPU often lacks: a
+    host package's ``except CudaUnavailableError`` fallback then works with or without it.  An
+    explicit arch compiles anywhere (precompiling, ``cudaload compile --arch``), and so does
+    code that names no GPU's machine code (see default_arch).  A device set up since
+    (``status(refresh=True)``) answers instead."""
+    from ..bindings import thread_device  # deferred: loads the driver's bindings
+
+    return thread_device.arch()
+
+
+def _ask_device():
+    global _no_device, _thread_device, _unusable
+    try:
+        from ..bindings import thread_device  # deferred: loads the driver's bindings
+
+        _thread_device = thread_device.state
+        return thread_device.arch()
+    except CudaLoadError:
+        # No driver, no device or a failed cuInit stays so for the life of the process (the driver
+        # remembers), so the memory-hit path need not ask again: 3-7 us per call otherwise; and
+        # where no thread can have a device, default_arch raises the reason without a call.
+        _no_device = True
+        _unusable = thread_device.unusable
+        return None
+
+
+def forget_no_device() -> None:
+    """Ask the driver again at the next ``compile(arch=None)`` (after ``status(refresh=True)``,
+    and in the child of a fork)."""
+    global _no_device, _unusable
+    _no_device, _unusable = False, None
+
+
+# (lifetime imported by name from its module: "from .. import lifetime" asks the package's
+# __getattr__ first, a call into cudaload/__init__.py per first compile.)
+on_forget(forget_no_device)  # a driver set up since may answer: ask it again
+on_fork_in_child(forget_no_device)  # the child asks its own driver state
+
+
 
 _NOT_ASSUMED = object()
 _assumed_driver: object = _NOT_ASSUMED  # in a compile worker: the calling process's answer
@@ -288,6 +141,8 @@ class ArchWarning(UserWarning):
 
 
 def check_plausible(arch, tc: toolchain.Toolchain) -> None:
+    """Raise ValueError for an ``arch`` given by hand far beyond what ``tc`` knows (a digit too
+    many), naming the arch meant where NVRTC has it."""
     want, newest = parse_arch(arch), max(tc.archs)
     if want.number // 10 > newest // 10 + _MAJORS_AHEAD:
         # A digit too many ("sm_900"): the guess is offered only where NVRTC has it (sm_200's
@@ -306,7 +161,7 @@ def choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
     ``explicit``: whether ``arch`` was asked for (else it is the device's).  Code for another
     arch than ``arch`` is made only with an :class:`ArchWarning` that says so."""
     supported = sorted(tc.archs)
-    # With no arch and no device (LTO IR, program._default_arch; cudaload compile): CUBIN or LTO
+    # With no arch and no device (LTO IR, default_arch; cudaload compile): CUBIN or LTO
     # IR for NVRTC's newest; PTX for its oldest, which the driver compiles forward for every
     # newer GPU (never back), so it is the portable choice.
     default = supported[0] if output == "ptx" else supported[-1]

@@ -6,6 +6,8 @@ follows from ``Program(src).compile()`` to the ObjectCode read from the cache fo
 
 ``walk`` prints, as JSON, how the traced hit was answered and each cudaload file whose functions
 it called (relative to the package), in the order first called, with the number of calls.
+``fresh ARCH`` traces the first ``compile(arch=ARCH)`` of a fresh process, a disk hit, from the
+call to the ObjectCode, imports included: the files whose code ran and the modules it imported.
 """
 
 from __future__ import annotations
@@ -76,7 +78,32 @@ def forked() -> None:
     print(json.dumps({"parent": parent, "child": child}))
 
 
-SCENARIOS = {f.__name__: f for f in (fill, walk, forked)}
+def fresh(arch: str) -> None:
+    import os
+
+    import cudaload
+
+    package = os.path.dirname(cudaload.__file__) + os.sep
+    program = cudaload.Program(KERNELS[1])
+    before = set(sys.modules)
+    files: list[str] = []
+
+    def profile(frame, event, _arg):
+        # a module's own code runs as a call too: its import is counted with its file
+        path = frame.f_code.co_filename
+        if event == "call" and path.startswith(package) and path[len(package):] not in files:
+            files.append(path[len(package):])
+
+    sys.setprofile(profile)
+    try:
+        obj = program.compile(arch=int(arch))
+    finally:
+        sys.setprofile(None)
+    print(json.dumps({"cached": obj.cached, "files": files,
+                      "imported": sorted(set(sys.modules) - before)}))
+
+
+SCENARIOS = {f.__name__: f for f in (fill, walk, forked, fresh)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -176,9 +176,9 @@ def default_archs() -> None:
     p = Program('extern "C" __global__ void k(int *x) { *x = 1; }')
     out = {}
     for name, ask in (("ptx", lambda: p.compile(output="ptx")), ("auto", p.compile),
-                      ("plan", p.plan)):
+                      ("plan", lambda: p.plan(None, "auto"))):
         try:
-            out[name] = ask().arch
+            out[name] = ask().arch  # an ObjectCode's, or the Request's
         except CudaUnavailableError as exc:
             out[name] = type(exc).__name__
     with open("/proc/self/maps") as f:
@@ -289,6 +289,7 @@ def arch_rule() -> None:
     nvJitLink the wrong ones loaded: none may be asked before the arguments are checked)."""
     import cudaload
     from cudaload import Linker, ObjectCode, Program
+    from cudaload.compile.build import run
 
     p = Program(INT_KERNEL)
     p2 = Program(INT_KERNEL.replace("1;", "2;"))
@@ -305,7 +306,7 @@ def arch_rule() -> None:
         ("PTX program, output='ptx'", lambda: q.compile(output="ptx")),
         ("PTX program, output='ltoir'", lambda: q.compile(output="ltoir")),
         ("PTX program, arch=90, output='ptx'", lambda: q.compile(arch=90, output="ptx")),
-        ("plan(output='invalid_target')", lambda: p.plan(output="invalid_target")),
+        ("plan(output='invalid_target')", lambda: p.plan(None, "invalid_target")),
         ("compile_all output='invalid_target'",
          lambda: cudaload.compile_all([p, q], output="invalid_target")),
         ("compile_all PTX program, output='ptx'", lambda: cudaload.compile_all([q], output="ptx")),
@@ -322,7 +323,7 @@ def arch_rule() -> None:
         ("auto", p.compile),
         ("cubin", lambda: p.compile(output="cubin")),
         ("ptx", lambda: p.compile(output="ptx")),
-        ("plan ltoir", lambda: p.plan(output="ltoir").build()),
+        ("plan ltoir", lambda: run(p.plan(None, "ltoir"))),
         ("compile_all ltoir", lambda: cudaload.compile_all([p, p2], output="ltoir", workers=2)),
         ("compile_all PTX program", lambda: cudaload.compile_all([q])),
         ("compile_all auto", lambda: cudaload.compile_all([q, p2])))}
