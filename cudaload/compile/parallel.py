@@ -258,9 +258,13 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
         deliver(_executor.run(executor, _work, _start_worker, set_up, jobs, _Failed, timeout))
         return
     share = len(jobs) <= n + 1 and timeout is None  # else the workers' alone
-    if share and _workers.forks():  # this process builds too: loaded once, before the forks
+    warm = None if share or len(jobs) <= n else (_warm, (next(iter(jobs.values()))[1],))
+    if _workers.forks():  # loaded once, before the forks; NVRTC warmed, but never when timed
         _ready()
-    with _workers.Workers(n - 1 if share else n, _work, _start_worker, set_up) as workers:
+        if warm and timeout is None:
+            warm[0](*warm[1])
+    with _workers.Workers(n - 1 if share else n, _work, _start_worker, set_up,
+                          warm) as workers:  # elsewhere warmed in the template (_template.py)
         deliver(workers.run(jobs, here=mine if share else None, timeout=timeout))
 
 
@@ -332,6 +336,18 @@ def _ready() -> None:
     try:
         ready_to_build()
     except Exception:  # raised again, typed, by the job that needs it
+        pass
+
+
+def _warm(arch: str) -> None:
+    """NVRTC's first compilation in a process, paid now by a tiny program for ``arch``: it
+    costs some 200 ms more than a later one on the H200 host (docs/benchmarks.md), which each
+    worker forked after this no longer pays (on 2 CPUs: some 35 ms here, 5-10 ms saved each)."""
+    try:
+        from ..bindings import nvrtc  # deferred: as in _nvrtc
+
+        nvrtc.compile('extern "C" __global__ void warm() {}', "warm.cu", (f"-arch={arch}",))
+    except Exception:  # the jobs raise it again, typed, where it matters
         pass
 
 
