@@ -2,7 +2,7 @@
 
     python bench/fleet_bench.py [--out DIR] [--procs 2,4,8] [--kernels 64] [--repeat 3]
                                 [--batches 6,24] [--no-sshfs] [--batches-only] [--against PATH]
-                                [--quick-kernels] [--busy N] [--spawned]
+                                [--quick-kernels] [--busy N] [--spawned] [--workers N]
 
 The family is bench/family_header.py's (64 kernels on one 3,300-line header, as
 bench/family_bench.py compiles them), for ``arch=90`` (no GPU needed).  Every figure comes from
@@ -27,7 +27,9 @@ fresh processes with an empty cache folder of their own:
                one repetition to the next.  With --busy N, N busy processes (``yes``) run beside
                the batches; with --spawned, each batch process marks itself as one that has
                initialised the CUDA driver (``lifetime.mark_unforkable()``), so that its workers
-               are not its forks, as in a process that has used the GPU
+               are not its forks, as in a process that has used the GPU; --workers N gives
+               compile_all N processes (default: one per CPU): more than the CPUs, it shows
+               what each worker's start costs in CPU time on a small machine
   --one batch HOW K KIND [spawned]   one such run, printed as JSON: HOW serial, compile_all or
                thread (the first program on a second thread beside the caller's), KIND family,
                quick or cub (CUB block reductions: seconds each)
@@ -118,7 +120,8 @@ def child_fleet(barrier: str, name: str, count: str, log: str) -> dict:
     return {"end": end, "start": start, "seconds": round(end - start, 3), "from": where}
 
 
-def child_batch(how: str, count: str, kernels: str = "family", spawned: str = "") -> dict:
+def child_batch(how: str, count: str, kernels: str = "family", spawned: str = "",
+                workers: str = "") -> dict:
     """``how``: "serial" (compile() of each), "compile_all", or "thread" (the first program on a
     second thread while this one compiles the others in turn), of the family's first ``count``
     (``kernels`` "quick" or "cub": ``count`` QUICK or CUB programs)."""
@@ -154,7 +157,7 @@ def child_batch(how: str, count: str, kernels: str = "family", spawned: str = ""
             p.compile(arch=90)
         beside.join()
     else:
-        cudaload.compile_all(progs, arch=90)
+        cudaload.compile_all(progs, arch=90, workers=int(workers) if workers else None)
     return {"seconds": round(time.perf_counter() - t, 3), "cpu_s": round(cpu() - c, 4)}
 
 
@@ -220,12 +223,12 @@ def fleet(folders: list, per_folder: int, count: int, work: str, timeout: float)
 
 
 def _batch(how: str, count: int, work: str, timeout: float, tree: str = ROOT,
-           kernels: str = "family", spawned: bool = False) -> dict:
+           kernels: str = "family", spawned: bool = False, workers: int | None = None) -> dict:
     """One batch run in a fresh process: {"wall_s", "cpu_s"}."""
     cache = tempfile.mkdtemp(prefix=f"batch-{how}-", dir=work)
-    proc = subprocess.run(_command("batch", how, count, kernels, *(["spawned"] if spawned else [])),
-                          env=_env(cache, tree), capture_output=True, text=True, timeout=timeout,
-                          cwd=work)
+    proc = subprocess.run(_command("batch", how, count, kernels, "spawned" if spawned else "",
+                                   workers or ""), env=_env(cache, tree), capture_output=True,
+                          text=True, timeout=timeout, cwd=work)
     if proc.returncode:
         raise RuntimeError(f"batch {how} {count}: {proc.stderr[-800:]}")
     got = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -242,7 +245,8 @@ def batches(args, rows: dict, work: str) -> None:
             for name, tree in trees if r % 2 == 0 else trees[::-1]:
                 for how in ("serial", "compile_all") if r % 2 == 0 else ("compile_all", "serial"):
                     rows.setdefault(f"batch {k}{name} {how}", []).append(
-                        _batch(how, k, work, args.timeout, tree, kernels, args.spawned))
+                        _batch(how, k, work, args.timeout, tree, kernels, args.spawned,
+                               args.workers))
 
 
 def run(args) -> dict:
@@ -258,7 +262,7 @@ def run(args) -> dict:
                  "effective_cpus_before": effective_cpus(cores()),
                  "kernels": args.kernels, "repeat": args.repeat, "rows": {},
                  "batch_kernels": "quick" if args.quick_kernels else "family",
-                 "busy": args.busy, "spawned": args.spawned}
+                 "busy": args.busy, "spawned": args.spawned, "workers": args.workers}
     rows = out["rows"]
 
     def fresh(base: str, name: str) -> str:
@@ -383,6 +387,8 @@ def main(argv=None) -> int:
                     help="batches of short kernels (QUICK) instead of the family's")
     ap.add_argument("--busy", type=int, default=0,
                     help="busy processes (yes) beside the batches (default 0)")
+    ap.add_argument("--workers", type=int,
+                    help="compile_all's processes in the batches (default: one per CPU)")
     ap.add_argument("--spawned", action="store_true",
                     help="batch processes that may not fork, as one that has used the GPU")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per process")

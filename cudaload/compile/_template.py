@@ -23,11 +23,12 @@ stays the worker's because the template reaps a worker only when the caller asks
 caller closes its pipe (also when the caller dies); workers it had not reaped are reaped by
 init, and a worker waiting for a job leaves once its jobs' pipe ends, as any other.
 
-Imports of cudaload: _messages, _spawn, _fork, _workers (in the template).
+Imports of cudaload: _messages, _spawn; _fork, in the template (whose life _workers starts).
 """
 
 from __future__ import annotations
 
+import _signal
 import os
 import sys
 
@@ -38,8 +39,8 @@ __all__ = ["Template", "Forked", "start"]
 
 # The template's program: as _workers._BOOT, with the number of workers before the descriptors.
 _BOOT = ("import _signal,sys;_signal.signal(_signal.SIGINT,_signal.SIG_IGN);"
-         "sys.path[:]=sys.argv[1:-2];from cudaload.compile._template import serve;"
-         "serve(int(sys.argv[-1]),int(sys.argv[-2]))")
+         "sys.path[:]=sys.argv[1:-2];from cudaload.compile._workers import _templated;"
+         "_templated(int(sys.argv[-1]),int(sys.argv[-2]))")
 
 
 def start(names: tuple, n: int) -> tuple:
@@ -151,7 +152,7 @@ class Template:
         self._ctl = self._status = -1
         if self.process is not None:
             if kill:
-                self.process.signal(9)
+                self.process.signal(_signal.SIGKILL)
             self.process.wait()
 
 
@@ -160,50 +161,36 @@ def _close(fd: int) -> None:
         os.close(fd)
 
 
-def serve(first: int, n: int) -> None:
-    """The template's life (see ``_BOOT``): the start message's initializer and what runs
-    before the forks, ``n`` workers forked, then the caller's requests to reap them."""
-    from . import _workers
-
-    _workers.in_worker = True
+def serve(first: int, n: int, started) -> None:
+    """The template's life (``_BOOT``, through _workers): ``started(ctl)`` reads the start
+    message from the caller's pipe and runs it, giving the function each fork then runs with
+    its jobs' and answers' descriptors; ``n`` workers forked, then the caller's requests to
+    reap them."""
     fds = list(range(first, first + 2 + 2 * n))
     for fd in fds:
         os.set_inheritable(fd, False)
     ctl, status = fds[:2]
-    target, initializer, initargs, before, args = _read(ctl)
-    _workers._named(initializer)(*initargs)
-    if before:
-        _workers._named(before)(*args)
-    target = _workers._named(target)
+    worker = started(ctl)
     for i in range(n):
         jobs, answers = fds[2 + 2 * i], fds[3 + 2 * i]
         open_now = [ctl, status, *fds[2 + 2 * i:]]
-        _write(status, _frame(_fork_one(target, jobs, answers, open_now)))
+        _write(status, _frame(_fork_one(lambda: worker(jobs, answers), open_now, (jobs, answers))))
         os.close(jobs)
         os.close(answers)
     _reaping(ctl, status)
 
 
-def _fork_one(target, jobs: int, answers: int, open_now: list) -> int:
-    """The pid of a worker forked to serve ``jobs``/``answers``, or 0 where no fork may be made
-    (_fork.py's rules) or it failed."""
-    from . import _fork, _workers
+def _fork_one(child, open_now: list, keep: tuple) -> int:
+    """The pid of a fork that runs ``child()`` with only ``keep`` of ``open_now`` open, or 0
+    where no fork may be made (_fork.py's rules) or it failed."""
+    from . import _fork  # deferred: imported by the template alone
 
     if not _fork.possible():
         return 0
-    others = [fd for fd in open_now if fd not in (jobs, answers)]
     try:
-        return _fork.fork(lambda: _serve_forked(target, jobs, answers), others).pid
+        return _fork.fork(child, [fd for fd in open_now if fd not in keep]).pid
     except (OSError, RuntimeError):
         return 0
-
-
-def _serve_forked(target, jobs: int, answers: int) -> None:
-    """The life of a worker forked here: its initializer ran in the template."""
-    from . import _workers
-
-    _workers.in_worker = _workers.forked = True
-    getattr(_workers, "_answering")(target, jobs, answers)
 
 
 def _reaping(ctl: int, status: int) -> None:

@@ -37,7 +37,7 @@ fresh interpreter asked leaves through its exit hooks and ``os._exit`` (``_leave
 reaches the whole process group, and the caller ends them.  A caller that dies closes their job
 pipes, and a waiting worker leaves.
 
-Imports of cudaload: _messages; _fork, _spawn and _template, when a worker starts.
+Imports of cudaload: _messages, _unanswered; _fork, _spawn and _template, when a worker starts.
 """
 
 from __future__ import annotations
@@ -47,44 +47,11 @@ import os
 import sys
 
 from ._messages import frame as _frame, read as _read, write as _write
+from ._unanswered import Died, Late
 
 __all__ = ["Died", "Late", "Workers", "forks"]
 
 _LINGER = 2.0  # seconds a process asked to leave, or terminated, has to exit before the next step
-
-
-class Died:
-    """The answer of a job whose process died before answering."""
-
-    __slots__ = ("exitcode",)
-
-    def __init__(self, exitcode: int | None) -> None:
-        self.exitcode = exitcode  # as subprocess says: -N for signal N
-
-    def __str__(self) -> str:
-        if self.exitcode is not None and self.exitcode < 0:
-            import signal  # deferred: only a death's message names the signal
-
-            try:
-                name = signal.Signals(-self.exitcode).name
-            except ValueError:
-                name = "signal"
-            return f"it was killed by {name} ({-self.exitcode})"
-        return f"it exited with status {self.exitcode}"
-
-
-class Late:
-    """The answer of a job not answered within ``timeout`` seconds: its process was ended
-    (``ended``), or its future cancelled (an executor's, _executor.py)."""
-
-    __slots__ = ("timeout", "ended")
-
-    def __init__(self, timeout: float, ended: bool = True) -> None:
-        self.timeout, self.ended = timeout, ended
-
-    def __str__(self) -> str:
-        then = "its process was ended" if self.ended else "its future was cancelled"
-        return f"it was not done within the timeout of {self.timeout:g} s; {then}"
 
 
 # A worker's whole program: SIGINT ignored before anything else, the caller's sys.path (its
@@ -249,7 +216,7 @@ class Workers:
         """``n`` processes: where this process may not fork and more than one is wanted, forks
         of one template (_template.py), and fresh interpreters for any it could not fork."""
         made: list = []
-        if n > 1 and not forks():
+        if n > 1 and self._template is None and not forks():
             from . import _template  # deferred: only a process that may not fork needs it
             self._template, made = _template.start((*self._names, *self._before), n)
         workers = [_Process(self._start, self._processes, ends) for ends in made]
@@ -363,6 +330,31 @@ def _serve(jobs: int, answers: int, fork: bool = False) -> None:
     target, initializer, initargs = _read(jobs)
     target = _named(target)
     _named(initializer)(*initargs)
+    _answering(target, jobs, answers)
+
+
+def _templated(first: int, n: int) -> None:
+    """A template's life (_template.py's ``_BOOT``): the start message's initializer and what
+    it runs before the forks, here, then ``n`` forks of this process, each a worker."""
+    global in_worker
+    in_worker = True
+    from . import _template  # deferred: only a template needs it
+
+    def started(ctl: int):
+        target, initializer, initargs, before, args = _read(ctl)
+        _named(initializer)(*initargs)
+        if before:
+            _named(before)(*args)
+        target = _named(target)
+        return lambda jobs, answers: _forked_worker(target, jobs, answers)
+
+    _template.serve(first, n, started)
+
+
+def _forked_worker(target, jobs: int, answers: int) -> None:
+    """The life of a worker a template forked: its initializer ran in the template."""
+    global forked
+    forked = True
     _answering(target, jobs, answers)
 
 
