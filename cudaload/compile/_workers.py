@@ -12,11 +12,13 @@ Nor ``multiprocessing``: a worker is a fork of the calling process where that is
 thread, no CUDA driver initialised, not too large: _fork.py), ready in a millisecond; else a
 fork of one template process that is (_template.py), else a fresh interpreter started with
 ``-c`` (``_BOOT``) and the caller's ``sys.path``, ready in some 45-70 ms on 2 cores (_spawn.py).
-Each reads its jobs from one pipe and writes its answers to another (_messages.py).  A multiprocessing "spawn" process imports multiprocessing, pickle and
-socket before it runs anything, and the caller imports multiprocessing to start it: 60 ms or more
-on a 2-core machine, as much as a batch of a few programs gains from its workers
-(bench/fleet_bench.py --batches-only).  Nor does a worker import the calling script, as a spawned process does (its ``__main__`` again): the script's top-level
-code never runs twice, and a call at its top level needs no main guard.
+Each reads its jobs from one pipe and writes its answers to another (_messages.py).  A
+multiprocessing "spawn" process imports multiprocessing, pickle and socket before it runs
+anything, and the caller imports multiprocessing to start it: 60 ms or more on a 2-core machine,
+as much as a batch of a few programs gains from its workers (bench/fleet_bench.py
+--batches-only).  Nor does a worker import the calling script, as a spawned process does (its
+``__main__`` again): the script's top-level code never runs twice, and a call at its top level
+needs no main guard.
 
 A worker says it is ready (its initializer has run) before it reads its first job.  The calling
 process only waits, in ``poll``, which Ctrl-C interrupts at once (a compilation of its own, inside
@@ -31,11 +33,11 @@ process ready and the job sent: its own start is not counted) is answered :class
 process is ended and reaped as a dead one is, and another takes its place while jobs remain.
 
 However the wait ends, every process is ended and reaped before the caller goes on: asked to
-leave (its job pipe closed) once no job is left for it, else terminated, and killed if it lingers.  A
-fresh interpreter asked leaves through its exit hooks and ``os._exit`` (``_leave``), a fork with
-``os._exit`` alone (the hooks are its caller's).  Workers ignore SIGINT: Ctrl-C at a terminal
-reaches the whole process group, and the caller ends them.  A caller that dies closes their job
-pipes, and a waiting worker leaves.
+leave (its job pipe closed) once no job is left for it, else terminated, and killed if it
+lingers.  A fresh interpreter asked leaves through its exit hooks and ``os._exit``
+(``_leave``), a fork with ``os._exit`` alone (the hooks are its caller's).  Workers ignore
+SIGINT: Ctrl-C at a terminal reaches the whole process group, and the caller ends them.  A
+caller that dies closes their job pipes, and a waiting worker leaves.
 
 Imports of cudaload: _messages, _unanswered; _fork, _spawn and _template, when a worker starts.
 """
