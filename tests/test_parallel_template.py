@@ -63,9 +63,10 @@ def test_a_caller_that_may_not_fork_forks_its_workers_from_one_template():
 
 
 def test_compile_all_in_a_process_that_used_the_driver_starts_one_interpreter(tmp_path):
-    """Six programs on two workers in a process marked as one that has initialised the driver:
-    one fresh interpreter started (the template; before, one per worker), and the same code as
-    each program compiled alone."""
+    """Eight programs on two workers in a process marked as one that has initialised the
+    driver: one fresh interpreter started (the template, which compiles a tiny program before
+    its forks in a batch of four programs a worker; before, one interpreter per worker), and the
+    same code as each program compiled alone."""
     tag = _tag()
     code = ("import json, os\n"
             "import cudaload\n"
@@ -77,7 +78,7 @@ def test_compile_all_in_a_process_that_used_the_driver_starts_one_interpreter(tm
             "    started.append(a[0]); return real(*a, **kw)\n"
             "os.posix_spawn = counted\n"
             "src = 'extern \"C\" __global__ void k%d(int *p) { *p = %d; } // " + tag + "'\n"
-            "progs = [cudaload.Program(src % (i, i)) for i in range(6)]\n"
+            "progs = [cudaload.Program(src % (i, i)) for i in range(8)]\n"
             "objs = cudaload.compile_all(progs, arch=90, workers=2)\n"
             "print(json.dumps({'started': len(started),\n"
             "                  'code': [o.code.hex() for o in objs]}))\n")
@@ -86,7 +87,7 @@ def test_compile_all_in_a_process_that_used_the_driver_starts_one_interpreter(tm
     alone = run_json("import json, cudaload\n"
                      "src = 'extern \"C\" __global__ void k%d(int *p) { *p = %d; } // " + tag +
                      "'\nprint(json.dumps([cudaload.Program(src % (i, i)).compile(arch=90)"
-                     ".code.hex() for i in range(6)]))\n",
+                     ".code.hex() for i in range(8)]))\n",
                      env={"CUDALOAD_CACHE_DIR": str(tmp_path / "b")})
     assert result["code"] == alone
 
