@@ -33,8 +33,8 @@ process ready and the job sent: its own start is not counted) is answered :class
 process is ended and reaped as a dead one is, and another takes its place while jobs remain.
 
 However the wait ends, every process is ended and reaped before the caller goes on: asked to
-leave (its job pipe closed) once no job is left for it, else terminated, and killed if it
-lingers.  A fresh interpreter asked leaves through its exit hooks and ``os._exit``
+leave (its job pipe closed) once no job is left to hand out, else terminated, and killed if
+it lingers.  A fresh interpreter asked leaves through its exit hooks and ``os._exit``
 (``_leave``), a fork with ``os._exit`` alone (the hooks are its caller's).  Workers ignore
 SIGINT: Ctrl-C at a terminal reaches the whole process group, and the caller ends them.  A
 caller that dies closes their job pipes, and a waiting worker leaves.
@@ -258,10 +258,12 @@ class Workers:
                 busy[worker.answers] = (worker, tag)  # else its death is this job's answer
                 poll.register(worker.answers, select.POLLIN)
                 clock.sent(worker)
+            self._last(todo)
             # Shared: what came meanwhile first (a process that is free takes the next job)
             events = poll.poll(0) if share else None
             mine = self._own(todo, busy, poll) if share and not events else []
             if mine:
+                self._last(todo)
                 here(mine[0])
                 continue
             for fd, _event in events or poll.poll(clock.wait()) or clock.late(busy):
@@ -277,11 +279,16 @@ class Workers:
                 clock.done(fd)
                 if answer is None or late:
                     self._retire(worker, todo, idle)
-                elif todo:
+                else:
                     idle.append(worker)
-                else:  # no job left for it: it leaves now, while the others finish
-                    worker.leave(ask=True)
                 yield (tag, *answer) if answer else (tag, False, Died(worker.process.returncode))
+
+    def _last(self, todo) -> None:
+        """Once no job is left to hand out, ask every process to leave after its answer: its
+        exit then overlaps the others' jobs (this process's own too), not the run's end."""
+        if not todo:
+            for worker in self._processes:
+                worker.leave(ask=True)
 
     def _own(self, todo, busy: dict, poll) -> list:
         """In a shared run, the job this process runs next, as [tag]: the last no process has
@@ -336,8 +343,7 @@ def _serve(jobs: int, answers: int, fork: bool = False) -> None:
 
 
 def _templated(first: int, n: int) -> None:
-    """A template's life (_template.py's ``_BOOT``): the start message's initializer and what
-    it runs before the forks, here, then ``n`` forks of this process, each a worker."""
+    """A template's life (_template.py): its start message run here, then ``n`` forks of it."""
     global in_worker
     in_worker = True
     from . import _template  # deferred: only a template needs it
