@@ -13,7 +13,11 @@ a fresh process with its own cache folder; in one run:
                      first-compile cost included, as a user meets them)
   parallel_cold_s    cudaload.compile_all() of the same programs on --workers processes (default:
                      one per CPU), empty cache folder, the pool's start included; speedup = serial /
-                     parallel (targets: >= 6x on a 16-core host, >= 1.6x on 2 cores)
+                     parallel (targets: >= 12x on a 16-core host, >= 1.6x on 2 cores), and
+                     cpu_ratio: its CPU time (user + system, the workers' included) over the
+                     serial run's (target <= 1.15); on a host with a GPU the process has
+                     initialised the driver, so its workers are forks of a template
+                     (compile/_template.py), as on any process that may not fork
   warm_ms            a fresh process on the folder the serial run filled, after ``import cudaload``:
                      the 64 Programs made and found on disk (compile_all: no worker), then, on a
                      GPU, each loaded and its Kernel got (target <= 60 ms); the context's creation
@@ -289,12 +293,13 @@ def summary(rows: dict) -> dict:
     if serial and par:
         s["speedup"] = round(serial / par, 2)
         cores = (rows["parallel_cold"] or {}).get("workers") or 1
-        s["speedup_target"] = 6.0 if cores >= 16 else 1.6 if cores >= 2 else None
+        s["speedup_target"] = 12.0 if cores >= 16 else 1.6 if cores >= 2 else None
         s["same_code"] = rows["serial_cold"].get("code") == rows["parallel_cold"].get("code")
         # CPU time of the parallel run (workers included) over the serial run's: what starting
         # the workers and each one's first compile cost
         if rows["serial_cold"].get("cpu_s") and rows["parallel_cold"].get("cpu_s"):
             s["cpu_ratio"] = round(rows["parallel_cold"]["cpu_s"] / rows["serial_cold"]["cpu_s"], 2)
+            s["cpu_ratio_target"] = 1.15
     warm = rows.get("warm") or {}
     if "warm_ms" in warm:
         s["warm_ms"] = warm["warm_ms"]
@@ -351,7 +356,8 @@ def table(result: dict) -> str:
         row("compile_all speedup", f"{s['speedup']:.2f}x",
             f"target >= {s['speedup_target']}x, same code: {s['same_code']}")
     if "cpu_ratio" in s:
-        row("compile_all CPU time / serial CPU time", f"{s['cpu_ratio']:.2f}")
+        row("compile_all CPU time / serial CPU time", f"{s['cpu_ratio']:.2f}",
+            f"target <= {s['cpu_ratio_target']}")
     warm = rows.get("warm", {})
     if "warm_ms" in warm:
         row(f"warm, fresh process, to {s['warm_reaches']}", f"{warm['warm_ms']:.1f} ms",

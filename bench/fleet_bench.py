@@ -2,7 +2,7 @@
 
     python bench/fleet_bench.py [--out DIR] [--procs 2,4,8] [--kernels 64] [--repeat 3]
                                 [--batches 6,24] [--no-sshfs] [--batches-only] [--against PATH]
-                                [--quick-kernels]
+                                [--quick-kernels] [--busy N] [--spawned] [--workers N]
 
 The family is bench/family_header.py's (64 kernels on one 3,300-line header, as
 bench/family_bench.py compiles them), for ``arch=90`` (no GPU needed).  Every figure comes from
@@ -20,10 +20,19 @@ fresh processes with an empty cache folder of their own:
                with --against PATH, also the cudaload package under PATH (another checkout),
                each of its runs right after this tree's, as "batch K reference"; with
                --quick-kernels, K short kernels instead (QUICK: some 50-90 ms each on 2 cores),
-               where the workers' start weighs most
-  --one batch HOW K KIND   one such run, printed as JSON: HOW serial, compile_all or thread (the
-               first program on a second thread beside the caller's), KIND family, quick or cub
-               (CUB block reductions: seconds each)
+               where the workers' start weighs most; each run's CPU time (user + system, the
+               process and its workers) too: cpu_ratio is compile_all's over the serial run's
+               (median and worst of the pairs), speedup_worst the smallest serial / compile_all.
+               The two trees and the serial and compile_all runs alternate their order from
+               one repetition to the next.  With --busy N, N busy processes (``yes``) run beside
+               the batches; with --spawned, each batch process marks itself as one that has
+               initialised the CUDA driver (``lifetime.mark_unforkable()``), so that its workers
+               are not its forks, as in a process that has used the GPU; --workers N gives
+               compile_all N processes (default: one per CPU): more than the CPUs, it shows
+               what each worker's start costs in CPU time on a small machine
+  --one batch HOW K KIND [spawned]   one such run, printed as JSON: HOW serial, compile_all or
+               thread (the first program on a second thread beside the caller's), KIND family,
+               quick or cub (CUB block reductions: seconds each)
 
 Other processes may share the machine: ``effective_cpus_before``/``_after`` say how many CPUs as
 many busy processes as it has cores got at once, before and after (bench/family_bench.py's).
@@ -111,7 +120,8 @@ def child_fleet(barrier: str, name: str, count: str, log: str) -> dict:
     return {"end": end, "start": start, "seconds": round(end - start, 3), "from": where}
 
 
-def child_batch(how: str, count: str, kernels: str = "family") -> dict:
+def child_batch(how: str, count: str, kernels: str = "family", spawned: str = "",
+                workers: str = "") -> dict:
     """``how``: "serial" (compile() of each), "compile_all", or "thread" (the first program on a
     second thread while this one compiles the others in turn), of the family's first ``count``
     (``kernels`` "quick" or "cub": ``count`` QUICK or CUB programs)."""
@@ -125,6 +135,17 @@ def child_batch(how: str, count: str, kernels: str = "family") -> dict:
     from cudaload.bindings import _loader
 
     _loader.nvrtc()
+    if spawned:  # as a process that has initialised the driver: its workers are not its forks
+        from cudaload import lifetime
+
+        lifetime.mark_unforkable()
+    import resource
+
+    def cpu() -> float:
+        used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        return sum(u.ru_utime + u.ru_stime for u in used)
+
+    c = cpu()
     t = time.perf_counter()
     if how == "serial":
         for p in progs:
@@ -136,8 +157,8 @@ def child_batch(how: str, count: str, kernels: str = "family") -> dict:
             p.compile(arch=90)
         beside.join()
     else:
-        cudaload.compile_all(progs, arch=90)
-    return {"seconds": round(time.perf_counter() - t, 3)}
+        cudaload.compile_all(progs, arch=90, workers=int(workers) if workers else None)
+    return {"seconds": round(time.perf_counter() - t, 3), "cpu_s": round(cpu() - c, 4)}
 
 
 # ---- the driver -----------------------------------------------------------------------------------
@@ -202,13 +223,30 @@ def fleet(folders: list, per_folder: int, count: int, work: str, timeout: float)
 
 
 def _batch(how: str, count: int, work: str, timeout: float, tree: str = ROOT,
-           kernels: str = "family") -> float:
+           kernels: str = "family", spawned: bool = False, workers: int | None = None) -> dict:
+    """One batch run in a fresh process: {"wall_s", "cpu_s"}."""
     cache = tempfile.mkdtemp(prefix=f"batch-{how}-", dir=work)
-    proc = subprocess.run(_command("batch", how, count, kernels), env=_env(cache, tree),
-                          capture_output=True, text=True, timeout=timeout, cwd=work)
+    proc = subprocess.run(_command("batch", how, count, kernels, "spawned" if spawned else "",
+                                   workers or ""), env=_env(cache, tree), capture_output=True,
+                          text=True, timeout=timeout, cwd=work)
     if proc.returncode:
         raise RuntimeError(f"batch {how} {count}: {proc.stderr[-800:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"wall_s": got["seconds"], "cpu_s": got.get("cpu_s")}
+
+
+def batches(args, rows: dict, work: str) -> None:
+    """The batch runs into ``rows``: per batch size and repetition this tree's and the
+    reference's, serial and compile_all, each pair's order turned at every repetition."""
+    trees = [("", ROOT)] + ([(" reference", args.against)] if args.against else [])
+    kernels = "quick" if args.quick_kernels else "family"
+    for k in args.batches:
+        for r in range(args.repeat):
+            for name, tree in trees if r % 2 == 0 else trees[::-1]:
+                for how in ("serial", "compile_all") if r % 2 == 0 else ("compile_all", "serial"):
+                    rows.setdefault(f"batch {k}{name} {how}", []).append(
+                        _batch(how, k, work, args.timeout, tree, kernels, args.spawned,
+                               args.workers))
 
 
 def run(args) -> dict:
@@ -223,7 +261,8 @@ def run(args) -> dict:
     out: dict = {"benchmark": "fleet_bench", "python": sys.version.split()[0], "cores": cores(),
                  "effective_cpus_before": effective_cpus(cores()),
                  "kernels": args.kernels, "repeat": args.repeat, "rows": {},
-                 "batch_kernels": "quick" if args.quick_kernels else "family"}
+                 "batch_kernels": "quick" if args.quick_kernels else "family",
+                 "busy": args.busy, "spawned": args.spawned, "workers": args.workers}
     rows = out["rows"]
 
     def fresh(base: str, name: str) -> str:
@@ -249,14 +288,13 @@ def run(args) -> dict:
                                 args.kernels, work, args.timeout))
             except _sshfs.Unavailable as exc:
                 out["sshfs_unavailable"] = str(exc)
-        for k in args.batches:
-            for r in range(args.repeat):
-                for name, tree in [("", ROOT)] + ([(" reference", args.against)]
-                                                  if args.against else []):
-                    for how in ("serial", "compile_all"):
-                        rows.setdefault(f"batch {k}{name} {how}", []).append(
-                            {"wall_s": _batch(how, k, work, args.timeout, tree,
-                                              "quick" if args.quick_kernels else "family")})
+        busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(args.busy)]
+        try:
+            batches(args, rows, work)
+        finally:
+            for proc in busy:
+                proc.kill()
+                proc.wait()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out["effective_cpus_after"] = effective_cpus(out["cores"])
@@ -286,8 +324,23 @@ def summary(rows: dict, args) -> dict:
                         zip(rows[f"batch {k}{name} serial"], rows[f"batch {k}{name} compile_all"])]
             out[f"batch {k}{name}"] = {"serial_s": serial, "compile_all_s": parallel,
                                        "speedup": round(serial / parallel, 2),
-                                       "speedup_each_run": [round(x, 2) for x in speedups]}
+                                       "speedup_median": round(statistics.median(speedups), 2),
+                                       "speedup_worst": round(min(speedups), 2),
+                                       "speedup_each_run": [round(x, 2) for x in speedups],
+                                       **_cpu_ratios(rows[f"batch {k}{name} serial"],
+                                                     rows[f"batch {k}{name} compile_all"])}
     return out
+
+
+def _cpu_ratios(serial: list, parallel: list) -> dict:
+    """compile_all's CPU time over the serial run's, pair by pair: median, worst, each."""
+    ratios = [p["cpu_s"] / s["cpu_s"] for s, p in zip(serial, parallel)
+              if s.get("cpu_s") and p.get("cpu_s") is not None]
+    if not ratios:
+        return {}
+    return {"cpu_ratio": round(statistics.median(ratios), 2),
+            "cpu_ratio_worst": round(max(ratios), 2),
+            "cpu_ratio_each_run": [round(x, 2) for x in ratios]}
 
 
 def table(result: dict) -> str:
@@ -304,14 +357,19 @@ def table(result: dict) -> str:
                          f"{per_key} | {row['wall_s']:.2f} s | {row['over_alone']:.2f}x |")
     lines += ["", f"CPUs: {result['cores']}; busy processes got {result['effective_cpus_before']}"
               f" and {result['effective_cpus_after']} of them before and after.",
-              "", "| batch | serial | compile_all | speedup (median; each run) |",
-              "|---|---|---|---|"]
+              f"Busy processes beside the batches: {result.get('busy', 0)}; workers as in a "
+              f"process that may not fork: {result.get('spawned', False)}.",
+              "", "| batch | serial | compile_all | speedup (median of pairs, worst; each run) "
+              "| CPU time / serial (median, worst) |", "|---|---|---|---|---|"]
     for name, row in s.items():
         if name.startswith("batch"):
             each = ", ".join(f"{x:.2f}" for x in row["speedup_each_run"])
             label = f"{name.split()[1]} programs" + (", reference" if "reference" in name else "")
-            lines.append(f"| {label} | {row['serial_s']:.2f} s"
-                         f" | {row['compile_all_s']:.2f} s | {row['speedup']:.2f}x; {each} |")
+            cpu = f"{row['cpu_ratio']:.2f}, {row['cpu_ratio_worst']:.2f}" if "cpu_ratio" in row \
+                else "-"
+            lines.append(f"| {label} | {row['serial_s']:.2f} s | {row['compile_all_s']:.2f} s"
+                         f" | {row['speedup_median']:.2f}x, {row['speedup_worst']:.2f}x; {each}"
+                         f" | {cpu} |")
     return "\n".join(lines)
 
 
@@ -327,6 +385,12 @@ def main(argv=None) -> int:
     ap.add_argument("--against", help="also time the batches with the cudaload under PATH")
     ap.add_argument("--quick-kernels", action="store_true",
                     help="batches of short kernels (QUICK) instead of the family's")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="busy processes (yes) beside the batches (default 0)")
+    ap.add_argument("--workers", type=int,
+                    help="compile_all's processes in the batches (default: one per CPU)")
+    ap.add_argument("--spawned", action="store_true",
+                    help="batch processes that may not fork, as one that has used the GPU")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per process")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

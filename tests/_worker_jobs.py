@@ -36,3 +36,20 @@ def how_started(what="all"):
         print("worker", flush=True)
         return _workers.forked, os.getpid()
     return {"forked": _workers.forked, "parent": os.getppid(), "links": descriptors()}
+
+
+def nap(seconds):
+    """Sleeps ``seconds``, then this process's pid."""
+    import os
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def start_a_thread():
+    """An initializer that leaves a second thread running (a process it runs in may not fork)."""
+    import threading
+    import time
+
+    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()

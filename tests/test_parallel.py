@@ -557,14 +557,16 @@ def test_a_single_threaded_caller_forks_its_workers_which_hold_no_end_of_the_cal
             "from cudaload.compile import _workers\n"
             "from tests._worker_jobs import how_started\n"
             "with _workers.Workers(3, how_started, print, ()) as workers:\n"
-            "    got = [v for _t, ok, v in workers.run({i: () for i in range(3)})]\n"
-            "    ends = [[os.fstat(fd).st_ino for fd in (w.jobs, w.answers)]\n"
-            "            for w in workers._processes]\n"
+            "    got, ends = [], None\n"
+            "    for _t, ok, v in workers.run({i: () for i in range(6)}):\n"
+            "        got.append(v)  # the ends while every worker has a job left (then it leaves)\n"
+            "        ends = ends or [[os.fstat(fd).st_ino for fd in (w.jobs, w.answers)]\n"
+            "                        for w in workers._processes]\n"
             "    processes = [w.process for w in workers._processes]\n"
             "print(json.dumps({'got': got, 'ends': ends, 'me': os.getpid(),\n"
             "                  'codes': [p.returncode for p in processes]}))\n")
     result = run_json(code)
-    assert [g["forked"] for g in result["got"]] == [True] * 3, result
+    assert [g["forked"] for g in result["got"]] == [True] * 6, result
     assert {g["parent"] for g in result["got"]} == {result["me"]}
     assert result["codes"] == [0, 0, 0]  # asked to leave, each did
     every = {f"pipe:[{ino}]" for pair in result["ends"] for ino in pair}

@@ -10,13 +10,15 @@ on, and a new process takes the dead one's place while jobs remain.
 
 Nor ``multiprocessing``: a worker is a fork of the calling process where that is safe (no other
 thread, no CUDA driver initialised, not too large: _fork.py), ready in a millisecond; else a
-fresh interpreter started with ``-c`` (``_BOOT``) and the caller's ``sys.path``, ready in some
-45-70 ms on 2 cores (_spawn.py).  Either reads its jobs from one pipe and writes its answers to
-another (_messages.py).  A multiprocessing "spawn" process imports multiprocessing, pickle and
-socket before it runs anything, and the caller imports multiprocessing to start it: 60 ms or more
-on a 2-core machine, as much as a batch of a few programs gains from its workers
-(bench/fleet_bench.py --batches-only).  Nor does a worker import the calling script, as a spawned process does (its ``__main__`` again): the script's top-level
-code never runs twice, and a call at its top level needs no main guard.
+fork of one template process that is (_template.py), else a fresh interpreter started with
+``-c`` (``_BOOT``) and the caller's ``sys.path``, ready in some 45-70 ms on 2 cores (_spawn.py).
+Each reads its jobs from one pipe and writes its answers to another (_messages.py).  A
+multiprocessing "spawn" process imports multiprocessing, pickle and socket before it runs
+anything, and the caller imports multiprocessing to start it: 60 ms or more on a 2-core machine,
+as much as a batch of a few programs gains from its workers (bench/fleet_bench.py
+--batches-only).  Nor does a worker import the calling script, as a spawned process does (its
+``__main__`` again): the script's top-level code never runs twice, and a call at its top level
+needs no main guard.
 
 A worker says it is ready (its initializer has run) before it reads its first job.  The calling
 process only waits, in ``poll``, which Ctrl-C interrupts at once (a compilation of its own, inside
@@ -31,13 +33,13 @@ process ready and the job sent: its own start is not counted) is answered :class
 process is ended and reaped as a dead one is, and another takes its place while jobs remain.
 
 However the wait ends, every process is ended and reaped before the caller goes on: asked to
-leave (its job pipe closed) when all went well, else terminated, and killed if it lingers.  A
-fresh interpreter asked leaves through its exit hooks and ``os._exit`` (``_leave``), a fork with
-``os._exit`` alone (the hooks are its caller's).  Workers ignore SIGINT: Ctrl-C at a terminal
-reaches the whole process group, and the caller ends them.  A caller that dies closes their job
-pipes, and a waiting worker leaves.
+leave (its job pipe closed) once no job is left to hand out, else terminated, and killed if
+it lingers.  A fresh interpreter asked leaves through its exit hooks and ``os._exit``
+(``_leave``), a fork with ``os._exit`` alone (the hooks are its caller's).  Workers ignore
+SIGINT: Ctrl-C at a terminal reaches the whole process group, and the caller ends them.  A
+caller that dies closes their job pipes, and a waiting worker leaves.
 
-Imports of cudaload: _messages; _fork and _spawn, when a worker starts.
+Imports of cudaload: _messages, _unanswered; _fork, _spawn and _template, when a worker starts.
 """
 
 from __future__ import annotations
@@ -47,44 +49,11 @@ import os
 import sys
 
 from ._messages import frame as _frame, read as _read, write as _write
+from ._unanswered import Died, Late
 
 __all__ = ["Died", "Late", "Workers", "forks"]
 
 _LINGER = 2.0  # seconds a process asked to leave, or terminated, has to exit before the next step
-
-
-class Died:
-    """The answer of a job whose process died before answering."""
-
-    __slots__ = ("exitcode",)
-
-    def __init__(self, exitcode: int | None) -> None:
-        self.exitcode = exitcode  # as subprocess says: -N for signal N
-
-    def __str__(self) -> str:
-        if self.exitcode is not None and self.exitcode < 0:
-            import signal  # deferred: only a death's message names the signal
-
-            try:
-                name = signal.Signals(-self.exitcode).name
-            except ValueError:
-                name = "signal"
-            return f"it was killed by {name} ({-self.exitcode})"
-        return f"it exited with status {self.exitcode}"
-
-
-class Late:
-    """The answer of a job not answered within ``timeout`` seconds: its process was ended
-    (``ended``), or its future cancelled (an executor's, _executor.py)."""
-
-    __slots__ = ("timeout", "ended")
-
-    def __init__(self, timeout: float, ended: bool = True) -> None:
-        self.timeout, self.ended = timeout, ended
-
-    def __str__(self) -> str:
-        then = "its process was ended" if self.ended else "its future was cancelled"
-        return f"it was not done within the timeout of {self.timeout:g} s; {then}"
 
 
 # A worker's whole program: SIGINT ignored before anything else, the caller's sys.path (its
@@ -112,7 +81,10 @@ class _Process:
     """One worker: its process, and the caller's ends of the pipes to it (jobs) and from it
     (answers)."""
 
-    def __init__(self, start: bytes, others: list[_Process]) -> None:
+    def __init__(self, start: bytes, others: list[_Process], made: tuple = ()) -> None:
+        if made:  # (jobs, answers, process): a worker a template forked (_template.py)
+            self.jobs, self.answers, self.process, self.ready = (*made, False)
+            return
         from . import _spawn  # deferred: imported when there are jobs, not with cudaload
 
         their_jobs, self.jobs = os.pipe()  # not inheritable: no spawned worker holds them open
@@ -221,10 +193,13 @@ class Workers:
     module and name; the arguments and answers marshal's or pickle's values).  A context
     manager: leaving it ends every process (see the module's docstring)."""
 
-    def __init__(self, n: int, target, initializer, initargs: tuple) -> None:
+    def __init__(self, n: int, target, initializer, initargs: tuple, before=None) -> None:
         self._n = n
-        self._start = _frame((_name(target), _name(initializer), tuple(initargs)))
+        self._names = (_name(target), _name(initializer), tuple(initargs))
+        self._start = _frame(self._names)
+        self._before = (_name(before[0]), tuple(before[1])) if before else ("", ())  # a template's
         self._processes: list[_Process] = []
+        self._template = None
 
     def __enter__(self) -> Workers:
         return self
@@ -232,11 +207,23 @@ class Workers:
     def __exit__(self, kind, *_rest) -> None:
         processes, self._processes = self._processes, []
         _end(processes, ask=kind is None)
+        if self._template is not None:
+            self._template.close()
 
     def _spawn(self) -> _Process:
-        worker = _Process(self._start, self._processes)
-        self._processes.append(worker)
-        return worker
+        self._processes.append(_Process(self._start, self._processes))
+        return self._processes[-1]
+
+    def _start_all(self, n: int) -> list[_Process]:
+        """``n`` processes: where this process may not fork and more than one is wanted, forks
+        of one template (_template.py), and fresh interpreters for any it could not fork."""
+        made: list = []
+        if n > 1 and self._template is None and not forks():
+            from . import _template  # deferred: only a process that may not fork needs it
+            self._template, made = _template.start((*self._names, *self._before), n)
+        workers = [_Process(self._start, self._processes, ends) for ends in made]
+        self._processes += workers
+        return workers + [self._spawn() for _ in range(n - len(workers))]
 
     def run(self, jobs: dict, here=None, timeout: float | None = None):
         """Run ``target(*args)`` for each ``tag: args`` of ``jobs``; yields (tag, True, what it
@@ -253,7 +240,7 @@ class Workers:
         todo = list(jobs.items())[::-1]
         share = here is not None
         # all start at once, each with its first job waiting in its pipe (one job fewer: here's)
-        idle = [self._spawn() for _ in range(min(self._n, len(todo) - share))]
+        idle = self._start_all(min(self._n, len(todo) - share))
         busy: dict[int, tuple[_Process, object]] = {}  # answers' descriptor -> (worker, tag)
         clock = Clock(timeout)
         poll = select.poll()
@@ -271,10 +258,12 @@ class Workers:
                 busy[worker.answers] = (worker, tag)  # else its death is this job's answer
                 poll.register(worker.answers, select.POLLIN)
                 clock.sent(worker)
+            self._last(todo)
             # Shared: what came meanwhile first (a process that is free takes the next job)
             events = poll.poll(0) if share else None
             mine = self._own(todo, busy, poll) if share and not events else []
             if mine:
+                self._last(todo)
                 here(mine[0])
                 continue
             for fd, _event in events or poll.poll(clock.wait()) or clock.late(busy):
@@ -293,6 +282,13 @@ class Workers:
                 else:
                     idle.append(worker)
                 yield (tag, *answer) if answer else (tag, False, Died(worker.process.returncode))
+
+    def _last(self, todo) -> None:
+        """Once no job is left to hand out, ask every process to leave after its answer: its
+        exit then overlaps the others' jobs (this process's own too), not the run's end."""
+        if not todo:
+            for worker in self._processes:
+                worker.leave(ask=True)
 
     def _own(self, todo, busy: dict, poll) -> list:
         """In a shared run, the job this process runs next, as [tag]: the last no process has
@@ -343,6 +339,35 @@ def _serve(jobs: int, answers: int, fork: bool = False) -> None:
     target, initializer, initargs = _read(jobs)
     target = _named(target)
     _named(initializer)(*initargs)
+    _answering(target, jobs, answers)
+
+
+def _templated(first: int, n: int) -> None:
+    """A template's life (_template.py): its start message run here, then ``n`` forks of it."""
+    global in_worker
+    in_worker = True
+    from . import _template  # deferred: only a template needs it
+
+    def started(ctl: int):
+        target, initializer, initargs, before, args = _read(ctl)
+        _named(initializer)(*initargs)
+        if before:
+            _named(before)(*args)
+        target = _named(target)
+        return lambda jobs, answers: _forked_worker(target, jobs, answers)
+
+    _template.serve(first, n, started)
+
+
+def _forked_worker(target, jobs: int, answers: int) -> None:
+    """The life of a worker a template forked: its initializer ran in the template."""
+    global forked
+    forked = True
+    _answering(target, jobs, answers)
+
+
+def _answering(target, jobs: int, answers: int) -> None:
+    """Say the worker is ready, then answer each job until the caller closes the jobs' pipe."""
     _write(answers, _frame((True, None)))  # ready: see Workers.run
     while True:
         try:

@@ -34,7 +34,14 @@ compiled once, and no worker's start is waited for while this process could comp
 (bench/fleet_bench.py --quick-kernels).  Ctrl-C then waits for the compilation this process is
 in, as it would for Program.compile().  A larger batch is the workers' alone, where this process
 handing out keys as workers finish gains more than its own share: it only waits for them, so
-Ctrl-C stops compile_all at once.
+Ctrl-C stops compile_all at once; it loads NVRTC and the toolchain before its forks too.
+
+A process that may not fork (it has used the GPU) forks its workers from one template process
+instead (_template.py), which loads what a first build loads once for all of them.  In a batch
+of four keys a worker or more, NVRTC's first compilation in a process (some 200 ms more than a
+later one on the H200 host's 16 CPUs, where the workers' CPU time was 1.25-1.68x the serial
+run's) is paid once, by a tiny program compiled before the forks (``_warm``): in the template,
+or in this process where it forks (never with a timeout: NVRTC here cannot be interrupted).
 """
 
 from __future__ import annotations
@@ -264,9 +271,12 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
         deliver(_executor.run(executor, _work, _start_worker, set_up, jobs, _Failed, timeout))
         return
     share = len(jobs) <= n + 1 and timeout is None  # else the workers' alone
-    if share and _workers.forks():  # this process builds too: loaded once, before the forks
+    warm = None if share or len(jobs) < 4 * n else (_warm, (next(iter(jobs.values()))[1],))
+    if _workers.forks():  # loaded once, before the forks; NVRTC warmed (else in the template)
         _ready()
-    with _workers.Workers(n - 1 if share else n, _work, _start_worker, set_up) as workers:
+        if warm and timeout is None:  # never with a timeout: NVRTC here cannot be interrupted
+            warm[0](*warm[1])
+    with _workers.Workers(n - 1 if share else n, _work, _start_worker, set_up, warm) as workers:
         deliver(workers.run(jobs, here=mine if share else None, timeout=timeout))
 
 
@@ -340,6 +350,20 @@ def _ready() -> None:
     try:
         ready_to_build()
     except Exception:  # raised again, typed, by the job that needs it
+        pass
+
+
+def _warm(arch: str) -> None:
+    """NVRTC's first compilation in a process, paid now by a tiny program for ``arch``: on the
+    H200 host it costs some 200 ms more than a later one (docs/benchmarks.md), which a worker
+    forked after this should not pay again.  On 2 CPUs it takes some 35 ms and saves a fork
+    little (what a first compilation costs more there is mostly page faults, each process's
+    own): hence only in a batch of four programs a worker or more."""
+    try:
+        from ..bindings import nvrtc  # deferred: as in _nvrtc
+
+        nvrtc.compile('extern "C" __global__ void warm() {}', "warm.cu", (f"-arch={arch}",))
+    except Exception:  # the jobs raise it again, typed, where it matters
         pass
 
 

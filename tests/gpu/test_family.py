@@ -34,6 +34,32 @@ def test_compile_all_from_a_process_that_uses_the_gpu_loads_and_runs_each():
     assert [o.cached for o in again] == ["memory"] * 8
 
 
+def test_a_process_that_uses_the_gpu_forks_a_batchs_workers_from_one_template(monkeypatch):
+    """The driver's threads make this process one that may not fork: its workers are forks of
+    one template process (compile/_template.py), a single interpreter started for them all,
+    which compiles a tiny program before the forks in a batch of four programs a worker."""
+    import os
+
+    started = []
+    real = os.posix_spawn
+
+    def counted(*args, **kw):
+        started.append(args[0])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(os, "posix_spawn", counted)
+    buf = cudaload.alloc(256 * 4)
+    buf.copy_from_host(np.zeros(256, np.float32))
+    tag = f"template {time.time_ns()}"
+    progs = [cudaload.Program(ADD.format(i=i, tag=tag)) for i in range(1, 9)]
+    objs = cudaload.compile_all(progs, workers=2)
+    assert len(started) == 1, started
+    for i, obj in enumerate(objs, 1):
+        obj.load().get_kernel(f"add{i}")(1, 256, (buf, 256))
+    cudaload.Device(0).synchronize()
+    assert (np.frombuffer(buf.copy_to_host(), np.float32) == sum(range(1, 9))).all()
+
+
 def test_compile_all_in_a_fresh_process_after_the_driver_is_initialised():
     out = scenario_json("parallel_compiles", "compile_spec", "gggggg", f"gpu {time.time_ns()}",
                         "none", "3")

@@ -144,14 +144,20 @@ def two_threads(tag: str) -> None:
                       "file": getattr(main, "__file__", None)}))
 
 
-def dying(how: str, tag: str) -> None:
+def dying(how: str, tag: str, unforkable: str = "") -> None:
     """compile_all of eight programs on two workers, the one at index 2 making its worker die
     ``how`` (tests/_dying_workers.py): the error raised, as [type, message, its program and exit
     code, whether it pickles], where the others' code came from when compiled again, and this
-    process's pid."""
+    process's pid.  ``unforkable``: this process first marks itself as one that has initialised
+    the driver (its workers are then forks of a template, compile/_template.py)."""
     import pickle
 
     import cudaload
+
+    if unforkable:
+        from cudaload import lifetime
+
+        lifetime.mark_unforkable()
 
     progs = _programs("gggggggg", tag)
     progs[2] = cudaload.Program(progs[2].source + f" // DIE:{how}", name="dies.cu")

@@ -1,0 +1,201 @@
+"""compile_all's workers in a process that may not fork: forks of one template process
+(compile/_template.py), and the workers' early leave (compile/_workers.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests._support import child_env, last_json, run_json, scenario_command
+from tests.test_parallel import _ended, _running, _tag, _watched_env
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+# A thread of the calling process: it may not fork (compile/_fork.py).
+_ANOTHER_THREAD = ("import threading, time\n"
+                   "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
+
+
+def _gone(pids, seconds: float = 10.0) -> list[int]:
+    """Those of ``pids`` still running after ``seconds`` (none, to pass)."""
+    deadline = time.monotonic() + seconds
+    while any(map(_running, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [pid for pid in pids if _running(pid)]
+
+
+def test_a_caller_that_may_not_fork_forks_its_workers_from_one_template():
+    """Such a caller started every worker as a fresh interpreter, which imported the compile path
+    and loaded NVRTC again (the 64-kernel family's CPU time 1.25-1.68x the serial run's on 16
+    CPUs).  Now the workers are forks of one template process, which is not the caller; each
+    holds its own two pipes and no other worker's, each leaves by itself when asked (status 0),
+    and the template is gone with the block."""
+    code = ("import json, os\n" + _ANOTHER_THREAD +
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import how_started\n"
+            "with _workers.Workers(3, how_started, print, ()) as workers:\n"
+            "    got, ends = [], None\n"
+            "    for _t, ok, v in workers.run({i: () for i in range(6)}):\n"
+            "        got.append(v)  # the ends while every worker has a job left (then it leaves)\n"
+            "        ends = ends or [[os.fstat(fd).st_ino for fd in (w.jobs, w.answers)]\n"
+            "                        for w in workers._processes]\n"
+            "    processes = [w.process for w in workers._processes]\n"
+            "    template = workers._template.process.pid\n"
+            "print(json.dumps({'got': got, 'ends': ends, 'me': os.getpid(), 'template': template,\n"
+            "                  'codes': [p.returncode for p in processes]}))\n")
+    result = run_json(code)
+    assert [g["forked"] for g in result["got"]] == [True] * 6, result
+    assert {g["parent"] for g in result["got"]} == {result["template"]} != {result["me"]}
+    assert result["codes"] == [0, 0, 0]
+    assert _gone([result["template"]]) == []
+    every = {f"pipe:[{ino}]" for pair in result["ends"] for ino in pair}
+    for worker in result["got"]:
+        pipes = [link for fd, link in worker["links"].items() if int(fd) > 2 and link in every]
+        assert len(pipes) == 2 and len(set(pipes)) == 2, (worker, result["ends"])
+        # and no pipe of the template's to the caller: its only pipes are its own two
+        assert len([link for fd, link in worker["links"].items()
+                    if int(fd) > 2 and link.startswith("pipe:")]) == 2, worker
+
+
+def test_compile_all_in_a_process_that_used_the_driver_starts_one_interpreter(tmp_path):
+    """Eight programs on two workers in a process marked as one that has initialised the
+    driver: one fresh interpreter started (the template, which compiles a tiny program before
+    its forks in a batch of four programs a worker; before, one interpreter per worker), and the
+    same code as each program compiled alone."""
+    tag = _tag()
+    code = ("import json, os\n"
+            "import cudaload\n"
+            "from cudaload import lifetime\n"
+            "lifetime.mark_unforkable()\n"
+            "started = []\n"
+            "real = os.posix_spawn\n"
+            "def counted(*a, **kw):\n"
+            "    started.append(a[0]); return real(*a, **kw)\n"
+            "os.posix_spawn = counted\n"
+            "src = 'extern \"C\" __global__ void k%d(int *p) { *p = %d; } // " + tag + "'\n"
+            "progs = [cudaload.Program(src % (i, i)) for i in range(8)]\n"
+            "objs = cudaload.compile_all(progs, arch=90, workers=2)\n"
+            "print(json.dumps({'started': len(started),\n"
+            "                  'code': [o.code.hex() for o in objs]}))\n")
+    result = run_json(code, env={"CUDALOAD_CACHE_DIR": str(tmp_path / "a")})
+    assert result["started"] == 1, result["started"]
+    alone = run_json("import json, cudaload\n"
+                     "src = 'extern \"C\" __global__ void k%d(int *p) { *p = %d; } // " + tag +
+                     "'\nprint(json.dumps([cudaload.Program(src % (i, i)).compile(arch=90)"
+                     ".code.hex() for i in range(8)]))\n",
+                     env={"CUDALOAD_CACHE_DIR": str(tmp_path / "b")})
+    assert result["code"] == alone
+
+
+def test_a_template_that_may_not_fork_leaves_fresh_interpreters_in_its_place():
+    """The template checks _fork.py's rules before each fork: one whose initializer left another
+    thread forks none, and each worker is a fresh interpreter, as before."""
+    code = ("import json\n" + _ANOTHER_THREAD +
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import how_started, start_a_thread\n"
+            "with _workers.Workers(2, how_started, start_a_thread, ()) as workers:\n"
+            "    got = [v for _t, ok, v in workers.run({i: ('forked',) for i in range(2)})]\n"
+            "print(json.dumps({'got': got}))\n")
+    result = run_json(code)
+    assert [forked for forked, _pid in result["got"]] == [False, False], result
+
+
+def test_a_template_worker_past_its_timeout_is_ended_by_its_pid():
+    """A job of a template's worker past the timeout is answered Late and its worker ended by
+    its pid (the template reaps it only when asked, so the pid is still its); the other jobs
+    are answered."""
+    code = ("import json, os, time\n" + _ANOTHER_THREAD +
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import how_started\n"
+            "t = time.monotonic()\n"
+            "with _workers.Workers(2, how_started, print, ()) as workers:\n"
+            "    got = {tag: (ok, type(v).__name__) for tag, ok, v in\n"
+            "           workers.run({0: ('sleep',), 1: ('forked',), 2: ('forked',)}, timeout=3)}\n"
+            "    codes = [w.process.returncode for w in workers._processes]\n"
+            "    pids = [w.process.pid for w in workers._processes]\n"
+            "print(json.dumps({'got': got, 'codes': codes, 'pids': pids,\n"
+            "                  'took': time.monotonic() - t}))\n")
+    result = run_json(code)
+    assert result["got"] == {"0": [False, "Late"], "1": [True, "tuple"], "2": [True, "tuple"]}
+    assert result["took"] < 60, result
+    assert _gone(result["pids"]) == []
+
+
+@pytest.mark.parametrize("how, words", [("segv", "killed by SIGSEGV (11)"),
+                                        ("hang", "killed by SIGKILL (9)")])
+def test_a_template_worker_that_dies_fails_its_program_by_name(tmp_path, how, words):
+    """As test_parallel's test of a dying worker, in a process that may not fork: the template
+    tells the caller how its worker ended, the other programs compile, and no process is left
+    (the template's forks included)."""
+    log = tmp_path / "workers.log"
+    proc = subprocess.Popen(scenario_command("parallel_compiles", "dying", how, _tag(), "1"),
+                            env=_watched_env(tmp_path, log), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    if how == "hang":  # killed from outside while it compiles
+        deadline = time.monotonic() + 60
+        while "compiles hang" not in (log.read_text() if log.exists() else ""):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+        hung = [line.split()[0] for line in log.read_text().splitlines()
+                if line.endswith("compiles hang")]
+        os.kill(int(hung[0]), signal.SIGKILL)
+    out, err = _ended(proc, log)
+    assert proc.returncode == 0, err[-3000:]
+    result = last_json(subprocess.CompletedProcess([], 0, out, err))
+    kind, message, program, exitcode, _pickles = result["error"]
+    assert kind == "NvrtcError" and program == "dies.cu", message
+    assert words in message and exitcode == {"segv": -11, "hang": -9}[how], message
+    assert result["again"] == ["memory"] * 7
+    lines = [line.split() for line in log.read_text().splitlines()]
+    started = {int(pid): int(parent) for pid, parent, what, *_rest in lines if what == "started"}
+    descendants = [pid for pid, parent in started.items()
+                   if parent == result["pid"] or started.get(parent) == result["pid"]]
+    assert len(descendants) > 2, lines  # the template and its forks
+    assert _gone(descendants) == []
+
+
+def test_the_template_and_its_workers_leave_when_the_caller_dies():
+    """A caller killed while its workers wait for jobs: the template reads the end of its pipe
+    and leaves, and each worker the end of its jobs' pipe."""
+    code = ("import json, os, signal, sys\n" + _ANOTHER_THREAD +
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import nap\n"
+            "with _workers.Workers(3, nap, print, ()) as workers:\n"
+            "    for _tag, _ok, _v in workers.run({i: (0,) for i in range(6)}):\n"
+            "        pids = [w.process.pid for w in workers._processes]\n"
+            "        print(json.dumps([workers._template.process.pid, *pids]), flush=True)\n"
+            "        os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=child_env())
+    pids = last_json(proc)
+    assert proc.returncode == -signal.SIGKILL and len(pids) == 4, proc.stderr[-2000:]
+    assert _gone(pids) == []
+
+
+def test_a_worker_with_no_job_left_leaves_while_the_others_work():
+    """A worker that has answered when no job is left was kept until every job was answered,
+    and its exit waited for at the end; now it is asked to leave at once."""
+    code = ("import json, os\n"
+            "from cudaload.compile import _workers\n"
+            "from tests._worker_jobs import nap\n"
+            "def _running(pid):\n"
+            "    try:\n"
+            "        with open(f'/proc/{pid}/stat') as f:\n"
+            "            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'\n"
+            "    except OSError:\n"
+            "        return False\n"
+            "seen = []\n"
+            "with _workers.Workers(2, nap, print, ()) as workers:\n"
+            "    for tag, ok, pid in workers.run({0: (0,), 1: (3,)}):\n"
+            "        seen.append(pid)\n"
+            "        if tag == 1:\n"
+            "            first = seen[0]\n"
+            "            running = _running(first)\n"
+            "print(json.dumps({'running': running, 'seen': seen}))\n")
+    result = run_json(code)
+    assert result["running"] is False, result
