@@ -19,11 +19,32 @@ from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ..errors import CudaLoadError, DriverError
 from .device import activate
 
-TYPE_CHECKING = False  # true for type checkers only: memory, mempool and stream import this module
+TYPE_CHECKING = False  # true for type checkers only
 if TYPE_CHECKING:
-    from .memory import DeviceBuffer
-    from .mempool import MemoryPool
-    from .stream import Event
+    from typing import Any, Protocol
+
+    from .device import Device
+
+    # What exporting reads of a DeviceBuffer, a MemoryPool and an Event: memory, mempool and
+    # stream import this module (on first export), so it names none of their classes, for type
+    # checkers neither.  Their export_ipc() methods say what each exports.
+    class DeviceBuffer(Protocol):
+        ptr: int
+        nbytes: int
+        device: Device
+
+        def _live(self) -> Any: ...  # the driver, the buffer's device bound
+
+    class MemoryPool(Protocol):
+        device: Device
+        _ipc_id: str | None
+
+        @property
+        def handle(self) -> Any: ...  # the CUmemoryPool
+
+    class Event(Protocol):
+        device: Device
+        handle: Any  # the CUevent
 
 __all__ = ["MemoryHandle", "PoolMemoryHandle", "EventHandle", "PoolHandle", "export_memory",
            "export_event", "export_pool", "share", "HANDLE_SIZE"]

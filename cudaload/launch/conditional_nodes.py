@@ -24,7 +24,13 @@ from .graph_nodes import GraphNode, NodeBuilding
 
 TYPE_CHECKING = False  # true for type checkers only: graph imports this module
 if TYPE_CHECKING:
-    from .graph import Graph
+    from typing import Generic, Self
+
+    from typing_extensions import TypeVar  # its default=, which typing has from Python 3.13
+
+    # A node's bodies are graphs of the class of the graph it was added to (Self there): graph.py's
+    # Graph, which this module, imported by graph.py, names nowhere.
+    _Graph = TypeVar("_Graph", bound=NodeBuilding, covariant=True, default=NodeBuilding)
 
 __all__ = ["ConditionalHandle", "ConditionalNode", "ConditionalBuilding"]
 
@@ -52,18 +58,24 @@ class ConditionalHandle(int):
         return f"<cudaload.ConditionalHandle {int(self):#x}>"
 
 
-class ConditionalNode(GraphNode):
-    """A conditional node; ``bodies`` are its body graphs (``body`` the first): an if node's
-    body runs when the value is not 0 (an if/else node's second when it is), a while node's
-    body again and again while it is not 0, a switch node's body ``n`` when it is ``n``."""
+if TYPE_CHECKING:  # generic in its bodies' class for type checkers, with no typing at run time
+    class ConditionalNode(GraphNode, Generic[_Graph]):
+        bodies: tuple[_Graph, ...]
+        condition: ConditionalHandle
 
-    __slots__ = ("bodies", "condition")
-    bodies: tuple[Graph, ...]
-    condition: ConditionalHandle
+        @property
+        def body(self) -> _Graph: ...
+else:
+    class ConditionalNode(GraphNode):
+        """A conditional node; ``bodies`` are its body graphs (``body`` the first): an if node's
+        body runs when the value is not 0 (an if/else node's second when it is), a while node's
+        body again and again while it is not 0, a switch node's body ``n`` when it is ``n``."""
 
-    @property
-    def body(self) -> Graph:
-        return self.bodies[0]
+        __slots__ = ("bodies", "condition")
+
+        @property
+        def body(self):
+            return self.bodies[0]
 
 
 def entry_points(what: str):
@@ -94,24 +106,25 @@ class ConditionalBuilding(NodeBuilding):
         return ConditionalHandle(out[0], self)
 
     def add_if(self, handle: ConditionalHandle, *, orelse: bool = False,
-               after=()) -> ConditionalNode:
+               after=()) -> ConditionalNode[Self]:
         """An if node: ``body`` runs when the handle's value is not 0; with ``orelse``,
         ``bodies[1]`` runs when it is 0 (CUDA 12.8)."""
         return self._conditional("if/else" if orelse else "if", handle, 2 if orelse else 1,
                                  after)
 
-    def add_while(self, handle: ConditionalHandle, *, after=()) -> ConditionalNode:
+    def add_while(self, handle: ConditionalHandle, *, after=()) -> ConditionalNode[Self]:
         """A while node: ``body`` runs while the handle's value is not 0 (tested before each
         run: set it in the body to stop, and before the node to run the body at all)."""
         return self._conditional("while", handle, 1, after)
 
-    def add_switch(self, handle: ConditionalHandle, count: int, *, after=()) -> ConditionalNode:
+    def add_switch(self, handle: ConditionalHandle, count: int, *,
+                   after=()) -> ConditionalNode[Self]:
         """A switch node of ``count`` bodies: ``bodies[n]`` runs when the value is ``n``, none
         for a value of ``count`` or more (CUDA 12.8)."""
         count = bounded(count, "the switch's body count", 1, C_UINT[1])
         return self._conditional("switch", handle, count, after)
 
-    def _conditional(self, what: str, handle, size: int, after) -> ConditionalNode:
+    def _conditional(self, what: str, handle, size: int, after) -> ConditionalNode[Self]:
         """Raises ``TypeError`` for a handle that is no ConditionalHandle, ``ValueError`` for
         one of another graph, :class:`MissingSymbolError`, :class:`DriverError`."""
         if not isinstance(handle, ConditionalHandle):
@@ -131,7 +144,7 @@ class ConditionalBuilding(NodeBuilding):
         out = drv.ffi.new("CUgraphNode *")
         driver.check(drv.cuGraphAddNode_v2(out, self.handle, deps, drv.ffi.NULL, n,
                                            params), "cuGraphAddNode")
-        node = ConditionalNode(self, out[0], what)
+        node: ConditionalNode[Self] = ConditionalNode(self, out[0], what)
         node.condition = handle
         node.bodies = tuple(self._body(cond.phGraph_out[i])
                             for i in range(size))

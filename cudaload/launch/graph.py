@@ -86,6 +86,7 @@ class Graph(GpuState, ConditionalBuilding):
     Raises :class:`DriverError` when making, instantiating or launching it fails."""
 
     _launch: Callable[..., int]  # the driver's cuGraphLaunch, bound by instantiate()
+    _root: Graph  # graph_nodes.py's NodeBuilding, which cannot name Graph, says NodeBuilding
     _SEND_INSTEAD = ("send the ObjectCode of its kernels and capture the launches again in the "
                      "receiving process")
 

@@ -21,9 +21,15 @@ from .device import Device, activate
 TYPE_CHECKING = False  # true for type checkers only
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any, Protocol, Self
 
-    from . import arguments
-    from .graph import Graph
+    class _Packer(Protocol):
+        """What a kernel node asks of its arguments.Packer (which arguments.py defines: see
+        above), the buffer that its ``CUDA_KERNEL_NODE_PARAMS`` point into."""
+
+        pointers: Any  # void *[]: each argument's address in the buffer
+
+        def pack(self, args) -> None: ...
 
 __all__ = ["GraphNode", "KernelNode", "NodeBuilding"]
 
@@ -51,7 +57,7 @@ class KernelNode(GraphNode):
 
     __slots__ = ("kernel", "_packer", "_params", "_shape")
     kernel: object  # the Kernel it launches
-    _packer: arguments.Packer  # the node's own argument buffer, which _params points into
+    _packer: _Packer  # the node's own argument buffer, which _params points into
     _params: object  # its CUDA_KERNEL_NODE_PARAMS
     _shape: tuple  # (grid, block, shared_mem) as given
 
@@ -109,12 +115,15 @@ class NodeBuilding:
     """The node-adding methods of :class:`Graph` (graph.py): each returns its node, made after
     the nodes ``after`` names (one node, or an iterable of them; none: a root of the graph)."""
 
+    # graph.py's Graph, whose module imports this one, is named by no annotation here: its own
+    # class body narrows _root to Graph; _body's graphs are of the class of the graph (Self).
     handle: object
     device: Device
-    _root: Graph
+    _root: NodeBuilding  # the graph that is launched: itself, or a body's outermost graph
+    _exec: object  # the root's CUgraphExec, None until instantiated
     _stream: object
     _open: Callable[[], None]
-    _body: Callable[[object], Graph]  # a Graph of a body graph's CUgraph, part of this one
+    _body: Callable[[object], Self]  # a Graph of a body graph's CUgraph, part of this one
 
     def _building(self, after):
         """(driver, CUgraphNode[] of ``after``, their count) for a node added now.  Raises
