@@ -13,6 +13,9 @@ class Died:
     """The answer of a job whose process died before answering."""
 
     __slots__ = ("exitcode",)
+    # the hint of the error its program gets
+    HINT = ("compile this program alone with Program.compile() to see why (NVRTC may have "
+            "crashed on it)")
 
     def __init__(self, exitcode: int | None) -> None:
         self.exitcode = exitcode  # as subprocess says: -N for signal N
@@ -34,6 +37,9 @@ class Late:
     (``ended``), or its future cancelled (an executor's, _executor.py)."""
 
     __slots__ = ("timeout", "ended")
+    # the hint of the error its program gets
+    HINT = ("compile this program alone with Program.compile() to see whether it finishes, or "
+            "give compile_all a longer timeout (None: no limit)")
 
     def __init__(self, timeout: float, ended: bool = True) -> None:
         self.timeout, self.ended = timeout, ended

@@ -225,16 +225,6 @@ def _count(workers) -> int:
     return workers
 
 
-# The hint of the error a program gets when the worker compiling it died.
-_WORKER_DIED = ("compile this program alone with Program.compile() to see why (NVRTC may have "
-                "crashed on it)")
-
-
-# The hint of the error a program gets when it was not compiled within compile_all's timeout.
-_LATE = ("compile this program alone with Program.compile() to see whether it finishes, or give "
-         "compile_all a longer timeout (None: no limit)")
-
-
 def _in_workers(items, output: str, pending: dict, n: int, results: list, errors: dict,
                 how: tuple) -> None:
     """Compile each pending key on one of ``n`` processes (this one among them where there are
@@ -290,10 +280,10 @@ def _raised(raised, i: int, items) -> Exception:
     name = items[i][0].name
     if isinstance(raised, _workers.Late):
         return NvrtcError(f"program {i} ({name}) was not compiled by compile_all: {raised}.",
-                          hint=_LATE, program=name, timeout=raised.timeout)
+                          hint=raised.HINT, program=name, timeout=raised.timeout)
     if isinstance(raised, _workers.Died):
         return NvrtcError(f"the process compiling program {i} ({name}) for compile_all died "
-                          f"before it finished: {raised}.", hint=_WORKER_DIED, program=name,
+                          f"before it finished: {raised}.", hint=raised.HINT, program=name,
                           exitcode=raised.exitcode)
     # anything else a worker raised, as compile() would have
     return NvrtcError(f"compiling program {i} ({name}) raised {type(raised).__name__}: {raised}",
