@@ -279,7 +279,8 @@ class Graph(GpuState, ConditionalBuilding):
                 ) -> contextlib.AbstractContextManager[Graph]:
         """Inside the ``with`` block, record the launches made on ``stream`` (a Stream of this
         graph's device) into this graph, after the nodes ``after``
-        (``cuStreamBeginCaptureToGraph``): how a conditional node's body is captured.  Raises
+        (``cuStreamBeginCaptureToGraph``): how a conditional node's body is captured.  A capture
+        the driver ends with an error leaves this graph and its root refused (``_ruin``).  Raises
         as ``Stream.capture`` and the node methods do, :class:`MissingSymbolError` on a driver
         before CUDA 12.3."""
         return _capture_into(self, stream, after, mode)
@@ -301,8 +302,9 @@ def capture(stream, mode: str = "thread_local") -> Iterator[Graph]:
 
     Raises ``ValueError`` for the default stream (it cannot be captured) or an unknown mode."""
     drv = _capturable(stream, mode)
-    driver.check(drv.cuStreamBeginCapture_v2(stream.handle, _MODES[mode]), "cuStreamBeginCapture")
     graph = Graph._captured(stream.device)
+    _begin(lambda: drv.cuStreamBeginCapture_v2(stream.handle, _MODES[mode]),
+           "cuStreamBeginCapture")
     pin()  # from the first captured launch on, its code must stay loaded
     yield from _record(drv, stream, graph, fresh=True)
 
@@ -316,9 +318,20 @@ def _capture_into(graph: Graph, stream, after, mode: str) -> Iterator[Graph]:
         raise ValueError(f"the stream is of device {stream.device.ordinal}, the graph of device "
                          f"{graph.device.ordinal}: capture on a stream of the graph's device")
     drv, deps, n = graph._building(after)
-    driver.check(drv.cuStreamBeginCaptureToGraph(stream.handle, graph.handle, deps, drv.ffi.NULL,
-                                                 n, _MODES[mode]), "cuStreamBeginCaptureToGraph")
+    _begin(lambda: drv.cuStreamBeginCaptureToGraph(stream.handle, graph.handle, deps,
+                                                   drv.ffi.NULL, n, _MODES[mode]),
+           "cuStreamBeginCaptureToGraph")
     yield from _record(drv, stream, graph, fresh=False)
+
+
+def _begin(call: Callable[[], int], name: str) -> None:
+    """Begin a capture (``call``, the driver's ``name``), counted as recording from before it
+    begins to the end of ``_record``.  Raises DriverError."""
+    _recording(True)
+    rc = call()
+    if rc:
+        _recording(False)
+        raise driver.error(rc, name)
 
 
 def _capturable(stream, mode: str):
@@ -341,7 +354,6 @@ def _record(drv, stream, graph: Graph, fresh: bool) -> Iterator[Graph]:
     graph._stream = stream
     out = drv.ffi.new("CUgraph *")
     ident = 0
-    _recording(True)
     try:
         try:
             ident = _host_calls.capture_id(stream.handle)
