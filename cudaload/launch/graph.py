@@ -166,8 +166,8 @@ class Graph(GpuState, ConditionalBuilding):
         self._finalizer.atexit = False
 
     def close(self) -> None:
-        """Destroy the executable and the graph now rather than when collected; a second call
-        does nothing.  Raises ``RuntimeError`` while the graph is still being captured."""
+        """Destroy the executable and the graph now rather than when collected (while a capture
+        records: once it has ended); a second call does nothing.  Raises ``RuntimeError`` while the graph is still being captured."""
         if self._closed:
             return
         self._whole("closed")
