@@ -167,7 +167,8 @@ class Graph(GpuState, ConditionalBuilding):
 
     def close(self) -> None:
         """Destroy the executable and the graph now rather than when collected (while a capture
-        records: once it has ended); a second call does nothing.  Raises ``RuntimeError`` while the graph is still being captured."""
+        records: once it has ended); a second call does nothing.  Raises ``RuntimeError``
+        while the graph is still being captured."""
         if self._closed:
             return
         self._whole("closed")
