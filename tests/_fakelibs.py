@@ -133,7 +133,8 @@ int cuLaunchHostFunc(void *s, void (*fn)(void *), void *data) {
 int fake_host_calls(int *queued) { *queued = host_queued; return host_calls_made; }
 int cuStreamIsCapturing(void *s, int *status) { *status = capturing; return 0; }
 /* One capture at a time, every stream in it (as if joined): its id is its graph's number + 1.
-   fake_unjoined(1) makes the next cuStreamEndCapture answer CUDA_ERROR_STREAM_CAPTURE_UNJOINED. */
+   fake_unjoined(1) makes the next cuStreamEndCapture answer CUDA_ERROR_STREAM_CAPTURE_UNJOINED
+   (into a graph of the caller's too). */
 int cuStreamGetCaptureInfo_v3(void *s, int *status, unsigned long long *id, void **g, void **d,
                               void **e, size_t *n) {
     *status = capturing; if (id) *id = capturing ? (unsigned long long)capture_graph + 1 : 0;
@@ -170,9 +171,10 @@ int cuStreamBeginCapture_v2(void *s, int mode) {
 }
 static int capture_into = -1;  /* the graph a cuStreamBeginCaptureToGraph records into */
 int cuStreamEndCapture(void *s, void **graph) {
-    capturing = 0;
-    if (capture_into >= 0) { *graph = (void *)(0x8000 + 0x10 * (size_t)capture_into); capture_into = -1; return 0; }
+    int into = capture_into;
+    capturing = 0; capture_into = -1;
     if (unjoined) { unjoined = 0; *graph = 0; return 904; }
+    if (into >= 0) { *graph = (void *)(0x8000 + 0x10 * (size_t)into); return 0; }
     *graph = (void *)(0x8000 + 0x10 * (size_t)graphs++); return 0;
 }
 static int graph_index(void *h, size_t base) { return (int)(((size_t)h - base) / 0x10) & 15; }

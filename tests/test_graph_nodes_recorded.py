@@ -143,3 +143,20 @@ def test_the_real_driver_535_has_no_conditional_nodes_and_says_which_release_doe
         assert kind == "MissingSymbolError" and f"lacks {symbol}" in message
         assert "one of CUDA 12.3 or newer" in message
     assert out["graph"][0] == "DriverUnavailableError"
+
+
+def test_a_failed_capture_into_a_body_leaves_its_graph_refused_and_never_destroyed(graph_driver):
+    out = run(graph_driver, "failed_capture")
+    assert out["capture"][0] == "DriverError" and "STREAM_CAPTURE_UNJOINED" in out["capture"][1]
+    # the driver may have freed the body with the failed capture: destroying the graph, which
+    # owns the body's node, would free it again, so the graph is never used or destroyed
+    refused(out, {key: ("ValueError", "a capture into this graph") for key in
+                  ("launch", "body_add", "child")})
+    assert out["root_destroyed"] is False and out["body_destroyed"] is False
+
+
+def test_a_graph_collected_while_a_capture_records_is_destroyed_after_it(graph_driver):
+    out = run(graph_driver, "failed_capture")
+    # destroying an executable inside a capture would invalidate it (not in relaxed mode)
+    assert out["destroyed_in_capture"] is False
+    assert out["destroyed_after"] is True

@@ -11,6 +11,7 @@ Host functions captured into it (``Stream.launch_host_func``) are kept alive wit
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import weakref
 
@@ -60,8 +61,25 @@ class _Handles:
         self.executable = self.graph = None
 
 
+# Destroying an executable is a call the driver forbids the capturing thread while a capture
+# records (not in relaxed mode): it invalidates the capture.  A graph collected meanwhile, by
+# the cycle collector inside the with block, is destroyed once the last capture has ended.
+_captures_lock = _thread.allocate_lock()
+_captures_open = 0  # captures recording now, in any thread
+_deferred: list = []  # (handles, device) of graphs collected while one was
+
+
 def _release(handles: _Handles, dev: Device, _calls: list) -> None:
-    """Destroy a graph's executable and the graph, then let go of the code its kernels use."""
+    """Destroy a graph's executable and the graph, then let go of the code its kernels use; while
+    a capture records, once it has ended (``_calls``, its host functions, live until then)."""
+    with _captures_lock:
+        if _captures_open:
+            _deferred.append((handles, dev, _calls))
+            return
+    _destroy(handles, dev)
+
+
+def _destroy(handles: _Handles, dev: Device) -> None:
     try:
         if not lifetime.forked():
             drv = activate(dev)
@@ -71,6 +89,18 @@ def _release(handles: _Handles, dev: Device, _calls: list) -> None:
                 drv.cuGraphDestroy(handles.graph)
     finally:
         unpin()
+
+
+def _recording(opened: bool) -> None:
+    """A capture begins (``opened``) or ends; the last to end destroys the graphs collected
+    meanwhile."""
+    global _captures_open
+    with _captures_lock:
+        _captures_open += 1 if opened else -1
+        ready = _deferred[:] if not _captures_open else []
+        del _deferred[:len(ready)]
+    for handles, dev, _ in ready:
+        _destroy(handles, dev)
 
 
 def _explained(err, why: str, hint: str):
@@ -120,6 +150,7 @@ class Graph(GpuState, ConditionalBuilding):
         self._handles = _Handles()
         self._finalizer: weakref.finalize | None = None  # set once the capture has ended
         self._closed = False
+        self._ruined = False  # a capture into it failed: refused, and never destroyed
         self._stream = None  # the stream while a capture block records into this graph
         self._calls: list = []  # captured host functions: alive as long as the graph
         self._source: Graph | None = None  # the graph last updated from, whose code we now run
@@ -136,8 +167,9 @@ class Graph(GpuState, ConditionalBuilding):
         self._finalizer.atexit = False
 
     def close(self) -> None:
-        """Destroy the executable and the graph now rather than when collected; a second call
-        does nothing.  Raises ``RuntimeError`` while the graph is still being captured."""
+        """Destroy the executable and the graph now rather than when collected (while a capture
+        records: once it has ended); a second call does nothing.  Raises ``RuntimeError``
+        while the graph is still being captured."""
         if self._closed:
             return
         self._whole("closed")
@@ -173,8 +205,24 @@ class Graph(GpuState, ConditionalBuilding):
         return node
 
     def _open(self) -> None:
+        if self._root._ruined:
+            raise ValueError("a capture into this graph (or into a body of one of its "
+                             "conditional nodes) failed, after which the driver may have freed "
+                             "part of it: the graph is refused, and never destroyed; build a "
+                             "new graph")
         if self._closed or self._root._closed:
             raise ValueError("the graph is closed: capture the launches again into a new graph")
+
+    def _ruin(self) -> None:
+        """A capture into this graph or a body of it ended with an error.  The driver frees a
+        conditional node's body when a capture into it was invalidated, while the node still
+        owns it: destroying the graph would free it again.  Its root is refused from now on and
+        never destroyed (its pin dropped: it can never run)."""
+        root = self._root
+        root._ruined = root._closed = True
+        root.handle = None
+        if root._finalizer is not None and root._finalizer.detach() is not None:
+            unpin()
 
     def _whole(self, what: str) -> None:
         if self._root is not self:
@@ -233,7 +281,8 @@ class Graph(GpuState, ConditionalBuilding):
                 ) -> contextlib.AbstractContextManager[Graph]:
         """Inside the ``with`` block, record the launches made on ``stream`` (a Stream of this
         graph's device) into this graph, after the nodes ``after``
-        (``cuStreamBeginCaptureToGraph``): how a conditional node's body is captured.  Raises
+        (``cuStreamBeginCaptureToGraph``): how a conditional node's body is captured.  A capture
+        the driver ends with an error leaves this graph and its root refused (``_ruin``).  Raises
         as ``Stream.capture`` and the node methods do, :class:`MissingSymbolError` on a driver
         before CUDA 12.3."""
         return _capture_into(self, stream, after, mode)
@@ -255,8 +304,9 @@ def capture(stream, mode: str = "thread_local") -> Iterator[Graph]:
 
     Raises ``ValueError`` for the default stream (it cannot be captured) or an unknown mode."""
     drv = _capturable(stream, mode)
-    driver.check(drv.cuStreamBeginCapture_v2(stream.handle, _MODES[mode]), "cuStreamBeginCapture")
     graph = Graph._captured(stream.device)
+    _begin(lambda: drv.cuStreamBeginCapture_v2(stream.handle, _MODES[mode]),
+           "cuStreamBeginCapture")
     pin()  # from the first captured launch on, its code must stay loaded
     yield from _record(drv, stream, graph, fresh=True)
 
@@ -270,9 +320,20 @@ def _capture_into(graph: Graph, stream, after, mode: str) -> Iterator[Graph]:
         raise ValueError(f"the stream is of device {stream.device.ordinal}, the graph of device "
                          f"{graph.device.ordinal}: capture on a stream of the graph's device")
     drv, deps, n = graph._building(after)
-    driver.check(drv.cuStreamBeginCaptureToGraph(stream.handle, graph.handle, deps, drv.ffi.NULL,
-                                                 n, _MODES[mode]), "cuStreamBeginCaptureToGraph")
+    _begin(lambda: drv.cuStreamBeginCaptureToGraph(stream.handle, graph.handle, deps,
+                                                   drv.ffi.NULL, n, _MODES[mode]),
+           "cuStreamBeginCaptureToGraph")
     yield from _record(drv, stream, graph, fresh=False)
+
+
+def _begin(call: Callable[[], int], name: str) -> None:
+    """Begin a capture (``call``, the driver's ``name``), counted as recording from before it
+    begins to the end of ``_record``.  Raises DriverError."""
+    _recording(True)
+    rc = call()
+    if rc:
+        _recording(False)
+        raise driver.error(rc, name)
 
 
 def _capturable(stream, mode: str):
@@ -290,28 +351,36 @@ def _capturable(stream, mode: str):
 def _record(drv, stream, graph: Graph, fresh: bool) -> Iterator[Graph]:
     """Yield ``graph`` while ``stream`` records into it, then end the capture.  ``fresh``: the
     capture makes the graph (taken by ``graph._set``; destroyed, its pin dropped, on failure),
-    else it adds to ``graph``, which keeps what was recorded before a failure."""
+    else it adds to ``graph``, which keeps what was recorded before an exception, and is
+    refused (``Graph._ruin``) where the capture itself failed."""
     graph._stream = stream
     out = drv.ffi.new("CUgraph *")
     ident = 0
     try:
-        ident = _host_calls.capture_id(stream.handle)
-        yield graph
-    except BaseException:
-        graph._stream = None
-        _host_calls.captured(ident)
-        drv.cuStreamEndCapture(stream.handle, out)
-        if fresh:
-            if out[0] != drv.ffi.NULL:
-                drv.cuGraphDestroy(out[0])
-            unpin()
-        raise
-    rc = drv.cuStreamEndCapture(stream.handle, out)
+        try:
+            ident = _host_calls.capture_id(stream.handle)
+            yield graph
+        except BaseException:
+            graph._stream = None
+            _host_calls.captured(ident)
+            rc = drv.cuStreamEndCapture(stream.handle, out)
+            if fresh:
+                if out[0] != drv.ffi.NULL:
+                    drv.cuGraphDestroy(out[0])
+                unpin()
+            elif rc:
+                graph._ruin()
+            raise
+        rc = drv.cuStreamEndCapture(stream.handle, out)
+    finally:
+        _recording(False)
     graph._stream = None
     graph._calls.extend(_host_calls.captured(ident))
     if rc:
         if fresh:
             unpin()
+        else:
+            graph._ruin()
         err = driver.error(rc, "cuStreamEndCapture")
         if rc == _UNJOINED:
             raise _explained(err, "a stream that waited for this capture was not waited for "

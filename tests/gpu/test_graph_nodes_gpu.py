@@ -1,13 +1,17 @@
 """Graphs built node by node and conditional nodes on a real GPU: a memset, a kernel and a copy
 to pinned memory checked on the host, a kernel node updated in the executable, a while loop
 counting a device value up by a kernel that sets the handle, if nodes taken and not taken, a
-switch, and a body captured into."""
+switch, and a body captured into (with a graph collected meanwhile, and one whose capture the
+driver invalidated)."""
 
 from __future__ import annotations
+
+import gc
 
 import pytest
 
 import cudaload
+from cudaload.errors import DriverError
 
 np = pytest.importorskip("numpy")
 
@@ -163,3 +167,36 @@ def test_an_if_else_and_a_switch_node_choose_their_bodies():
     both.bodies[0].add_kernel(e.mark, 1, 1, (e.out, 1))
     both.bodies[1].add_kernel(e.mark, 1, 1, (e.out, 2))
     assert [e.run(value) for value in (1, 0)] == [1, 2]
+
+
+def test_a_graph_collected_inside_a_body_capture_leaves_the_capture_working():
+    step = cudaload.Program(STEP).compile().load().get_kernel("step")
+    count, s = cudaload.alloc(4).memset(0), cudaload.Stream()
+    old = cudaload.Graph()
+    old.add_empty()
+    old.instantiate()
+    del old  # garbage only the cycle collector finds
+    g = cudaload.Graph()
+    handle = g.conditional_handle(default=1)
+    loop = g.add_while(handle)
+    with loop.body.capture(s):
+        gc.collect()  # destroys nothing until the capture has ended
+        step(1, 1, (count, 5, handle), stream=s)
+    g.launch(s)
+    s.synchronize()
+    assert ints(count)[0] == 5
+
+
+def test_an_invalidated_body_capture_refuses_its_graph_and_collecting_it_does_not_crash():
+    count, s = cudaload.alloc(4).memset(0), cudaload.Stream()
+    g = cudaload.Graph()
+    loop = g.add_while(g.conditional_handle(default=0))
+    with pytest.raises(DriverError):
+        with loop.body.capture(s):
+            count.memset(1, stream=s)
+            cudaload.Device(0).synchronize()  # not allowed in a capture: invalidates it
+    with pytest.raises(ValueError, match="a capture into this graph"):
+        g.launch(s)
+    del g, loop
+    gc.collect()  # the driver freed the body: destroying the graph would free it again
+    s.synchronize()

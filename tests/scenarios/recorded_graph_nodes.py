@@ -11,11 +11,12 @@ line.
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import os
 import sys
 
-from tests.scenarios.recorded_graphs import _raised
+from tests.scenarios.recorded_graphs import _destroyed, _raised
 from tests.scenarios.recorded_launches import fake, layout
 
 
@@ -144,7 +145,54 @@ def driver_535() -> dict:
     return out
 
 
-SCENARIOS = {f.__name__: f for f in (explicit, conditionals, driver_535)}
+def failed_capture() -> dict:
+    """A capture into a while node's body that the driver ends with an error, and graphs that
+    the cycle collector finds while a capture records."""
+    import cudaload
+
+    layout((0, 8), (8, 8))
+    k = _kernel('extern "C" __global__ void step(int *x, cudaGraphConditionalHandle h) {}',
+                "step")
+    buf, s = cudaload.alloc(64), cudaload.Stream()
+    g = cudaload.Graph()
+    h = g.conditional_handle(default=1)
+    loop = g.add_while(h)
+    root, body = _address(g.handle), _address(loop.body.handle)
+    fake().fake_unjoined(1)  # the next cuStreamEndCapture fails
+    out = {"capture": _raised(lambda: _capture_into(loop.body, s, k, buf, h))}
+    out["launch"] = _raised(lambda: g.launch(s))
+    out["body_add"] = _raised(lambda: loop.body.add_empty())
+    out["child"] = _raised(lambda: cudaload.Graph().add_child(g))
+    g.close()
+    del g, loop, h
+    gc.collect()
+    out["root_destroyed"] = root in _destroyed()
+    out["body_destroyed"] = body in _destroyed()
+    # an instantiated graph that only the cycle collector frees, collected inside a capture
+    old = cudaload.Graph()
+    old.add_empty()
+    old.instantiate()
+    executable = _address(old._exec)
+    del old
+    with s.capture():
+        gc.collect()
+        out["destroyed_in_capture"] = executable in _destroyed()
+    out["destroyed_after"] = executable in _destroyed()
+    return out
+
+
+def _address(handle) -> int:
+    from cudaload.bindings import driver
+
+    return int(driver.api().ffi.cast("size_t", handle))
+
+
+def _capture_into(body, s, k, buf, h) -> None:
+    with body.capture(s):
+        k(1, 1, (buf, h), stream=s)
+
+
+SCENARIOS = {f.__name__: f for f in (explicit, conditionals, failed_capture, driver_535)}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]]()))
