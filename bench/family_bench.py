@@ -17,7 +17,7 @@ a fresh process with its own cache folder; in one run:
                      cpu_ratio: its CPU time (user + system, the workers' included) over the
                      serial run's (target <= 1.15); on a host with a GPU the process has
                      initialised the driver, so its workers are forks of a template
-                     (compile/_template.py), as on any process that may not fork
+                     (compile/parallel/_template.py), as on any process that may not fork
   warm_ms            a fresh process on the folder the serial run filled, after ``import cudaload``:
                      the 64 Programs made and found on disk (compile_all: no worker), then, on a
                      GPU, each loaded and its Kernel got (target <= 60 ms); the context's creation
@@ -89,7 +89,7 @@ def _digest(objs) -> str:
 def child_compile(how: str, tag: str, count: str, workers: str, pch: str, lto: str = "0") -> dict:
     """Cold compiles of the family: ``how`` is "serial" or "parallel"."""
     import cudaload
-    from cudaload.compile import parallel
+    from cudaload.compile.parallel import batch as parallel
 
     arch = _arch()
     progs = _programs(tag, int(count), ("-pch",) if pch == "1" else (), lto == "1")
@@ -269,7 +269,7 @@ def effective_cpus(n: int, seconds: float = 1.0) -> float:
 
 def _cores() -> int:
     sys.path.insert(0, ROOT)
-    from cudaload.compile.parallel import cores
+    from cudaload.compile.parallel.batch import cores
 
     return cores()
 

@@ -136,7 +136,7 @@ def child_batch(how: str, count: str, kernels: str = "family", spawned: str = ""
 
     _loader.nvrtc()
     if spawned:  # as a process that has initialised the driver: its workers are not its forks
-        from cudaload import lifetime
+        from cudaload._base import lifetime
 
         lifetime.mark_unforkable()
     import resource
@@ -252,7 +252,7 @@ def batches(args, rows: dict, work: str) -> None:
 def run(args) -> dict:
     sys.path.insert(0, ROOT)
     from tests import _sshfs
-    from cudaload.compile.parallel import cores
+    from cudaload.compile.parallel.batch import cores
 
     sys.path.insert(0, BENCH)
     from family_bench import effective_cpus

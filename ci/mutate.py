@@ -1,6 +1,6 @@
 """Mutation testing: change one thing in a module, run the tests that cover it, see them fail.
 
-    python ci/mutate.py cudaload/_untrusted.py tests/test_cache_trust.py [more test files]
+    python ci/mutate.py cudaload/_base/_untrusted.py tests/test_cache_trust.py [more test files]
         [--timeout S] [--lines A-B] [--only N,M] [--list] [--jobs N] [--json FILE]
 
 Each mutant is one change to the module: a comparison negated or moved by one (``==``/``!=``,
@@ -72,23 +72,25 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if version == FORMAT and len(data) >= HEADER.size:"):
         "an entry of exactly the header's size has empty metadata, which is no JSON: a miss "
         "either way",
-    ("cudaload/_untrusted.py", "path_problem", "statement removed", "return None"):
+    ("cudaload/_base/_untrusted.py", "path_problem", "statement removed", "return None"):
         "path_problem's except clause: without it the function ends there and returns None too",
     # _directives.py: shortcuts that spare work, not change answers.
-    ("cudaload/compile/_directives.py", "_word", "statement removed",
+    ("cudaload/compile/includes/_directives.py", "_word", "statement removed",
      "if not line or line[0] not in _FIRST:"): _NO_WORD,
-    ("cudaload/compile/_directives.py", "_word", "condition -> False",
+    ("cudaload/compile/includes/_directives.py", "_word", "condition -> False",
      "if not line or line[0] not in _FIRST:"): _NO_WORD,
-    ("cudaload/compile/_directives.py", "_word", "statement removed", "return None"): _NO_WORD,
-    ("cudaload/compile/_directives.py", "_scan", "condition -> True", 'if "\\\\" in text:'):
+    ("cudaload/compile/includes/_directives.py", "_word", "statement removed",
+     "return None"): _NO_WORD,
+    ("cudaload/compile/includes/_directives.py", "_scan", "condition -> True",
+     'if "\\\\" in text:'):
         "str.replace of a line splice in a text without a backslash changes nothing",
-    ("cudaload/compile/_directives.py", "_scan", "statement removed",
+    ("cudaload/compile/includes/_directives.py", "_scan", "statement removed",
      'if "#" not in text and "%:" not in text:'): _NO_MARK,
-    ("cudaload/compile/_directives.py", "_scan", "condition -> False",
+    ("cudaload/compile/includes/_directives.py", "_scan", "condition -> False",
      'if "#" not in text and "%:" not in text:'): _NO_MARK,
-    ("cudaload/compile/_directives.py", "_scan", "statement removed", "return (), False"):
+    ("cudaload/compile/includes/_directives.py", "_scan", "statement removed", "return (), False"):
         _NO_MARK,
-    ("cudaload/compile/_directives.py", "_scan", "statement removed", "continue"):
+    ("cudaload/compile/includes/_directives.py", "_scan", "statement removed", "continue"):
         "the continue after an include's entry: the next test, word not in (if, elif, define), "
         "continues for every include word too (the other continues of _scan are killed)",
     # claims.py: take() decides an unreadable claim (None) by its file's age itself, and asks
@@ -101,14 +103,14 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "the early return for None (never passed), the except clause's (the function ends in "
         "return False next) or the last (None instead of False: take tests only its truth)",
     # includes.py
-    ("cudaload/compile/includes.py", "resolve", "statement removed",
+    ("cudaload/compile/includes/search.py", "resolve", "statement removed",
      "candidates: list[tuple[str | None, int]]"):
         "an annotation without a value: nothing runs for it in a function body",
-    ("cudaload/compile/includes.py", "_join", "statement removed", 'if ".." not in path:'):
+    ("cudaload/compile/includes/search.py", "_join", "statement removed", 'if ".." not in path:'):
         _JOINED_PARTS,
-    ("cudaload/compile/includes.py", "_join", "condition -> False", 'if ".." not in path:'):
+    ("cudaload/compile/includes/search.py", "_join", "condition -> False", 'if ".." not in path:'):
         _JOINED_PARTS,
-    ("cudaload/compile/includes.py", "_join", "statement removed",
+    ("cudaload/compile/includes/search.py", "_join", "statement removed",
      "return os.path.normpath(path)"): _JOINED_PARTS,
 }
 
@@ -260,7 +262,7 @@ def _run_tests(tree: str, tests: list[str], timeout: float) -> tuple[str, float]
 
 def _parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("module", help="the module to mutate, e.g. cudaload/_untrusted.py")
+    parser.add_argument("module", help="the module to mutate, e.g. cudaload/_base/_untrusted.py")
     parser.add_argument("tests", nargs="*", help="the test files that cover it")
     parser.add_argument("--timeout", type=float, default=300,
                         help="seconds one mutant's tests may take (default 300)")

@@ -38,7 +38,7 @@ assert not compiled, f"compiled files in the wheel: {compiled}"
 assert "Tag: py3-none-any" in text and "Root-Is-Purelib: true" in text, text
 for needed in ("cudaload/__init__.py", "cudaload/bindings/_cuda_ffi.py", "cudaload/bindings/_nvrtc_ffi.py",
                "cudaload/bindings/_dlpack_ffi.py", "cudaload/bindings/_cuda_protos.py",
-               "cudaload/availability.py", "cudaload/cli.py", "cudaload/py.typed",
+               "cudaload/availability.py", "cudaload/cli/__init__.py", "cudaload/py.typed",
                "cudaload/wheelcheck/_probe.py", "cudaload/wheelcheck/pytest_plugin.py",
                "cudaload/wheelcheck/fetch_libcuda.sh"):
     assert needed in names, f"{needed} missing from the wheel"

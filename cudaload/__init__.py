@@ -6,18 +6,20 @@ public name below is bound on first access, and libcuda/libnvrtc are dlopened on
 Layers, each importing only from those before it (tests/test_layers.py checks, and that no
 import circle exists):
 
-0. foundation, in this folder: errors, lifetime (fork), _log, _version, releases (facts about
-   CUDA releases), _untrusted (files others may have written: whether to believe them, and
-   reading them safely), _atomic (atomic writes), _file_lock (locks held through a file), _warn
-   (warnings attributed to the caller's line), _demangle (C++ mangled names read: a kernel's
-   parameter types, a link's undefined symbol) and _sigint (Ctrl-C held off a thread inside
-   NVRTC or nvJitLink);
+0. foundation: errors and _version, in this folder, and ``_base``: lifetime (fork), _log,
+   releases (facts about CUDA releases), _untrusted (files others may have written: whether to
+   believe them, and reading them safely), _atomic (atomic writes), _file_lock (locks held
+   through a file), _warn (warnings attributed to the caller's line), _demangle (C++ mangled
+   names read: a kernel's parameter types, a link's undefined symbol), _sigint (Ctrl-C held off
+   a thread inside NVRTC or nvJitLink) and _program_specs (``--programs MODULE:NAME``);
 1. ``bindings``: finding and opening libcuda and libnvrtc, and checked calls into them;
-2. ``compile``: programs, options, the include search, the toolchain, the kernel cache, bundles,
-   compiled code (``ObjectCode``) and the linker;
+2. ``compile``: programs, options, the include search (``compile.includes``), the toolchain,
+   the kernel cache, bundles, compiled code (``ObjectCode``), compile_all
+   (``compile.parallel``) and the linker (``compile.link``);
 3. ``launch``: devices, memory, streams, graphs, modules, kernels and their arguments;
-4. entry points, in this folder: availability (the status report) and _report (its text), cli,
-   _compile_commands and _link_command, ``wheelcheck`` (``cudaload check-wheel`` and the pytest
+4. entry points: availability (the status report) and _report (its text), in this folder,
+   ``cli`` (the command line: its parser, _compile_commands, _link_command, _kernels),
+   ``wheelcheck`` (``cudaload check-wheel`` and the pytest
    plugin), and this package, which also hands two services of the launch side (loading code,
    binding a context) to the compile side (compile/_hooks.py).
 
@@ -59,9 +61,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .availability import Status as Status, is_available as is_available, status as status
     from .compile.bundle import Bundle as Bundle
-    from .compile.linker import Linker as Linker
+    from .compile.link.linker import Linker as Linker
     from .compile.objectcode import ObjectCode as ObjectCode
-    from .compile.parallel import compile_all as compile_all
+    from .compile.parallel.batch import compile_all as compile_all
     from .compile.program import Program as Program
     from .launch.device import Device as Device, device_count as device_count
     from .launch.rank import device_for_rank as device_for_rank
@@ -104,7 +106,7 @@ _LAZY = {
     "status": "availability",
     "Status": "availability",
     "Program": "compile.program",
-    "compile_all": "compile.parallel",
+    "compile_all": "compile.parallel.batch",
     "ObjectCode": "compile.objectcode",
     "Module": "launch.module",
     "Kernel": "launch.kernel",
@@ -134,7 +136,7 @@ _LAZY = {
     "view": "launch.view",
     "ArrayView": "launch.view",
     "Bundle": "compile.bundle",
-    "Linker": "compile.linker",
+    "Linker": "compile.link.linker",
 }
 
 __all__ = sorted([*_LAZY, "__version__", "errors", "CompileError", "CudaLoadError", "CudaUnavailableError",

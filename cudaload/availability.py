@@ -12,7 +12,7 @@ from __future__ import annotations
 import _thread
 import os
 
-from . import lifetime
+from ._base import lifetime
 from .bindings import _loader
 from .errors import CudaLoadError, DriverError, LibraryLoadError, MissingSymbolError
 
@@ -257,8 +257,8 @@ def _probe_nvjitlink(section: dict, problems: list, nvrtc_version) -> None:
     """Fill the nvJitLink part.  Only ``Program(lto=True)`` needs nvJitLink, so its absence is no
     problem; a file that cannot be it is, and so is one of another CUDA major than NVRTC, which
     cannot link NVRTC's LTO IR.  It is found as a link finds it, loaded only where no variable or
-    wheel names a file (compile/_linker.py)."""
-    from .compile import _linker  # deferred: each part of the report, when it runs
+    wheel names a file (compile/link/_linker.py)."""
+    from .compile.link import _linker  # deferred: each part of the report, when it runs
     from .errors import LibraryNotFoundError  # deferred: each part of the report, when it runs
 
     try:
@@ -281,7 +281,7 @@ def _probe_nvjitlink(section: dict, problems: list, nvrtc_version) -> None:
     section.update(found=True, cuda_major=int(major) if major.isascii() and major.isdigit()
                    else None)
     if section["cuda_major"] and nvrtc_version and section["cuda_major"] != nvrtc_version[0]:
-        from . import releases  # deferred: each part of the report, when it runs
+        from ._base import releases  # deferred: each part of the report, when it runs
 
         problems.append(_problem(
             f"nvJitLink at {path} is of CUDA {major}, NVRTC of CUDA {nvrtc_version[0]}: it "
@@ -299,7 +299,7 @@ _HEADER_SETS = {"cudart": ("CUDA's runtime headers", "cuda_fp16.h, cuda_runtime.
 def _header_dirs(tc, problems: list) -> dict:
     """Each header folder with the release it comes from; a missing set, or one of another CUDA
     major than NVRTC, is a problem whose hint installs the set that matches."""
-    from . import releases  # deferred: each part of the report, when it runs
+    from ._base import releases  # deferred: each part of the report, when it runs
 
     dirs = {}
     for name, path, _ident in tc.headers:

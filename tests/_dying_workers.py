@@ -43,7 +43,8 @@ def _die(how: str) -> None:
 def _install() -> None:
     import multiprocessing
 
-    from cudaload.compile import _workers, build
+    from cudaload.compile.parallel import _workers
+    from cudaload.compile import build
 
     real = build.build
 

@@ -1,5 +1,6 @@
 """The include scanner written with regular expressions only: the reference that
-cudaload/compile/_directives.py, which reads the common lines with str methods, must agree with."""
+cudaload/compile/includes/_directives.py, which reads the common lines with str methods, must agree
+with."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""For tests of Ctrl-C held off a thread inside NVRTC or nvJitLink (cudaload/_sigint.py): a
+"""For tests of Ctrl-C held off a thread inside NVRTC or nvJitLink (cudaload/_base/_sigint.py): a
 thread that watches the main thread's blocked signals (Linux's /proc) and, once SIGINT is among
 them, sends SIGINT to this process; and a program NVRTC takes seconds over (CUB's block
 reduction)."""

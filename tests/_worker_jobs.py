@@ -28,7 +28,7 @@ def how_started(what="all"):
     import os
     import time
 
-    from cudaload.compile import _workers
+    from cudaload.compile.parallel import _workers
 
     if what == "sleep":
         time.sleep(600)

@@ -294,7 +294,7 @@ def test_size_bound_evicts_least_recently_used_but_never_fresh_entries(cache_dir
 
 
 def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
-    from cudaload import _file_lock
+    from cudaload._base import _file_lock
     from cudaload.compile import cache
     from cudaload.compile.cache import locks
 
@@ -318,7 +318,7 @@ def test_prune_removes_corrupt_entries_and_idle_locks(cache_dir):
 def test_lock_excludes_a_thread_and_survives_lock_file_removal(cache_dir):
     import threading
 
-    from cudaload import _file_lock
+    from cudaload._base import _file_lock
     from cudaload.compile import cache
 
     cache.default().store(_key(7), _fake())
@@ -494,7 +494,7 @@ def test_an_edited_file_nvrtc_includes_is_compiled_again(cache_dir, tmp_path, ca
 
 
 def test_only_a_program_naming_its_include_by_a_macro_leaves_the_disk_cache():
-    from cudaload.compile import includes
+    from cudaload.compile.includes import search as includes
 
     assert includes.scan('#define H "x.h"\n#include H\n')[1]
     for text in ("#include_next <x.h>\n", "// #include H\n", "/* #include H */\n",

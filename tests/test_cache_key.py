@@ -181,7 +181,7 @@ def test_a_program_reading_no_file_keys_as_before(tmp_path, monkeypatch):
 
 
 def test_angle_includes_alone_read_nothing_outside_the_toolchain_but_macros_still_count(tmp_path):
-    from cudaload.compile import includes
+    from cudaload.compile.includes import search as includes
 
     plain = includes.resolve("#include <cuda_fp16.h>\n" + KERNEL, "k.cu", {}, (), [])
     assert plain.path_states == () and plain.includes_known

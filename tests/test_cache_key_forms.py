@@ -100,7 +100,8 @@ def test_a_trace_the_caller_asks_for_is_written_and_the_result_not_kept_on_disk(
 CODE_WITH_AND_WITHOUT_TRACE = r"""
 import json, sys
 from cudaload.bindings import nvrtc
-from cudaload.compile import _reads, toolchain
+from cudaload.compile.includes import _reads
+from cudaload.compile import toolchain
 src = '#include <cuda_fp16.h>\n__global__ void k(__half *p) { *p = __hadd(*p, *p); }\n'
 options = ("--gpu-architecture=sm_90", *toolchain.current().include_options)
 plain = nvrtc.compile(src, "k.cu", options, kind="cubin")
@@ -125,7 +126,7 @@ def test_the_trace_changes_nothing_in_the_code_and_names_the_headers_read():
 
 def test_an_include_that_fails_to_read_is_no_error_of_the_scan(cache_dir, tmp_path):
     """/proc/self/mem opens but answers EIO to a read: NVRTC says what it makes of it."""
-    from cudaload.compile import includes
+    from cudaload.compile.includes import search as includes
 
     found = includes.resolve('#include "/proc/self/mem"\n', "k.cu", {}, (), [])
     assert found.path_states == (("/proc/self/mem", "error:EIO"),)
@@ -174,7 +175,7 @@ def test_real_headers_stay_cacheable_on_disk(cache_dir, tmp_path, which):
     ("#include <include/a.h>\n", False),
 ])
 def test_a_trace_is_skipped_only_where_nothing_outside_the_toolchain_can_be_read(source, sure):
-    from cudaload.compile import includes
+    from cudaload.compile.includes import search as includes
 
     assert includes.resolve(source, "k.cu", {}, (), []).sure is sure
     # Any user folder, pre-included file or in-memory header makes a trace needed.
@@ -243,7 +244,7 @@ AFTER_A_FAILURE_IN_A_HEADER = r"""
 import json, os, re, sys
 os.chdir(sys.argv[1])
 import cudaload
-from cudaload.compile import _reads
+from cudaload.compile.includes import _reads
 kernel = 'extern "C" __global__ void k(int *p) { *p = VAL; }\n'
 try:  # NVRTC abandons it inside pp.h: its profiler stays broken in this process
     cudaload.Program('#include "v.h"\n' + kernel, options=["--pre-include=pp.h"]).compile(
@@ -289,7 +290,7 @@ def test_a_trace_folder_removed_after_the_program_was_made_is_refused_not_an_abo
 
 
 def test_a_trace_asked_for_through_ptxas_is_the_callers_too():
-    from cudaload.compile import _reads
+    from cudaload.compile.includes import _reads
 
     assert _reads.asked_by(["-Xptxas=--fdevice-time-trace=/tmp/x"])
     assert not _reads.asked_by(["-Xptxas=-v", "-DTRACE=1"])
@@ -345,7 +346,8 @@ import json, os, sys
 os.chdir(sys.argv[1])
 import cudaload
 from cudaload.bindings import nvrtc
-from cudaload.compile import _reads, cache
+from cudaload.compile.includes import _reads
+from cudaload.compile import cache
 real, asked = nvrtc.compile, []
 
 def older_nvrtc(*args, own_options=(), **kw):  # an NVRTC that has no --fdevice-time-trace

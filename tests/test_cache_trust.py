@@ -272,7 +272,7 @@ def test_a_lock_file_that_is_a_symbolic_link_is_not_followed(cache_dir, tmp_path
     ("", False), ("0", False), ("false", False), ("off", False), ("no", False), ("2", False),
     ("shared", False)])
 def test_the_shared_setting_takes_the_usual_words(monkeypatch, value, declared):
-    from cudaload import _untrusted
+    from cudaload._base import _untrusted
 
     monkeypatch.setenv("CUDALOAD_CACHE_SHARED", value)
     assert _untrusted.shared() is declared
@@ -287,7 +287,7 @@ def _st(mode: int, uid: int):
 
 
 def test_a_group_may_write_only_what_is_declared_shared():
-    from cudaload import _untrusted
+    from cudaload._base import _untrusted
 
     group_writable = _st(0o770, OTHER)
     assert _untrusted.problem(group_writable) is not None  # not shared unless said so
@@ -300,7 +300,7 @@ def test_a_group_may_write_only_what_is_declared_shared():
 def test_without_owners_and_mode_bits_nothing_is_refused(monkeypatch, tmp_path):
     """On Windows st_uid is 0 and the mode bits are made up: judging by them would refuse every
     folder, so nothing is refused there."""
-    from cudaload import _untrusted
+    from cudaload._base import _untrusted
 
     monkeypatch.setattr(_untrusted, "_POSIX", False)
     assert _untrusted.problem(_st(0o777, OTHER)) is None
@@ -313,7 +313,7 @@ def test_without_owners_and_mode_bits_nothing_is_refused(monkeypatch, tmp_path):
 
 
 def test_a_cache_folder_not_there_is_told_apart_from_one_that_cannot_be_looked_at(tmp_path):
-    from cudaload import _untrusted
+    from cudaload._base import _untrusted
 
     root = tmp_path / "cache"
     with pytest.raises(FileNotFoundError):  # not made yet: the caller looks again once it is
@@ -342,7 +342,7 @@ def test_a_cache_folder_not_there_is_told_apart_from_one_that_cannot_be_looked_a
 # --- reading within bounds -----------------------------------------------------------------------
 
 def test_a_file_of_the_size_bound_is_read_and_one_byte_more_is_refused(tmp_path):
-    from cudaload import _untrusted
+    from cudaload._base import _untrusted
 
     path = tmp_path / "f"
     path.write_bytes(b"x" * 100)
@@ -372,7 +372,7 @@ def test_an_entry_just_over_the_size_bound_is_a_miss(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("opener, closer", [("[", "]"), ('{"a": ', "}")])
 def test_json_nested_to_the_depth_bound_is_read_and_one_level_more_is_refused(opener, closer):
-    from cudaload import _untrusted
+    from cudaload._base import _untrusted
 
     def nested(levels: int) -> bytes:
         return (opener * levels + "1" + closer * levels).encode()
@@ -388,7 +388,7 @@ def test_json_nested_to_the_depth_bound_is_read_and_one_level_more_is_refused(op
 
 
 def test_only_a_regular_file_is_read_and_a_final_link_only_when_followed(tmp_path):
-    from cudaload import _untrusted
+    from cudaload._base import _untrusted
 
     (tmp_path / "f").write_bytes(b"data")
     (tmp_path / "link").symlink_to(tmp_path / "f")
@@ -402,7 +402,7 @@ def test_only_a_regular_file_is_read_and_a_final_link_only_when_followed(tmp_pat
 
 
 def test_a_file_truncated_while_it_is_read_gives_what_is_left(tmp_path):
-    from cudaload import _untrusted
+    from cudaload._base import _untrusted
 
     path = tmp_path / "f"
     path.write_bytes(b"x" * 1000)
@@ -414,7 +414,7 @@ def test_a_file_truncated_while_it_is_read_gives_what_is_left(tmp_path):
 
 
 def test_reading_keeps_no_file_descriptor_open(tmp_path):
-    from cudaload import _untrusted
+    from cudaload._base import _untrusted
 
     (tmp_path / "f").write_bytes(b"x" * 10)
     before = len(os.listdir("/proc/self/fd"))

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from cudaload import releases
+from cudaload._base import releases
 from cudaload.compile.bundle import Bundle
 from cudaload.compile.objectcode import ObjectCode
 from cudaload.compile.program import Program

@@ -1,12 +1,12 @@
-"""cudaload._demangle.demangled: the declaration a mangled name stands for, as a LinkError names
-an undefined symbol; one reader with the kernel parameter types of launch/signature.py
+"""cudaload._base._demangle.demangled: the declaration a mangled name stands for, as a LinkError
+names an undefined symbol; one reader with the kernel parameter types of launch/signature.py
 (tests/test_signature.py tests those)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cudaload import _demangle
+from cudaload._base import _demangle
 
 
 @pytest.mark.parametrize("mangled, declared", [

@@ -1,4 +1,5 @@
-"""cudaload/_elf.py: the file and program headers of ELF32 and ELF64, in both byte orders, read
+"""cudaload/_base/_elf.py: the file and program headers of ELF32 and ELF64, in both byte orders,
+read
 as struct reads them; damaged headers are an ElfError."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import struct
 
 import pytest
 
-from cudaload import _elf
+from cudaload._base import _elf
 from cudaload.wheelcheck import elf
 
 # (class, byte order): file header fields after e_ident, as struct formats, and a program header

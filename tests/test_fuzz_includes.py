@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cudaload.compile import includes
+from cudaload.compile.includes import search as includes
 
 # "//" or "/*" inside a header name is implementation-defined: not generated.
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}(/[A-Za-z0-9_]{1,6})?\.(h|cuh|hpp)",
@@ -98,7 +98,7 @@ def test_a_first_scan_of_common_directives_compiles_no_regular_expression():
 
     got = run_json("""
         import json, re
-        from cudaload.compile import includes
+        from cudaload.compile.includes import search as includes
         compiled = []
         real = re._compile
         re._compile = lambda *a, **k: compiled.append(a[0]) or real(*a, **k)

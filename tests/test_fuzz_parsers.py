@@ -12,7 +12,7 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from cudaload import _demangle
+from cudaload._base import _demangle
 from cudaload.launch import signature
 
 from cudaload.compile import options  # noqa: E402

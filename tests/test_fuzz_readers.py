@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cudaload import _untrusted
+from cudaload._base import _untrusted
 from tests._support import run_json
 
 from cudaload.compile import cache, toolchain
@@ -88,7 +88,7 @@ def test_dump_json_refuses_what_json_dumps_refuses():
 _WITHOUT_JSON = r"""
 import sys
 before = set(sys.modules)  # an interpreter's start may import some (.pth files of site-packages)
-from cudaload import _untrusted
+from cudaload._base import _untrusted
 texts = [b' {"a": [1, 2.5, "x\\u00e9", null, true, -Infinity]} ', b'[1]', b'{"a" 1}', b'[1,]',
          b'"abc', b'', b'[1] x', b'\xef\xbb\xbf[1]', b'[1', b'{"a": "\x01"}', b'\x00[1]']
 got = []

@@ -42,7 +42,7 @@ def environment(tmp_path_factory):
 
 
 def _identities(site: str) -> dict:
-    from cudaload.compile import _headers
+    from cudaload.compile.includes import _headers
 
     return {name: _headers.identity(name, os.path.join(site, *parts))
             for name, parts in FOLDERS.items()}

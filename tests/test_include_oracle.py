@@ -110,7 +110,8 @@ def run(example: dict, stats: dict) -> list[str]:
     tree.  ``stats`` gets what happened, and ``edits`` as made."""
     from cudaload import Program
     from cudaload.bindings import nvrtc
-    from cudaload.compile import cache, includes, toolchain
+    from cudaload.compile import cache, toolchain
+    from cudaload.compile.includes import search as includes
     from cudaload.errors import CompileError
 
     with _scratch() as root:

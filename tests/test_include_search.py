@@ -1,5 +1,5 @@
-"""The include search the cache key follows (cudaload/compile/includes.py, _directives.py) where
-toolchain headers and user folders meet, on the CPU with no NVRTC: which files it keys, which
+"""The include search the cache key follows (cudaload/compile/includes/search.py, _directives.py)
+where toolchain headers and user folders meet, on the CPU with no NVRTC: which files it keys, which
 toolchain files it follows, and the files it refuses."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from cudaload.compile import _directives, includes
+from cudaload.compile.includes import _directives, search as includes
 
 
 @pytest.fixture
@@ -547,7 +547,7 @@ def test_a_first_resolve_of_angle_includes_compiles_no_regular_expression():
 
     got = run_json("""
         import json, re
-        from cudaload.compile import includes
+        from cudaload.compile.includes import search as includes
         compiled = []
         real = re._compile
         re._compile = lambda *a, **k: compiled.append(a[0]) or real(*a, **k)

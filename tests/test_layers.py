@@ -14,12 +14,9 @@ import pytest
 from tests._support import ROOT
 
 PACKAGE = os.path.join(ROOT, "cudaload")
-FOUNDATION = {"errors", "lifetime", "_log", "_version", "releases", "_untrusted",
-              "_atomic", "_file_lock", "_elf", "_warn", "_demangle", "_sigint",
-              "_program_specs"}
-ENTRY = {"availability", "_report", "cli", "_compile_commands", "_kernels", "_link_command", "__main__",
-         "__init__"}
-RANK = {"bindings": 1, "compile": 2, "launch": 3, "wheelcheck": 4}
+FOUNDATION = {"errors", "_version"}  # the foundation outside cudaload/_base
+ENTRY = {"availability", "_report", "__main__", "__init__"}
+RANK = {"_base": 0, "bindings": 1, "compile": 2, "launch": 3, "cli": 4, "wheelcheck": 4}
 
 
 def _modules() -> dict[str, str]:

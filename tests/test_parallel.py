@@ -1,4 +1,5 @@
-"""compile_all (compile/parallel.py): many programs on spawned processes, with the real NVRTC."""
+"""compile_all (compile/parallel/batch.py): many programs on spawned processes, with the real
+NVRTC."""
 
 from __future__ import annotations
 
@@ -426,7 +427,7 @@ def test_workers_answer_every_job_and_end_with_the_block():
     """Each job is answered once with what it returned or raised (an answer that does not pickle
     fails that job alone, and its process goes on); every process has ended when the block
     ends."""
-    from cudaload.compile import _workers
+    from cudaload.compile.parallel import _workers
 
     jobs = {i: (what,) for i, what in enumerate(["pid", "raise", "unsendable", "pid", "pid"])}
     with _workers.Workers(2, _pid_of_job, print, ()) as workers:
@@ -473,7 +474,7 @@ def test_workers_share_jobs_with_the_calling_process_each_run_once(tmp_path):
     What the process does when is set by gates the test opens (files), not by how fast the
     machine is: a process whose initializer never ends is never ready, and each ``here`` of the
     slow run lasts until the process has done what it waits for."""
-    from cudaload.compile import _workers
+    from cudaload.compile.parallel import _workers
 
     gates = str(tmp_path)
     jobs = {i: (gates, i) for i in range(4)}
@@ -512,7 +513,7 @@ def test_a_worker_is_a_plain_interpreter_with_the_callers_flags():
     answers through its pipes, and runs with the interpreter flags of the process that started
     it."""
     code = ("import sys\n" + _ANOTHER_THREAD +
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import imported\n"
             "with _workers.Workers(1, imported, print, ()) as w:\n"
             "    print(dict((t, v) for t, ok, v in w.run({0: ('multiprocessing',), 1: ('pickle',)})))\n"
@@ -531,7 +532,7 @@ def test_a_worker_starts_without_subprocess_and_inherits_only_its_pipes():
     worker still gets only its two pipes and /dev/null as stdin: not a descriptor the caller
     made inheritable, as Popen's close_fds would have closed it."""
     code = ("import json, os, sys\n" + _ANOTHER_THREAD +
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import descriptors\n"
             "r, w = os.pipe(); os.set_inheritable(r, True); os.set_inheritable(w, True)\n"
             "with _workers.Workers(1, descriptors, print, ()) as workers:\n"
@@ -554,7 +555,7 @@ def test_a_single_threaded_caller_forks_its_workers_which_hold_no_end_of_the_cal
     calling process's ends of every worker's pipes (else a worker would not see its jobs' pipe
     end while another held it open), and every one leaves by itself when asked (status 0)."""
     code = ("import json, os, sys\n"
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import how_started\n"
             "with _workers.Workers(3, how_started, print, ()) as workers:\n"
             "    got, ends = [], None\n"
@@ -582,7 +583,7 @@ def test_a_fork_that_fails_starts_a_fresh_interpreter_instead():
     """A fork refused (ENOMEM where the system does not overcommit memory for the copy) would
     have failed compile_all with an OSError; the worker is a fresh interpreter instead."""
     code = ("import errno, json, os\n"
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import how_started\n"
             "def refused():\n"
             "    raise OSError(errno.ENOMEM, 'Cannot allocate memory')\n"
@@ -601,7 +602,7 @@ def test_a_forked_worker_runs_none_of_the_callers_signal_handlers_and_writes_non
     running the caller's handler, and what the caller had printed but not flushed is written
     once, also where the worker writes to the same output."""
     code = ("import os, signal\n"
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import how_started\n"
             "signal.signal(signal.SIGTERM, lambda *a: print('handled', os.getpid(), flush=True))\n"
             "print('before', end=' ')\n"  # buffered: stdout is a pipe
@@ -624,7 +625,7 @@ def test_a_forked_worker_runs_none_of_the_callers_signal_handlers_and_writes_non
 def test_a_worker_killed_between_jobs_fails_no_job():
     """A worker killed while it waits for its next job (from outside): that job goes to a new
     process instead of failing as if the dead one had been compiling it."""
-    from cudaload.compile import _workers
+    from cudaload.compile.parallel import _workers
 
     answers = []
     with _workers.Workers(1, _pid_of_job, print, ()) as workers:
@@ -646,7 +647,8 @@ def test_compile_all_reaches_a_program_only_through_its_public_plan():
 
     private = {name for name in vars(Program) if name.startswith("_")
                and not name.startswith("__")} | {"_p"}  # _p: set on each instance
-    with open(os.path.join(ROOT, "cudaload", "compile", "parallel.py"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "cudaload", "compile", "parallel", "batch.py"),
+              encoding="utf-8") as f:
         tree = ast.parse(f.read())
     used = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     assert "plan" in used and used & private == set(), used & private

@@ -1,5 +1,5 @@
 """compile_all's workers in a process that may not fork: forks of one template process
-(compile/_template.py), and the workers' early leave (compile/_workers.py)."""
+(compile/parallel/_template.py), and the workers' early leave (compile/parallel/_workers.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.test_parallel import _ended, _running, _tag, _watched_env
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
-# A thread of the calling process: it may not fork (compile/_fork.py).
+# A thread of the calling process: it may not fork (compile/parallel/_fork.py).
 _ANOTHER_THREAD = ("import threading, time\n"
                    "threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n")
 
@@ -36,7 +36,7 @@ def test_a_caller_that_may_not_fork_forks_its_workers_from_one_template():
     holds its own two pipes and no other worker's, each leaves by itself when asked (status 0),
     and the template is gone with the block."""
     code = ("import json, os\n" + _ANOTHER_THREAD +
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import how_started\n"
             "with _workers.Workers(3, how_started, print, ()) as workers:\n"
             "    got, ends = [], None\n"
@@ -70,7 +70,7 @@ def test_compile_all_in_a_process_that_used_the_driver_starts_one_interpreter(tm
     tag = _tag()
     code = ("import json, os\n"
             "import cudaload\n"
-            "from cudaload import lifetime\n"
+            "from cudaload._base import lifetime\n"
             "lifetime.mark_unforkable()\n"
             "started = []\n"
             "real = os.posix_spawn\n"
@@ -96,7 +96,7 @@ def test_a_template_that_may_not_fork_leaves_fresh_interpreters_in_its_place():
     """The template checks _fork.py's rules before each fork: one whose initializer left another
     thread forks none, and each worker is a fresh interpreter, as before."""
     code = ("import json\n" + _ANOTHER_THREAD +
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import how_started, start_a_thread\n"
             "with _workers.Workers(2, how_started, start_a_thread, ()) as workers:\n"
             "    got = [v for _t, ok, v in workers.run({i: ('forked',) for i in range(2)})]\n"
@@ -110,7 +110,7 @@ def test_a_template_worker_past_its_timeout_is_ended_by_its_pid():
     its pid (the template reaps it only when asked, so the pid is still its); the other jobs
     are answered."""
     code = ("import json, os, time\n" + _ANOTHER_THREAD +
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import how_started\n"
             "t = time.monotonic()\n"
             "with _workers.Workers(2, how_started, print, ()) as workers:\n"
@@ -163,7 +163,7 @@ def test_the_template_and_its_workers_leave_when_the_caller_dies():
     """A caller killed while its workers wait for jobs: the template reads the end of its pipe
     and leaves, and each worker the end of its jobs' pipe."""
     code = ("import json, os, signal, sys\n" + _ANOTHER_THREAD +
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import nap\n"
             "with _workers.Workers(3, nap, print, ()) as workers:\n"
             "    for _tag, _ok, _v in workers.run({i: (0,) for i in range(6)}):\n"
@@ -181,7 +181,7 @@ def test_a_worker_with_no_job_left_leaves_while_the_others_work():
     """A worker that has answered when no job is left was kept until every job was answered,
     and its exit waited for at the end; now it is asked to leave at once."""
     code = ("import json, os\n"
-            "from cudaload.compile import _workers\n"
+            "from cudaload.compile.parallel import _workers\n"
             "from tests._worker_jobs import nap\n"
             "def _running(pid):\n"
             "    try:\n"

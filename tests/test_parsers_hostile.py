@@ -8,7 +8,7 @@ import struct
 import cffi
 import pytest
 
-from cudaload import _demangle
+from cudaload._base import _demangle
 from cudaload.launch import arguments, signature
 
 from cudaload.compile import options

@@ -1,5 +1,6 @@
 """compile_all(..., progress=...) and ``cudaload precompile``'s progress line: a callback gets
-the counts of programs done, rising to the total; the built-in line (compile/_progress.py) is
+the counts of programs done, rising to the total; the built-in line (compile/parallel/_progress.py)
+is
 drawn on a terminal and never written to a pipe; ``precompile --quiet`` draws none."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 
 import pytest
 
-from cudaload.compile._progress import Line, _duration
+from cudaload.compile.parallel._progress import Line, _duration
 from tests._support import child_env, run_json
 
 PLAIN = 'extern "C" __global__ void k{i}(float *p) {{ *p = {i}; }} // progress\n'

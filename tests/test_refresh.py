@@ -11,7 +11,7 @@ NO_CUDA = {"CUDALOAD_LIBCUDA": "/nonexistent/libcuda.so.1", "CUDALOAD_CACHE": "0
 FORGETTERS = [("cudaload.bindings._loader", "forget_failures"),
               ("cudaload.bindings.driver", "forget_load_failure"),
               ("cudaload.bindings.thread_device", "_forget_unusable"),
-              ("cudaload.compile._linker", "forget_found"),
+              ("cudaload.compile.link._linker", "forget_found"),
               ("cudaload.compile._resources", "forget"),
               ("cudaload.compile.plan", "forget_no_device"),
               ("cudaload.compile.toolchain", "_forget_remembered")]
@@ -20,7 +20,7 @@ FORGETTERS = [("cudaload.bindings._loader", "forget_failures"),
 def test_each_module_that_keeps_a_finding_registers_how_to_forget_it():
     result = run_json(f"""
         import importlib, json
-        from cudaload import lifetime
+        from cudaload._base import lifetime
 
         registered = {{(hook.__module__, hook.__name__) for hook in lifetime._forget_hooks}}
         for module, _name in {FORGETTERS!r}:
@@ -40,7 +40,8 @@ def test_a_refresh_forgets_every_finding():
         import json
         import cudaload
         from cudaload.bindings import _loader, driver
-        from cudaload.compile import _linker, plan, toolchain
+        from cudaload.compile.link import _linker
+        from cudaload.compile import plan, toolchain
         from cudaload.errors import LibraryNotFoundError
 
         failed = LibraryNotFoundError("planted")

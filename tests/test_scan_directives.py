@@ -1,11 +1,12 @@
-"""The directive scan (cudaload/compile/_directives.py) line by line: what each spelling of a
+"""The directive scan (cudaload/compile/includes/_directives.py) line by line: what each spelling of
+a
 directive, a comment, a splice or a trigraph gives, as (found, computed)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cudaload.compile._directives import scan
+from cudaload.compile.includes._directives import scan
 
 
 def inc(quoted: bool, name: str, kind: str = "include") -> tuple[str, bool, str]:

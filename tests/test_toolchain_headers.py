@@ -112,7 +112,7 @@ def _older_toolkit(toolkit, cccl: str) -> str:
     import re
     import shutil
 
-    from cudaload import releases
+    from cudaload._base import releases
 
     folder = os.path.join(toolkit, "include", "cccl")
     shutil.copytree(cccl, folder)
@@ -135,7 +135,7 @@ def test_a_system_cccl_older_than_nvrtc_gives_way_to_the_wheel(tmp_path, where):
     wheel has one, and once a CCCL wheel is installed (beside cudart's headers, or in a folder of
     its own that changes nothing that was used before), the wheel's, newer, is used from the next
     process on."""
-    from cudaload import releases
+    from cudaload._base import releases
 
     toolkit = tmp_path / "toolkit"
     system = _older_toolkit(toolkit, os.path.join(real_wheels(), "include", "cccl"))
@@ -185,7 +185,7 @@ def test_a_header_release_is_read_as_its_define_says(text):
     space of any kind around the name, nothing where it is missing."""
     import re
 
-    from cudaload import releases
+    from cudaload._base import releases
 
     found = re.search(rb"#define\s+CUDART_VERSION\s+(\d+)", text)
     assert releases.defined_number(text, b"CUDART_VERSION") == (

@@ -33,7 +33,7 @@ OTHER = 12345  # another user
 # Judged in the user's process: folder name -> [not shared, shared].
 JUDGE = r"""
 import json, os, sys
-from cudaload import _untrusted
+from cudaload._base import _untrusted
 
 top = sys.argv[1]
 out = {"ids": [os.geteuid(), os.getegid(), sorted(os.getgroups())]}

@@ -19,7 +19,7 @@ libnvrtc
 
 libnvJitLink (only to link a program compiled with link-time optimization)
   The same, with ``CUDALOAD_LIBNVJITLINK``; what is remembered is the file the cache key was made
-  with (see compile/_linker.py).
+  with (see compile/link/_linker.py).
 
 libnvvm (only to compile NVVM IR, ``Program(..., code_type="nvvm")``)
   The same, with ``CUDALOAD_LIBNVVM``.
@@ -40,7 +40,7 @@ import os
 import stat
 import sys
 
-from .. import _log, lifetime
+from .._base import _log, lifetime
 from ..errors import (CudaLoadError, DriverLoadError, DriverNotFoundError, LibraryLoadError,
                       LibraryNotFoundError, MissingSymbolError, NotADriverError)
 
@@ -311,7 +311,7 @@ def _elf_problem(path: str) -> str | None:
     """
     if not sys.platform.startswith("linux") or "/" not in path:
         return None
-    from .. import _elf  # deferred: only a library named by a path is read
+    from .._base import _elf  # deferred: only a library named by a path is read
 
     try:
         with open(path, "rb") as f:

@@ -17,7 +17,7 @@ import re
 import _thread
 
 from . import _loader
-from .. import lifetime
+from .._base import lifetime
 from ..errors import (CudaLoadError, DriverError, DriverUnavailableError, ForkedProcessError,
                       MissingSymbolError)
 

@@ -4,7 +4,7 @@ nvJitLink is missing or cannot link it.
 The driver links in the context current in the calling thread (the caller makes one current) and
 for that context's device unless ``CU_JIT_TARGET`` says otherwise.  It links CUBIN, PTX, fatbins
 and libraries; LTO IR only nvJitLink links (the driver's own LTO is deprecated since CUDA 12.0).
-Which options it is given, and when it is used, is compile/linker.py's.
+Which options it is given, and when it is used, is compile/link/linker.py's.
 """
 
 from __future__ import annotations

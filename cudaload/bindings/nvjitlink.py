@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from . import _loader
-from .. import _sigint
+from .._base import _sigint
 from ..errors import CompileError, LinkError, NvrtcError
 
 __all__ = ["link", "link_inputs", "version", "OPTIONS", "INPUTS", "undefined_symbol"]

@@ -10,7 +10,7 @@ import os
 
 from . import _loader
 from ._nvrtc_ffi import ffi as _nvrtc_ffi
-from .. import _sigint
+from .._base import _sigint
 from ..errors import CompileError, NvrtcError
 
 __all__ = ["Compiled", "compile", "version", "supported_archs", "describe", "check", "error"]
@@ -215,7 +215,7 @@ def _include_hint(log: str) -> str:
     """The next step for a log that shows a missing or host-only header, else ""."""
     import re  # deferred: see _LOG_LINE
 
-    from .. import releases  # deferred: only this path needs it
+    from .._base import releases  # deferred: only this path needs it
 
     # Host code first: a host-only header may also include a host header NVRTC lacks (CCCL 3.0's
     # <cub/cub.cuh> reaches <cstdint>), and no include path would fix that.

@@ -2,13 +2,13 @@
 
 libNVVM is the optimiser and code generator behind NVRTC and nvcc, taking the IR that compilers
 other than CUDA C++ emit (Numba, Julia, MLIR's NVVM dialect).  It gives PTX only; what turns
-that PTX into CUBIN, and how the result is cached, is compile/_nvvm_input.py's.
+that PTX into CUBIN, and how the result is cached, is compile/link/_nvvm_input.py's.
 """
 
 from __future__ import annotations
 
 from . import _loader
-from .. import _sigint
+from .._base import _sigint
 from ..errors import CompileError, NvrtcError
 
 __all__ = ["compile_ptx", "version", "ir_version"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 
 from . import driver
-from .. import lifetime
+from .._base import lifetime
 from ..errors import CudaUnavailableError, DriverUnavailableError
 
 __all__ = ["state", "ordinal", "choose", "choose_default", "arch", "none_visible"]

@@ -31,7 +31,7 @@ import errno
 import os
 import stat
 
-from .. import _log, _untrusted
+from .._base import _log, _untrusted
 
 __all__ = ["FORMAT", "CacheWarning", "Folder", "chosen", "configured", "shared_problem"]
 
@@ -130,7 +130,7 @@ class Folder:
     def _warn_once(self, text: str) -> None:
         if not self.broken:
             self.broken = True
-            from .._warn import warn  # deferred: a process whose cache works never imports it
+            from .._base._warn import warn  # deferred: a process whose cache works never imports it
 
             warn(f"cudaload: {text}", CacheWarning)
 
@@ -187,7 +187,7 @@ def chosen() -> Folder | None:
         word = (setting[0] or "1").strip().lower()
         off = word in _OFF_WORDS
         if not off and word not in _ON_WORDS:  # a typo must not pass for a choice
-            from .._warn import warn  # deferred: only this path needs it
+            from .._base._warn import warn  # deferred: only this path needs it
 
             warn(f"cudaload: CUDALOAD_CACHE={setting[0]!r} is neither on (1, true, yes, on) nor "
                  "off (0, false, no, off); the kernel cache stays on. Next step: set "

@@ -194,7 +194,7 @@ def _prepare(source, name, options, headers, include_paths, name_expressions, st
     if any(o.split("=")[0] in _ARCH_OPTIONS or o.startswith("-arch") for o in built):
         raise ValueError("give the architecture to compile(arch=...), not as an option")
     if _options.names_files(built):
-        from ._option_files import check_files  # deferred: only such options need it
+        from .includes._option_files import check_files  # deferred: only such options need it
 
         check_files(built)
     names = _options.strings(name_expressions, "name_expressions", "('scale<float>',)")

@@ -32,7 +32,7 @@ import os
 import _thread
 from time import monotonic
 
-from .. import lifetime
+from .._base import lifetime
 from .options import names_files
 
 __all__ = ["program", "forget", "MAX_ENTRIES", "CHECK_SECONDS"]
@@ -86,7 +86,7 @@ def program(cls, package: str, resource: str, kw: dict):
 
 def _make(cls, package: str, resource: str, kw: dict, files: list | None):
     """A new Program of the resource, and the signatures of the files it read that may change."""
-    from .includes import from_package  # deferred: only a first call needs it
+    from .includes.search import from_package  # deferred: only a first call needs it
 
     kw = dict(kw)
     if resource.lower().endswith(".ptx"):

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import os
 
-from . import includes, request as _request, toolchain
-from .. import _log
+from .includes import search as includes
+from . import request as _request, toolchain
+from .._base import _log
 from ..errors import NvrtcError
 from .objectcode import ObjectCode
 from .options import LTO_OPTION
@@ -51,7 +52,7 @@ def build(request: _request.Request, found: _request.Found) -> _request.Found:
     if found.code is not None:
         return found
     if request.code_type in LINKED:  # PTX or NVVM IR input: linked, no NVRTC
-        from . import _ptx_input  # deferred: only this path needs it
+        from .link import _ptx_input  # deferred: only this path needs it
 
         return found._replace(code=_ptx_input.link(request), where="built")
     while True:
@@ -92,8 +93,9 @@ def nvrtc_code(request: _request.Request, found: _request.Found, kind: str, targ
     are sure that none outside the toolchain can be read (NVRTC's trace costs 2-3 ms of each
     compilation: not asked for then)."""
     from ..bindings import nvrtc  # deferred: only this path needs it
-    from . import _reads  # deferred: a request that builds nothing (a disk hit) needs no trace
-    from ._option_files import check_files  # deferred: only a build checks option files
+    # deferred: a request that builds nothing (a disk hit) needs no trace
+    from .includes import _reads
+    from .includes._option_files import check_files  # deferred: only a build checks option files
 
     program, flags, lto = request.inputs, request.options.flags, request.options.lto
     sure = found.inputs.sure
@@ -143,7 +145,7 @@ def unkeyed(request: _request.Request, found: _request.Found,
     """The files NVRTC read (``names``, from nvrtc_code) that ``found.key`` does not cover: []
     when there are none or this NVRTC gives no trace (it has none, or its traces broke in this
     process: the scan is trusted there), None when which files were read is not known."""
-    from . import _reads  # deferred: only this path needs it
+    from .includes import _reads  # deferred: only this path needs it
 
     program, key = request.inputs, found.key
     if names is None:
@@ -172,9 +174,10 @@ def watching(request: _request.Request, found: _request.Found, missing: list[str
 def ready_to_build() -> None:
     """Load now what a first :func:`build` loads: NVRTC, the toolchain, the modules nvrtc_code
     and the disk cache's miss import.  For a process that will build at once and wants that cost
-    paid first: compile_all's workers, before they say they are ready (compile/_workers.py)."""
+    paid first: compile_all's workers, before they say they are ready
+    (compile/parallel/_workers.py)."""
     from ..bindings import nvrtc  # deferred, as in nvrtc_code
-    from . import _option_files, _reads  # noqa: F401  (deferred, as in nvrtc_code)
+    from .includes import _option_files, _reads  # noqa: F401  (deferred, as in nvrtc_code)
     from .cache import claims, locks  # noqa: F401  (deferred, as in cache/disk.py's miss)
 
     toolchain.current()
@@ -182,8 +185,8 @@ def ready_to_build() -> None:
 
 
 def _nvjitlink():
-    """compile/_linker.py, imported by the first program that nvJitLink links: it imports the
+    """compile/link/_linker.py, imported by the first program that nvJitLink links: it imports the
     loader's bindings, which a disk hit of any other program does without."""
-    from . import _linker  # deferred: see above
+    from .link import _linker  # deferred: see above
 
     return _linker

@@ -7,7 +7,7 @@ used when it was made from the same program (the program's digest: source, name,
 included files, options and name expressions) for an arch the device can run.  Otherwise, or when
 the file is missing or damaged, the program is compiled as usual.  A PTX program
 (``code_type="ptx"``) is filed under its digest (PTX text, name and link options) and its entries
-are CUBINs linked from that PTX, used before anything is linked (compile/_ptx_input.py).  The
+are CUBINs linked from that PTX, used before anything is linked (compile/link/_ptx_input.py).  The
 bundle needs neither NVRTC, nvJitLink nor ``cuda.pathfinder``, and is independent of the
 toolchain that reads it.
 
@@ -31,8 +31,8 @@ import os
 import _thread
 import struct
 
-from .. import _atomic, _untrusted
-from .._warn import warn
+from .._base import _atomic, _untrusted
+from .._base._warn import warn
 from .objectcode import decode, encode
 from .objectcode import ObjectCode
 from .options import parse_arch

@@ -20,7 +20,7 @@ import struct
 import _thread
 
 from . import _hooks
-from .. import _untrusted
+from .._base import _untrusted
 from ._cache_folder import FORMAT
 from ._prepare import sha256
 

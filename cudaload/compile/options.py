@@ -17,7 +17,7 @@ __all__ = ["build", "strings", "include_inputs", "searches_source_folder", "Arch
 OUTPUTS = ("auto", "cubin", "ptx", "ltoir")
 
 # NVRTC's option for LTO IR, in both its spellings: a program compiled with it is linked by
-# nvJitLink (compile/_linker.py) into the code it asked for.
+# nvJitLink (compile/link/_linker.py) into the code it asked for.
 LTO_OPTION = "-dlto"
 _LTO_SPELLINGS = frozenset({LTO_OPTION, "--dlink-time-opt"})
 

@@ -14,7 +14,7 @@ _warn and _ptx_input where asked.
 from __future__ import annotations
 
 from ..errors import CudaLoadError, NvrtcError
-from ..lifetime import on_forget, on_fork_in_child  # not "from .. import": see the end
+from .._base.lifetime import on_forget, on_fork_in_child  # not "from .. import": see the end
 from .options import Arch, check_output, parse_arch
 
 TYPE_CHECKING = False  # typing is not imported: a disk hit in a fresh process must cost little
@@ -49,7 +49,7 @@ def default_arch(code_type: str, output: str):
     if output != "auto":  # "auto", every program's and the default, costs a hit no check
         check_output(output)
         if code_type in LINKED:
-            from ._ptx_input import check_output as check_linked  # deferred: PTX programs only
+            from .link._ptx_input import check_output as check_linked  # deferred: PTX programs only
 
             check_linked(output, code_type)
     found = device_arch()
@@ -200,7 +200,7 @@ def choose(tc: toolchain.Toolchain, arch, output: str, explicit: bool = True
 def _instead(tc: toolchain.Toolchain, asked: str, want: Arch, kind: str, target: Arch
              ) -> tuple[str, Arch]:
     """(kind, target), made in place of code for ``want``: said once, with why it serves."""
-    from .. import _warn  # deferred: only a substitution warns
+    from .._base import _warn  # deferred: only a substitution warns
 
     if kind == "cubin":
         made = (f"CUBIN for {target.sm()}, which runs on {want.sm()} (a CUBIN runs on the GPUs "
@@ -214,7 +214,7 @@ def _instead(tc: toolchain.Toolchain, asked: str, want: Arch, kind: str, target:
 
 
 def _support(want: Arch, tc: toolchain.Toolchain, name: str) -> str:
-    from ..releases import arch_support  # deferred: only an arch NVRTC lacks needs it
+    from .._base.releases import arch_support  # deferred: only an arch NVRTC lacks needs it
 
     return arch_support(want.number, tc.version, name)
 

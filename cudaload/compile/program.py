@@ -71,7 +71,7 @@ class Program:
         if bundle is not None:
             self.bundle = bundle
         if code_type != "c++":  # PTX (or NVVM IR): linked to CUBIN, by nvJitLink, not NVRTC
-            from . import _ptx_input  # deferred: only this path needs it
+            from .link import _ptx_input  # deferred: only this path needs it
 
             self._p = _ptx_input.prepare(code_type, source, name, options, {
                 "headers": headers, "include_paths": include_paths, "defines": defines,
@@ -109,7 +109,8 @@ class Program:
             try:
                 source = f.read()
             except UnicodeDecodeError as exc:
-                from .includes import not_utf8  # deferred: only a file that is no text needs it
+                # deferred: only a file that is no text needs it
+                from .includes.search import not_utf8
 
                 raise not_utf8(path, exc) from None
         kw.setdefault("name", os.path.basename(path))

@@ -12,7 +12,7 @@ Imports of cudaload: _log, build, cache, options, plan, request, toolchain.
 from __future__ import annotations
 
 from . import build as _build, cache, plan, request as _request, toolchain
-from .. import _log
+from .._base import _log
 from .objectcode import ObjectCode
 from .options import Arch, parse_arch
 

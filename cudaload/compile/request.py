@@ -36,7 +36,7 @@ from .plan import LINKED
 
 TYPE_CHECKING = False  # typing is not imported: a disk hit in a fresh process must cost little
 if TYPE_CHECKING:
-    from . import includes
+    from .includes import search as includes
     from .objectcode import ObjectCode
 
 __all__ = ["Request", "Options", "Found", "Origin", "make", "lookup", "keyed", "keep",
@@ -197,14 +197,16 @@ def inputs_of(prepared, tc: toolchain.Toolchain | None) -> includes.Inputs:
     """What NVRTC will read for the C++ program ``prepared`` now, with ``tc``'s header folders.
     Without ``tc`` (code shipped in a bundle is looked up without NVRTC), the files outside
     CUDA's header folders that the program itself reaches."""
-    from ._directives import NOTHING_READ, only_toolchain  # deferred: only this path needs it
+    # deferred: only this path needs it
+    from .includes._directives import NOTHING_READ, only_toolchain
 
     # Most kernels include only the toolchain's headers: no search to follow then, nor its import.
     headers = headers_of(prepared)
     quick = only_toolchain(prepared.source, headers, prepared.options)
     if quick is not None:
         return NOTHING_READ[quick]
-    from . import includes  # deferred: only a program that reads other files needs the search
+    # deferred: only a program that reads other files needs the search
+    from .includes import search as includes
 
     folders = [o[2:] for o in tc.include_options] if tc is not None else []
     return includes.resolve(prepared.source, prepared.name, headers, prepared.options, folders)
@@ -228,16 +230,17 @@ def _with_files(prepared, read: includes.Inputs) -> bytes:
 
 
 def _linker_identity() -> str:
-    """The nvJitLink build that links an ``lto=True`` program (compile/_linker.py, imported by
+    """The nvJitLink build that links an ``lto=True`` program (compile/link/_linker.py, imported by
     the first such program: it imports the loader's bindings, which other disk hits do
     without)."""
-    from . import _linker  # deferred: see above
+    from .link import _linker  # deferred: see above
 
     return _linker.identity()
 
 
 def still_valid(stamps) -> bool:
     """Whether the files a memory hit's compile read look as they did (includes.still_valid)."""
-    from .includes import still_valid  # deferred: only a hit whose compile read files needs it
+    # deferred: only a hit whose compile read files needs it
+    from .includes.search import still_valid
 
     return still_valid(stamps)

@@ -20,8 +20,8 @@ import _thread
 from _operator import itemgetter  # operator's own; the operator module costs a Program 0.3 ms
 
 from . import _cache_folder
-from .. import _log, _untrusted, lifetime
-from ._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
+from .._base import _log, _untrusted, lifetime
+from .includes._headers import HEADER_SETS as _HEADER_SETS, choose as _choose_headers, \
     find_meanwhile as _find_headers_meanwhile, identity as _header_identity, stat_id as _stat_id
 
 __all__ = ["Toolchain", "current", "live", "header_dirs", "fingerprint"]
@@ -334,7 +334,7 @@ def _remember(record: dict, tc: Toolchain, stat) -> None:
         if not place.trusted and not place.judge_trust():
             return
         # deferred: only to write the record (reading it takes no lock)
-        from .. import _atomic, _file_lock
+        from .._base import _atomic, _file_lock
 
         # Read again under the lock: a process of another environment may have added its entry
         # since ``record`` was read, and writing ours over it would lose that one.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import _thread
 
 from ..bindings import driver
-from .. import lifetime
+from .._base import lifetime
 from .device import Device, activate
 
 __all__ = ["pin", "unpin", "unload"]

@@ -12,7 +12,7 @@ import threading
 
 from ..bindings import driver, thread_device
 from . import _host_calls
-from .. import lifetime
+from .._base import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._sizes import C_INT, bounded, integer
 

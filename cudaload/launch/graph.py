@@ -16,7 +16,7 @@ import contextlib
 import weakref
 
 from ..bindings import driver
-from .. import lifetime
+from .._base import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .device import Device, activate, as_device
 from . import _child_graphs, _host_calls

@@ -9,7 +9,7 @@ from __future__ import annotations
 import weakref
 
 from ..bindings import driver
-from .. import lifetime
+from .._base import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._ipc_handles import (HANDLE_SIZE, EventHandle, MemoryHandle, PoolHandle, PoolMemoryHandle,
                            _Handle)

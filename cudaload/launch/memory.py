@@ -7,7 +7,7 @@ import weakref
 
 from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
-from .. import lifetime
+from .._base import lifetime
 from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
 from .mempool import MemoryPool

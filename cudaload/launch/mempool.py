@@ -14,7 +14,7 @@ import struct
 import weakref
 
 from ..bindings import driver
-from .. import lifetime
+from .._base import lifetime
 from ..errors import DriverError
 from ._sizes import C_UINT64, bounded
 from .device import Device, activate, as_device

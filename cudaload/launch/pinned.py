@@ -9,7 +9,7 @@ import sys
 import weakref
 
 from ..bindings import driver
-from .. import lifetime
+from .._base import lifetime
 from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
 from ._byte_interface import ByteSpan, array_interface

@@ -12,7 +12,7 @@ import re
 import struct
 import sys
 
-from .._demangle import mangled_types
+from .._base._demangle import mangled_types
 from ..errors import LaunchArgumentError
 
 __all__ = ["Param", "build_params", "signature_types", "mangled_types", "source_types", "classify",

@@ -7,7 +7,7 @@ import weakref
 
 from ..bindings import driver
 from . import _host_calls
-from .. import lifetime
+from .._base import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._foreign import stream_handle as handle_of, stream_pointer
 from ._sizes import C_INT, bounded

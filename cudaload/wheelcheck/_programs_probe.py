@@ -2,7 +2,7 @@
 wheel was installed in: ``check-wheel --programs`` runs this file's text there (``python -I
 -c``) and reads the one line of JSON it prints.
 
-Each Program named by ``--programs MODULE:NAME`` (parsed by cudaload/_program_specs.py, loaded
+Each Program named by ``--programs MODULE:NAME`` (parsed by cudaload/_base/_program_specs.py, loaded
 by its path, as the installed cudaload may be another version) asks its own bundle, as
 ``Program.compile`` does on a GPU without NVRTC: ``program.bundle.find(program, arch)``.  It is
 run in another environment, so it imports only the standard library and the installed cudaload.

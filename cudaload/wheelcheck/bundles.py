@@ -15,7 +15,7 @@ from typing import Any
 from ..compile.objectcode import decode
 from ..compile.bundle import Bundle
 from ..compile.options import parse_arch
-from ..releases import loads_on
+from .._base.releases import loads_on
 from . import elf
 from .libraries import cuda_library
 

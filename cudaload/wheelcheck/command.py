@@ -65,7 +65,7 @@ def _arch(text: str) -> str:
 
 
 def _spec(text: str) -> str:
-    from .._program_specs import split  # deferred: each command imports what it runs
+    from .._base._program_specs import split  # deferred: each command imports what it runs
 
     try:
         split(text)

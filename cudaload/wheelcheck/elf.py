@@ -6,7 +6,7 @@ stripped): the ``PT_DYNAMIC`` segment holds (tag, value) pairs; each ``DT_NEEDED
 offset into the string table at ``DT_STRTAB``, an address that the ``PT_LOAD`` segments map to a
 place in the file.  ELF32 and ELF64 of either byte order.  A file with no ``PT_DYNAMIC`` (an
 object file, a static executable, a CUBIN) needs nothing.  The file and program headers are
-read by cudaload/_elf.py.
+read by cudaload/_base/_elf.py.
 
 Only those pieces are read, by offset (wheelcheck/blob.py), and the names in the order they lie
 in the file: a library of gigabytes costs a few kilobytes of memory.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 
-from .._elf import HEADER_BYTES, MAGIC, PT_DYNAMIC, PT_LOAD, ElfError, header, segments
+from .._base._elf import HEADER_BYTES, MAGIC, PT_DYNAMIC, PT_LOAD, ElfError, header, segments
 from .blob import MAX_NAME, Blob
 
 __all__ = ["MAGIC", "ElfError", "needed"]

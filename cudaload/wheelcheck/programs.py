@@ -23,7 +23,7 @@ __all__ = ["check", "summary"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PROBE = os.path.join(_HERE, "_programs_probe.py")
-_SPECS = os.path.join(os.path.dirname(_HERE), "_program_specs.py")
+_SPECS = os.path.join(os.path.dirname(_HERE), "_base", "_program_specs.py")
 
 
 def check(env: Installed, specs: Sequence[str], archs: Sequence[str]) -> dict:

@@ -15,7 +15,7 @@ import zipfile
 import zlib
 from typing import Any
 
-from .. import _untrusted
+from .._base import _untrusted
 from ..compile.bundle import MAGIC as BUNDLE_MAGIC
 from . import elf, pe
 from .blob import Blob

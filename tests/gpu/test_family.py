@@ -36,7 +36,7 @@ def test_compile_all_from_a_process_that_uses_the_gpu_loads_and_runs_each():
 
 def test_a_process_that_uses_the_gpu_forks_a_batchs_workers_from_one_template(monkeypatch):
     """The driver's threads make this process one that may not fork: its workers are forks of
-    one template process (compile/_template.py), a single interpreter started for them all,
+    one template process (compile/parallel/_template.py), a single interpreter started for them all,
     which compiles a tiny program before the forks in a batch of four programs a worker."""
     import os
 

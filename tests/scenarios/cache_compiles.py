@@ -97,7 +97,7 @@ def three(refused: str = "") -> None:
     if refused:
         import errno
 
-        from cudaload import _atomic
+        from cudaload._base import _atomic
         from cudaload.compile.cache import locks
 
         code = {"read-only": errno.EROFS, "full": errno.ENOSPC}[refused]
@@ -178,7 +178,8 @@ def handed_write() -> None:
     import threading
     import time
 
-    from cudaload import Program, _atomic
+    from cudaload import Program
+    from cudaload._base import _atomic
     from cudaload.compile import cache
 
     gate, write = threading.Event(), _atomic.write_atomic

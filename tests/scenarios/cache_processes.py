@@ -60,7 +60,7 @@ def publish_and_exit(key: str, how: str) -> None:
     "multiprocessing" (a fork worker) or "fork" (a forked child that ends with os._exit)."""
 
     def publish():
-        from cudaload import _atomic
+        from cudaload._base import _atomic
         from cudaload.compile import cache
         from cudaload.compile.objectcode import ObjectCode
 
@@ -188,7 +188,7 @@ def removed_under_compile(how: str) -> None:
     import subprocess
     import warnings
 
-    from cudaload import _atomic
+    from cudaload._base import _atomic
     from cudaload.compile import cache
     from cudaload.compile.objectcode import ObjectCode
 

@@ -42,7 +42,7 @@ def main(spec_path: str) -> None:
 def _patch(names) -> None:
     if not names:
         return
-    from cudaload.compile import _reads, includes
+    from cudaload.compile.includes import _reads, search as includes
 
     if "blind_scan" in names:
         includes.scan = lambda text: ((), False)

@@ -29,7 +29,7 @@ def _in_child(work) -> str:
 def hooks() -> None:
     """The fork hooks run and lifetime.forked() in a child, before and after the process is
     marked unforkable, and in the parent."""
-    from cudaload import lifetime
+    from cudaload._base import lifetime
 
     seen = []
     lifetime.on_fork_in_child(lambda: seen.append("first"))

@@ -38,7 +38,7 @@ def _programs(spec: str, tag: str):
 
 def _counting_pools() -> list:
     """Count the sets of worker processes compile_all starts (each is a list item: how many)."""
-    from cudaload.compile import _workers
+    from cudaload.compile.parallel import _workers
 
     started = []
     real = _workers.Workers.__init__
@@ -123,7 +123,7 @@ def two_threads(tag: str) -> None:
     import threading
 
     import cudaload
-    from cudaload.compile import _workers
+    from cudaload.compile.parallel import _workers
 
     start = _workers._Process.__init__
 
@@ -149,13 +149,13 @@ def dying(how: str, tag: str, unforkable: str = "") -> None:
     ``how`` (tests/_dying_workers.py): the error raised, as [type, message, its program and exit
     code, whether it pickles], where the others' code came from when compiled again, and this
     process's pid.  ``unforkable``: this process first marks itself as one that has initialised
-    the driver (its workers are then forks of a template, compile/_template.py)."""
+    the driver (its workers are then forks of a template, compile/parallel/_template.py)."""
     import pickle
 
     import cudaload
 
     if unforkable:
-        from cudaload import lifetime
+        from cudaload._base import lifetime
 
         lifetime.mark_unforkable()
 

@@ -149,7 +149,7 @@ def arch_spellings() -> None:
 def package_headers(site: str) -> None:
     """The headers includes.from_package follows from ``winpkg/ops.cu`` of the folder ``site``."""
     sys.path.insert(0, site)
-    from cudaload.compile import includes
+    from cudaload.compile.includes import search as includes
 
     print(json.dumps(sorted(includes.from_package("winpkg", "ops.cu")[1])))
 

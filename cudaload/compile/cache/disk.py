@@ -37,8 +37,7 @@ from .limits import max_bytes
 from .memory import MEMORY
 from .. import _cache_folder
 from ..objectcode import ObjectCode
-from ... import _log, _untrusted
-from ... import lifetime  # noqa: F401  (so a child forked from here on knows it: writer.py asks)
+from ..._base import _log, _untrusted, lifetime  # noqa: F401  (lifetime: see writer.py)
 
 TYPE_CHECKING = False  # true for type checkers only: importing typing costs a disk hit 3-5 ms
 if TYPE_CHECKING:
@@ -275,7 +274,7 @@ class DiskCache:
         path = self.path(key)
         mode = 0o640 if self.place.shared else None  # readable by the group of a shared cache
         try:
-            from ... import _atomic  # deferred: a disk hit writes nothing
+            from ..._base import _atomic  # deferred: a disk hit writes nothing
             _atomic.write_atomic(path, data, mode=mode)
         except FileNotFoundError:  # cleared meanwhile: as if cleared after the write
             return None
@@ -307,7 +306,7 @@ class DiskCache:
             if not self.place.trusted and not self.place.judge_trust():
                 raise PermissionError(f"{self.root} is not to be trusted")
             self.swept = True
-            from ... import _atomic  # deferred: as in _write
+            from ..._base import _atomic  # deferred: as in _write
 
             _atomic.sweep_stale(self.folder)  # not pruning's: a miss needs none of its patterns
 

@@ -32,7 +32,7 @@ def max_bytes() -> int | None:
         return None
     limit = byte_count(value)
     if limit is None:
-        from ..._warn import warn  # deferred: only this path needs it
+        from ..._base._warn import warn  # deferred: only this path needs it
 
         warn(f"cudaload: CUDALOAD_CACHE_MAX_BYTES={value!r} is not a number of bytes; ignored",
              CacheWarning)

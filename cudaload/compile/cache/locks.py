@@ -18,8 +18,8 @@ import sys
 import time
 import _thread
 
-from ... import lifetime
-from ..._file_lock import hold, open_lock_file
+from ..._base import lifetime
+from ..._base._file_lock import hold, open_lock_file
 
 __all__ = ["KEYS_FILE", "acquire_key"]
 

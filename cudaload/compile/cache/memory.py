@@ -28,7 +28,7 @@ else:  # collections' own C class (importing collections cost a fresh process's 
     from _collections import OrderedDict
 
 from .limits import CacheWarning, byte_count
-from ... import _log
+from ..._base import _log
 
 __all__ = ["MEMORY", "MemoryCache", "Entry", "ENTRY_OVERHEAD", "memory_max_bytes", "MEMORY_DEFAULT_BYTES"]
 
@@ -184,7 +184,7 @@ def memory_max_bytes() -> int:
         return bound
     limit = byte_count(text.strip()) if text.strip() else MEMORY_DEFAULT_BYTES
     if limit is None:
-        from ..._warn import warn  # deferred: only a setting that is no number needs it
+        from ..._base._warn import warn  # deferred: only a setting that is no number needs it
 
         warn(f"cudaload: CUDALOAD_MEMORY_CACHE_MAX_BYTES={text!r} is not a number of bytes; the "
              f"default ({MEMORY_DEFAULT_BYTES} bytes) is used", CacheWarning)

@@ -26,8 +26,8 @@ from .._cache_folder import FORMAT
 from ..objectcode import MAX_ENTRY_BYTES, decode
 from .limits import max_bytes as _max_bytes
 from .locks import KEYS_FILE
-from ... import _atomic, _log, _untrusted
-from ..._file_lock import remove_if_free
+from ..._base import _atomic, _log, _untrusted
+from ..._base._file_lock import remove_if_free
 
 __all__ = ["GRACE_S", "STALE_TMP_S", "info", "tally", "clear", "prune", "sweep_tmp"]
 

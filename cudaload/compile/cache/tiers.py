@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 
 from .. import _cache_folder
-from ... import _log, _untrusted
+from ..._base import _log, _untrusted
 
 __all__ = ["ENV", "ReadTier", "configured", "find"]
 

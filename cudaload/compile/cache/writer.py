@@ -26,7 +26,7 @@ import _queue
 import _thread
 import sys
 
-from ... import _sigint, lifetime
+from ..._base import _sigint, lifetime
 
 __all__ = ["Handover", "Writer", "DEFAULT"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .options import FILE_OPTIONS, file_option
+from ..options import FILE_OPTIONS, file_option
 
 __all__ = ["check_files"]
 

@@ -15,9 +15,10 @@ Imports of cudaload: _link_options, _nvvm_input, _prepare, linker, objectcode, o
 
 from __future__ import annotations
 
-from . import _link_options, _prepare
-from .objectcode import ObjectCode
-from .options import strings
+from . import _link_options
+from .. import _prepare
+from ..objectcode import ObjectCode
+from ..options import strings
 
 __all__ = ["CODE_TYPES", "prepare", "check_output", "link"]
 
@@ -30,7 +31,7 @@ def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepar
     keywords as given.  ``line_info``, ``debug`` and ``max_registers`` become link options, the
     C++ ones must be left out.  Raises ValueError for an unknown code type, text that is no PTX
     or a C++ keyword given, TypeError for a name that is no str, and what the link options'
-    check raises (compile/_link_options.py); for ``code_type="nvvm"``, what
+    check raises (compile/link/_link_options.py); for ``code_type="nvvm"``, what
     _nvvm_input.prepare raises."""
     if code_type == "nvvm":  # NVVM IR: compiled to PTX by libNVVM, then linked as PTX is
         from . import _nvvm_input  # deferred: only this path needs it

@@ -16,9 +16,9 @@ toolchain.
 
 from __future__ import annotations
 
-from . import _prepare, cache
-from .objectcode import ObjectCode
-from .options import Arch, parse_arch, strings
+from .. import _prepare, cache
+from ..objectcode import ObjectCode
+from ..options import Arch, parse_arch, strings
 
 __all__ = ["prepare", "check_output", "build"]
 
@@ -89,7 +89,7 @@ def build(request) -> ObjectCode:
 def _ptx(program, target: Arch) -> ObjectCode:
     """libNVVM's PTX of the NVVM program ``program`` (_prepare.Prepared) for ``target``'s
     virtual arch, cached on disk."""
-    from ..bindings import nvvm  # deferred: only this path needs it
+    from ...bindings import nvvm  # deferred: only this path needs it
 
     key = _prepare.digest(str(cache.FORMAT), "nvvm", program.digest.hex(), target.compute(),
                           _build()).hex()
@@ -108,8 +108,8 @@ def _ptx(program, target: Arch) -> ObjectCode:
 
 def _build() -> str:
     """libNVVM's build, loading it: version, IR version and its file's fingerprint."""
-    from . import toolchain  # deferred: only this path needs it
-    from ..bindings import _loader, nvvm  # deferred: only this path needs it
+    from .. import toolchain  # deferred: only this path needs it
+    from ...bindings import _loader, nvvm  # deferred: only this path needs it
 
     path = _loader.nvvm().path
     known = _builds.get(path)

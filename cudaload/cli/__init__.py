@@ -12,8 +12,8 @@ import warnings
 from ._compile_commands import (_add_compile_parser, _add_precompile_parser, _cmd_compile,
                                 target_name)
 from ._link_command import add_parser as _add_link_parser
-from .wheelcheck.command import add_parser as _add_check_wheel_parser
-from .wheelcheck.driver_library import add_parser as _add_fetch_libcuda_parser
+from ..wheelcheck.command import add_parser as _add_check_wheel_parser
+from ..wheelcheck.driver_library import add_parser as _add_fetch_libcuda_parser
 
 __all__ = ["main"]
 
@@ -133,7 +133,7 @@ class _Output:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ._version import __version__  # deferred: each command imports what it runs
+    from .._version import __version__  # deferred: each command imports what it runs
 
     parser = argparse.ArgumentParser(
         prog="cudaload",
@@ -160,7 +160,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_doctor(args) -> int:
-    from .availability import status  # deferred: each command imports what it runs
+    from ..availability import status  # deferred: each command imports what it runs
 
     report = status()
     if args.json:
@@ -174,13 +174,13 @@ def _cmd_doctor(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from .availability import status  # deferred: each command imports what it runs
-    from .errors import CudaLoadError  # deferred: each command imports what it runs
+    from ..availability import status  # deferred: each command imports what it runs
+    from ..errors import CudaLoadError  # deferred: each command imports what it runs
 
     report = status()
     try:
-        from .bindings import nvrtc  # deferred: each command imports what it runs
-        from .compile.program import Program  # deferred: each command imports what it runs
+        from ..bindings import nvrtc  # deferred: each command imports what it runs
+        from ..compile.program import Program  # deferred: each command imports what it runs
 
         oldest = min(nvrtc.supported_archs())
         program = Program(SAXPY, name="saxpy.cu")
@@ -207,7 +207,7 @@ def _launch_saxpy() -> int:
     from array import array  # deferred: each command imports what it runs
 
     import cudaload  # deferred: each command imports what it runs
-    from .errors import CudaLoadError  # deferred: each command imports what it runs
+    from ..errors import CudaLoadError  # deferred: each command imports what it runs
 
     n, a = 1 << 16, 2.0
     x = array("f", (float(i) for i in range(n)))
@@ -253,7 +253,7 @@ def _add_cache_parser(sub) -> None:
 
 
 def _byte_count(text: str) -> int:
-    from .compile.cache import byte_count  # deferred: each command imports what it runs
+    from ..compile.cache import byte_count  # deferred: each command imports what it runs
 
     value = byte_count(text)
     if value is None:
@@ -262,7 +262,7 @@ def _byte_count(text: str) -> int:
 
 
 def _cmd_cache(args) -> int:
-    from .compile import cache  # deferred: each command imports what it runs
+    from ..compile import cache  # deferred: each command imports what it runs
 
     disk = cache.configured()  # looked after even with CUDALOAD_CACHE=0
     try:
@@ -279,7 +279,7 @@ def _cmd_cache(args) -> int:
 def _cache_action(disk, action: str, args) -> int:
     import json  # deferred: each command imports what it runs
 
-    from .compile import cache  # deferred: each command imports what it runs
+    from ..compile import cache  # deferred: each command imports what it runs
 
     if action == "clear":
         count = disk.clear()

@@ -12,7 +12,7 @@ Imports of cudaload: options.
 
 from __future__ import annotations
 
-from .options import Arch, strings, threads
+from ..options import Arch, strings, threads
 
 __all__ = ["check", "for_driver", "TAKEN"]
 

@@ -60,7 +60,7 @@ _LINGER = 2.0  # seconds a process asked to leave, or terminated, has to exit be
 # arguments but the last), then _serve with the pipes' descriptors (the last: _spawn.spawn's).
 _BOOT = ("import _signal,sys;_signal.signal(_signal.SIGINT,_signal.SIG_IGN);"
          "sys.path[:]=sys.argv[1:-1];n=int(sys.argv[-1]);"
-         "from cudaload.compile._workers import _serve,_leave;_serve(n,n+1);_leave()")
+         "from cudaload.compile.parallel._workers import _serve,_leave;_serve(n,n+1);_leave()")
 
 in_worker = False  # True in a worker process
 forked = False  # True in a worker forked from its caller (_fork.py)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from .. import _untrusted
+from ..._base import _untrusted
 
 __all__ = ["HEADER_SETS", "stat_id", "identity", "find", "choose", "find_meanwhile"]
 
@@ -72,7 +72,7 @@ def choose(found: dict, nvrtc_path: str, nvrtc_version) -> tuple:
     cudart nearest its version, not newer where possible, and the newest CCCL), the toolkit or
     wheel NVRTC itself comes from first among equals.  A set found only for another major is
     used all the same, and the report lists the mismatch with its fix."""
-    from .. import releases  # deferred: only this path needs it
+    from ..._base import releases  # deferred: only this path needs it
 
     own_root = os.path.dirname(os.path.dirname(os.path.abspath(nvrtc_path)))
     major, minor = nvrtc_version
@@ -114,7 +114,7 @@ def find_meanwhile():
     subprocess (50-120 ms) that waits in parallel with mapping libnvrtc (the loader releases the
     GIL).  cuda.pathfinder is imported here first, so the two threads never import it at once.
     """
-    from ..bindings import _sites  # deferred: a toolchain remembered with its headers needs none
+    from ...bindings import _sites  # deferred: a toolchain remembered with its headers needs none
 
     chosen = {name: _sites.header_folder(name) for name in HEADER_SETS}
     if all(chosen.values()):

@@ -27,7 +27,7 @@ import _signal
 import os
 import sys
 
-from .. import lifetime
+from ..._base import lifetime
 from ._spawn import Child
 
 __all__ = ["MAX_RESIDENT", "possible", "fork", "flush_output"]

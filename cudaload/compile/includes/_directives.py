@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from .options import include_inputs
+from ..options import include_inputs
 
 TYPE_CHECKING = False  # typing and re are not imported: see the module docstring
 if TYPE_CHECKING:

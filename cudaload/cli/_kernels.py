@@ -40,7 +40,7 @@ def holds_kernel(code: bytes, kind: str) -> bool | None:
 
 def _template_kernels(source: str) -> list[str]:
     """The names of the ``__global__`` function templates declared in ``source``."""
-    from .launch.signature import _without_comments  # deferred: each command imports what it runs
+    from ..launch.signature import _without_comments  # deferred: each command imports what it runs
 
     text = _without_comments(source)
     names = []

@@ -38,9 +38,9 @@ def add_parser(sub) -> None:
 
 
 def _cmd_link(args) -> int:
-    from . import _atomic  # deferred: each command imports what it runs
-    from .compile.linker import Linker  # deferred: each command imports what it runs
-    from .errors import CudaLoadError  # deferred: each command imports what it runs
+    from .._base import _atomic  # deferred: each command imports what it runs
+    from ..compile.link.linker import Linker  # deferred: each command imports what it runs
+    from ..errors import CudaLoadError  # deferred: each command imports what it runs
 
     try:
         _atomic.check_output(args.out)  # refused before linking, not after

@@ -2,13 +2,13 @@
 ``libcudadevrt.a``) linked into one CUBIN (or, from LTO IR, PTX), each result cached.
 
 nvJitLink links (the ``nvidia-nvjitlink`` wheel of the ``nvrtc`` extra, found as for
-``Program(lto=True)``: compile/_linker.py).  Where it is missing, or refuses the arch or the code
-as newer than it knows (or the arch as older than it supports), the driver's linker (``cuLink*``)
-links instead, in the current device's context: it needs a GPU, and it cannot link LTO IR; where
-it cannot or fails too, the error names both linkers.  Both logs are kept on the Linker after the
-link (``info_log``, ``error_log``); a failed link raises :class:`~cudaload.errors.LinkError` with
-the error log and the undefined symbol it names (``.symbol``, mangled; the message names the C++
-declaration too: ``foo(int) (mangled _Z3fooi)``).
+``Program(lto=True)``: compile/link/_linker.py).  Where it is missing, or refuses the arch or the
+code as newer than it knows (or the arch as older than it supports), the driver's linker
+(``cuLink*``) links instead, in the current device's context: it needs a GPU, and it cannot link LTO
+IR; where it cannot or fails too, the error names both linkers.  Both logs are kept on the Linker
+after the link (``info_log``, ``error_log``); a failed link raises
+:class:`~cudaload.errors.LinkError` with the error log and the undefined symbol it names
+(``.symbol``, mangled; the message names the C++ declaration too: ``foo(int) (mangled _Z3fooi)``).
 
 The result is cached as a compile is: in memory by a digest of every input (each one's kind, name
 and bytes), the options, the arch, LTO and the output; on disk under that digest and the
@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import os
 
-from . import _hooks, _link_options, _linker, cache
-from ._prepare import digest as _digest
-from .. import _log
-from .._demangle import demangled
-from ..bindings import thread_device
-from ..errors import CudaLoadError, CudaUnavailableError, LibraryNotFoundError, LinkError
-from .objectcode import ObjectCode, check
-from .options import Arch, parse_arch
+from .. import _hooks, cache
+from . import _link_options, _linker
+from .._prepare import digest as _digest
+from ..._base import _log
+from ..._base._demangle import demangled
+from ...bindings import thread_device
+from ...errors import CudaLoadError, CudaUnavailableError, LibraryNotFoundError, LinkError
+from ..objectcode import ObjectCode, check
+from ..options import Arch, parse_arch
 
 __all__ = ["Linker", "OUTPUTS", "BACKENDS"]
 
@@ -50,7 +51,7 @@ class Linker:
     """``objects`` (each an ObjectCode, or the path of a .cubin, .ptx, .fatbin, .ltoir or .a
     file) to be linked for ``arch`` (None: the current device's; without one, the inputs'),
     with link-time optimisation of LTO IR inputs where ``lto``, and nvJitLink ``options``
-    (compile/_link_options.py lists them: ``-lineinfo``, ``-g``, ``-O3``, ``-ftz=true``, ...),
+    (compile/link/_link_options.py lists them: ``-lineinfo``, ``-g``, ``-O3``, ``-ftz=true``, ...),
     by ``backend`` ("nvjitlink" or "driver" alone; None: nvJitLink, else the driver's linker).
 
     Raises ValueError for no input, code that is no device code (an ObjectCode's too: its
@@ -85,7 +86,7 @@ class Linker:
         (dynamic parallelism) is linked with: from the nvidia-cuda-runtime wheel, else where
         cuda.pathfinder finds it (a toolkit, conda).  Raises LibraryNotFoundError with the
         places searched and the next step."""
-        from ..bindings import _sites  # deferred: only this path needs it
+        from ...bindings import _sites  # deferred: only this path needs it
 
         found = _sites.static_library("cudadevrt")
         if found is not None:
@@ -194,7 +195,7 @@ class Linker:
         return "+".join(name for _kind, _code, name in self._inputs())
 
     def _nvjitlink(self, target: Arch, output: str) -> ObjectCode:
-        from ..bindings import nvjitlink  # deferred: only this path needs it
+        from ...bindings import nvjitlink  # deferred: only this path needs it
 
         gpu = target.compute() if output == "ptx" else target.sm()
         options = (f"-arch={gpu}", *(("-lto",) if self.lto else ()), *self.options)
@@ -214,7 +215,7 @@ class Linker:
         """The link by the driver's linker, where nvJitLink cannot (``why``; None: the driver's
         linker was asked for): cached under the driver's version.  Raises ``why`` where the
         driver cannot either (without one, why the driver cannot)."""
-        from ..bindings import driver, driver_linker  # deferred: only this path needs it
+        from ...bindings import driver, driver_linker  # deferred: only this path needs it
 
         ir = [o.name or o.kind for o in self.objects if o.kind == "ltoir"]
         try:

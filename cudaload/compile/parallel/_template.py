@@ -39,7 +39,7 @@ __all__ = ["Template", "Forked", "start"]
 
 # The template's program: as _workers._BOOT, with the number of workers before the descriptors.
 _BOOT = ("import _signal,sys;_signal.signal(_signal.SIGINT,_signal.SIG_IGN);"
-         "sys.path[:]=sys.argv[1:-2];from cudaload.compile._workers import _templated;"
+         "sys.path[:]=sys.argv[1:-2];from cudaload.compile.parallel._workers import _templated;"
          "_templated(int(sys.argv[-1]),int(sys.argv[-2]))")
 
 

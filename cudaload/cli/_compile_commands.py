@@ -59,7 +59,7 @@ def _add_compile_parser(sub) -> None:
 def _compile_words(words) -> tuple[dict, list, list]:
     """(cudaload's options, the files, NVRTC's options) of ``compile``'s words.  Raises
     ValueError.  Only whole names are matched: "-c" is not taken for "-cubin"."""
-    from .compile.options import cli_options  # deferred: each command imports what it runs
+    from ..compile.options import cli_options  # deferred: each command imports what it runs
 
     by_name = {name: (key, metavar is not None)
                for names, key, metavar, _t in _COMPILE_OPTIONS for name in names}
@@ -98,8 +98,8 @@ def _compile_here(program, arch, output: str):
     CUBIN and its oldest for PTX, which the driver compiles forward for every newer GPU: a file
     written is for some GPU, wherever it is run.  (LTO IR and a PTX file's CUBIN need no device:
     compile() itself makes them, for NVRTC's newest and the PTX's own ``.target``.)"""
-    from .compile.build import run  # deferred: each command imports what it runs
-    from .errors import CudaUnavailableError  # deferred: each command imports what it runs
+    from ..compile.build import run  # deferred: each command imports what it runs
+    from ..errors import CudaUnavailableError  # deferred: each command imports what it runs
 
     try:
         return program.compile(arch=arch, output=output)
@@ -111,9 +111,9 @@ def _compile_here(program, arch, output: str):
 
 def _cmd_compile(words) -> int:
 
-    from . import _atomic, _untrusted  # deferred: each command imports what it runs
-    from .errors import CompileError, CudaLoadError  # deferred: each command imports what it runs
-    from .compile.program import Program  # deferred: each command imports what it runs
+    from .._base import _atomic, _untrusted  # deferred: each command imports what it runs
+    from ..errors import CompileError, CudaLoadError  # deferred: each command imports what it runs
+    from ..compile.program import Program  # deferred: each command imports what it runs
 
     try:
         own, files, nvrtc_options = _compile_words(words)
@@ -249,9 +249,9 @@ def _jobs(text: str) -> int:
 
 def _precompile_programs(args) -> list:
     """The Program objects named on the command line.  Raises ValueError, ImportError, OSError."""
-    from . import _program_specs  # deferred: each command imports what it runs
-    from .compile.options import cli_options  # deferred: each command imports what it runs
-    from .compile.program import Program  # deferred: each command imports what it runs
+    from .._base import _program_specs  # deferred: each command imports what it runs
+    from ..compile.options import cli_options  # deferred: each command imports what it runs
+    from ..compile.program import Program  # deferred: each command imports what it runs
 
     if args.resource and not args.package:
         raise ValueError("--resource needs --package (the package that holds the file)")
@@ -277,8 +277,8 @@ def _precompile_programs(args) -> list:
 def _nvrtc_release() -> str | None:
     """The release of the NVRTC that compiled ("13.5"): which drivers load a CUBIN made before
     CUDA 13 depends on it, and the CUBIN does not say."""
-    from .compile import toolchain  # deferred: each command imports what it runs
-    from .errors import CudaLoadError  # deferred: each command imports what it runs
+    from ..compile import toolchain  # deferred: each command imports what it runs
+    from ..errors import CudaLoadError  # deferred: each command imports what it runs
 
     try:
         major, minor = toolchain.current().version
@@ -290,7 +290,7 @@ def _nvrtc_release() -> str | None:
 def _entry_line(program, obj, nvrtc: str | None) -> str:
     """What precompile says of ``obj``, made from ``program``: its kind, arch, whether it was
     compiled or found, and which drivers load it."""
-    from .releases import loads_on  # deferred: each command imports what it runs
+    from .._base.releases import loads_on  # deferred: each command imports what it runs
 
     names = ", ".join(program.name_expressions)
     return (f"{program.name}{f' [{names}]' if names else ''}: {obj.kind} for {target_name(obj)} "
@@ -300,10 +300,10 @@ def _entry_line(program, obj, nvrtc: str | None) -> str:
 
 def _cmd_precompile(args) -> int:
 
-    from . import _atomic  # deferred: each command imports what it runs
-    from .compile.bundle import Bundle  # deferred: each command imports what it runs
-    from .compile.parallel import compile_many  # deferred: each command imports what it runs
-    from .errors import CudaLoadError  # deferred: each command imports what it runs
+    from .._base import _atomic  # deferred: each command imports what it runs
+    from ..compile.bundle import Bundle  # deferred: each command imports what it runs
+    from ..compile.parallel.batch import compile_many  # deferred: each command imports what it runs
+    from ..errors import CudaLoadError  # deferred: each command imports what it runs
 
     try:
         programs = _precompile_programs(args)

@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import os
 
-from . import _workers, build as _build, program as _program, request as _request
-from .build import ready_to_build
-from .plan import assume_driver_version, driver_version
-from .. import _log
-from ..errors import CompileError, CudaLoadError, NvrtcError
-from .objectcode import ObjectCode
+from . import _workers
+from .. import build as _build, program as _program, request as _request
+from ..build import ready_to_build
+from ..plan import assume_driver_version, driver_version
+from ..._base import _log
+from ...errors import CompileError, CudaLoadError, NvrtcError
+from ..objectcode import ObjectCode
 
 __all__ = ["compile_all", "compile_many", "cores"]
 
@@ -350,7 +351,7 @@ def _warm(arch: str) -> None:
     little (what a first compilation costs more there is mostly page faults, each process's
     own): hence only in a batch of four programs a worker or more."""
     try:
-        from ..bindings import nvrtc  # deferred: as in _nvrtc
+        from ...bindings import nvrtc  # deferred: as in _nvrtc
 
         nvrtc.compile('extern "C" __global__ void warm() {}', "warm.cu", (f"-arch={arch}",))
     except Exception:  # the jobs raise it again, typed, where it matters

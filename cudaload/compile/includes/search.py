@@ -38,8 +38,8 @@ import posixpath
 import stat
 
 from ._directives import NOTHING_READ, Inputs, only_toolchain, scan
-from ._prepare import sha256
-from .options import include_inputs, searches_source_folder
+from .._prepare import sha256
+from ..options import include_inputs, searches_source_folder
 
 __all__ = ["Inputs", "NOTHING_READ", "resolve", "scan", "from_package", "not_utf8", "still_valid",
            "watching", "searched_folders"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 
-from .. import lifetime
-from ..bindings import _loader, _sites
+from ..._base import lifetime
+from ...bindings import _loader, _sites
 
 __all__ = ["identity", "found", "forget_found", "load", "link"]
 
@@ -31,8 +31,8 @@ def identity() -> str:
     """The build of the nvJitLink that links now.  Raises the loader's errors (LibraryNotFound-
     Error with the next step) where there is none."""
     # deferred: the status report finds nvJitLink without the cache's modules
-    from . import toolchain  # deferred: only this path needs it
-    from ._headers import stat_id  # deferred: only this path needs it
+    from .. import toolchain  # deferred: only this path needs it
+    from ..includes._headers import stat_id  # deferred: only this path needs it
 
     path = _find(recheck=False)[0]
     stat = stat_id(path)
@@ -68,7 +68,7 @@ def load() -> str:
 def link(compiled, name: str, arch: str, kind: str) -> tuple[bytes, str]:
     """(code, log) of NVRTC's ``compiled`` LTO IR of program ``name`` linked for ``arch`` as
     ``kind``: the log holds NVRTC's warnings, then nvJitLink's."""
-    from ..bindings import nvjitlink  # deferred: only this path needs it
+    from ...bindings import nvjitlink  # deferred: only this path needs it
 
     code, notes = nvjitlink.link(compiled.code, name, arch, kind)
     return code, "\n".join(part for part in (compiled.log, notes) if part)

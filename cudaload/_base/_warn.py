@@ -10,7 +10,7 @@ import sys
 
 __all__ = ["warn"]
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def warn(message: str, category: type[Warning]) -> None:
