@@ -28,7 +28,7 @@ _BITCODE = b"BC\xc0\xde"  # LLVM bitcode's magic number
 _builds: dict = {}  # libNVVM's file -> its build, as the cache key names it
 
 
-def prepare(source, name, options, keywords: dict) -> _prepare.Prepared:
+def prepare(source, name, options, keywords: _prepare.Keywords) -> _prepare.Prepared:
     """The prepared arguments of a program of NVVM IR ``source`` (text, or bytes: bitcode or
     text); ``keywords``: Program's other keywords as given.  Raises ValueError for empty
     source, an ``-arch`` option or a C++ keyword given, TypeError for source that is neither
@@ -48,7 +48,7 @@ def prepare(source, name, options, keywords: dict) -> _prepare.Prepared:
         raise ValueError(f"{', '.join(given)}: keywords for CUDA C++ source, not for NVVM IR "
                          "(code_type='nvvm'), which libNVVM compiles; leave them out, and give "
                          "libNVVM's own options as options=")
-    options = (*(flag for keyword, flag in _KEYWORDS.items() if keywords[keyword]),
+    options = (*(flag for keyword, flag in _KEYWORDS.items() if getattr(keywords, keyword)),
                *strings(options, "options", "('-opt=3',)"))
     arch = [o for o in options if o.startswith(("-arch", "--arch"))]
     if arch:

@@ -26,7 +26,7 @@ CODE_TYPES = ("c++", "ptx", "nvvm")
 _LINK_KEYWORDS = ("line_info", "debug", "max_registers")  # Program's keywords a link takes
 
 
-def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepared:
+def prepare(code_type, source, name, options, keywords: _prepare.Keywords) -> _prepare.Prepared:
     """The prepared arguments of a program of PTX ``source``; ``keywords``: Program's other
     keywords as given.  ``line_info``, ``debug`` and ``max_registers`` become link options, the
     C++ ones must be left out.  Raises ValueError for an unknown code type, text that is no PTX
@@ -46,10 +46,10 @@ def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepar
     if given:
         raise ValueError(f"{', '.join(given)}: keywords for CUDA C++ source, not for PTX "
                          "(code_type='ptx'), which is linked, not compiled; leave them out")
-    options = (*(("-lineinfo",) if keywords["line_info"] else ()),
-               *(("-g",) if keywords["debug"] else ()),
-               *((f"-maxrregcount={keywords['max_registers']}",)
-                 if keywords["max_registers"] is not None else ()),
+    options = (*(("-lineinfo",) if keywords.line_info else ()),
+               *(("-g",) if keywords.debug else ()),
+               *((f"-maxrregcount={keywords.max_registers}",)
+                 if keywords.max_registers is not None else ()),
                *strings(options, "options", "('-lineinfo',)"))
     options = _link_options.check(options)
     parts = ("ptx", name, text, "options", *options)
