@@ -10,12 +10,14 @@ the reason.  Its bundle entries (``cudaload precompile FILE.ptx``) are filed und
 which covers the PTX text, the name and the link options: a CUBIN a bundle holds for it is used
 before anything is linked, and other text or options are a miss.
 
-Imports of cudaload: _link_options, _nvvm_input, _prepare, linker, objectcode, options.
+Imports of cudaload: _link_options, _nvvm_input, _outputs, _prepare, linker, objectcode,
+options.
 """
 
 from __future__ import annotations
 
 from . import _link_options
+from ._outputs import check_output
 from .. import _prepare
 from ..objectcode import ObjectCode
 from ..options import strings
@@ -55,18 +57,6 @@ def prepare(code_type, source, name, options, keywords: _prepare.Keywords) -> _p
     parts = ("ptx", name, text, "options", *options)
     return _prepare.Prepared(text, name, (), (), options, (), parts, _prepare.digest(*parts),
                              len(text), False, _prepare.Asked(), "ptx")
-
-
-def check_output(output: str, code_type: str = "ptx") -> None:
-    """Raise ValueError unless ``output`` is one a PTX program compiles to: CUBIN ("auto" too);
-    for ``code_type="nvvm"``, one a NVVM IR program does (_nvvm_input.check_output)."""
-    if code_type == "nvvm":
-        from ._nvvm_input import check_output as check_ir  # deferred: NVVM programs only
-
-        return check_ir(output)
-    if output not in ("auto", "cubin"):
-        raise ValueError(f"a PTX program compiles to CUBIN, not {output!r}: its PTX is "
-                         f"ObjectCode.from_bytes(text, 'ptx'), which loads as it is")
 
 
 def link(request) -> ObjectCode:
