@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import _thread
+from _operator import itemgetter  # operator's own; the operator module costs 0.3 ms
 
 from . import options as _options
 
@@ -33,7 +34,7 @@ TYPE_CHECKING = False  # typing itself is not imported: it costs more than hashi
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-__all__ = ["Prepared", "prepare", "digest", "sha256", "BUDGET", "cxx_keywords"]
+__all__ = ["Prepared", "prepare", "digest", "sha256", "BUDGET", "Keywords", "cxx_keywords"]
 
 _ARCH_OPTIONS = ("-arch", "--gpu-architecture", "--gpu-name")
 # The remembered results hold their source text: bounded in count and in characters.
@@ -111,7 +112,8 @@ _FROZEN = slice(3, 9)
 
 def prepare(source, name, options, headers, include_paths, name_expressions, std, defines,
             fast_math, line_info, debug, max_registers, relocatable, lto) -> Prepared:
-    """The prepared arguments of a Program.  Raises what :func:`_prepare` raises."""
+    """The prepared arguments of a Program, given in the order of its keywords.  Raises what
+    :func:`_prepare` raises."""
     # The defaults ((), None) are taken as they are: building the key must cost little, so it
     # is one tuple display (unpacking a tuple of the frozen arguments into it cost a new Program
     # a tenth of its time); _FROZEN names where those arguments are in it.
@@ -284,8 +286,35 @@ class _Hasher:
 sha256 = _Hasher()
 
 
-def cxx_keywords(keywords: dict, taken) -> list[str]:
+class Keywords(tuple):
+    """Program's CUDA C++ keywords as given, for a program of another code type (PTX, NVVM IR),
+    which takes a few of them and refuses the others (:func:`cxx_keywords`): frozen, a name for
+    each.  ``std`` is not among them: its default is no choice of the caller's."""
+
+    __slots__ = ()
+    # In the order cxx_keywords names those given
+    _fields = ("headers", "include_paths", "defines", "name_expressions", "fast_math",
+               "relocatable", "lto", "line_info", "debug", "max_registers")
+
+    def __new__(cls, *, headers, include_paths, defines, name_expressions, fast_math,
+                relocatable, lto, line_info, debug, max_registers):
+        return tuple.__new__(cls, (headers, include_paths, defines, name_expressions, fast_math,
+                                   relocatable, lto, line_info, debug, max_registers))
+
+    headers = property(itemgetter(0))
+    include_paths = property(itemgetter(1))
+    defines = property(itemgetter(2))
+    name_expressions = property(itemgetter(3))
+    fast_math = property(itemgetter(4))
+    relocatable = property(itemgetter(5))
+    lto = property(itemgetter(6))
+    line_info = property(itemgetter(7))
+    debug = property(itemgetter(8))
+    max_registers = property(itemgetter(9))
+
+
+def cxx_keywords(keywords: Keywords, taken) -> list[str]:
     """The names of Program's ``keywords`` given a value other than their default, except
     those ``taken``: the CUDA C++ ones, which a program of another code type refuses."""
-    return [k for k, v in keywords.items() if k not in taken and v not in (None, False)
-            and v != () and v != [] and v != {}]
+    return [k for k, v in zip(keywords._fields, keywords) if k not in taken
+            and v not in (None, False) and v != () and v != [] and v != {}]

@@ -8,7 +8,7 @@ an :class:`ArchWarning` where code for another arch serves; :func:`check_plausib
 arch given by hand that is no GPU's (``"sm_900"``).
 
 Imports of cudaload: errors, lifetime, options; bindings (driver, thread_device), releases,
-_warn and _ptx_input where asked.
+_warn and _outputs where asked.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def default_arch(code_type: str, output: str):
     if output != "auto":  # "auto", every program's and the default, costs a hit no check
         check_output(output)
         if code_type in LINKED:
-            from .link._ptx_input import check_output as check_linked  # deferred: PTX programs only
+            from .link._outputs import check_output as check_linked  # deferred: PTX programs only
 
             check_linked(output, code_type)
     found = device_arch()

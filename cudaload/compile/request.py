@@ -13,7 +13,9 @@ The request then goes one way, and no step holds a Program:
     keep(request, found)   the code given what the launch side reads of its program and kept in
                            the memory cache; code built elsewhere is written to the disk cache
 
-build.run is the three in turn.  The disk key (sha256) covers everything that changes the
+build.run is the three in turn.  A Linker's link (link/linker.py) is a request too
+(:func:`link`): looked up in memory, then on disk under the key of the linker that links
+(:func:`linked`), nvJitLink first, then the driver, each tried by the Linker, and kept.  The disk key (sha256) covers everything that changes the
 output: the program's inputs, every path NVRTC's include search looks at now with the contents
 of the files it reads (includes.py; that a program includes only the toolchain's headers is
 known from _directives.py, without the search), the kind and target arch (plan.choose), NVRTC's
@@ -39,8 +41,11 @@ if TYPE_CHECKING:
     from .includes import search as includes
     from .objectcode import ObjectCode
 
-__all__ = ["Request", "Options", "Found", "Origin", "make", "lookup", "keyed", "keep",
-           "disk", "still_valid", "inputs_of", "bundle_digest", "headers_of"]
+__all__ = ["Request", "Options", "Found", "Origin", "LINK", "make", "link", "lookup", "keyed",
+           "linked", "link_key", "keep", "disk", "still_valid", "inputs_of", "bundle_digest", "headers_of"]
+
+LINK = "link"  # the code type of a Linker's request (link/linker.py): code linked into one
+_NO_NVRTC = (*LINKED, LINK)  # no NVRTC key, no origin: the Linker keys its link
 
 
 class Options(tuple):
@@ -117,6 +122,15 @@ def make(prepared, bundle, arch, output: str, explicit: bool, memory_key=None) -
                     arch, output, explicit, bundle, memory_key))
 
 
+def link(parts: tuple, flags: tuple, lto: bool, arch, output: str) -> Request:
+    """The request of a Linker's link: ``parts`` (what the link's digest covers: its inputs'
+    kinds, names and bytes, the options, the arch, LTO and the output) for ``arch``/``output``,
+    in memory under (digest, "link")."""
+    digest = _prepare.digest(*parts)
+    inputs = _prepare.Prepared("", "", (), (), flags, (), parts, digest, 0, lto, None, LINK)
+    return make(inputs, None, arch, output, True, (digest, "link"))
+
+
 def lookup(request: Request, tc: toolchain.Toolchain | None = None,
            shipped: bool = True) -> Found:
     """The request's code from the memory cache, the bundle (with ``shipped``: not for code
@@ -125,7 +139,7 @@ def lookup(request: Request, tc: toolchain.Toolchain | None = None,
     hit = MEMORY.get(request.memory_key)
     if hit is not None and (not hit.stamps or still_valid(hit.stamps)):
         return Found((hit.code, "memory", None, None, None, None, None, None, None, True))
-    if request.code_type in LINKED:  # no NVRTC, no key: the Linker caches its link
+    if request.code_type in _NO_NVRTC:  # no NVRTC key: the Linker's is linked()'s
         return _UNKEYED
     arch = request.arch
     if shipped and request.bundle is not None and arch is not None:
@@ -157,6 +171,24 @@ def keyed(request: Request, tc: toolchain.Toolchain) -> Found:
                   read.stamps, True))
 
 
+def linked(request: Request, linker: str) -> Found:
+    """The disk tier of a Linker's ``request`` linked by ``linker`` (its name and build, e.g.
+    "driver 12020"): the disk key, with the disk cache's code under it, if any."""
+    from . import cache  # deferred, as in disk()
+
+    key = link_key(request, linker)
+    code = cache.default().lookup(key)
+    return Found((code, None if code is None else "disk", key, request.output, request.arch,
+                  None, None, linker, None, True))
+
+
+def link_key(request: Request, linker: str) -> str:
+    """The disk key of a Linker's ``request`` linked by ``linker``: its own, not keyed()'s (a
+    link reads no file and no NVRTC makes it; which linker links is known only as it links,
+    nvJitLink first, then the driver, each under its key: link/linker.py)."""
+    return _prepare.digest(str(_cache_folder.FORMAT), request.inputs.digest.hex(), linker).hex()
+
+
 def keep(request: Request, found: Found, store: bool = False) -> ObjectCode:
     """``found``'s code, given what the launch side reads of its program (its source, and what
     compiled it, which rebuild.recompile_refused is given when the driver refuses it) and kept in
@@ -166,7 +198,7 @@ def keep(request: Request, found: Found, store: bool = False) -> ObjectCode:
     if found.where == "memory":
         return obj
     prepared = request.inputs
-    if request.code_type in LINKED:  # the Linker's code: no origin to compile it again from
+    if request.code_type in _NO_NVRTC:  # the Linker's code: no origin to compile it again from
         MEMORY.put(request.memory_key, obj, None, prepared.chars + len(obj.code))
         return obj
     obj.source = prepared.source

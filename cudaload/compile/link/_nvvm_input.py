@@ -10,25 +10,25 @@ The PTX is cached on disk under the digest, the compute arch and libNVVM's build
 the IR version it reads and its file's fingerprint), so a second process compiles nothing; it
 loads libNVVM to learn that build.  The CUBIN is the Linker's, cached as a link is.
 
-Imports of cudaload: bindings (nvvm, _loader), _prepare, cache, linker, objectcode, options,
-toolchain.
+Imports of cudaload: bindings (nvvm, _loader), _outputs, _prepare, cache, linker, objectcode,
+options, toolchain.
 """
 
 from __future__ import annotations
 
 from .. import _prepare, cache
+from ._outputs import check_output
 from ..objectcode import ObjectCode
 from ..options import Arch, parse_arch, strings
 
-__all__ = ["prepare", "check_output", "build"]
+__all__ = ["prepare", "build"]
 
-OUTPUTS = ("auto", "cubin", "ptx")
 _KEYWORDS = {"line_info": "-generate-line-info", "debug": "-g"}  # Program's keywords it takes
 _BITCODE = b"BC\xc0\xde"  # LLVM bitcode's magic number
 _builds: dict = {}  # libNVVM's file -> its build, as the cache key names it
 
 
-def prepare(source, name, options, keywords: dict) -> _prepare.Prepared:
+def prepare(source, name, options, keywords: _prepare.Keywords) -> _prepare.Prepared:
     """The prepared arguments of a program of NVVM IR ``source`` (text, or bytes: bitcode or
     text); ``keywords``: Program's other keywords as given.  Raises ValueError for empty
     source, an ``-arch`` option or a C++ keyword given, TypeError for source that is neither
@@ -48,7 +48,7 @@ def prepare(source, name, options, keywords: dict) -> _prepare.Prepared:
         raise ValueError(f"{', '.join(given)}: keywords for CUDA C++ source, not for NVVM IR "
                          "(code_type='nvvm'), which libNVVM compiles; leave them out, and give "
                          "libNVVM's own options as options=")
-    options = (*(flag for keyword, flag in _KEYWORDS.items() if keywords[keyword]),
+    options = (*(flag for keyword, flag in _KEYWORDS.items() if getattr(keywords, keyword)),
                *strings(options, "options", "('-opt=3',)"))
     arch = [o for o in options if o.startswith(("-arch", "--arch"))]
     if arch:
@@ -60,13 +60,6 @@ def prepare(source, name, options, keywords: dict) -> _prepare.Prepared:
                              len(ir), False, _prepare.Asked(), "nvvm")
 
 
-def check_output(output: str) -> None:
-    """Raise ValueError unless ``output`` is one a NVVM program compiles to: CUBIN or PTX."""
-    if output not in OUTPUTS:
-        raise ValueError(f"a NVVM IR program compiles to CUBIN ('auto', 'cubin') or PTX "
-                         f"('ptx'), not {output!r}")
-
-
 def build(request) -> ObjectCode:
     """The code of the NVVM program's ``request`` (request.Request) for its arch and output:
     libNVVM's PTX (from the disk cache, or compiled now), linked to CUBIN unless PTX is asked
@@ -75,7 +68,7 @@ def build(request) -> ObjectCode:
     where there is no libNVVM, and as :meth:`Linker.link` does."""
     from .linker import Linker  # deferred: only this path needs it
 
-    check_output(request.output)
+    check_output(request.output, "nvvm")
     target = parse_arch(request.arch)
     program = request.inputs
     ptx = _ptx(program, target)

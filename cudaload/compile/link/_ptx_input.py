@@ -10,12 +10,14 @@ the reason.  Its bundle entries (``cudaload precompile FILE.ptx``) are filed und
 which covers the PTX text, the name and the link options: a CUBIN a bundle holds for it is used
 before anything is linked, and other text or options are a miss.
 
-Imports of cudaload: _link_options, _nvvm_input, _prepare, linker, objectcode, options.
+Imports of cudaload: _link_options, _nvvm_input, _outputs, _prepare, linker, objectcode,
+options.
 """
 
 from __future__ import annotations
 
 from . import _link_options
+from ._outputs import check_output
 from .. import _prepare
 from ..objectcode import ObjectCode
 from ..options import strings
@@ -26,7 +28,7 @@ CODE_TYPES = ("c++", "ptx", "nvvm")
 _LINK_KEYWORDS = ("line_info", "debug", "max_registers")  # Program's keywords a link takes
 
 
-def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepared:
+def prepare(code_type, source, name, options, keywords: _prepare.Keywords) -> _prepare.Prepared:
     """The prepared arguments of a program of PTX ``source``; ``keywords``: Program's other
     keywords as given.  ``line_info``, ``debug`` and ``max_registers`` become link options, the
     C++ ones must be left out.  Raises ValueError for an unknown code type, text that is no PTX
@@ -46,27 +48,15 @@ def prepare(code_type, source, name, options, keywords: dict) -> _prepare.Prepar
     if given:
         raise ValueError(f"{', '.join(given)}: keywords for CUDA C++ source, not for PTX "
                          "(code_type='ptx'), which is linked, not compiled; leave them out")
-    options = (*(("-lineinfo",) if keywords["line_info"] else ()),
-               *(("-g",) if keywords["debug"] else ()),
-               *((f"-maxrregcount={keywords['max_registers']}",)
-                 if keywords["max_registers"] is not None else ()),
+    options = (*(("-lineinfo",) if keywords.line_info else ()),
+               *(("-g",) if keywords.debug else ()),
+               *((f"-maxrregcount={keywords.max_registers}",)
+                 if keywords.max_registers is not None else ()),
                *strings(options, "options", "('-lineinfo',)"))
     options = _link_options.check(options)
     parts = ("ptx", name, text, "options", *options)
     return _prepare.Prepared(text, name, (), (), options, (), parts, _prepare.digest(*parts),
                              len(text), False, _prepare.Asked(), "ptx")
-
-
-def check_output(output: str, code_type: str = "ptx") -> None:
-    """Raise ValueError unless ``output`` is one a PTX program compiles to: CUBIN ("auto" too);
-    for ``code_type="nvvm"``, one a NVVM IR program does (_nvvm_input.check_output)."""
-    if code_type == "nvvm":
-        from ._nvvm_input import check_output as check_ir  # deferred: NVVM programs only
-
-        return check_ir(output)
-    if output not in ("auto", "cubin"):
-        raise ValueError(f"a PTX program compiles to CUBIN, not {output!r}: its PTX is "
-                         f"ObjectCode.from_bytes(text, 'ptx'), which loads as it is")
 
 
 def link(request) -> ObjectCode:

@@ -10,24 +10,24 @@ after the link (``info_log``, ``error_log``); a failed link raises
 :class:`~cudaload.errors.LinkError` with the error log and the undefined symbol it names
 (``.symbol``, mangled; the message names the C++ declaration too: ``foo(int) (mangled _Z3fooi)``).
 
-The result is cached as a compile is: in memory by a digest of every input (each one's kind, name
-and bytes), the options, the arch, LTO and the output; on disk under that digest and the
-linker's identity (nvJitLink's build, or the driver's version), the entry recording which linker
-made the code, so that a hit reports it (``Linker.linker``).  So a second process links nothing,
-and another nvJitLink build or another input's bytes is a miss, as is an entry without the record
-(written before it was kept).
+The result is cached as a compile is, one request (request.link) looked up and kept by
+request.py's steps: in memory by a digest of every input (each one's kind, name and bytes), the
+options, the arch, LTO and the output; on disk under that digest and the linker's identity
+(nvJitLink's build, or the driver's version), the entry recording which linker made the code, so
+that a hit reports it (``Linker.linker``).  So a second process links nothing, and another
+nvJitLink build or another input's bytes is a miss, as is an entry without the record (written
+before it was kept).
 
 Imports of cudaload: errors, _log, _demangle, bindings (nvjitlink, driver_linker, driver, _sites,
-thread_device), _hooks, _linker, _link_options, _prepare, cache, objectcode, options.
+thread_device), _hooks, _linker, _link_options, cache, objectcode, options, request.
 """
 
 from __future__ import annotations
 
 import os
 
-from .. import _hooks, cache
+from .. import _hooks, cache, request as _request
 from . import _link_options, _linker
-from .._prepare import digest as _digest
 from ..._base import _log
 from ..._base._demangle import demangled
 from ...bindings import thread_device
@@ -128,16 +128,17 @@ class Linker:
                                     "inputs"]
         for obj in self.objects:
             parts += [obj.kind, obj.name or "", obj.code]
-        digest = _digest(*parts)
-        memory_key = (digest, "link")
-        hit = cache.MEMORY.get(memory_key)
-        if hit is not None and self._only in (None, hit.code._linker):
-            return self._done(hit.code, "memory hit")  # its linker recorded with it
+        # One request, as a compile's (request.py): its memory tier here, its disk tier under
+        # the key of the linker that links (linked()), the code kept by keep()
+        request = _request.link(tuple(parts), self.options, self.lto, target, output)
+        hit = _request.lookup(request).code
+        if hit is not None and self._only in (None, hit._linker):
+            return self._done(hit, "memory hit")  # its linker recorded with it
         if self._only == "driver":
-            return self._by_driver(target, output, digest, memory_key, None)
-        return self._by_nvjitlink(target, output, digest, memory_key)
+            return self._by_driver(request, None)
+        return self._by_nvjitlink(request)
 
-    def _by_nvjitlink(self, target: Arch, output: str, digest: bytes, memory_key) -> ObjectCode:
+    def _by_nvjitlink(self, request: _request.Request) -> ObjectCode:
         """The link by nvJitLink, or by the driver where nvJitLink cannot and the backend is
         either linker."""
         alone = self._only is not None
@@ -146,11 +147,10 @@ class Linker:
         except LibraryNotFoundError as missing:
             if alone:
                 raise
-            return self._by_driver(target, output, digest, memory_key, missing)
-        key = _key(digest, identity)
-        disk = cache.default()
-        with disk.lock(key) as publish:
-            found = self._disk_hit(disk, key, "nvJitLink", memory_key)
+            return self._by_driver(request, missing)
+        target, output = request.arch, request.output
+        with cache.default().lock(_request.link_key(request, identity)) as publish:
+            found = self._disk_hit(request, identity, "nvJitLink")
             if found is not None:
                 return found
             fallback: Exception | None = None
@@ -170,9 +170,8 @@ class Linker:
         if fallback is not None:  # the key's lock released: the driver's link has its own key
             _log.debug("compile", "nvJitLink cannot link %s for %s (%s): the driver links",
                        self._name(), target.sm(), fallback)
-            return self._by_driver(target, output, digest, memory_key, fallback)
-        cache.MEMORY.put(memory_key, obj, None, len(obj.code))
-        return obj
+            return self._by_driver(request, fallback)
+        return _request.keep(request, _BUILT._replace(code=obj))
 
     def _target(self) -> Arch:
         """The arch to link for: the one asked, else the current device's, else the inputs'."""
@@ -210,13 +209,13 @@ class Linker:
         obj._linker = "nvJitLink"
         return obj
 
-    def _by_driver(self, target: Arch, output: str, digest: bytes, memory_key,
-                   why: Exception | None) -> ObjectCode:
+    def _by_driver(self, request: _request.Request, why: Exception | None) -> ObjectCode:
         """The link by the driver's linker, where nvJitLink cannot (``why``; None: the driver's
         linker was asked for): cached under the driver's version.  Raises ``why`` where the
         driver cannot either (without one, why the driver cannot)."""
         from ...bindings import driver, driver_linker  # deferred: only this path needs it
 
+        target, output = request.arch, request.output
         ir = [o.name or o.kind for o in self.objects if o.kind == "ltoir"]
         try:
             if ir or output == "ptx":
@@ -236,10 +235,9 @@ class Linker:
                 raise _refined(why, f"{why.args[0]}\nThe driver's linker cannot link instead: "
                                     f"{said}") from cannot
             raise why from cannot
-        key = _key(digest, f"driver {version}")
-        disk = cache.default()
-        with disk.lock(key) as publish:
-            found = self._disk_hit(disk, key, "driver", memory_key)
+        identity = f"driver {version}"
+        with cache.default().lock(_request.link_key(request, identity)) as publish:
+            found = self._disk_hit(request, identity, "driver")
             if found is not None:
                 return found
             self.linker = "driver"
@@ -252,8 +250,7 @@ class Linker:
             obj = ObjectCode(code, "cubin", target.sm(), log=info, name=self._name())
             obj._linker = "driver"
             publish(obj)
-        cache.MEMORY.put(memory_key, obj, None, len(obj.code))
-        return obj
+        return _request.keep(request, _BUILT._replace(code=obj))
 
     def _logged(self, run):
         """``run()``'s (code, info log), with both logs kept on the Linker; a LinkError gets
@@ -266,15 +263,16 @@ class Linker:
             raise _explained(err, self._name()) from None
         return code, self.info_log
 
-    def _disk_hit(self, disk, key: str, linker: str, memory_key) -> ObjectCode | None:
-        """The entry of ``key``, made by ``linker``, put in memory too; None for a miss.  An
-        entry that does not record ``linker`` (one written before the linker was recorded) is a
-        miss: linked again, it is written over."""
-        found = disk.lookup(key)
-        if found is None or found._linker != linker:
+    def _disk_hit(self, request: _request.Request, identity: str, linker: str
+                  ) -> ObjectCode | None:
+        """The disk entry of ``request`` for ``identity`` (request.linked), made by ``linker``,
+        kept in memory too (request.keep); None for a miss.  The Linker's own test, so kept
+        here: an entry that does not record ``linker`` (one written before the linker was
+        recorded) is a miss, linked again and written over."""
+        found = _request.linked(request, identity)
+        if found.code is None or found.code._linker != linker:
             return None
-        cache.MEMORY.put(memory_key, found, None, len(found.code))
-        return self._done(found, "disk hit")
+        return self._done(_request.keep(request, found), "disk hit")
 
     def _done(self, obj: ObjectCode, how: str) -> ObjectCode:
         """A hit ``obj``, reported: the logs and the linker its entry recorded."""
@@ -356,5 +354,5 @@ def _after(failed: LinkError, why: Exception | None) -> LinkError:
     return _refined(failed, f"{failed.args[0]}\nBefore it, {why.args[0]}", hint)
 
 
-def _key(digest: bytes, linker: str) -> str:
-    return _digest(str(cache.FORMAT), digest.hex(), linker).hex()
+# What a link made here is, for request.keep: code of no disk entry, kept in memory
+_BUILT = _request.Found((None, "built", None, None, None, None, None, None, None, True))
