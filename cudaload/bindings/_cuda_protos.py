@@ -2,7 +2,8 @@
 # Change the header and run `python ci/gen_ffi.py`.
 """C function-pointer type of each declared driver entry point."""
 
-PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
+PROTOTYPES = {'cuCtxEnablePeerAccess': 'CUresult(*)(struct CUctx_st *, unsigned int)',
+ 'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuCtxGetDevice': 'CUresult(*)(int *)',
  'cuCtxGetLimit': 'CUresult(*)(size_t *, CUlimit)',
  'cuCtxGetStreamPriorityRange': 'CUresult(*)(int *, int *)',
@@ -150,6 +151,10 @@ PROTOTYPES = {'cuCtxGetCurrent': 'CUresult(*)(struct CUctx_st * *)',
  'cuMemcpyHtoDAsync_v2': 'CUresult(*)(unsigned long long, void const *, size_t, struct CUstream_st '
                          '*)',
  'cuMemcpyHtoD_v2': 'CUresult(*)(unsigned long long, void const *, size_t)',
+ 'cuMemcpyPeer': 'CUresult(*)(unsigned long long, struct CUctx_st *, unsigned long long, struct '
+                 'CUctx_st *, size_t)',
+ 'cuMemcpyPeerAsync': 'CUresult(*)(unsigned long long, struct CUctx_st *, unsigned long long, '
+                      'struct CUctx_st *, size_t, struct CUstream_st *)',
  'cuMemsetD16Async': 'CUresult(*)(unsigned long long, unsigned short, size_t, struct CUstream_st '
                      '*)',
  'cuMemsetD16_v2': 'CUresult(*)(unsigned long long, unsigned short, size_t)',

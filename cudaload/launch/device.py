@@ -11,7 +11,7 @@ import _thread
 import threading
 
 from ..bindings import driver, thread_device
-from . import _host_calls
+from . import _host_calls, peer
 from .._base import lifetime
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from ._sizes import C_INT, bounded, integer
@@ -204,6 +204,16 @@ class Device:
         activate(self)
         driver.check(driver.init().cuCtxSynchronize(), "cuCtxSynchronize")
         _host_calls.raise_pending(self.ordinal)
+
+    def can_access_peer(self, other) -> bool:
+        """Whether this device's kernels can access ``other``'s (a Device or an ordinal) memory
+        once :meth:`enable_peer_access` was called; False for this device itself."""
+        return peer.can_access_peer(self, other)
+
+    def enable_peer_access(self, other) -> None:
+        """Let this device's primary context access ``other``'s memory; again is no error.
+        Raises as :func:`cudaload.launch.peer.enable_peer_access`."""
+        peer.enable_peer_access(self, other)
 
     def limits(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(max grid, max block, max threads per block) of this device."""

@@ -13,7 +13,7 @@ from .device import Device, activate, as_device
 from .mempool import MemoryPool
 from ._foreign import stream_handle as handle_of
 from ._byte_interface import ByteSpan
-from . import dlpack as _dlpack
+from . import dlpack as _dlpack, peer
 from .pinned import HostBuffer
 
 TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
@@ -267,7 +267,8 @@ class DeviceBuffer(ByteSpan):
 
     def copy_from(self, other, stream=None) -> DeviceBuffer:
         """Copy from another device buffer (anything with ``.ptr``/``.nbytes``) of at most this
-        size.  Raises ValueError for a larger or freed source, or a ``.ptr`` outside 0..2**64-1;
+        size; from a buffer whose ``.device`` is another Device with ``cuMemcpyPeer``
+        (``cuMemcpyPeerAsync`` on ``stream``), which needs no peer access enabled.  Raises ValueError for a larger or freed source, or a ``.ptr`` outside 0..2**64-1;
         TypeError for a ``.ptr``/``.nbytes`` that is no integer."""
         nbytes = bounded(other.nbytes, "the source's nbytes", *C_UINT64)
         if nbytes > self.nbytes:
@@ -276,6 +277,11 @@ class DeviceBuffer(ByteSpan):
         if not source:
             raise ValueError("the source buffer was freed; copy from a live one")
         drv = self._live()
+        source_device = getattr(other, "device", None)
+        if isinstance(source_device, Device) and source_device is not self.device:
+            peer.copy(drv, self.ptr, self.device, source, source_device, nbytes,
+                      None if stream is None else handle_of(stream))
+            return self
         if stream is None:
             driver.check(drv.cuMemcpyDtoD_v2(self.ptr, source, nbytes), "cuMemcpyDtoD")
         else:
