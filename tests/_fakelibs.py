@@ -293,6 +293,43 @@ int cuMemcpyDtoD_v2(unsigned long long dst, unsigned long long src, size_t n) {
 int fake_last_copy(unsigned long long *dst, unsigned long long *src) {
     *dst = copy_dst; *src = copy_src; return (int)copy_n;
 }
+/* Peer access, recorded: cuDeviceCanAccessPeer answers 1 for two different devices (0 once
+   fake_peer_refuse(1) was called, and for a device and itself, as a real driver); each granted
+   cuCtxEnablePeerAccess keeps the context current and the peer's, and asking again for a pair
+   answers CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED (704).  fake_peer(queries, pairs) fills
+   pairs[2*i], pairs[2*i+1] (current, peer) and returns how many calls were made. */
+static int peer_refused, peer_queries, peer_calls, peer_grants;
+static void *peer_pairs[16];
+void fake_peer_refuse(int refuse) { peer_refused = refuse; }
+int cuDeviceCanAccessPeer(int *can, int d, int peer) {
+    ++peer_queries; *can = d != peer && !peer_refused; return 0;
+}
+int cuCtxEnablePeerAccess(void *peer, unsigned flags) {
+    ++peer_calls;
+    if (flags || !current || current == peer) return 1;
+    for (int i = 0; i < peer_grants; ++i)
+        if (peer_pairs[2 * i] == current && peer_pairs[2 * i + 1] == peer) return 704;
+    if (peer_grants < 8) { peer_pairs[2 * peer_grants] = current; peer_pairs[2 * peer_grants + 1] = peer; ++peer_grants; }
+    return 0;
+}
+int fake_peer(int *queries, void **pairs) {
+    *queries = peer_queries; memcpy(pairs, peer_pairs, sizeof peer_pairs); return peer_calls;
+}
+/* The last cuMemcpyPeer(Async): dst, src, bytes in words[0..2]; the dst and src contexts and the
+   stream (NULL for cuMemcpyPeer) in ptrs[0..2]; returns how many peer copies were made. */
+static unsigned long long peer_words[3]; static void *peer_ptrs[3]; static int peer_copies;
+int cuMemcpyPeerAsync(unsigned long long dst, void *dctx, unsigned long long src, void *sctx,
+                      size_t n, void *stream) {
+    peer_words[0] = dst; peer_words[1] = src; peer_words[2] = n;
+    peer_ptrs[0] = dctx; peer_ptrs[1] = sctx; peer_ptrs[2] = stream; return ++peer_copies, 0;
+}
+int cuMemcpyPeer(unsigned long long dst, void *dctx, unsigned long long src, void *sctx, size_t n) {
+    return cuMemcpyPeerAsync(dst, dctx, src, sctx, n, NULL);
+}
+int fake_last_peer_copy(unsigned long long *words, void **ptrs) {
+    memcpy(words, peer_words, sizeof peer_words); memcpy(ptrs, peer_ptrs, sizeof peer_ptrs);
+    return peer_copies;
+}
 /* Function attributes and occupancy: a kernel of 40 registers, 1 KiB static shared memory, 256
    bytes of constants, 16 bytes of local memory per thread, PTX 9.0 and binary 9.0, at most 768
    threads per block; the last occupancy query's arguments are kept. */
