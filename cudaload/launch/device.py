@@ -208,12 +208,13 @@ class Device:
     def can_access_peer(self, other) -> bool:
         """Whether this device's kernels can access ``other``'s (a Device or an ordinal) memory
         once :meth:`enable_peer_access` was called; False for this device itself."""
-        return peer.can_access_peer(self, other)
+        return peer.can_access_peer(self, as_device(other))
 
     def enable_peer_access(self, other) -> None:
         """Let this device's primary context access ``other``'s memory; again is no error.
-        Raises as :func:`cudaload.launch.peer.enable_peer_access`."""
-        peer.enable_peer_access(self, other)
+        Raises as :func:`cudaload.launch.peer.enable_peer_access`, and as :func:`as_device` for
+        an ``other`` that is no device."""
+        peer.enable_peer_access(self, as_device(other), activate)
 
     def limits(self) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
         """(max grid, max block, max threads per block) of this device."""

@@ -268,7 +268,8 @@ class DeviceBuffer(ByteSpan):
     def copy_from(self, other, stream=None) -> DeviceBuffer:
         """Copy from another device buffer (anything with ``.ptr``/``.nbytes``) of at most this
         size; from a buffer whose ``.device`` is another Device with ``cuMemcpyPeer``
-        (``cuMemcpyPeerAsync`` on ``stream``), which needs no peer access enabled.  Raises ValueError for a larger or freed source, or a ``.ptr`` outside 0..2**64-1;
+        (``cuMemcpyPeerAsync`` on ``stream``), which needs no peer access enabled.  Raises
+        ValueError for a larger or freed source, or a ``.ptr`` outside 0..2**64-1;
         TypeError for a ``.ptr``/``.nbytes`` that is no integer."""
         nbytes = bounded(other.nbytes, "the source's nbytes", *C_UINT64)
         if nbytes > self.nbytes:

@@ -22,12 +22,9 @@ _NEXT_STEP = ("copy between the two devices instead (DeviceBuffer.copy_from work
 
 
 def can_access_peer(device, other) -> bool:
-    """Whether ``device``'s kernels can access ``other``'s memory once peer access is enabled.
-    False for ``other`` the same device (the driver answers 0 there too: a device needs no grant
-    to reach its own memory)."""
-    from .device import as_device  # deferred: device.py imports this module
-
-    device, other = as_device(device), as_device(other)
+    """Whether Device ``device``'s kernels can access Device ``other``'s memory once peer access
+    is enabled.  False for ``other`` the same device (the driver answers 0 there too: a device
+    needs no grant to reach its own memory)."""
     if other is device:
         return False
     drv = driver.init()
@@ -37,14 +34,12 @@ def can_access_peer(device, other) -> bool:
     return bool(out[0])
 
 
-def enable_peer_access(device, other) -> None:
-    """Let ``device``'s primary context access ``other``'s memory.  Enabling it again is no error.
-    Raises ValueError for ``other`` the same device (before the driver is called), and
+def enable_peer_access(device, other, activate) -> None:
+    """Let Device ``device``'s primary context access Device ``other``'s memory, binding it with
+    ``activate(device)`` (device.py's, passed in: it imports this module).  Enabling it again is
+    no error.  Raises ValueError for ``other`` the same device (before the driver is called), and
     :class:`DriverError` with the next step where the pair cannot (``cuDeviceCanAccessPeer``
     answers 0, then ``cuCtxEnablePeerAccess`` is not called; or that call refuses)."""
-    from .device import activate, as_device  # deferred: device.py imports this module
-
-    device, other = as_device(device), as_device(other)
     if other is device:
         raise ValueError(f"device {device.ordinal} always reaches its own memory: give another "
                          "device to enable peer access to")
@@ -69,8 +64,9 @@ def _refused(device, other, rc: int | None) -> DriverError:
             "(cuDeviceCanAccessPeer answered 0)", function="cuDeviceCanAccessPeer",
             hint=_NEXT_STEP)
     err = driver.error(rc, "cuCtxEnablePeerAccess")
-    return DriverError(f"{err.args[0]} (device {device.ordinal} -> device {other.ordinal})", code=err.code,
-                       name=err.name, function=err.function, detail=err.message, hint=_NEXT_STEP)
+    pair = f"device {device.ordinal} -> device {other.ordinal}"
+    return DriverError(f"{err.args[0]} ({pair})", code=err.code, name=err.name,
+                       function=err.function, detail=err.message, hint=_NEXT_STEP)
 
 
 def copy(drv, dst: int, dst_device, src: int, src_device, nbytes: int, stream) -> None:
