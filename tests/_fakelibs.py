@@ -296,16 +296,19 @@ int fake_last_copy(unsigned long long *dst, unsigned long long *src) {
 /* Peer access, recorded: cuDeviceCanAccessPeer answers 1 for two different devices (0 once
    fake_peer_refuse(1) was called, and for a device and itself, as a real driver); each granted
    cuCtxEnablePeerAccess keeps the context current and the peer's, and asking again for a pair
-   answers CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED (704).  fake_peer(queries, pairs) fills
+   answers CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED (704), unless fake_peer_enable_rc(rc) made every
+   one answer rc.  fake_peer(queries, pairs) fills
    pairs[2*i], pairs[2*i+1] (current, peer) and returns how many calls were made. */
-static int peer_refused, peer_queries, peer_calls, peer_grants;
+static int peer_refused, peer_queries, peer_calls, peer_grants, peer_enable_rc;
 static void *peer_pairs[16];
 void fake_peer_refuse(int refuse) { peer_refused = refuse; }
+void fake_peer_enable_rc(int rc) { peer_enable_rc = rc; }  /* what the next enables answer */
 int cuDeviceCanAccessPeer(int *can, int d, int peer) {
     ++peer_queries; *can = d != peer && !peer_refused; return 0;
 }
 int cuCtxEnablePeerAccess(void *peer, unsigned flags) {
     ++peer_calls;
+    if (peer_enable_rc) return peer_enable_rc;
     if (flags || !current || current == peer) return 1;
     for (int i = 0; i < peer_grants; ++i)
         if (peer_pairs[2 * i] == current && peer_pairs[2 * i + 1] == peer) return 704;

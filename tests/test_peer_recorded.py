@@ -40,6 +40,10 @@ def test_peer_access_refusals_are_typed_and_say_what_to_do(recording_driver):
     after = out["after_refused"]
     assert after["queries"] == out["after_both"]["queries"] + 1
     assert after["calls"] == out["after_both"]["calls"]  # cuCtxEnablePeerAccess never called
+    kind, message, name = out["enable_refused"]
+    assert kind == "DriverError" and name == "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"
+    assert "cuCtxEnablePeerAccess failed" in message and "(device 1 -> device 0)" in message
+    assert "; copy between the two devices instead" in message
 
 
 def test_a_copy_from_another_devices_buffer_is_a_peer_copy_naming_both_contexts(

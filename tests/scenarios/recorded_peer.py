@@ -54,6 +54,9 @@ def enable() -> dict:
     fake().fake_peer_refuse(1)
     out["refused"] = _error(lambda: d1.enable_peer_access(d0))
     out["after_refused"] = _peer_calls()
+    fake().fake_peer_refuse(0)
+    fake().fake_peer_enable_rc(217)  # CUDA_ERROR_PEER_ACCESS_UNSUPPORTED from the enable itself
+    out["enable_refused"] = _error(lambda: d1.enable_peer_access(d0))
     return out
 
 
