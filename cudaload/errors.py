@@ -158,7 +158,8 @@ class LinkError(CudaLoadError, RuntimeError):
     """A link of device code failed (``cudaload.Linker``).  ``.log`` is the linker's error log,
     ``.info_log`` its info log, ``.symbol`` the undefined symbol the log names ("" when the
     failure is another), ``.linker`` which linker ran ("nvJitLink" or "driver") and ``.result``
-    the name of its answer (``NVJITLINK_ERROR_PTX_COMPILE``, ``CUDA_ERROR_INVALID_IMAGE``)."""
+    the name of its answer (``NVJITLINK_ERROR_PTX_COMPILE``, ``CUDA_ERROR_INVALID_IMAGE``),
+    ``.function`` the call that gave it (``nvJitLinkComplete``; "" where not known)."""
 
     _NEXT_STEP = "\nNext step: "  # after the log
     log: str
@@ -166,11 +167,12 @@ class LinkError(CudaLoadError, RuntimeError):
     symbol: str
     linker: str
     result: str
+    function: str
 
     def __init__(self, message: str = "", *, log: str = "", info_log: str = "", symbol: str = "",
-                 linker: str = "", result: str = "", hint: str = "") -> None:
+                 linker: str = "", result: str = "", hint: str = "", function: str = "") -> None:
         super().__init__(message, hint=hint, log=log, info_log=info_log, symbol=symbol,
-                         linker=linker, result=result)
+                         linker=linker, result=result, function=function)
 
 
 class LaunchArgumentError(CudaLoadError, TypeError):

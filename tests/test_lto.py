@@ -81,6 +81,7 @@ def test_a_link_error_is_a_compile_error_with_the_linker_log(tmp_path):
     assert "helper" in got["log"] and "Unresolved extern function" in got["log"]
     assert "calls.cu" in got["message"] and "nvJitLink" in got["message"]
     assert "every device function it calls must be defined in it" in got["message"]
+    assert got["function"] == "nvJitLinkComplete"  # the call that refused it, not NVRTC's
 
 
 def test_without_nvjitlink_the_error_says_what_to_do(tmp_path):

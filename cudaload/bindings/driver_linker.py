@@ -44,16 +44,16 @@ def link(inputs, options) -> tuple[bytes, str]:
         raise LinkError(f"cuLinkCreate failed: {name} ({int(rc)}): {text}: this driver refuses "
                         f"one of the options {given}, such as a target it does not know",
                         log=ffi.string(error).decode(errors="replace").strip(), linker="driver",
-                        result=name)
+                        result=name, function="cuLinkCreate")
     driver.check(rc, "cuLinkCreate")
     try:
-        rc, failed = 0, "cuLinkComplete"
+        rc, failed, call = 0, "cuLinkComplete", "cuLinkComplete"
         for kind, data, name in inputs:
             image = ffi.new("char[]", data)  # PTX is read as a C string: this copy ends in NUL
             rc = drv.cuLinkAddData_v2(state[0], ffi.integer_const(INPUTS[kind]), image,
                                       len(data), name.encode(), 0, ffi.NULL, ffi.NULL)
             if rc:
-                failed = f"cuLinkAddData ({kind} input {name})"
+                failed, call = f"cuLinkAddData ({kind} input {name})", "cuLinkAddData"
                 break
         cubin, size = ffi.new("void **"), ffi.new("size_t *")
         if not rc:
@@ -64,7 +64,7 @@ def link(inputs, options) -> tuple[bytes, str]:
             name, text = driver.describe(int(rc))
             raise LinkError(f"{failed} failed: {name} ({int(rc)}): {text}", log=log,
                             info_log=info_log, symbol=undefined_symbol(log), linker="driver",
-                            result=name)
+                            result=name, function=call)
         return ffi.buffer(ffi.cast("char *", cubin[0]), size[0])[:], info_log  # before destroy
     finally:
         drv.cuLinkDestroy(state[0])

@@ -56,6 +56,7 @@ def link(ltoir: bytes, name: str, arch: str, kind: str = "cubin") -> tuple[bytes
         raise CompileError(
             f"{name}: nvJitLink could not link its LTO IR for {arch}: {err.args[0]}"
             + (f"\n{err.log}" if err.log else ""), log=err.log, name=name,
+            function=err.function,
             hint="a program compiled with lto=True is linked alone: every device function "
                  "it calls must be defined in it; and nvJitLink must be of NVRTC's CUDA "
                  "release or newer (pip install -U nvidia-nvjitlink)") from None
@@ -76,12 +77,12 @@ def link_inputs(inputs, options, kind: str = "cubin") -> tuple[bytes, str]:
                                                                   else ()))]
     handle = _create(ffi, lib, [ffi.string(o).decode() for o in options], options)
     try:
-        rc, failed = 0, "the link"
+        rc, failed, call = 0, "the link", "nvJitLinkComplete"
         for input_kind, data, name in inputs:
             rc = lib.nvJitLinkAddData(handle[0], getattr(lib, INPUTS[input_kind]), data,
                                       len(data), name.encode())
             if rc:
-                failed = f"{input_kind} input {name}"
+                failed, call = f"{input_kind} input {name}", "nvJitLinkAddData"
                 break
         if not rc:
             held = _sigint.hold()  # Ctrl-C comes once the link returns (_sigint.py says why)
@@ -94,7 +95,7 @@ def link_inputs(inputs, options, kind: str = "cubin") -> tuple[bytes, str]:
             log = _text(_read(ffi, lib, handle[0], "ErrorLog"))
             raise LinkError(f"{_describe(rc)} ({rc}) at {failed}", log=log, info_log=info,
                             symbol=undefined_symbol(log), linker="nvJitLink",
-                            result=_describe(rc))
+                            result=_describe(rc), function=call)
         code = _read(ffi, lib, handle[0], "LinkedPtx" if kind == "ptx" else "LinkedCubin")
         return (code.rstrip(b"\0") if kind == "ptx" else code), info
     finally:
@@ -120,10 +121,11 @@ def _create(ffi, lib, words: list[str], options):
         arch = next((w.partition("=")[2] for w in words if w.startswith("-arch=")), "?")
         raise LinkError(f"{result} ({rc}): {_release()} does not "
                         f"{'know' if result == _ARCH_REFUSALS[0] else 'support'} the arch {arch}",
-                        log=log, linker="nvJitLink", result=result, hint=_arch_hint(result, arch))
+                        log=log, linker="nvJitLink", result=result, hint=_arch_hint(result, arch),
+                        function="nvJitLinkCreate")
     if result in _OPTION_REFUSALS:
         raise LinkError(f"{result} ({rc}): this nvJitLink refuses the options {' '.join(words)}",
-                        log=log, linker="nvJitLink", result=result)
+                        log=log, linker="nvJitLink", result=result, function="nvJitLinkCreate")
     _check(rc, "nvJitLinkCreate")
 
 

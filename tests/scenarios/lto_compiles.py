@@ -80,7 +80,7 @@ def undefined() -> None:
         cudaload.Program(UNDEFINED, name="calls.cu", lto=True).compile(arch=90)
     except cudaload.CompileError as err:
         print(json.dumps({"type": type(err).__name__, "message": str(err), "log": err.log,
-                          "name": err.name}))
+                          "name": err.name, "function": err.function}))
         return
     print(json.dumps({"type": None}))
 

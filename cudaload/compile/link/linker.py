@@ -334,13 +334,14 @@ def _explained(err: LinkError, name: str) -> LinkError:
                 "CUDA release or newer (pip install -U nvidia-nvjitlink)")
     return LinkError(f"{err.linker} could not link {name}{symbol} ({err.args[0]})"
                      + (f"\n{err.log}" if err.log else ""), log=err.log, info_log=err.info_log,
-                     symbol=err.symbol, linker=err.linker, result=err.result, hint=hint)
+                     symbol=err.symbol, linker=err.linker, result=err.result, hint=hint,
+                     function=err.function)
 
 
 def _refined(err: LinkError, message: str, hint: str | None = None) -> LinkError:
     """``err`` with another message (and hint), its other fields kept."""
     return LinkError(message, log=err.log, info_log=err.info_log, symbol=err.symbol,
-                     linker=err.linker, result=err.result,
+                     linker=err.linker, result=err.result, function=err.function,
                      hint=err.hint if hint is None else hint)
 
 
