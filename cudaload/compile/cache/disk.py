@@ -24,7 +24,7 @@ A miss here is looked up in the read-only tiers ``CUDALOAD_CACHE_READ_DIRS`` nam
 in order; a hit there is copied here.
 
 Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, claims, lifetime, limits, locks,
-memory, objectcode, pruning, tiers, writer (a hit none of _atomic, claims, locks, tiers, writer).
+memory, objectcode, pruning, tiers, writer (a hit: none of _atomic, claims, limits, locks, tiers).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import os
 import _thread
 
 from ..objectcode import MAX_ENTRY_BYTES, decode, encode
-from .limits import max_bytes
 from .memory import MEMORY
 from .. import _cache_folder
 from ..objectcode import ObjectCode
@@ -289,6 +288,8 @@ class DiskCache:
     def _bound(self, entry: str) -> None:
         """Hold the folder to ``CUDALOAD_CACHE_MAX_BYTES`` after ``entry`` was written, sparing
         it."""
+        from .limits import max_bytes  # deferred: a disk hit bounds nothing
+
         limit = max_bytes()
         if limit is not None:  # not self.prune: that waits for the writer, which runs this
             from . import pruning  # deferred: only this path needs it
