@@ -95,11 +95,14 @@ NOT_FOR_A_HIT = ("json", "re", "enum", "cudaload.bindings._loader", "_cffi_backe
 # re and enum (the include scan reads common directives with str methods, the miss's sweep of
 # temporary files needs none of pruning's patterns, nor pruning), contextlib, functools,
 # collections and types (the key's lock, the caches and the toolchain's record are plain classes,
-# dicts and try blocks): together 10 ms of a fresh process on a 2-core machine.
+# dicts and try blocks): together 10 ms of a fresh process on a 2-core machine.  Nor, for a
+# program that includes only CUDA's headers and whose options name no file, the include search
+# and the check of files options name.
 NOT_FOR_A_MISS = ("json", "socket", "_socket", "tempfile", "hashlib", "threading",
                   "cudaload.compile.link._linker", "re", "enum", "contextlib", "functools",
                   "collections", "types", "cudaload.compile.cache.pruning",
-                  "cudaload.compile.cache.tiers")
+                  "cudaload.compile.cache.tiers", "cudaload.compile.includes.search",
+                  "cudaload.compile.includes._option_files")
 
 
 def test_a_fresh_process_imports_only_what_its_miss_or_disk_hit_uses(tmp_path):
