@@ -97,12 +97,12 @@ NOT_FOR_A_HIT = ("json", "re", "enum", "cudaload.bindings._loader", "_cffi_backe
 # collections and types (the key's lock, the caches and the toolchain's record are plain classes,
 # dicts and try blocks): together 10 ms of a fresh process on a 2-core machine.  Nor, for a
 # program that includes only CUDA's headers and whose options name no file, the include search
-# and the check of files options name.
+# and the check of files options name; nor, with no size bound set, the bounds' limits.py.
 NOT_FOR_A_MISS = ("json", "socket", "_socket", "tempfile", "hashlib", "threading",
                   "cudaload.compile.link._linker", "re", "enum", "contextlib", "functools",
                   "collections", "types", "cudaload.compile.cache.pruning",
                   "cudaload.compile.cache.tiers", "cudaload.compile.includes.search",
-                  "cudaload.compile.includes._option_files")
+                  "cudaload.compile.includes._option_files", "cudaload.compile.cache.limits")
 
 
 def test_a_fresh_process_imports_only_what_its_miss_or_disk_hit_uses(tmp_path):

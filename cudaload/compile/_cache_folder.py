@@ -40,6 +40,9 @@ FORMAT = 2
 # The read-only tiers' setting (cache/tiers.py reads it): named here, where a miss without tiers
 # looks for it, so that it imports no tiers.py.
 READ_DIRS = "CUDALOAD_CACHE_READ_DIRS"
+# The folder's size bound (cache/limits.py reads it), named here for the same reason: a store
+# without a bound imports no limits.py.
+MAX_BYTES = "CUDALOAD_CACHE_MAX_BYTES"
 
 
 class CacheWarning(UserWarning):

@@ -32,10 +32,9 @@ from __future__ import annotations
 import os
 import _thread
 
-from ..objectcode import MAX_ENTRY_BYTES, decode, encode
+from ..objectcode import MAX_ENTRY_BYTES, ObjectCode, decode, encode
 from .memory import MEMORY
 from .. import _cache_folder
-from ..objectcode import ObjectCode
 from ..._base import _log, _untrusted, lifetime  # noqa: F401  (lifetime: see writer.py)
 
 TYPE_CHECKING = False  # true for type checkers only: importing typing costs a disk hit 3-5 ms
@@ -288,8 +287,9 @@ class DiskCache:
     def _bound(self, entry: str) -> None:
         """Hold the folder to ``CUDALOAD_CACHE_MAX_BYTES`` after ``entry`` was written, sparing
         it."""
-        from .limits import max_bytes  # deferred: a disk hit bounds nothing
-
+        if not os.environ.get(_cache_folder.MAX_BYTES, "").strip():
+            return  # no bound set: no limits.py to import
+        from .limits import max_bytes  # deferred: only a bound that is set is read
         limit = max_bytes()
         if limit is not None:  # not self.prune: that waits for the writer, which runs this
             from . import pruning  # deferred: only this path needs it
