@@ -65,11 +65,12 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("cudaload/launch/arguments.py", "convert", "< -> <=",
      'return value.to_bytes(size, "little", signed=value < 0)'):
         "0 has the same bytes signed or not",
-    ("cudaload/compile/cache/entry.py", "decode", "< -> <=", "if len(data) < _KEYLESS_HEADER.size:"):
+    ("cudaload/compile/objectcode.py", "decode", "< -> <=",
+     "if len(data) < _KEYLESS_SIZE or data[:8] != MAGIC:"):
         "an entry of exactly the bare header's size has empty metadata, which is no JSON: a miss "
         "either way",
-    ("cudaload/compile/cache/entry.py", "decode", ">= -> >",
-     "if version == FORMAT and len(data) >= HEADER.size:"):
+    ("cudaload/compile/objectcode.py", "decode", ">= -> >",
+     "if version == FORMAT and len(data) >= _HEADER_SIZE:"):
         "an entry of exactly the header's size has empty metadata, which is no JSON: a miss "
         "either way",
     ("cudaload/_base/_untrusted.py", "path_problem", "statement removed", "return None"):

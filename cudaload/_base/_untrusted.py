@@ -22,7 +22,6 @@ bound.  Both raise ValueError for what they refuse, so a caller treats it as a d
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 
@@ -145,6 +144,8 @@ def regular_problem(path, limit: int) -> str | None:
     try:
         st = os.stat(path)
     except OSError as err:
+        import errno  # deferred: only a path that cannot be looked at needs it
+
         if err.errno == errno.ELOOP:
             return "its symbolic links form a loop. Next step: point the link at the file"
         return f"{err.strerror or err}. Next step: check the path"

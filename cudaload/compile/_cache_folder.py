@@ -27,7 +27,6 @@ Imports of cudaload: _log, _untrusted.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 
@@ -41,6 +40,9 @@ FORMAT = 2
 # The read-only tiers' setting (cache/tiers.py reads it): named here, where a miss without tiers
 # looks for it, so that it imports no tiers.py.
 READ_DIRS = "CUDALOAD_CACHE_READ_DIRS"
+# The folder's size bound (cache/limits.py reads it), named here for the same reason: a store
+# without a bound imports no limits.py.
+MAX_BYTES = "CUDALOAD_CACHE_MAX_BYTES"
 
 
 class CacheWarning(UserWarning):
@@ -114,7 +116,10 @@ class Folder:
         filesystem (``ESTALE``, ``EBUSY``: a handle another machine made stale, a file busy for a
         moment) loses that one entry, said at DEBUG; the ``TRANSIENT_LIMIT``-th in a row, or any
         other failure, is :meth:`give_up`'s."""
-        if exc.errno in _TRANSIENT and self.transient < TRANSIENT_LIMIT - 1:
+        import errno  # deferred: only a failed write needs it (a disk hit imports no errno)
+
+        transient = (errno.ESTALE, errno.EBUSY, errno.EAGAIN, errno.EINTR)  # see TRANSIENT_LIMIT
+        if exc.errno in transient and self.transient < TRANSIENT_LIMIT - 1:
             self.transient += 1
             if _log.enabled("cache"):
                 _log.debug("cache", "%s in %s failed (%s); going on", doing, self.root, exc)
@@ -149,9 +154,9 @@ def shared_problem(st) -> str | None:
     return _untrusted.problem(st, shared_by_group=True)
 
 
-# Failures of a network filesystem that pass (a stale handle, a file busy for a moment): a write
-# that meets one loses its entry only, unless TRANSIENT_LIMIT of them come in a row.
-_TRANSIENT = (errno.ESTALE, errno.EBUSY, errno.EAGAIN, errno.EINTR)
+# Failures of a network filesystem that pass (a stale handle, a file busy for a moment: ESTALE,
+# EBUSY, EAGAIN, EINTR): a write that meets one loses its entry only, unless TRANSIENT_LIMIT of
+# them come in a row (Folder.failed).
 TRANSIENT_LIMIT = 3
 _OFF_WORDS = ("0", "false", "no", "off")
 _ON_WORDS = ("1", "true", "yes", "on")

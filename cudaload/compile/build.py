@@ -12,20 +12,20 @@ and for which NVRTC read no file the key lacks (its trace, _reads.py); in memory
 inputs did not change, watched by the files NVRTC read (those the scan missed too).  Each NVRTC
 compilation is logged at DEBUG to ``cudaload.compile`` with its key (``record.key``).
 
-Imports of cudaload: _log, errors, includes, objectcode, options, plan, request, toolchain;
-bindings (nvrtc), _option_files, _reads, _ptx_input and _linker where asked.
+Imports of cudaload: _log, errors, objectcode, options, plan, request, toolchain; bindings
+(nvrtc), _reads, includes (the search: files NVRTC read that the scan missed), _option_files
+(options that name a file), _ptx_input and _linker where asked.
 """
 
 from __future__ import annotations
 
 import os
 
-from .includes import search as includes
 from . import request as _request, toolchain
 from .._base import _log
 from ..errors import NvrtcError
 from .objectcode import ObjectCode
-from .options import LTO_OPTION
+from .options import LTO_OPTION, names_files
 from .plan import LINKED
 
 TYPE_CHECKING = False
@@ -95,13 +95,16 @@ def nvrtc_code(request: _request.Request, found: _request.Found, kind: str, targ
     from ..bindings import nvrtc  # deferred: only this path needs it
     # deferred: a request that builds nothing (a disk hit) needs no trace
     from .includes import _reads
-    from .includes._option_files import check_files  # deferred: only a build checks option files
 
     program, flags, lto = request.inputs, request.options.flags, request.options.lto
     sure = found.inputs.sure
     # Checked when the Program was made, and again now: NVRTC aborts the process on a file
     # option whose folder has gone since.
-    check_files(flags)
+    if names_files(flags):
+        # deferred: only options that name a file are checked
+        from .includes._option_files import check_files
+
+        check_files(flags)
     gpu = target.sm() if kind == "cubin" else target.compute()
     # NVRTC makes LTO IR for lto=True (nvJitLink links it into ``kind``) and where LTO IR
     # is asked for (returned unlinked: -dlto added where the program lacks it).
@@ -166,6 +169,8 @@ def watching(request: _request.Request, found: _request.Found, missing: list[str
     """``found``'s stamps extended to the files NVRTC read that the key lacks (see unkeyed)."""
     if not missing:
         return found.inputs.stamps
+    from .includes import search as includes  # deferred: only files the scan missed need it
+
     program = request.inputs
     return includes.watching(found.inputs.stamps, missing, includes.searched_folders(
         program.name, _request.headers_of(program), program.options))

@@ -16,7 +16,6 @@ Imports of cudaload: _cache_folder (the format's number), _hooks, _prepare (sha2
 from __future__ import annotations
 
 import os
-import struct
 import _thread
 
 from . import _hooks
@@ -198,7 +197,7 @@ def check(data: bytes, kind: str) -> None:
 
 def _arch_of(data: bytes, kind: str) -> str | None:
     if kind == "cubin" and len(data) >= 0x34 and data[4] == 2:  # 64-bit ELF: e_flags at 0x30
-        return f"sm_{(struct.unpack_from('<I', data, 0x30)[0] >> 8) & 0xFF}"
+        return f"sm_{data[0x31]}"  # e_flags (little-endian) bits 8-15: the SM number
     if kind == "ptx":
         match = _ptx_line(rb"^\s*\.target\s+(sm_\w+)", data[:4096])
         return match.group(1).decode() if match else None
@@ -209,10 +208,15 @@ def _arch_of(data: bytes, kind: str) -> str | None:
 
 MAX_ENTRY_BYTES = 1 << 30  # far beyond any CUBIN; a larger file is not an entry
 MAGIC = b"CUDALDKC"
-HEADER = struct.Struct("<8sHIQ32s32s")
+# HEADER's layout, little-endian: magic (8 bytes), format (2), metadata length (4), code length
+# (8), key (32), digest (32).  Read and written here with slices and int.from_bytes, not struct:
+# importing struct (and its _struct extension) cost a disk hit in a fresh process 0.5-0.8 ms.
+# HEADER itself, a struct.Struct of that layout, is made when asked for (see __getattr__).
+_HEADER_FORMAT = "<8sHIQ32s32s"
+_HEADER_SIZE = 86
 _KEYLESS_FORMAT = 1  # entries without a key, still found in older bundles
-_KEYLESS_HEADER = struct.Struct("<8sHIQ32s")
-_PREFIX = struct.Struct("<8sH")
+_KEYLESS_HEADER_FORMAT = "<8sHIQ32s"  # no key: the digest where the key is in HEADER
+_KEYLESS_SIZE = 54
 _NO_KEY = bytes(32)
 _ENTRY_KINDS = ("cubin", "ptx", "ltoir")  # what compiles and links make
 _META_DEPTH = 3  # {"lowered_names": {...}}: anything deeper is not what this version writes
@@ -240,25 +244,25 @@ def encode(obj: ObjectCode, key: str | None = None) -> bytes:
                                 sort_keys=True).encode()
     tag = _key_bytes(key)
     digest = sha256(tag + meta + obj.code).digest()
-    return HEADER.pack(MAGIC, FORMAT, len(meta), len(obj.code), tag, digest) + meta + obj.code
+    return b"".join((MAGIC, FORMAT.to_bytes(2, "little"), len(meta).to_bytes(4, "little"),
+                     len(obj.code).to_bytes(8, "little"), tag, digest, meta, obj.code))
 
 
 def decode(data: bytes, key: str | None = None) -> ObjectCode | None:
     """The ObjectCode in a cache entry, or None if the entry is truncated, corrupt, foreign, or
     (with ``key``) stored under another key."""
-    if len(data) < _KEYLESS_HEADER.size:
+    if len(data) < _KEYLESS_SIZE or data[:8] != MAGIC:
         return None
-    magic, version = _PREFIX.unpack_from(data)
-    if magic != MAGIC:
-        return None
-    if version == FORMAT and len(data) >= HEADER.size:
-        _m, _v, meta_len, code_len, tag, digest = HEADER.unpack_from(data)
+    version = int.from_bytes(data[8:10], "little")
+    meta_len = int.from_bytes(data[10:14], "little")
+    code_len = int.from_bytes(data[14:22], "little")
+    if version == FORMAT and len(data) >= _HEADER_SIZE:
+        tag, digest = data[22:54], data[54:86]
         if key is not None and tag != _key_bytes(key):
             return None
-        start = HEADER.size
+        start = _HEADER_SIZE
     elif version == _KEYLESS_FORMAT and key is None:
-        _m, _v, meta_len, code_len, digest = _KEYLESS_HEADER.unpack_from(data)
-        tag, start = None, _KEYLESS_HEADER.size
+        tag, digest, start = None, data[22:54], _KEYLESS_SIZE
     else:
         return None
     if len(data) != start + meta_len + code_len:
@@ -285,3 +289,15 @@ def decode(data: bytes, key: str | None = None) -> ObjectCode | None:
                      cached="disk", linked=linked is True)
     obj._linker = linker
     return obj
+
+
+def __getattr__(name: str):
+    # HEADER and _KEYLESS_HEADER as struct.Struct, for what packs entries field by field (tests,
+    # tools): made when asked for, so that a disk hit imports no struct (see _HEADER_FORMAT).
+    if name in ("HEADER", "_KEYLESS_HEADER"):
+        import struct  # deferred: see above
+
+        layout = struct.Struct(_HEADER_FORMAT if name == "HEADER" else _KEYLESS_HEADER_FORMAT)
+        globals()[name] = layout
+        return layout
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

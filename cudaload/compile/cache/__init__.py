@@ -16,7 +16,7 @@ record lives there too).  The parts, each a module of this package:
 
 The bytes of an entry are compiled code's own (objectcode.py: bundles hold the same bytes).
 
-Imports of cudaload: _cache_folder, disk, limits, memory, objectcode, pruning (when asked).
+Imports of cudaload: _cache_folder, disk, memory, objectcode; limits, pruning (when asked).
 
 Layer 2, compile: may import the foundation, bindings and compile.
 """
@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from .._cache_folder import FORMAT, CacheWarning
 from .disk import NULL, DiskCache, NullCache, configured, default, directory
-from ..objectcode import HEADER, MAGIC, MAX_ENTRY_BYTES, decode, encode
-from .limits import byte_count, max_bytes
+from ..objectcode import MAGIC, MAX_ENTRY_BYTES, decode, encode
 from .memory import MEMORY
 
 __all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP_S", "MEMORY",
@@ -35,9 +34,18 @@ __all__ = ["FORMAT", "HEADER", "MAGIC", "MAX_ENTRY_BYTES", "GRACE_S", "STALE_TMP
 
 
 def __getattr__(name: str):
-    # pruning.py's constants, imported when asked for: a disk hit needs none of pruning.py.
+    # What a disk hit needs none of, imported when asked for: pruning.py's constants, limits.py's
+    # settings (read by a store) and the entry's header as a struct (objectcode.HEADER).
     if name in ("GRACE_S", "STALE_TMP_S"):
         from . import pruning  # deferred: only this path needs it
 
         return getattr(pruning, name)
+    if name in ("byte_count", "max_bytes"):
+        from . import limits  # deferred: see above
+
+        return getattr(limits, name)
+    if name == "HEADER":
+        from ..objectcode import HEADER  # deferred: made when first asked for (objectcode.py)
+
+        return HEADER
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,7 @@ A miss here is looked up in the read-only tiers ``CUDALOAD_CACHE_READ_DIRS`` nam
 in order; a hit there is copied here.
 
 Imports of cudaload: _atomic, _cache_folder, _log, _untrusted, claims, lifetime, limits, locks,
-memory, objectcode, pruning, tiers, writer (a hit none of _atomic, claims, locks, tiers, writer).
+memory, objectcode, pruning, tiers, writer (a hit: none of _atomic, claims, limits, locks, tiers).
 """
 
 from __future__ import annotations
@@ -32,11 +32,9 @@ from __future__ import annotations
 import os
 import _thread
 
-from ..objectcode import MAX_ENTRY_BYTES, decode, encode
-from .limits import max_bytes
+from ..objectcode import MAX_ENTRY_BYTES, ObjectCode, decode, encode
 from .memory import MEMORY
 from .. import _cache_folder
-from ..objectcode import ObjectCode
 from ..._base import _log, _untrusted, lifetime  # noqa: F401  (lifetime: see writer.py)
 
 TYPE_CHECKING = False  # true for type checkers only: importing typing costs a disk hit 3-5 ms
@@ -289,6 +287,9 @@ class DiskCache:
     def _bound(self, entry: str) -> None:
         """Hold the folder to ``CUDALOAD_CACHE_MAX_BYTES`` after ``entry`` was written, sparing
         it."""
+        if not os.environ.get(_cache_folder.MAX_BYTES, "").strip():
+            return  # no bound set: no limits.py to import
+        from .limits import max_bytes  # deferred: only a bound that is set is read
         limit = max_bytes()
         if limit is not None:  # not self.prune: that waits for the writer, which runs this
             from . import pruning  # deferred: only this path needs it

@@ -4,14 +4,14 @@
 cache's own bound is memory.py's.  A value that is not a number of bytes is ignored with one
 :class:`CacheWarning`.
 
-Imports of cudaload: _cache_folder (CacheWarning).
+Imports of cudaload: _cache_folder (CacheWarning, the setting's name).
 """
 
 from __future__ import annotations
 
 import os
 
-from .._cache_folder import CacheWarning
+from .._cache_folder import MAX_BYTES, CacheWarning
 
 __all__ = ["CacheWarning", "byte_count", "max_bytes"]
 
@@ -27,7 +27,7 @@ def byte_count(text: str) -> int | None:
 def max_bytes() -> int | None:
     """The size bound ``CUDALOAD_CACHE_MAX_BYTES`` sets, or None (none, or not a number: warned
     about, and ignored)."""
-    value = os.environ.get("CUDALOAD_CACHE_MAX_BYTES", "").strip()
+    value = os.environ.get(MAX_BYTES, "").strip()
     if not value:
         return None
     limit = byte_count(value)

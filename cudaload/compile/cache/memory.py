@@ -11,7 +11,8 @@ An :class:`Entry` holds the ObjectCode (``.cached == "memory"``), the stamps of 
 compile read (includes.still_valid() says whether the hit holds) and its size.  The ObjectCode a
 compile returns keeps the entry's copy alive, so while either lives the entry is found.
 
-Imports of cudaload: _log, limits (a number of bytes, read).
+Imports of cudaload: _cache_folder (CacheWarning), _log; limits where the bound is set (a
+number of bytes, read).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # the same class, typed
 else:  # collections' own C class (importing collections cost a fresh process's miss 1-2 ms)
     from _collections import OrderedDict
 
-from .limits import CacheWarning, byte_count
+from .._cache_folder import CacheWarning  # imported with the cache package already
 from ..._base import _log
 
 __all__ = ["MEMORY", "MemoryCache", "Entry", "ENTRY_OVERHEAD", "memory_max_bytes", "MEMORY_DEFAULT_BYTES"]
@@ -182,7 +183,11 @@ def memory_max_bytes() -> int:
     read, bound = _memory_setting
     if text == read:
         return bound
-    limit = byte_count(text.strip()) if text.strip() else MEMORY_DEFAULT_BYTES
+    limit: int | None = MEMORY_DEFAULT_BYTES
+    if text.strip():
+        from .limits import byte_count  # deferred: a bound left unset reads no number
+
+        limit = byte_count(text.strip())
     if limit is None:
         from ..._base._warn import warn  # deferred: only a setting that is no number needs it
 
