@@ -85,6 +85,19 @@ names = ["one", "two"]
 kernel_sources = ['#include "ops.cuh"\\nextern "C" __global__ void one(int *x) { x[0] = ONE; }',
                   '#include "ops.cuh"\\nextern "C" __global__ void two(int *x) { x[0] = 2; }']
 """
+# mypkg of the README, as docs/packaging.md's kernels.py reads it: scale.cu and a bundle of it for
+# sm_90, made in a process of its own (the example's own process never maps NVRTC).
+SCALE_PKG = f"""
+    import os, cudaload
+    os.makedirs("mypkg")
+    open("mypkg/__init__.py", "w").close()
+    with open("mypkg/scale.cu", "w") as f:
+        f.write({SAXPY.replace("saxpy", "scale")!r})
+    bundle = cudaload.Bundle()
+    bundle.add(cudaload.Program.from_resource("mypkg", "scale.cu"),
+               cudaload.Program.from_resource("mypkg", "scale.cu").compile(arch=90))
+    bundle.write("mypkg/kernels.bundle")
+"""
 A_FEW = """
 HEADER, names, kernel_sources = "", ["k"], ['extern "C" __global__ void k(int *x) { }']
 """
@@ -162,6 +175,9 @@ EXAMPLES = [
     api("`LaunchArgumentError`", "recording", stdout=r"(?s).*k\(float\* x, int n\).*"),
     Example("api.md", "Logging", 0, "none",
             after="assert logging.getLogger('cudaload').getEffectiveLevel() == logging.DEBUG"),
+    Example("packaging.md", "Shipping precompiled kernels", 0, "none", setup=SCALE_PKG,
+            after="(prog,) = programs()\nassert prog.bundle is BUNDLE\n"
+                  "assert BUNDLE.find(prog, 'sm_90').cached == 'bundle'\n" + NVRTC_UNMAPPED),
     Example("fleet.md", "One GPU per process, no context on the others", 0, "recording",
             before="import os; os.environ['SLURM_LOCALID'] = '1'", after="assert dev.ordinal == 1"),
 ]
