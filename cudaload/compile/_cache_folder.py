@@ -11,6 +11,7 @@ Folder: ``CUDALOAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaload``, else ``~/.cac
     v2/.locks                 byte-range locks, one byte per key, taken around a compile (POSIX;
                               Windows uses a ``<key>.lock`` file per key)
     v2/.tmp-…                 a write in progress (swept when stale)
+    v2/.swept                 when the folder was last swept (at most hourly, by a miss)
 
 Whoever can write the folder chooses the code a compile returns and, through ``toolchain.json``,
 the library loaded into the process, so it is trusted as ssh and pip trust theirs (_untrusted.py); a

@@ -309,7 +309,7 @@ class DiskCache:
             self.swept = True
             from ..._base import _atomic  # deferred: as in _write
 
-            _atomic.sweep_stale(self.folder)  # not pruning's: a miss needs none of its patterns
+            _atomic.sweep_due(self.folder)  # not pruning's: a miss needs none of its patterns
 
     # ---- looking after it (``cudaload cache info|clear|prune``) ---------------------------------
 

@@ -36,7 +36,8 @@ STALE_TMP_S = _atomic.STALE_S  # an older temporary file is a crashed writer's (
 
 # cudaload's own names in a format folder (v1, v2, ...)
 _FORMAT_FOLDER = re.compile(r"v[0-9]+")
-_OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock|claim)|" + re.escape(KEYS_FILE))
+_OWN_FILE = re.compile(r"[0-9a-f]{64}\.(?:bin|lock|claim)|" + re.escape(KEYS_FILE) + "|"
+                       + re.escape(_atomic.SWEPT))
 _ENTRY_FILE = re.compile(r"[0-9a-f]{64}\.bin")
 
 
