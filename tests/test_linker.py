@@ -68,6 +68,23 @@ def test_the_link_key_covers_every_input_option_arch_and_output(tmp_path):
         assert got[changed] == [None, False], changed
 
 
+def test_a_link_is_keyed_as_the_entries_already_on_disk_were():
+    # Keys recorded for fixed inputs: a change to how a link is keyed would make every link
+    # cached so far a miss (only a new cache FORMAT may change them: record them again then).
+    from cudaload.compile import request
+    from cudaload.compile.options import parse_arch
+
+    parts = ("link", "cubin", "sm_90", "True", "-O3", "inputs", "ltoir", "a.ltoir",
+             b"\x7fIR\x00bytes", "cubin", "", b"\x7fELF")
+    link = request.link(parts, ("-O3",), True, parse_arch("sm_90"), "cubin")
+    assert request.link_key(link, "nvJitLink 12080 abc") == (
+        "bce70b5d544dc90fcacf730a586202be6ef1abf4acbc65778a4270d5bcca089b")
+    assert request.link_key(link, "driver 12020") == (
+        "92978e33a4683e97b4bcdda64a6e16644c679878af4de56c79aa7b10913ac7c7")
+    assert link.memory_key == (bytes.fromhex(
+        "003e8a3875e174b3ff50ec5131d9810de863829372899b38611673290b0b03f0"), "link")
+
+
 def test_another_nvjitlink_build_links_again(tmp_path):
     real = run_json("""
         import json

@@ -14,14 +14,15 @@ The request then goes one way, and no step holds a Program:
                            the memory cache; code built elsewhere is written to the disk cache
 
 build.run is the three in turn.  A Linker's link (link/linker.py) is a request too
-(:func:`link`): looked up in memory, then on disk under the key of the linker that links
-(:func:`linked`), nvJitLink first, then the driver, each tried by the Linker, and kept.  The disk key (sha256) covers everything that changes the
-output: the program's inputs, every path NVRTC's include search looks at now with the contents
-of the files it reads (includes.py; that a program includes only the toolchain's headers is
-known from _directives.py, without the search), the kind and target arch (plan.choose), NVRTC's
-version and build and the CUDA header folders (toolchain.py), the cache format, for PTX the
-driver's version, and for ``lto=True`` the linker's build.  A program that names an include by
-a macro reads what is not known for certain: it is looked up and kept in memory only.
+(:func:`link`), its inputs a :class:`Link`: looked up in memory, then on disk under the key of
+the linker that links (:func:`linked`), nvJitLink first, then the driver, each tried by the
+Linker, and kept.  The disk key (sha256) covers everything that changes the output: the
+program's inputs, every path NVRTC's include search looks at now with the contents of the files
+it reads (includes.py; that a program includes only the toolchain's headers is known from
+_directives.py, without the search), the kind and target arch (plan.choose), NVRTC's version and
+build and the CUDA header folders (toolchain.py), the cache format, for PTX the driver's
+version, and for ``lto=True`` the linker's build.  A program that names an include by a macro
+reads what is not known for certain: it is looked up and kept in memory only.
 
 Imports of cudaload: _cache_folder, _prepare, cache.memory, options, plan, toolchain;
 _directives, includes and _linker where asked.
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
     from .includes import search as includes
     from .objectcode import ObjectCode
 
-__all__ = ["Request", "Options", "Found", "Origin", "LINK", "make", "link", "lookup", "keyed",
-           "linked", "link_key", "keep", "disk", "still_valid", "inputs_of", "bundle_digest", "headers_of"]
+__all__ = ["Request", "Options", "Link", "Found", "Origin", "LINK", "make", "link", "lookup",
+           "keyed", "linked", "link_key", "keep", "disk", "still_valid", "inputs_of",
+           "bundle_digest", "headers_of"]
 
 LINK = "link"  # the code type of a Linker's request (link/linker.py): code linked into one
 _NO_NVRTC = (*LINKED, LINK)  # no NVRTC key, no origin: the Linker keys its link
@@ -59,9 +61,10 @@ class Options(tuple):
 
 class Request(tuple):
     """One compile request, frozen (a tuple with a name for each item, as toolchain.Toolchain
-    is): ``inputs`` (_prepare.Prepared: source, name, headers, name expressions, digest),
-    ``code_type``, ``options`` (:class:`Options`), ``arch`` and ``output`` as asked (the arch
-    resolved), ``explicit`` (whether the arch was given), ``bundle`` and ``memory_key``."""
+    is): ``inputs`` (_prepare.Prepared: source, name, headers, name expressions, digest; a
+    Linker's: :class:`Link`), ``code_type``, ``options`` (:class:`Options`), ``arch`` and
+    ``output`` as asked (the arch resolved), ``explicit`` (whether the arch was given),
+    ``bundle`` and ``memory_key``."""
 
     __slots__ = ()
     inputs = property(itemgetter(0))
@@ -72,6 +75,17 @@ class Request(tuple):
     explicit = property(itemgetter(5))
     bundle = property(itemgetter(6))
     memory_key = property(itemgetter(7))
+
+
+class Link(tuple):
+    """A Linker's inputs, as its request holds them: ``parts`` (its inputs' kinds, names and
+    bytes, the options, the arch, LTO and the output) and their ``digest``, which its keys are
+    made of (memory_key, link_key)."""
+
+    __slots__ = ()
+    parts = property(itemgetter(0))
+    digest = property(itemgetter(1))
+    chars = 0  # what keep() counts beyond the code: nothing, as no origin holds the inputs
 
 
 class Found(tuple):
@@ -126,9 +140,9 @@ def link(parts: tuple, flags: tuple, lto: bool, arch, output: str) -> Request:
     """The request of a Linker's link: ``parts`` (what the link's digest covers: its inputs'
     kinds, names and bytes, the options, the arch, LTO and the output) for ``arch``/``output``,
     in memory under (digest, "link")."""
-    digest = _prepare.digest(*parts)
-    inputs = _prepare.Prepared("", "", (), (), flags, (), parts, digest, 0, lto, None, LINK)
-    return make(inputs, None, arch, output, True, (digest, "link"))
+    inputs = Link((parts, _prepare.digest(*parts)))
+    return Request((inputs, LINK, Options((flags, lto)), arch, output, True, None,
+                    (inputs.digest, "link")))
 
 
 def lookup(request: Request, tc: toolchain.Toolchain | None = None,
@@ -197,10 +211,10 @@ def keep(request: Request, found: Found, store: bool = False) -> ObjectCode:
     obj = found.code
     if found.where == "memory":
         return obj
-    prepared = request.inputs
     if request.code_type in _NO_NVRTC:  # the Linker's code: no origin to compile it again from
-        MEMORY.put(request.memory_key, obj, None, prepared.chars + len(obj.code))
+        MEMORY.put(request.memory_key, obj, None, request.inputs.chars + len(obj.code))
         return obj
+    prepared = request.inputs
     obj.source = prepared.source
     obj.name = prepared.name
     obj.origin = Origin(prepared, request.arch, request.output, found.key)
