@@ -260,7 +260,17 @@ def test_require_bundle_fails_a_wheel_the_bundle_was_left_out_of(built, tmp_path
     short = check_wheel(wheel, "--arch", "sm_90", "--arch", "sm_75", "--require-bundle")
     assert short.returncode == 1, short.stdout
     assert "FAIL kpkg/_kernels.bundle: no code for sm_75 for 2 of 2 programs" in short.stdout
-    assert "--arch sm_75 -o BUNDLE --append" in short.stdout
+    # The fix names the bundle where the package's tree has it: only --programs is left to fill.
+    assert ("add their code: run `cudaload precompile --programs MODULE:NAME --arch sm_75 -o "
+            "kpkg/_kernels.bundle --append` from the folder that holds the package") \
+        in short.stdout
+    # A member of NAME-VERSION.data/purelib/ is installed (and kept in the tree) without it.
+    (tmp_path / "data").mkdir()
+    data = _wheels.write_wheel(tmp_path / "data", "kpkg", {
+        f"kpkg-1.0.data/purelib/{name}": value for name, value in files.items()})
+    moved = check_wheel(data, "--arch", "sm_75", "--require-bundle")
+    assert "FAIL kpkg-1.0.data/purelib/kpkg/_kernels.bundle: no code for sm_75" in moved.stdout
+    assert "--arch sm_75 -o kpkg/_kernels.bundle --append`" in moved.stdout, moved.stdout
     assert check_wheel(wheel, "--arch", "sm_75").returncode == 0  # only reported, by default
 
 

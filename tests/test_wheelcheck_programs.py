@@ -98,6 +98,27 @@ def test_a_kernel_edited_after_precompile_fails_naming_program_file_and_command(
                        cudaload_wheel).returncode == 0
 
 
+def test_require_bundle_without_programs_gives_a_command_that_adds_the_missing_arch(
+        tmp_path):
+    tree = source_tree(tmp_path / "src")
+    proc = check_wheel(wheel_of(tree, tmp_path / "short"), "--arch", "sm_90", "--arch", "sm_80",
+                       "--require-bundle")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (fail,) = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
+    assert fail.startswith("FAIL kpkg/kernels.bundle: no code for sm_80 for 2 of 2 programs")
+    command = fail.partition("add their code: run `")[2].partition("`")[0]
+    assert command == ("cudaload precompile --programs MODULE:NAME --arch sm_80 -o "
+                       "kpkg/kernels.bundle --append"), fail
+    assert fail.endswith("` from the folder that holds the package, then build the wheel again")
+    # Filled in with the package's Programs only, it mends the bundle.
+    words = command.replace("MODULE:NAME", "kpkg:programs").split()[1:]
+    subprocess.run([sys.executable, "-m", "cudaload", *words], cwd=tree,
+                   env={**os.environ, "PYTHONPATH": ROOT}, check=True, capture_output=True)
+    mended = check_wheel(wheel_of(tree, tmp_path / "mended"), "--arch", "sm_90", "--arch",
+                         "sm_80", "--require-bundle")
+    assert mended.returncode == 0, mended.stdout
+
+
 def test_programs_that_cannot_be_made_or_have_no_bundle_fail(tmp_path, cudaload_wheel):
     tree = source_tree(tmp_path / "src")
     wheel = wheel_of(tree, tmp_path / "w")
@@ -157,7 +178,9 @@ def test_a_plain_cudaload_dependency_without_a_bundle_is_warned_about(tmp_path, 
     assert (warning is not None) is warned, (found, warning)
     if warned:
         assert "its GPU users meet LibraryNotFoundError" in warning
-        assert "Next step: depend on cudaload[nvrtc], or ship a bundle" in warning
+        assert "Next step: depend on cudaload[nvrtc], or ship a bundle: run `cudaload " \
+            "precompile --programs MODULE:NAME --arch ARCH -o PKG/kernels.bundle` from the " \
+            "folder that holds the package, then list it as package data" in warning
         assert ("only the package's extra gpu brings cudaload[nvrtc]" in warning) is \
             (len(requires) == 2)
 
@@ -169,6 +192,16 @@ def test_the_plain_cudaload_warning_is_in_the_report(tmp_path):
     assert proc.returncode == 0, proc.stdout
     assert ("WARNING the wheel depends on plain cudaload (Requires-Dist: cudaload>=0.1), "
             "without its nvrtc extra") in proc.stdout
+    # The bundle's command names the wheel's one package, and the archs asked about.
+    assert "ship a bundle: run `cudaload precompile --programs MODULE:NAME --arch ARCH -o " \
+        "kpkg/kernels.bundle`" in proc.stdout, proc.stdout
+    archs = check_wheel(wheel, "--arch", "sm_90", "--arch", "sm_80").stdout
+    assert "--arch sm_90 --arch sm_80 -o kpkg/kernels.bundle`" in archs, archs
+    (tmp_path / "two").mkdir()
+    two = _wheels.write_wheel(tmp_path / "two", "kpkg", {
+        "kpkg/__init__.py": b"", "kpkg/sub/__init__.py": b"", "other/__init__.py": b"",
+        "kpkg-1.0.data/purelib/third/__init__.py": b""}, requires=["cudaload>=0.1"])
+    assert "-o PKG/kernels.bundle`" in check_wheel(two).stdout  # which package is not known
     (tmp_path / "x").mkdir()
     extra = _wheels.write_wheel(tmp_path / "x", "kpkg", {"kpkg/__init__.py": b""},
                                 requires=["cudaload[nvrtc]>=0.1"])

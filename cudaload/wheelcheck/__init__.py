@@ -5,7 +5,8 @@ compiled file needs; ``libraries`` knows CUDA's library names; ``bundles`` repor
 architectures a shipped bundle covers; ``install`` with ``_probe`` and ``environments`` installs
 the wheel into a fresh environment and imports it where CUDA is absent; ``programs`` with
 ``_programs_probe`` asks there whether the package's Programs find code in their bundle;
-``requirements`` reads which cudaload the wheel depends on; ``command`` is the
+``requirements`` reads which cudaload the wheel depends on; ``mend`` writes the
+``cudaload precompile`` command a failure gives to make a bundle again; ``command`` is the
 subcommand and :func:`check_wheel`; ``pytest_plugin`` gives the fixtures ``no_cuda`` and
 ``cuda_without_gpu``; ``driver_library`` is ``cudaload fetch-libcuda`` (a real driver library
 for a machine without a GPU, which ``cuda_without_gpu`` and ``--import`` use).  Importing this

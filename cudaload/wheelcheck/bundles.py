@@ -18,6 +18,8 @@ from ..compile.options import parse_arch
 from .._base.releases import loads_on
 from . import elf
 from .libraries import cuda_library
+from .mend import precompile_step
+from .wheel import installed_path
 
 __all__ = ["arch_name", "report", "summary"]
 
@@ -108,7 +110,8 @@ def required(shipped: list, reports: list[dict], archs: list[str]) -> list[str]:
                 failures.append(f"{bundle['path']}: no code for {arch} for {len(missing)} of "
                                 f"{len(bundle['programs'])} programs ({', '.join(missing[:4])}"
                                 f"{' ...' if len(missing) > 4 else ''}): add their code: "
-                                f"cudaload precompile ... --arch {arch} -o BUNDLE --append")
+                                + precompile_step(installed_path(bundle["path"]), [arch],
+                                                  append=True))
     return failures
 
 

@@ -100,10 +100,10 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
         where = "DT_NEEDED" if entry["format"] == "ELF" else "import table"
         failures += [f"{entry['path']} needs {lib} ({where}), a CUDA library: it cannot load "
                      "where CUDA is absent" for lib in entry["cuda"]]
-    report: dict[str, Any] = {"wheel": path, "ok": False, "failures": failures,
-                              "warnings": _warnings(path, shipped, require_bundle, programs),
-                              "files": files, "bundles": None, "imports": None, "programs": None}
     archs = list(dict.fromkeys(archs))
+    report: dict[str, Any] = {"wheel": path, "ok": False, "failures": failures,
+                              "warnings": _warnings(path, shipped, require_bundle, programs, archs),
+                              "files": files, "bundles": None, "imports": None, "programs": None}
     if archs:
         report["bundles"] = [bundle_report.report(b["path"], b["data"], archs, b["error"])
                              for b in shipped]
@@ -116,9 +116,10 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
     return cast("WheelReport", report)  # the entries' producers type them as plain dicts
 
 
-def _warnings(path: str, shipped: list, require_bundle: bool, programs: Sequence[str]
-              ) -> list[str]:
+def _warnings(path: str, shipped: list, require_bundle: bool, programs: Sequence[str],
+              archs: list[str]) -> list[str]:
     from .requirements import cudaload_requirements, nvrtc_warning  # deferred: as above
+    from .wheel import packages  # deferred: as above
 
     warnings = []
     if require_bundle and shipped and not programs:
@@ -127,7 +128,7 @@ def _warnings(path: str, shipped: list, require_bundle: bool, programs: Sequence
                         "and a kernel edited after `cudaload precompile` keeps its old entries, "
                         "which no GPU uses. Next step: add --programs MODULE:NAME (as given to "
                         "cudaload precompile)")
-    warning = nvrtc_warning(cudaload_requirements(path), bool(shipped))
+    warning = nvrtc_warning(cudaload_requirements(path), bool(shipped), packages(path), archs)
     return warnings + ([warning] if warning else [])
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from collections.abc import Sequence
 
 from .environments import no_driver_env
 from .install import Installed, run_probe
+from .mend import precompile_step
 
 __all__ = ["check", "summary"]
 
@@ -63,14 +63,11 @@ def _stale(spec: str, program: dict, missing: list[str], archs: list[str]) -> st
         return (f"--programs {spec}: {what} has no bundle (it is made without bundle=), so "
                 "every GPU compiles it with NVRTC: pass bundle=cudaload.Bundle.from_resource"
                 "(...) to it")
-    command = shlex.join(["cudaload", "precompile", "--programs", spec,
-                          *[word for arch in archs for word in ("--arch", arch)],
-                          "-o", program["bundle"]])
     return (f"{program['bundle']}: no entry for {what} for {', '.join(missing)}: the bundle "
             "holds no code of this program as the wheel makes it now (the kernel, a header, "
             "an option or a name expression changed since `cudaload precompile`, or that arch "
-            "was not precompiled), so a GPU without NVRTC cannot run it. Mend it: run "
-            f"`{command}` from the folder that holds the package, then build the wheel again")
+            "was not precompiled), so a GPU without NVRTC cannot run it. Mend it: "
+            + precompile_step(program["bundle"], archs, spec))
 
 
 def summary(report: dict, archs: Sequence[str]) -> list[str]:

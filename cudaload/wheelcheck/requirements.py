@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import email.parser
 import re
+from collections.abc import Sequence
 
+from .mend import precompile_step
 from .wheel import open_wheel
 
 __all__ = ["cudaload_requirements", "nvrtc_warning"]
@@ -39,9 +41,12 @@ def cudaload_requirements(path: str) -> list[dict]:
     return found
 
 
-def nvrtc_warning(requirements: list[dict], ships_bundle: bool) -> str | None:
+def nvrtc_warning(requirements: list[dict], ships_bundle: bool, packages: Sequence[str] = (),
+                  archs: Sequence[str] = ()) -> str | None:
     """The warning for a wheel whose cudaload ``requirements`` bring no NVRTC to every install
-    while it ships no bundle (``ships_bundle``), or None."""
+    while it ships no bundle (``ships_bundle``), or None.  Its command writes the bundle into
+    the wheel's package where ``packages`` (its top-level packages) has one only, for ``archs``
+    where given."""
     always = [r for r in requirements if r["extra"] is None]
     if ships_bundle or not always or any("nvrtc" in r["extras"] for r in always):
         return None
@@ -51,5 +56,7 @@ def nvrtc_warning(requirements: list[dict], ships_bundle: bool) -> str | None:
     return (f"the wheel depends on plain cudaload (Requires-Dist: {always[0]['text']}), without "
             f"its nvrtc extra{only}, and ships no cudaload.Bundle: on a GPU its kernels are "
             "compiled with NVRTC, which nothing installs, so its GPU users meet "
-            "LibraryNotFoundError. Next step: depend on cudaload[nvrtc], or ship a bundle "
-            "(cudaload precompile ... -o PKG/kernels.bundle, listed as package data)")
+            "LibraryNotFoundError. Next step: depend on cudaload[nvrtc], or ship a bundle: "
+            + precompile_step(f"{packages[0] if len(packages) == 1 else 'PKG'}/kernels.bundle",
+                              archs or ["ARCH"],
+                              then="list it as package data and build the wheel again"))

@@ -10,6 +10,7 @@ sense of.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import zipfile
 import zlib
@@ -21,11 +22,14 @@ from . import elf, pe
 from .blob import Blob
 from .libraries import cuda_library
 
-__all__ = ["WheelError", "open_wheel", "scan"]
+__all__ = ["WheelError", "installed_path", "open_wheel", "packages", "scan"]
 
 _MACHO = (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe",
           b"\xca\xfe\xba\xbe")
 _LIBRARY_SUFFIXES = (".so", ".pyd", ".dll", ".dylib")
+# A member pip installs into site-packages from the wheel's NAME-VERSION.data/purelib/ (or
+# platlib/) folder rather than from the wheel's root (PEP 427).
+_DATA_LIB = re.compile(r"[^/]+\.data/(?:purelib|platlib)/")
 # What zipfile and zlib raise for an archive that is damaged after its central directory.
 _READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
                 RuntimeError, ValueError)
@@ -58,6 +62,22 @@ def open_wheel(path: str) -> zipfile.ZipFile:
         archive.close()
         raise WheelError(f"{path}: not a wheel: a zip archive without a .dist-info/WHEEL file")
     return archive
+
+
+def installed_path(member: str) -> str:
+    """Where pip installs the wheel's ``member``, relative to site-packages: also its path in
+    the package's tree, relative to the folder that holds the package."""
+    found = _DATA_LIB.match(member)
+    return member[found.end():] if found else member
+
+
+def packages(path: str) -> list[str]:
+    """The top-level import packages the wheel at ``path`` installs (folders with an
+    ``__init__.py``), sorted.  Raises WheelError when it is no readable wheel."""
+    with open_wheel(path) as archive:
+        names = [installed_path(n) for n in archive.namelist()]
+    return sorted({n.partition("/")[0] for n in names if n.count("/") == 1
+                   and n.endswith("/__init__.py") and ".dist-info/" not in n})
 
 
 def scan(path: str) -> tuple[list[dict], list[dict]]:
