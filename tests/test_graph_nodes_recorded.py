@@ -160,3 +160,12 @@ def test_a_graph_collected_while_a_capture_records_is_destroyed_after_it(graph_d
     # destroying an executable inside a capture would invalidate it (not in relaxed mode)
     assert out["destroyed_in_capture"] is False
     assert out["destroyed_after"] is True
+
+
+def test_memory_and_streams_collected_while_a_capture_records_are_released_after_it(graph_driver):
+    # cuMemFree and cuStreamDestroy are calls a capture forbids its thread (not in relaxed
+    # mode): a buffer held by an earlier graph's cycle, freed by the collector inside a capture
+    # block, invalidated the capture (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED on an H100).
+    out = run(graph_driver, "collected_in_capture")
+    assert out["inside"] == {"freed": 0, "stream": False}
+    assert out["after"] == {"freed": 1, "stream": True}

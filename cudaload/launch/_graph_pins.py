@@ -4,7 +4,7 @@ A graph refers to its kernels' code without holding the Python objects that load
 capture runs or a captured graph lives (:func:`pin` ... :func:`unpin`), code whose module is
 collected stays loaded, and is unloaded once the last of them is gone.
 
-Imports of cudaload: driver, lifetime, device.
+Imports of cudaload: driver, lifetime, device, _held_releases.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import _thread
 from ..bindings import driver
 from .._base import lifetime
 from .device import Device, activate
+from ._held_releases import held
 
 __all__ = ["pin", "unpin", "unload"]
 
@@ -42,7 +43,7 @@ def unpin() -> None:
 def unload(fn_name: str, handle, dev: Device | None) -> None:
     """Unload a collected module's code (``cuLibraryUnload`` / ``cuModuleUnload``), or hold it
     while a graph may run it."""
-    if lifetime.forked():
+    if lifetime.forked() or held(unload, fn_name, handle, dev):  # held: see _held_releases.py
         return
     with _pin_lock:
         if _pins:

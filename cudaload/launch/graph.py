@@ -11,7 +11,6 @@ Host functions captured into it (``Stream.launch_host_func``) are kept alive wit
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import weakref
 
@@ -24,6 +23,7 @@ from .conditional_nodes import ConditionalBuilding
 from .graph_nodes import GraphNode
 from ._foreign import stream_handle as handle_of
 from ._graph_pins import pin, unpin
+from ._held_releases import held, recording
 from ._unpicklable import GpuState
 
 TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
@@ -61,22 +61,12 @@ class _Handles:
         self.executable = self.graph = None
 
 
-# Destroying an executable is a call the driver forbids the capturing thread while a capture
-# records (not in relaxed mode): it invalidates the capture.  A graph collected meanwhile, by
-# the cycle collector inside the with block, is destroyed once the last capture has ended.
-_captures_lock = _thread.allocate_lock()
-_captures_open = 0  # captures recording now, in any thread
-_deferred: list = []  # (handles, device) of graphs collected while one was
-
-
 def _release(handles: _Handles, dev: Device, _calls: list) -> None:
     """Destroy a graph's executable and the graph, then let go of the code its kernels use; while
-    a capture records, once it has ended (``_calls``, its host functions, live until then)."""
-    with _captures_lock:
-        if _captures_open:
-            _deferred.append((handles, dev, _calls))
-            return
-    _destroy(handles, dev)
+    a capture records, once it has ended (_held_releases.py; ``_calls``, its host functions,
+    live until then)."""
+    if not held(_release, handles, dev, _calls):
+        _destroy(handles, dev)
 
 
 def _destroy(handles: _Handles, dev: Device) -> None:
@@ -89,18 +79,6 @@ def _destroy(handles: _Handles, dev: Device) -> None:
                 drv.cuGraphDestroy(handles.graph)
     finally:
         unpin()
-
-
-def _recording(opened: bool) -> None:
-    """A capture begins (``opened``) or ends; the last to end destroys the graphs collected
-    meanwhile."""
-    global _captures_open
-    with _captures_lock:
-        _captures_open += 1 if opened else -1
-        ready = _deferred[:] if not _captures_open else []
-        del _deferred[:len(ready)]
-    for handles, dev, _ in ready:
-        _destroy(handles, dev)
 
 
 def _explained(err, why: str, hint: str):
@@ -329,10 +307,10 @@ def _capture_into(graph: Graph, stream, after, mode: str) -> Iterator[Graph]:
 def _begin(call: Callable[[], int], name: str) -> None:
     """Begin a capture (``call``, the driver's ``name``), counted as recording from before it
     begins to the end of ``_record``.  Raises DriverError."""
-    _recording(True)
+    recording(True)
     rc = call()
     if rc:
-        _recording(False)
+        recording(False)
         raise driver.error(rc, name)
 
 
@@ -373,7 +351,7 @@ def _record(drv, stream, graph: Graph, fresh: bool) -> Iterator[Graph]:
             raise
         rc = drv.cuStreamEndCapture(stream.handle, out)
     finally:
-        _recording(False)
+        recording(False)
     graph._stream = None
     graph._calls.extend(_host_calls.captured(ident))
     if rc:

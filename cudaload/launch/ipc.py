@@ -17,6 +17,7 @@ from .device import Device, activate, as_device, visible_devices
 from .memory import DeviceBuffer
 from .mempool import MemoryPool, imported_pool
 from .stream import Event, _destroyer
+from ._held_releases import held
 
 __all__ = ["ImportedBuffer", "import_ipc"]
 
@@ -123,7 +124,8 @@ def _imported_buffer(ptr: int, handle: MemoryHandle, dev: Device, release: str,
 
 
 def _close(release: str, ptr: int, dev: Device) -> None:
-    if not lifetime.forked():  # the child of a fork maps nothing; the driver would fail there
+    # the child of a fork maps nothing (the driver would fail there); held while a capture records
+    if not lifetime.forked() and not held(_close, release, ptr, dev):
         getattr(activate(dev), release)(ptr)
 
 

@@ -15,6 +15,7 @@ from ._foreign import stream_handle as handle_of
 from ._byte_interface import ByteSpan
 from . import dlpack as _dlpack, peer
 from .pinned import HostBuffer
+from ._held_releases import held
 
 TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ def _device_for(device, stream, pool) -> Device:
 
 def _free(ptr: int, dev: Device, stream=None, handle=None) -> None:
     if lifetime.forked():  # the child of a fork owns no CUDA memory; touching the driver would fail
+        return
+    if held(_free, ptr, dev, stream, handle):  # a capture records: freed once it has ended
         return
     drv = activate(dev)
     if stream is None:

@@ -19,6 +19,7 @@ from ..errors import DriverError
 from ._sizes import C_UINT64, bounded
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
+from ._held_releases import held
 
 __all__ = ["memory_pool", "MemoryPool"]
 
@@ -79,6 +80,8 @@ def _check_driver(drv, dev: Device, max_size: int, ipc: bool) -> None:
 
 def _destroy(handle, dev: Device) -> None:
     if lifetime.forked():  # the child of a fork owns no CUDA pool; touching the driver would fail
+        return
+    if held(_destroy, handle, dev):  # a capture records: destroyed once it has ended
         return
     # Allocations still out keep their memory: the driver releases the pool after the last is
     # freed (cuMemPoolDestroy's contract).

@@ -14,6 +14,7 @@ from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
 from ._byte_interface import ByteSpan, array_interface
 from . import dlpack as _dlpack
+from ._held_releases import held
 
 __all__ = ["alloc_host", "HostBuffer", "pin"]
 
@@ -50,7 +51,8 @@ def alloc_host(nbytes: int, device=None) -> HostBuffer:
 def _free(pointer, dev: Device) -> None:
     if lifetime.forked():  # the child of a fork owns no CUDA memory; touching the driver would fail
         return
-    activate(dev).cuMemFreeHost(pointer)
+    if not held(_free, pointer, dev):  # a capture records: freed once it has ended
+        activate(dev).cuMemFreeHost(pointer)
 
 
 class HostBuffer(ByteSpan):

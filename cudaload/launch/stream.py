@@ -13,6 +13,7 @@ from ._foreign import stream_handle as handle_of, stream_pointer
 from ._sizes import C_INT, bounded
 from .device import Device, activate, as_device
 from ._unpicklable import GpuState
+from ._held_releases import held
 
 TYPE_CHECKING = False  # true for type checkers only: graph imports this module
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ _CUDA_ERROR_NOT_READY = _const("CUDA_ERROR_NOT_READY")
 
 def _destroyer(name: str):
     def destroy(handle, dev: Device) -> None:
-        if not lifetime.forked():
+        # held while a capture records: destroyed once it has ended
+        if not lifetime.forked() and not held(destroy, handle, dev):
             getattr(activate(dev), name)(handle)
     return destroy
 

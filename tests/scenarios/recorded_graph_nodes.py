@@ -181,6 +181,29 @@ def failed_capture() -> dict:
     return out
 
 
+def collected_in_capture() -> dict:
+    """A buffer and a stream held only by a cycle (as a graph holds what it captured), which the
+    cycle collector finds inside a capture block."""
+    import cudaload
+
+    layout((0, 8))
+    s = cudaload.Stream()
+
+    class Holder:
+        pass
+
+    cycle = Holder()
+    cycle.me, cycle.buf, cycle.stream = cycle, cudaload.alloc(64), cudaload.Stream()
+    stream = _address(cycle.stream.handle)
+    del cycle
+    frees = fake().fake_frees()
+    with s.capture():
+        gc.collect()
+        inside = {"freed": fake().fake_frees() - frees, "stream": stream in _destroyed()}
+    return {"inside": inside, "after": {"freed": fake().fake_frees() - frees,
+                                        "stream": stream in _destroyed()}}
+
+
 def _address(handle) -> int:
     from cudaload.bindings import driver
 
@@ -192,7 +215,8 @@ def _capture_into(body, s, k, buf, h) -> None:
         k(1, 1, (buf, h), stream=s)
 
 
-SCENARIOS = {f.__name__: f for f in (explicit, conditionals, failed_capture, driver_535)}
+SCENARIOS = {f.__name__: f for f in (explicit, conditionals, failed_capture,
+                                      collected_in_capture, driver_535)}
 
 if __name__ == "__main__":
     print(json.dumps(SCENARIOS[sys.argv[1]]()))
