@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import _thread
 
-__all__ = ["held", "recording"]
+__all__ = ["held", "recording", "any_recording"]
 
 _lock = _thread.allocate_lock()
 _open = 0  # captures recording now, in any thread
 _kept: list = []  # (release, args) held back while one was
+
+
+def any_recording() -> bool:
+    """Whether a capture records now, in any thread."""
+    return _open > 0
 
 
 def held(release, *args) -> bool:

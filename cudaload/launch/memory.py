@@ -8,6 +8,7 @@ import weakref
 from ..bindings import driver
 from ..bindings._cuda_ffi import ffi as _cuda_ffi
 from .._base import lifetime
+from ..errors import CudaLoadError
 from ._sizes import C_UINT64, allocation_size, bounded
 from .device import Device, activate, as_device
 from .mempool import MemoryPool
@@ -15,7 +16,7 @@ from ._foreign import stream_handle as handle_of
 from ._byte_interface import ByteSpan
 from . import dlpack as _dlpack, peer
 from .pinned import HostBuffer
-from ._held_releases import held
+from ._held_releases import any_recording, held
 
 TYPE_CHECKING = False  # true for type checkers only: no typing import at run time
 if TYPE_CHECKING:
@@ -89,9 +90,12 @@ def _device_for(device, stream, pool) -> Device:
 def _free(ptr: int, dev: Device, stream=None, handle=None) -> None:
     if lifetime.forked():  # the child of a fork owns no CUDA memory; touching the driver would fail
         return
-    if held(_free, ptr, dev, stream, handle):  # a capture records: freed once it has ended
-        return
     drv = activate(dev)
+    # While a capture records, a free waits for its end (_held_releases.py); but one in the order
+    # of a stream being captured is that capture's free node, made now.
+    if any_recording() and not _captured_free(stream, handle) \
+            and held(_free, ptr, dev, stream, handle):
+        return
     if stream is None:
         drv.cuMemFree_v2(ptr)
         return
@@ -104,6 +108,18 @@ def _free(ptr: int, dev: Device, stream=None, handle=None) -> None:
     # part of that order otherwise).  Where the wait fails, freeing could come first: it leaks.
     elif not drv.cuStreamWaitEvent(drv.ffi.NULL, last_work.handle, 0):
         drv.cuMemFreeAsync(ptr, drv.ffi.NULL)
+
+
+def _captured_free(stream, handle) -> bool:
+    """Whether a free in the order of ``stream`` (on ``handle``) is recorded by a capture on it."""
+    if stream is None or getattr(stream, "_last_work", None) is not None:  # a closed stream's
+        return False
+    from ._host_calls import capturing  # deferred: only a free inside a capture needs it
+
+    try:
+        return capturing(handle)
+    except CudaLoadError:  # a handle the driver no longer knows: no capture on it
+        return False
 
 
 class DeviceBuffer(ByteSpan):

@@ -200,8 +200,13 @@ def collected_in_capture() -> dict:
     with s.capture():
         gc.collect()
         inside = {"freed": fake().fake_frees() - frees, "stream": stream in _destroyed()}
+        # freed in the captured stream's order: the capture's own free node, made now
+        scratch = cudaload.alloc(64, stream=s)
+        scratch.free(stream=s)
+        inside["free_node"] = [line.split()[0] for line in calls()[-2:]]
     return {"inside": inside, "after": {"freed": fake().fake_frees() - frees,
                                         "stream": stream in _destroyed()}}
+
 
 
 def _address(handle) -> int:
