@@ -413,6 +413,18 @@ def test_ctrl_c_in_a_shared_batch_comes_once_this_process_compiled_and_ends_the_
     assert _none_survive(log, proc.pid) == []
 
 
+def test_ctrl_c_once_this_process_holds_its_keys_lock_leaves_the_key_free(tmp_path):
+    """KeyboardInterrupt in a shared batch after this process took its key's lock and before
+    the block that releases it began (the first miss reads the mount table there) left the lock
+    taken: the next compile_all of the same programs waited for it for good, as a CI run of the
+    test above once did.  Now the key is released and both compile again."""
+    proc = run_scenario("parallel_compiles", "interrupted_at_the_lock", _tag(), timeout=60,
+                        env={"CUDALOAD_CACHE_DIR": str(tmp_path / "c")})
+    assert proc.stdout.splitlines()[0] == "interrupted", proc.stdout
+    result = last_json(proc)
+    assert result["fired"] == 1 and len(result["again"]) == 2, result
+
+
 def _pid_of_job(what):
     """A job for the workers of the tests below: this process's id, else raises or answers
     something that does not pickle."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from cudaload.compile.cache.writer import Writer
 
 
@@ -113,8 +115,6 @@ def _fake():
 
 
 def test_an_interrupt_while_handing_over_the_write_releases_the_key(tmp_path):
-    import pytest
-
     from cudaload.compile import cache
 
     disk, key = cache.DiskCache(tmp_path, writer=_InterruptedWriter()), "ab" * 32
@@ -128,6 +128,18 @@ def test_an_interrupt_while_handing_over_the_write_releases_the_key(tmp_path):
             taken.set()
     threading.Thread(target=take, daemon=True).start()
     assert taken.wait(10), "the key stayed locked"
+
+
+@pytest.mark.parametrize("claims", ["0", "1"])
+def test_an_interrupt_at_any_step_of_taking_a_key_leaves_it_free(tmp_path, claims):
+    # KeyboardInterrupt between the thread lock's acquire and the lines that note it, or once
+    # the key was locked but before the block began (the mount table read, a claim), left the
+    # key taken for good: this process's next compile of it waited forever
+    from tests._support import scenario_json
+
+    tried, left = scenario_json("key_lock_interrupts", tmp_path, claims, timeout=300)
+    assert left is None, left
+    assert tried > 40  # the steps of the lock, the claim's too, were tried
 
 
 def test_an_evicted_or_stored_key_is_not_overwritten_by_a_write_still_pending(tmp_path):

@@ -244,6 +244,35 @@ def interrupted(tag: str, count: str = "24") -> None:
     print(json.dumps({"whole": whole, "alive": alive, "again": again}))
 
 
+def interrupted_at_the_lock(tag: str) -> None:
+    """compile_all of two programs on two workers (a shared batch: this process compiles one),
+    KeyboardInterrupt raised in this process once it holds its key's lock, before NVRTC (where
+    the first miss looks up the folder's filesystem, claims.py), as Ctrl-C there would: then
+    both compiled again, [where from], as JSON (before the fix, the lock was left taken and this
+    process waited for it for good)."""
+    import cudaload
+    from cudaload.compile.cache import claims
+    from cudaload.compile.parallel import _workers
+
+    real, fired = claims.crosses_machines, []
+
+    def interrupted(folder):
+        if not _workers.in_worker and not fired:
+            fired.append(folder)
+            raise KeyboardInterrupt
+        return real(folder)
+
+    claims.crosses_machines = interrupted
+    progs = _programs("gg", tag)
+    try:
+        cudaload.compile_all(progs, arch=90, workers=2)
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    again = [o.cached for o in cudaload.compile_all(progs, arch=90, workers=2)]
+    print(json.dumps({"fired": len(fired), "again": again}))
+
+
 def cli(*words: str) -> None:
     """The command line, with ``words``; exits with its status."""
     from cudaload.cli import main
@@ -253,7 +282,8 @@ def cli(*words: str) -> None:
 
 SCENARIOS = {"compile_spec": compile_spec, "at_once": at_once,
              "using_the_driver": using_the_driver, "logged": logged, "two_threads": two_threads,
-             "dying": dying, "timed": timed, "interrupted": interrupted, "cli": cli}
+             "dying": dying, "timed": timed, "interrupted": interrupted,
+             "interrupted_at_the_lock": interrupted_at_the_lock, "cli": cli}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -135,19 +135,19 @@ def take(folder: str, key: str, mode: int = 0o600) -> Claim | None:
                 return None
             _remove(path)
             continue
-        import json  # deferred: as in _holder: a folder of one machine never claims
-
         try:
+            import json  # deferred: as in _holder: a folder of one machine never claims
+
             try:
                 os.write(fd, json.dumps(record).encode())
             finally:
                 os.close(fd)
+            return Claim(path)  # inside: a KeyboardInterrupt before it leaves no claim behind
         except BaseException:
             # An empty claim left here would have every other machine wait for an entry this
             # process may never write (its filesystem is full or failing): none is made.
             _remove(path)
             raise
-        return Claim(path)
     return None
 
 

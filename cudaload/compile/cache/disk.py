@@ -173,25 +173,32 @@ class DiskCache:
         unusable, or its lock file could not be made)."""
         if not self.usable:
             return None
-        try:
-            if not self.swept:
-                self.ready()
-            from . import locks  # deferred: a miss's: a disk hit takes no lock
+        release = None
+        try:  # a KeyboardInterrupt once the key is locked releases it (as in locks.acquire_key)
+            try:
+                if not self.swept:
+                    self.ready()
+                from . import locks  # deferred: a miss's: a disk hit takes no lock
 
-            mode = 0o660 if self.place.shared else 0o600
-            release = locks.acquire_key(self.folder, key, mode)
-        except OSError as exc:
-            self.place.failed(exc, "creating a lock file")
-            return None
-        release = self._claimed(key, mode, release)
-        # Released once, by whichever comes first: the writer once the entry is stored, or the
-        # block's end when no write was handed over (an interrupt during the handover included).
-        once = _thread.allocate_lock()
+                mode = 0o660 if self.place.shared else 0o600
+                release = locks.acquire_key(self.folder, key, mode)
+            except OSError as exc:
+                self.place.failed(exc, "creating a lock file")
+                return None
+            release = self._claimed(key, mode, release)
+            # Released once, by whichever comes first: the writer once the entry is stored, or
+            # the block's end when no write was handed over (an interrupt during the handover
+            # included).
+            once = _thread.allocate_lock()
 
-        def release_once() -> None:
-            if once.acquire(False):
+            def release_once() -> None:
+                if once.acquire(False):
+                    release()
+            return release_once
+        except BaseException:
+            if release is not None:
                 release()
-        return release_once
+            raise
 
     def _publish(self, key: str, obj: ObjectCode, release) -> None:
         """Have the writer store ``obj`` under ``key`` and then call ``release``."""
@@ -207,22 +214,28 @@ class DiskCache:
             self.claims = claims.crosses_machines(self.folder)
         if not self.claims:
             return release
-        try:
-            claim = claims.take(self.folder, key, mode)
-        except OSError as exc:  # no claim: compile as without claims
-            if _log.enabled("cache"):
-                _log.debug("cache", "no claim on %s in %s: %s", key, self.folder, exc)
-            return release
-        if claim is None:  # another's: its entry, or after the deadline our own compile
-            claims.wait_for(self.path(key), self.path(key, claims.SUFFIX))
-            return release
-
-        def release_claim() -> None:
+        claim = None
+        try:  # a claim taken is dropped again if KeyboardInterrupt comes before it is returned
             try:
+                claim = claims.take(self.folder, key, mode)
+            except OSError as exc:  # no claim: compile as without claims
+                if _log.enabled("cache"):
+                    _log.debug("cache", "no claim on %s in %s: %s", key, self.folder, exc)
+                return release
+            if claim is None:  # another's: its entry, or after the deadline our own compile
+                claims.wait_for(self.path(key), self.path(key, claims.SUFFIX))
+                return release
+
+            def release_claim() -> None:
+                try:
+                    claim.drop()
+                finally:
+                    release()
+            return release_claim
+        except BaseException:
+            if claim is not None:
                 claim.drop()
-            finally:
-                release()
-        return release_claim
+            raise
 
     def _store_and_release(self, key: str, obj: ObjectCode, release) -> None:
         try:

@@ -97,10 +97,14 @@ else:
         OSError."""
         byte = int(key[:16], 16) % _SLOTS
         local = _threads[byte % len(_threads)]
-        local.acquire()
         fd = None
-        stale = False
+        stale = taken = False
+        # Everything from the thread lock's acquire to the return is inside the try, each lock
+        # noted in the line that takes it: a KeyboardInterrupt between any two lines (Ctrl-C in
+        # the main thread) gives back what was taken.  One left taken blocked the key for good,
+        # this process's next compile of it included (tests/test_writer.py).
         try:
+            taken = local.acquire()
             fd = _use_keys_fd(folder, mode=mode)
             while True:
                 try:
@@ -119,27 +123,36 @@ else:
                     break
                 fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)  # the folder was cleared: lock the new file
                 fd = _use_keys_fd(folder, replaced=fd, mode=mode)
+
+            def release() -> None:
+                try:
+                    # A failed unlock (ESTALE: the file's handle went stale on a network
+                    # filesystem; EIO) leaves nothing to give back: the lock went with the file,
+                    # or goes with the descriptor once closed.  Raised, it would fail a compile
+                    # that has its code.
+                    try:
+                        fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)
+                    except OSError:
+                        pass
+                finally:
+                    local.release()  # first: an interrupt in what follows leaves no thread waiting
+                    with _guard:
+                        _unuse(fd)
+            return release
         except BaseException:
-            if fd is not None:
-                with _guard:
-                    _unuse(fd)
-            local.release()
+            if taken:
+                if fd is not None:
+                    _unlock_quietly(fd, byte)  # taken or not: no thread of ours holds the byte
+                    with _guard:
+                        _unuse(fd)
+                local.release()
             raise
 
-        def release() -> None:
-            try:
-                # A failed unlock (ESTALE: the file's handle went stale on a network filesystem;
-                # EIO) leaves nothing to give back: the lock went with the file, or goes with the
-                # descriptor once closed.  Raised, it would fail a compile that has its code.
-                try:
-                    fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)
-                except OSError:
-                    pass
-            finally:
-                with _guard:
-                    _unuse(fd)
-                local.release()
-        return release
+    def _unlock_quietly(fd: int, byte: int) -> None:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, byte)
+        except OSError:
+            pass
 
     def _forget_threads() -> None:  # in a forked child no thread holds or waits for anything
         global _guard, _threads

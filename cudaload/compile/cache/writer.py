@@ -136,8 +136,12 @@ class Handover:
         self._take, self._hand, self._release, self._handed = take, hand, None, False
 
     def __enter__(self):
-        self._release = release = self._take()
-        return _discard if release is None else self.publish
+        try:  # a KeyboardInterrupt once the key is taken (before the block, so no __exit__)
+            self._release = self._take()
+            return _discard if self._release is None else self.publish
+        except BaseException:
+            self.__exit__()
+            raise
 
     def publish(self, obj) -> None:
         self._hand(obj, self._release)
