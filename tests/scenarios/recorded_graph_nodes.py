@@ -192,6 +192,7 @@ def collected_in_capture() -> dict:
     class Holder:
         pass
 
+    gc.disable()  # the cycle is collected inside the capture block, not at an allocation before
     cycle = Holder()
     cycle.me, cycle.buf, cycle.stream = cycle, cudaload.alloc(64), cudaload.Stream()
     stream = _address(cycle.stream.handle)
