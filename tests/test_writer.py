@@ -137,7 +137,7 @@ def test_an_interrupt_at_any_step_of_taking_a_key_leaves_it_free(tmp_path, claim
     # key taken for good: this process's next compile of it waited forever
     from tests._support import scenario_json
 
-    tried, left = scenario_json("key_lock_interrupts", tmp_path, claims, timeout=300)
+    tried, left = scenario_json("key_lock_interrupts", "taking", tmp_path, claims, timeout=300)
     assert left is None, left
     assert tried > 40  # the steps of the lock, the claim's too, were tried
 

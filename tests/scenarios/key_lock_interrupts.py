@@ -2,7 +2,7 @@
 left held would block every later test of this process that shares its slot), for
 tests/test_writer.py.
 
-    python -m tests.scenarios.key_lock_interrupts FOLDER CLAIMS
+    python -m tests.scenarios.key_lock_interrupts taking FOLDER CLAIMS
 
 For the n-th event (a call or a line) of cudaload's code met while ``with disk.lock(key):``
 is entered, n = 1, 2, ... until one enters the block: KeyboardInterrupt is raised there (as
@@ -22,9 +22,6 @@ import os
 import sys
 import threading
 
-import cudaload
-from cudaload.compile.cache import DiskCache, locks
-
 _NOP = dis.opmap["NOP"]
 
 
@@ -42,6 +39,8 @@ def _interrupting_at(n: int, fired: list):
     ``__exit__`` CPython calls before it looks for a signal again) is no step, nor one that
     starts with a NOP (a ``try:``, which may lie outside the ``try`` around it, where CPython
     never raises)."""
+    import cudaload
+
     root = os.path.dirname(cudaload.__file__)
     seen = [0]
     starts: dict = {}
@@ -70,7 +69,7 @@ def _interrupting_at(n: int, fired: list):
     return tracer
 
 
-def _free_here(disk: DiskCache, key: str) -> bool:
+def _free_here(disk, key: str) -> bool:
     """Whether another thread of this process takes ``key`` within 5 s."""
     taken = threading.Event()
 
@@ -82,8 +81,10 @@ def _free_here(disk: DiskCache, key: str) -> bool:
     return taken.wait(5)
 
 
-def _free_elsewhere(disk: DiskCache, key: str) -> bool:
+def _free_elsewhere(disk, key: str) -> bool:
     """Whether another process could lock ``key``'s byte (POSIX record locks are a process's)."""
+    from cudaload.compile.cache import locks
+
     path = os.path.join(disk.folder, locks.KEYS_FILE)
     if not os.path.exists(path):
         return True
@@ -98,7 +99,9 @@ def _free_elsewhere(disk: DiskCache, key: str) -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
-def main(folder: str, with_claims: str) -> None:
+def taking(folder: str, with_claims: str) -> None:
+    from cudaload.compile.cache import DiskCache
+
     disk = DiskCache(folder, claims=with_claims == "1")
     disk.ready()  # the folder made and swept: what comes before the lock is not what is tried
     with disk.lock("f" * 64):  # nor are the imports of a first lock
@@ -131,5 +134,7 @@ def main(folder: str, with_claims: str) -> None:
     print(json.dumps([n, left]))
 
 
+SCENARIOS = {"taking": taking}
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -11,7 +11,7 @@ whole either way (written aside and renamed), so two compilations of a key cost 
 correctness.  Any failure to claim (a read-only remount, ``ENOSPC``, ``ESTALE``) is no claim: the
 process compiles as it would without claims.
 
-Imports of cudaload: none.
+Imports of cudaload: _log, where a claim cannot be made.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["SUFFIX", "EXPIRY", "WAIT", "Claim", "take", "wait_for", "crosses_machines"]
+__all__ = ["SUFFIX", "EXPIRY", "WAIT", "Claim", "take", "wait_for", "around", "crosses_machines"]
 
 SUFFIX = ".claim"
 EXPIRY = 300.0  # seconds a claim stands: longer than any compile, short enough to outlive a crash
@@ -166,3 +166,34 @@ def wait_for(entry: str, claim: str, deadline: float = WAIT) -> bool:
             return False
         time.sleep(min(delay, left))
         delay = min(2 * delay, 0.25)
+
+
+def around(folder: str, key: str, mode: int, release):
+    """With the key's lock held in ``folder``: claim ``key``, or wait for the claimant's entry;
+    ``release`` extended to drop the claim taken (a claim that cannot be made: compiled as
+    without claims)."""
+    claim = None
+    try:  # a claim taken is dropped again if KeyboardInterrupt comes before it is returned
+        try:
+            claim = take(folder, key, mode)
+        except OSError as exc:  # no claim: compile as without claims
+            from ..._base import _log  # deferred: only this failure logs
+
+            if _log.enabled("cache"):
+                _log.debug("cache", "no claim on %s in %s: %s", key, folder, exc)
+            return release
+        if claim is None:  # another's: its entry, or after the deadline our own compile
+            entry = os.path.join(folder, key + ".bin")
+            wait_for(entry, os.path.join(folder, key + SUFFIX))
+            return release
+
+        def release_claim() -> None:
+            try:
+                claim.drop()
+            finally:
+                release()
+        return release_claim
+    except BaseException:
+        if claim is not None:
+            claim.drop()
+        raise

@@ -207,35 +207,13 @@ class DiskCache:
 
     def _claimed(self, key: str, mode: int, release):
         """With the key's lock held: claim ``key`` across machines where the folder is shared
-        by them, or wait for the claimant's entry; ``release`` extended to drop the claim."""
+        by them, or wait for the claimant's entry (claims.around); ``release`` extended to drop
+        the claim."""
         from . import claims  # deferred: a miss's, as locks
 
         if self.claims is None:
             self.claims = claims.crosses_machines(self.folder)
-        if not self.claims:
-            return release
-        claim = None
-        try:  # a claim taken is dropped again if KeyboardInterrupt comes before it is returned
-            try:
-                claim = claims.take(self.folder, key, mode)
-            except OSError as exc:  # no claim: compile as without claims
-                if _log.enabled("cache"):
-                    _log.debug("cache", "no claim on %s in %s: %s", key, self.folder, exc)
-                return release
-            if claim is None:  # another's: its entry, or after the deadline our own compile
-                claims.wait_for(self.path(key), self.path(key, claims.SUFFIX))
-                return release
-
-            def release_claim() -> None:
-                try:
-                    claim.drop()
-                finally:
-                    release()
-            return release_claim
-        except BaseException:
-            if claim is not None:
-                claim.drop()
-            raise
+        return claims.around(self.folder, key, mode, release) if self.claims else release
 
     def _store_and_release(self, key: str, obj: ObjectCode, release) -> None:
         try:
