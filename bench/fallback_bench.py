@@ -33,6 +33,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from _commit import commit  # bench/ is sys.path[0] when run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPU_TARGET_RATIO = 3.0
@@ -138,14 +139,6 @@ def _child(case_env: dict, folder: str, number: int) -> dict:
     return json.loads(out)
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return ""
-
-
 def cpu_cases(libcuda: str | None, number: int) -> dict:
     drivers = {"no driver": NO_DRIVER}
     if libcuda:
@@ -173,7 +166,7 @@ def main(argv=None) -> int:
     if args.child:
         print(json.dumps(time_cpu(args.child, args.number)))
         return 0
-    result: dict = {"benchmark": "fallback_bench", "commit": _commit(),
+    result: dict = {"benchmark": "fallback_bench", "commit": commit(),
                     "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
                     "python": platform.python_version()}
     if args.gpu:

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from _commit import commit  # bench/ is sys.path[0] when run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATIO_TARGET = 1.05
@@ -163,8 +164,7 @@ def main() -> None:
     out = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "platform": platform.platform()},
-        "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                                 capture_output=True, text=True).stdout.strip() or None,
+        "commit": commit(),
         "repeats": args.repeats, "nvrtc": found["nvrtc"], "options": found["options"],
         "process_ms": {"cudaload": mine["process_ms"],
                        "ctypes": median(r["ctypes"][0] for r in rows)},

@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from _commit import commit  # bench/ is sys.path[0] when run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -107,9 +108,7 @@ def main() -> None:
         if args.base:
             subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", base], check=False)
         shutil.rmtree(work, ignore_errors=True)
-    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
-    out = json.dumps({"this": head or os.environ.get("CUDALOAD_COMMIT", "?"),
+    out = json.dumps({"this": commit() or "?",
                       "base": args.base or args.base_tree, "repeats": args.repeats, "rows": rows},
                      indent=2)
     print(out)

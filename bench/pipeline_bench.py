@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from _commit import commit  # noqa: E402  (bench/ is sys.path[0])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -249,10 +250,7 @@ def main() -> None:
     out = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "platform": platform.platform(), "load_average": os.getloadavg()},
-        "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                                 capture_output=True, text=True).stdout.strip() or None,
-        "dirty": bool(subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "cudaload"],
-                                     capture_output=True, text=True).stdout.strip()),
+        "commit": commit(),
         "repeats": args.repeats, "arch": ARCH, "targets": TARGETS,
         "met": {"disk_hit_ms": this["disk_hit"]["ms"]["median"] <= TARGETS["disk_hit_ms"],
                 **{f"{case}.{kernel}": this[case][kernel]["ratio_cpu"]["median"] <= TARGETS[case]
