@@ -17,7 +17,9 @@ a fresh process with its own cache folder; in one run:
                      cpu_ratio: its CPU time (user + system, the workers' included) over the
                      serial run's (target <= 1.15); on a host with a GPU the process has
                      initialised the driver, so its workers are forks of a template
-                     (compile/parallel/_template.py), as on any process that may not fork
+                     (compile/parallel/_template.py), as on any process that may not fork;
+                     interpreters_started counts the fresh interpreters its workers took (1
+                     for a template, 0 where they are forks of the process itself)
   warm_ms            a fresh process on the folder the serial run filled, after ``import cudaload``:
                      the 64 Programs made and found on disk (compile_all: no worker), then, on a
                      GPU, each loaded and its Kernel got (target <= 60 ms); the context's creation
@@ -93,6 +95,14 @@ def child_compile(how: str, tag: str, count: str, workers: str, pch: str, lto: s
 
     arch = _arch()
     progs = _programs(tag, int(count), ("-pch",) if pch == "1" else (), lto == "1")
+    # Interpreters started (the workers: one template whose forks they are, else one each)
+    started, real_spawn = [], os.posix_spawn
+
+    def spawn(*args, **kw):
+        started.append(args[0])
+        return real_spawn(*args, **kw)
+
+    os.posix_spawn = spawn
     t = time.perf_counter()
     link_s = module_kib = None
     if how == "linked":  # LTO IR of each program, then one link of them all
@@ -114,6 +124,7 @@ def child_compile(how: str, tag: str, count: str, workers: str, pch: str, lto: s
                                     workers=int(workers) or None)
         each = []
     took = time.perf_counter() - t
+    os.posix_spawn = real_spawn
     import resource
 
     used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
@@ -123,6 +134,7 @@ def child_compile(how: str, tag: str, count: str, workers: str, pch: str, lto: s
             "median_ms": round(sorted(each)[len(each) // 2], 1) if each else None,
             "cached": sorted({str(o.cached) for o in objs}),
             "workers": (int(workers) or parallel.cores()) if how != "serial" else 1,
+            "interpreters_started": len(started),
             **({"link_s": link_s, "module_kib": module_kib} if how == "linked" else {})}
 
 

@@ -105,6 +105,49 @@ def test_a_template_that_may_not_fork_leaves_fresh_interpreters_in_its_place():
     assert [forked for forked, _pid in result["got"]] == [False, False], result
 
 
+# The compile topic's records of the block that follows, printed as JSON at its end.
+_LOGGED = ("import json, logging\n"
+           "records = []\n"
+           "class Keep(logging.Handler):\n"
+           "    def emit(self, record): records.append(record.getMessage())\n"
+           "logging.getLogger('cudaload.compile').addHandler(Keep())\n"
+           "logging.getLogger('cudaload.compile').setLevel(logging.DEBUG)\n")
+
+
+def test_the_log_says_how_many_workers_the_template_forked_and_why_not_the_others():
+    """Where the template forked no worker, each started as a fresh interpreter and nothing said
+    so, nor why (a process that used the GPU was seen to start its workers so, for a cause
+    unknown): the ``compile`` topic now says how many it forked, why the caller forks none,
+    and why the template did not fork the others."""
+    code = (_LOGGED + _ANOTHER_THREAD +
+            "from cudaload.compile.parallel import _workers\n"
+            "from tests._worker_jobs import how_started, start_a_thread\n"
+            "for start in (print, start_a_thread):\n"
+            "    with _workers.Workers(2, how_started, start, ()) as workers:\n"
+            "        got = [v for _t, ok, v in workers.run({i: ('forked',) for i in range(2)})]\n"
+            "print(json.dumps({'said': [r for r in records if 'template' in r]}))\n")
+    said = run_json(code)["said"]
+    assert len(said) == 2, said
+    forked, refused = said
+    assert "no worker is a fork of this process (2 threads run in it" in forked, forked
+    assert ": 2 of 2 forked from a template process" in forked and "fresh" not in forked, forked
+    assert ": 0 of 2 forked from a template process; the others start as fresh interpreters: " \
+        "the template may not fork: 2 threads run in it" in refused, refused
+
+
+def test_the_log_names_the_driver_where_a_process_that_used_it_forks_no_worker(tmp_path):
+    code = (_LOGGED + "import cudaload\n"
+            "from cudaload._base import lifetime\n"
+            "lifetime.mark_unforkable()\n"
+            "src = 'extern \"C\" __global__ void k%d(int *p) { *p = %d; } // " + _tag() + "'\n"
+            "cudaload.compile_all([cudaload.Program(src % (i, i)) for i in range(8)], arch=90,"
+            " workers=2)\n"
+            "print(json.dumps({'said': [r for r in records if 'template' in r]}))\n")
+    said = run_json(code, env={"CUDALOAD_CACHE_DIR": str(tmp_path)})["said"]
+    assert said == ["compile_all: no worker is a fork of this process (it has initialised the "
+                    "CUDA driver): 2 of 2 forked from a template process"], said
+
+
 def test_a_template_worker_past_its_timeout_is_ended_by_its_pid():
     """A job of a template's worker past the timeout is answered Late and its worker ended by
     its pid (the template reaps it only when asked, so the pid is still its); the other jobs

@@ -4,6 +4,7 @@ code in use by a Module or a captured graph never dropped."""
 from __future__ import annotations
 
 import gc
+import logging
 import time
 
 import pytest
@@ -34,7 +35,7 @@ def test_compile_all_from_a_process_that_uses_the_gpu_loads_and_runs_each():
     assert [o.cached for o in again] == ["memory"] * 8
 
 
-def test_a_process_that_uses_the_gpu_forks_a_batchs_workers_from_one_template(monkeypatch):
+def test_a_process_that_uses_the_gpu_forks_a_batchs_workers_from_one_template(monkeypatch, caplog):
     """The driver's threads make this process one that may not fork: its workers are forks of
     one template process (compile/parallel/_template.py), a single interpreter started for them all,
     which compiles a tiny program before the forks in a batch of four programs a worker."""
@@ -48,12 +49,14 @@ def test_a_process_that_uses_the_gpu_forks_a_batchs_workers_from_one_template(mo
         return real(*args, **kw)
 
     monkeypatch.setattr(os, "posix_spawn", counted)
+    caplog.set_level(logging.DEBUG, logger="cudaload.compile")  # it says why it forked none
     buf = cudaload.alloc(256 * 4)
     buf.copy_from_host(np.zeros(256, np.float32))
     tag = f"template {time.time_ns()}"
     progs = [cudaload.Program(ADD.format(i=i, tag=tag)) for i in range(1, 9)]
     objs = cudaload.compile_all(progs, workers=2)
-    assert len(started) == 1, started
+    assert len(started) == 1, (started, [r.getMessage() for r in caplog.records
+                                         if "template" in r.getMessage()])
     for i, obj in enumerate(objs, 1):
         obj.load().get_kernel(f"add{i}")(1, 256, (buf, 256))
     cudaload.Device(0).synchronize()

@@ -30,24 +30,45 @@ import sys
 from ..._base import lifetime
 from ._spawn import Child
 
-__all__ = ["MAX_RESIDENT", "possible", "fork", "flush_output"]
+__all__ = ["MAX_RESIDENT", "possible", "refusal", "fork", "flush_output"]
 
 MAX_RESIDENT = 2 << 30  # bytes resident above which a fresh interpreter is started instead
 
 
 def possible() -> bool:
     """Whether a worker may be a fork of this process now (see the module's docstring)."""
-    if not (hasattr(os, "fork") and hasattr(_signal, "pthread_sigmask")) \
-            or lifetime.unforkable():
-        return False
+    return refusal() is None
+
+
+def refusal() -> str | None:
+    """Why no worker may be a fork of this process now, in words; None where one may."""
+    if not (hasattr(os, "fork") and hasattr(_signal, "pthread_sigmask")):
+        return "this platform has no fork"
+    if lifetime.unforkable():
+        return "it has initialised the CUDA driver"
     try:
-        if len(os.listdir("/proc/self/task")) != 1:  # no /proc: not known, so not safe
-            return False
+        threads = os.listdir("/proc/self/task")
+        if len(threads) != 1:  # no /proc: not known, so not safe
+            return f"{len(threads)} threads run in it ({_thread_names(threads)})"
         with open("/proc/self/statm", "rb") as f:
             resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        return False
-    return resident <= MAX_RESIDENT
+        return "/proc does not say how many threads it runs"
+    if resident > MAX_RESIDENT:
+        return f"{resident >> 20} MiB of it are resident, more than {MAX_RESIDENT >> 20} MiB"
+    return None
+
+
+def _thread_names(threads: list[str]) -> str:
+    """The names the threads ``threads`` (ids under /proc/self/task) go by, for a refusal."""
+    names = []
+    for tid in threads:
+        try:
+            with open(f"/proc/self/task/{tid}/comm", "rb") as f:
+                names.append(f.read().decode(errors="replace").strip())
+        except OSError:  # ended meanwhile
+            pass
+    return ", ".join(sorted(names))
 
 
 def fork(child, close: list[int]) -> Child:

@@ -23,7 +23,8 @@ stays the worker's because the template reaps a worker only when the caller asks
 caller closes its pipe (also when the caller dies); workers it had not reaped are reaped by
 init, and a worker waiting for a job leaves once its jobs' pipe ends, as any other.
 
-Imports of cudaload: _messages, _spawn; _fork, in the template (whose life _workers starts).
+Imports of cudaload: _log, _messages, _spawn; _fork, in the template (whose life _workers starts)
+and where its log is on.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import _signal
 import os
 import sys
 
+from ..._base import _log
 from ._messages import frame as _frame, read as _read, write as _write
 from ._spawn import Child, spawn
 
@@ -46,12 +48,27 @@ _BOOT = ("import _signal,sys;_signal.signal(_signal.SIGINT,_signal.SIG_IGN);"
 def start(names: tuple, n: int) -> tuple:
     """(the Template, the (jobs, answers, Forked) of each worker it forked) for ``n`` workers
     started as ``names`` says (see :meth:`Template.start`); (None, []) where no template
-    starts."""
+    starts.  The ``compile`` topic's log says how many it forked, and why not the others."""
     template = Template()
     try:
-        return template, [made for made in template.start(names, n) if made is not None]
-    except OSError:  # no template: each worker started on its own, as before
+        made = [made for made in template.start(names, n) if made is not None]
+    except OSError as exc:  # no template: each worker started on its own, as before
+        _say(0, n, [f"the template did not start: {exc}"])
         return None, []
+    _say(len(made), n, template.refused)
+    return template, made
+
+
+def _say(forked: int, n: int, refused: list[str]) -> None:
+    """Log, on the ``compile`` topic, how many of ``n`` workers the template forked and why it
+    did not fork the others."""
+    if _log.enabled("compile"):
+        from . import _fork  # deferred: imported by whoever asked for a template already
+
+        _log.debug("compile", "compile_all: no worker is a fork of this process (%s): %d of %d "
+                   "forked from a template process%s", _fork.refusal(), forked, n,
+                   f"; the others start as fresh interpreters: {'; '.join(sorted(set(refused)))}"
+                   if refused else "", forked=forked, refused=refused)
 
 
 class Forked:
@@ -90,6 +107,7 @@ class Template:
     def __init__(self) -> None:
         self.process: Child | None = None
         self._ctl = self._status = -1
+        self.refused: list[str] = []  # why the template forked no worker, for each it did not
 
     def start(self, start: tuple, n: int) -> list:
         """Start a template that runs ``start`` (target, initializer, initargs, and the function
@@ -121,13 +139,15 @@ class Template:
 
     def _forked(self, pair: tuple):
         """The next worker the template says it forked, on ``pair``; None (the pair closed) where
-        it could not."""
+        it could not, and why kept in :attr:`refused`."""
         try:
             pid = _read(self._status)
         except (EOFError, OSError):  # the template died first
-            pid = 0
-        if pid:
+            status = self.process.poll() if self.process is not None else None
+            pid = f"the template ended before it forked them (exit status {status})"
+        if isinstance(pid, int) and pid > 0:
             return (*pair, Forked(pid, self))
+        self.refused.append(str(pid))
         for fd in pair:
             os.close(fd)
         return None
@@ -180,17 +200,18 @@ def serve(first: int, n: int, started) -> None:
     _reaping(ctl, status)
 
 
-def _fork_one(child, open_now: list, keep: tuple) -> int:
-    """The pid of a fork that runs ``child()`` with only ``keep`` of ``open_now`` open, or 0
-    where no fork may be made (_fork.py's rules) or it failed."""
+def _fork_one(child, open_now: list, keep: tuple) -> int | str:
+    """The pid of a fork that runs ``child()`` with only ``keep`` of ``open_now`` open, or why
+    no fork is made (_fork.py's rules) or it failed."""
     from . import _fork  # deferred: imported by the template alone
 
-    if not _fork.possible():
-        return 0
+    refusal = _fork.refusal()
+    if refusal is not None:
+        return f"the template may not fork: {refusal}"
     try:
         return _fork.fork(child, [fd for fd in open_now if fd not in keep]).pid
-    except (OSError, RuntimeError):
-        return 0
+    except (OSError, RuntimeError) as exc:
+        return f"the template's fork failed: {exc}"
 
 
 def _reaping(ctl: int, status: int) -> None:
