@@ -105,3 +105,49 @@ def test_ctrl_c_during_a_compilation_waits_for_nvrtc_and_raises_keyboard_interru
     before, seen_held, interrupted, after = run_json(_HELD_DURING_NVRTC, timeout=300)
     assert before is False and seen_held is True
     assert interrupted is True and after is False
+
+
+# CPython runs the handlers of signals already pending once pthread_sigmask has changed the mask,
+# so a Ctrl-C that came just before NVRTC's call raised KeyboardInterrupt there, SIGINT blocked
+# by then: injected here on the call that blocks it (and on each later call, in turn).
+_INTERRUPTED_AS_SIGINT_IS_BLOCKED = r"""
+import json, signal, sys
+import _signal
+from cudaload._base import _sigint
+from cudaload.bindings import nvrtc
+from cudaload.compile import toolchain
+
+class Interrupting:
+    def __init__(self, at):
+        self.at, self.calls = at, 0
+    def __getattr__(self, name):
+        return getattr(_signal, name)
+    def pthread_sigmask(self, how, mask):
+        before = _signal.pthread_sigmask(how, mask)
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+        return before
+
+options = ["-arch=sm_90", *toolchain.current().include_options]
+nvrtc.compile('extern "C" __global__ void warm() {}', "warm.cu", options)  # NVRTC loaded first
+out = []
+for at in (1, 2, 3):
+    _sigint._signal = Interrupting(at)
+    try:
+        nvrtc.compile('extern "C" __global__ void k() {}', "k.cu", options)
+        raised = False
+    except KeyboardInterrupt:
+        raised = True
+    _sigint._signal = _signal
+    out.append([raised, signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ())])
+print(json.dumps(out))
+"""
+
+
+def test_ctrl_c_as_sigint_is_blocked_for_nvrtc_leaves_it_unblocked():
+    """A KeyboardInterrupt raised by the call that blocks SIGINT before NVRTC (or by the one
+    that unblocks it) left SIGINT blocked in that thread for good: the value to restore was
+    lost with the call's return.  Now each thread's mask is kept until release, which a
+    ``finally`` makes: at each of the three calls, KeyboardInterrupt, then SIGINT unblocked."""
+    assert run_json(_INTERRUPTED_AS_SIGINT_IS_BLOCKED, timeout=120) == [[True, False]] * 3

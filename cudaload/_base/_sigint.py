@@ -15,25 +15,35 @@ Imports nothing of cudaload.
 from __future__ import annotations
 
 import _signal  # the C module: signal.py imports enum
+import _thread
 
 __all__ = ["hold", "release", "block_here"]
 
 _SIGINT = {_signal.SIGINT} if hasattr(_signal, "pthread_sigmask") else None
+# Each thread's mask as :func:`hold` found it, until :func:`release`: kept here rather than
+# returned, so that a KeyboardInterrupt raised once SIGINT is blocked (CPython runs the handlers
+# of signals already pending when pthread_sigmask returns, after the mask has changed) still
+# leaves release() what to restore.
+_held: dict = {}
 
 
-def hold():
-    """Block SIGINT in this thread; what :func:`release` restores, None where there is nothing
-    to restore (it was blocked already, or cannot be: no pthread_sigmask)."""
+def hold() -> None:
+    """Block SIGINT in this thread until :func:`release`, which a ``finally`` whose ``try``
+    holds this call too must make (not nested: one hold at a time a thread).  Nothing to do
+    where SIGINT is blocked already, or cannot be (no pthread_sigmask)."""
     if _SIGINT is None:
-        return None
-    before = _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)
-    return None if _signal.SIGINT in before else before
+        return
+    before = _signal.pthread_sigmask(_signal.SIG_BLOCK, ())  # a pending Ctrl-C raises here,
+    if _signal.SIGINT not in before:                         # nothing changed yet
+        _held[_thread.get_ident()] = before
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)
 
 
-def release(held) -> None:
-    """Unblock what :func:`hold` blocked: a SIGINT that came meanwhile is delivered now."""
-    if held is not None:
-        _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
+def release() -> None:
+    """Restore what :func:`hold` blocked: a SIGINT that came meanwhile is delivered now."""
+    before = _held.pop(_thread.get_ident(), None)
+    if before is not None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
 
 
 def block_here() -> None:

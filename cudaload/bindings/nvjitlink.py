@@ -85,11 +85,11 @@ def link_inputs(inputs, options, kind: str = "cubin") -> tuple[bytes, str]:
                 failed, call = f"{input_kind} input {name}", "nvJitLinkAddData"
                 break
         if not rc:
-            held = _sigint.hold()  # Ctrl-C comes once the link returns (_sigint.py says why)
             try:
+                _sigint.hold()  # Ctrl-C comes once the link returns (_sigint.py says why)
                 rc = lib.nvJitLinkComplete(handle[0])
             finally:
-                _sigint.release(held)
+                _sigint.release()
         info = _text(_read(ffi, lib, handle[0], "InfoLog"))
         if rc:
             log = _text(_read(ffi, lib, handle[0], "ErrorLog"))

@@ -117,12 +117,12 @@ def compile(source: str, name: str, options=(), headers=None, name_expressions=(
         for expr in name_expressions:
             check(lib.nvrtcAddNameExpression(prog, cstr(expr)), "nvrtcAddNameExpression")
         opts = [cstr(o) for o in (*options, *own_options)]
-        held = _sigint.hold()  # Ctrl-C comes once NVRTC returns (_sigint.py says why)
         try:
+            _sigint.hold()  # Ctrl-C comes once NVRTC returns (_sigint.py says why)
             rc = lib.nvrtcCompileProgram(prog, len(opts),
                                          ffi.new("char *[]", opts) if opts else ffi.NULL)
         finally:
-            _sigint.release(held)
+            _sigint.release()
         log = _read(ffi, lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog").rstrip("\0")
         if rc in (_COMPILATION, _INVALID_OPTION):
             hint = _HINT_INVALID_OPTION if rc == _INVALID_OPTION else (

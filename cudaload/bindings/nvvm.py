@@ -31,12 +31,12 @@ def compile_ptx(ir: bytes, name: str, options) -> tuple[bytes, str]:
         if not rc:
             rc, failed = lib.nvvmVerifyProgram(handle[0], len(words), array), "nvvmVerifyProgram"
         if not rc:
-            held = _sigint.hold()  # Ctrl-C comes once the compile returns (_sigint.py says why)
             try:
+                _sigint.hold()  # Ctrl-C comes once the compile returns (_sigint.py says why)
                 rc, failed = lib.nvvmCompileProgram(handle[0], len(words), array), \
                     "nvvmCompileProgram"
             finally:
-                _sigint.release(held)
+                _sigint.release()
         log = _read(ffi, lib, handle[0], "ProgramLog")
         if rc:
             result = _describe(ffi, lib, rc)
