@@ -242,3 +242,47 @@ def test_a_worker_with_no_job_left_leaves_while_the_others_work():
             "print(json.dumps({'running': running, 'seen': seen}))\n")
     result = run_json(code)
     assert result["running"] is False, result
+
+
+# The restore of the mask after a fork, in the caller, raises KeyboardInterrupt as a Ctrl-C that
+# came meanwhile is delivered (injected here: the caller's second call of pthread_sigmask).
+_INTERRUPTED_AT_THE_FORKS_RESTORE = r"""
+import json, os, time
+import _signal
+from cudaload.compile.parallel import _fork
+
+parent = os.getpid()
+
+class Interrupting:
+    calls = 0
+    def __getattr__(self, name):
+        return getattr(_signal, name)
+    def pthread_sigmask(self, how, mask):
+        before = _signal.pthread_sigmask(how, mask)
+        if os.getpid() == parent:
+            Interrupting.calls += 1
+            if Interrupting.calls == 2:
+                raise KeyboardInterrupt
+        return before
+
+_fork._signal = Interrupting()
+try:
+    _fork.fork(lambda: time.sleep(30), [])
+    raised = False
+except KeyboardInterrupt:
+    raised = True
+_fork._signal = _signal
+try:
+    left = os.waitpid(-1, os.WNOHANG)[0] or "running"
+except ChildProcessError:
+    left = None
+print(json.dumps({"raised": raised, "child left": left}))
+"""
+
+
+def test_a_ctrl_c_as_a_fork_restores_the_mask_leaves_no_child_behind():
+    """A KeyboardInterrupt raised as the caller restored its signal mask after the fork lost
+    the child's pid: nobody ended or reaped it (a worker left running, then a zombie).  Now the
+    child is killed and reaped before the KeyboardInterrupt goes on."""
+    result = run_json(_INTERRUPTED_AT_THE_FORKS_RESTORE, timeout=60)
+    assert result == {"raised": True, "child left": None}, result

@@ -78,6 +78,7 @@ def fork(child, close: list[int]) -> Child:
     # Every signal held until the child has its own handlers: the caller's Python handler run in
     # the child would raise there, in the caller's code.
     held = _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
+    forked = None
     try:
         pid = os.fork()
         if pid == 0:
@@ -92,9 +93,16 @@ def fork(child, close: list[int]) -> Child:
                 flush_output()  # what the child wrote itself: the caller's was written before
             finally:
                 os._exit(status)  # whatever happened: never back in the caller's code
+        forked = Child(pid)
     finally:
-        _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
-    return Child(pid)
+        try:  # a Ctrl-C that came meanwhile raises here, once the mask is restored
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
+        except BaseException:  # the caller never learns of the child: it is ended here
+            if forked is not None:
+                forked.signal(_signal.SIGKILL)
+                forked.wait()
+            raise
+    return forked
 
 
 def flush_output() -> None:
