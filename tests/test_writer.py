@@ -101,6 +101,38 @@ def test_an_interrupt_anywhere_in_submit_leaves_no_job_without_a_thread():
         assert 1 in ran, (line, fired, ran)
 
 
+def test_an_interrupt_as_the_thread_starts_leaves_later_jobs_on_that_thread(monkeypatch):
+    """A KeyboardInterrupt raised as start_new_thread returned lost the new thread's ident:
+    every later job was written on its caller's thread, the thread serving nothing.  The
+    thread now says who it is itself."""
+    import _thread as real
+    import time
+
+    from cudaload.compile.cache import writer as module
+
+    class Interrupting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def start_new_thread(self, *args):
+            real.start_new_thread(*args)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "_thread", Interrupting())
+    writer = Writer()
+    with pytest.raises(KeyboardInterrupt):
+        writer.submit(lambda: None)
+    monkeypatch.setattr(module, "_thread", real)
+    deadline = time.monotonic() + 10
+    while writer._thread is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    where: list = []
+    writer.submit(lambda: where.append(threading.get_ident()))
+    writer.wait()
+    assert where and where[0] not in (None, threading.get_ident()), where
+    assert where[0] == writer._thread
+
+
 class _InterruptedWriter(Writer):
     """As if KeyboardInterrupt arrived as the job was handed over, before it was queued."""
 

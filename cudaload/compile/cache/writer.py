@@ -85,6 +85,9 @@ class Writer:
         self.wait()
 
     def _serve(self) -> None:
+        # Said here too: a KeyboardInterrupt as start_new_thread returned loses its answer, and
+        # every later job would be written on its caller's thread.
+        self._thread = _thread.get_ident()
         # Never this thread's: a SIGINT the compiling thread holds off (_sigint.py) waits for it
         # rather than reach a process inside NVRTC here.
         _sigint.block_here()
