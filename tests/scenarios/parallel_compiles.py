@@ -36,9 +36,20 @@ def _programs(spec: str, tag: str):
     return out
 
 
+def _whatever_else_runs() -> None:
+    """Have a shared batch start its workers whatever else runs on this machine now, as where
+    the idle CPUs are not known: its own rule (compile/parallel/_idle.py) is
+    tests/test_parallel_idle.py's."""
+    from cudaload.compile.parallel import _idle
+
+    _idle.idle_cpus = lambda: None
+
+
 def _counting_pools() -> list:
     """Count the sets of worker processes compile_all starts (each is a list item: how many)."""
     from cudaload.compile.parallel import _workers
+
+    _whatever_else_runs()
 
     started = []
     real = _workers.Workers.__init__
@@ -229,6 +240,7 @@ def interrupted(tag: str, count: str = "24") -> None:
     # Ctrl-C as at a terminal, also where this process was started with SIGINT ignored (as a
     # shell's background job is), which Python then leaves ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    _whatever_else_runs()
     progs = [cudaload.Program(CUB.format(i=i, tag=tag)) for i in range(int(count))]
     try:
         cudaload.compile_all(progs, arch=90, workers=2)
@@ -254,6 +266,7 @@ def interrupted_at_the_lock(tag: str) -> None:
     from cudaload.compile.cache import claims
     from cudaload.compile.parallel import _workers
 
+    _whatever_else_runs()
     real, fired = claims.crosses_machines, []
 
     def interrupted(folder):

@@ -24,17 +24,17 @@ process, whose NVRTC nothing could interrupt.
 
 A fresh interpreter's start (the interpreter, the compile path's imports, NVRTC's loading: some
 45-70 ms on 2 cores) is as long as a short kernel's compilation; a fork's is about a millisecond.
-So a batch of at most one key more than ``workers`` (and no timeout) is shared with this process (_workers.py's
-``here``): it loads what a first build loads (before forking, so that the forks have it too),
-starts ``workers - 1`` processes, each with a key, and compiles the last key itself meanwhile;
-then, whenever it is free, it hands the next key to a worker that has finished, else compiles
-the last key no worker has taken, else the key of a worker that has not yet started (ending that
-worker).  Each key is
-compiled once, and no worker's start is waited for while this process could compile
-(bench/fleet_bench.py --quick-kernels).  Ctrl-C then waits for the compilation this process is
-in, as it would for Program.compile().  A larger batch is the workers' alone, where this process
-handing out keys as workers finish gains more than its own share: it only waits for them, so
-Ctrl-C stops compile_all at once; it loads NVRTC and the toolchain before its forks too.
+So a batch of at most one key more than ``workers`` (and no timeout) is shared with this process
+(_workers.py's ``here``): it loads what a first build loads (before forking, so that the forks
+have it too), starts ``workers - 1`` processes (no more than CPUs are idle: _idle.py), each with
+a key, and compiles the last key itself meanwhile; then, whenever it is free, it hands the next
+key to a worker that has finished, else compiles the last key no worker has taken, else the key
+of a worker that has not yet started (ending that worker).  Each key is compiled once, and no
+worker's start is waited for while this process could compile (bench/fleet_bench.py
+--quick-kernels).  Ctrl-C then waits for the compilation this process is in, as it would for
+Program.compile().  A larger batch is the workers' alone, where this process handing out keys
+as workers finish gains more than its own share: it only waits for them, so Ctrl-C stops
+compile_all at once; it loads NVRTC and the toolchain before its forks too.
 
 A process that may not fork (it has used the GPU) forks its workers from one template process
 instead (_template.py), which loads what a first build loads once for all of them.  In a batch
@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import os
 
-from . import _workers
+from . import _idle, _workers
 from .. import build as _build, program as _program, request as _request
 from ..build import ready_to_build
 from ..plan import assume_driver_version, driver_version
@@ -149,6 +149,8 @@ def _compile(items, output: str, pending: dict, where: tuple, results: list, err
     ``results``/``errors``, calling ``count()`` as programs are done."""
     workers, executor, timeout = where
     n = min(workers, len(pending)) if _workers.AVAILABLE else 1
+    if 1 < n and len(pending) <= n + 1 and timeout is None and executor is None:  # shared:
+        n = _idle.processes(n)  # no more processes than CPUs are idle; one: each key here
     # timed: on workers alone, even one, which can be ended (NVRTC in this process cannot)
     timed = timeout is not None and _workers.AVAILABLE and bool(pending)
     if _log.enabled("compile"):
@@ -209,11 +211,9 @@ def _progress_line(progress):
 
 def _where(n: int, executor: bool, timed: bool = False) -> str:
     """Where compile_all compiles, in its log: ``executor``'s workers, else ``n`` processes
-    (``timed``: workers, even one)."""
-    if executor:
-        return "the executor"
-    if n <= 1 and not timed:  # one key, or none (every program found compiled)
-        return "this process"
+    (``timed``: workers, even one), or this process (one key, or none)."""
+    if executor or (n <= 1 and not timed):
+        return "the executor" if executor else "this process"
     return f"{n} process{'es' if n > 1 else ''} ({'forks of this one' if _workers.forks() else 'started'})"
 
 
