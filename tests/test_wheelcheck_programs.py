@@ -134,6 +134,9 @@ def test_programs_that_cannot_be_made_or_have_no_bundle_fail(tmp_path, cudaload_
     bare = check_wheel(wheel_of(tree, tmp_path / "b"), "--arch", "sm_90", "--programs",
                        "kpkg:programs", "--with", cudaload_wheel)
     assert bare.returncode == 1 and "has no bundle (it is made without bundle=)" in bare.stdout
+    # the wheel's one bundle named, as the package would read it
+    assert 'pass bundle=cudaload.Bundle.from_resource("kpkg", "kernels.bundle") to it' \
+        in bare.stdout, bare.stdout
 
 
 def test_programs_needs_an_arch_and_a_module_name(tmp_path):

@@ -111,7 +111,7 @@ def check_wheel(path: str, imports: Sequence[str] = (), archs: Sequence[str] = (
     if require_bundle:
         failures += bundle_report.required(shipped, report["bundles"] or [], archs)
     if imports or programs:
-        _installed_checks(report, imports, also, no_skip, programs, archs)
+        _installed_checks(report, imports, also, no_skip, (programs, shipped), archs)
     report["ok"] = not failures
     return cast("WheelReport", report)  # the entries' producers type them as plain dicts
 
@@ -133,16 +133,21 @@ def _warnings(path: str, shipped: list, require_bundle: bool, programs: Sequence
 
 
 def _installed_checks(report: dict, imports: Sequence[str], also: Sequence[str], no_skip: bool,
-                      programs: Sequence[str], archs: list[str]) -> None:
-    """The checks in a fresh environment the wheel is installed in: ``--import``, ``--programs``."""
+                      asked: tuple, archs: list[str]) -> None:
+    """The checks in a fresh environment the wheel is installed in: ``--import``, ``--programs``
+    (``asked``: the specs, and the bundles the wheel ships)."""
     from .install import check_imports, installed  # deferred: each command imports what it runs
+    from .wheel import installed_path  # deferred: as above
+
+    programs, shipped = asked
 
     failures = report["failures"]
     with installed(report["wheel"], list(also)) as env:
         if programs:
             from .programs import check  # deferred: each command imports what it runs
 
-            report["programs"] = check(env, programs, archs)
+            report["programs"] = check(env, programs, archs,
+                                       [installed_path(b["path"]) for b in shipped])
             failures += report["programs"]["failures"]
         if imports:
             report["imports"] = runs = check_imports(env, list(imports))

@@ -26,9 +26,12 @@ _PROBE = os.path.join(_HERE, "_programs_probe.py")
 _SPECS = os.path.join(os.path.dirname(_HERE), "_base", "_program_specs.py")
 
 
-def check(env: Installed, specs: Sequence[str], archs: Sequence[str]) -> dict:
+def check(env: Installed, specs: Sequence[str], archs: Sequence[str],
+          bundles: Sequence[str] = ()) -> dict:
     """``{"specs": [{"spec", "error", "programs": [{"name", "name_expressions", "file",
-    "bundle", "code": {arch: the arch of the code found, or None}}]}], "failures"}``."""
+    "bundle", "code": {arch: the arch of the code found, or None}}]}], "failures"}``;
+    ``bundles``: the wheel's bundle files, as installed (a program without one is told which
+    to pass)."""
     specs, archs = list(specs), list(archs)
     seen, failure = run_probe(env.python, _PROBE, [_SPECS, json.dumps(specs), json.dumps(archs)],
                               no_driver_env(env.base, env.work), env.work,
@@ -47,7 +50,7 @@ def check(env: Installed, specs: Sequence[str], archs: Sequence[str]) -> dict:
         for program in item["programs"]:
             missing = [arch for arch in archs if not program["code"].get(arch)]
             if missing:
-                out["failures"].append(_stale(item["spec"], program, missing, archs))
+                out["failures"].append(_stale(item["spec"], program, missing, archs, bundles))
     return out
 
 
@@ -56,18 +59,27 @@ def _label(program: dict) -> str:
     return program["name"] + (f" [{', '.join(exprs)}]" if exprs else "")
 
 
-def _stale(spec: str, program: dict, missing: list[str], archs: list[str]) -> str:
+def _stale(spec: str, program: dict, missing: list[str], archs: list[str],
+           bundles: Sequence[str]) -> str:
     """The failure of ``program`` (of ``spec``), which finds no code for ``missing``."""
     what = f"program {_label(program)} (file {program['file']})"
     if program["bundle"] is None:
         return (f"--programs {spec}: {what} has no bundle (it is made without bundle=), so "
-                "every GPU compiles it with NVRTC: pass bundle=cudaload.Bundle.from_resource"
-                "(...) to it")
+                f"every GPU compiles it with NVRTC: pass bundle={_from_resource(bundles)} to it")
     return (f"{program['bundle']}: no entry for {what} for {', '.join(missing)}: the bundle "
             "holds no code of this program as the wheel makes it now (the kernel, a header, "
             "an option or a name expression changed since `cudaload precompile`, or that arch "
             "was not precompiled), so a GPU without NVRTC cannot run it. Mend it: "
             + precompile_step(program["bundle"], archs, spec))
+
+
+def _from_resource(bundles: Sequence[str]) -> str:
+    """The call that reads the wheel's one bundle (``bundles``: as installed, under their top
+    package), with its names; with none or several, the call with its arguments to fill in."""
+    if len(bundles) != 1 or "/" not in bundles[0]:
+        return "cudaload.Bundle.from_resource(...)"
+    package, _slash, resource = bundles[0].partition("/")
+    return f"cudaload.Bundle.from_resource({json.dumps(package)}, {json.dumps(resource)})"
 
 
 def summary(report: dict, archs: Sequence[str]) -> list[str]:
