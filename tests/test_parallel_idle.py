@@ -36,16 +36,24 @@ def spawn(*a, **kw):
     return pid
 os.fork, os.posix_spawn = fork, spawn
 src = 'extern "C" __global__ void k%d(int *p) { *p = %d; } // ' + os.environ["TESTS_TAG"]
-objs = cudaload.compile_all([cudaload.Program(src % (i, i)) for i in range(3)], arch=90,
-                            workers=2)
+objs = cudaload.compile_all([cudaload.Program(src % (i, i))
+                             for i in range(int(os.environ.get("TESTS_PROGRAMS", "3")))],
+                            arch=90, workers=int(os.environ.get("TESTS_WORKERS", "2")))
 print(json.dumps({"started": len(started), "kinds": [o.kind for o in objs],
                   "cached": [o.cached for o in objs]}))
 """
 
 
-def _batch(idle: str, tmp_path) -> dict:
+def _batch(idle: str, tmp_path, **env) -> dict:
     return run_json(_BATCH, env={"CUDALOAD_CACHE_DIR": str(tmp_path / idle), "TESTS_IDLE": idle,
-                                 "TESTS_TAG": str(time.time_ns())})
+                                 "TESTS_TAG": str(time.time_ns()), **env})
+
+
+def test_a_shared_batch_cut_to_the_idle_cpus_is_still_shared_with_this_process(tmp_path):
+    """Four programs on four workers with two CPUs idle: one worker and this process, not two
+    workers while this process waits (the batch was judged again with the fewer processes)."""
+    out = _batch("2", tmp_path, TESTS_PROGRAMS="4", TESTS_WORKERS="4")
+    assert out == {"started": 1, "kinds": ["cubin"] * 4, "cached": [None] * 4}, out
 
 
 @pytest.mark.parametrize("idle, started", [(0, 0), (1, 0), (2, 1), (8, 1)])
@@ -81,7 +89,10 @@ def test_the_idle_cpus_are_the_cpus_no_other_task_runs_on(monkeypatch, tmp_path)
         return opened
 
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
     for text, idle in ((b"0.50 0.40 0.30 1/250 999\n", 4), (b"3.1 2.0 1.0 3/250 999\n", 2),
                        (b"9.0 9.0 9.0 12/250 999\n", 0), (b"garbage\n", None)):
         monkeypatch.setattr("builtins.open", loadavg(text))
         assert _idle.idle_cpus() == idle, text
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})  # some CPUs: not known
+    assert _idle.idle_cpus() is None

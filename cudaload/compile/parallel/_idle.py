@@ -10,7 +10,8 @@ batch starts no more workers than CPUs are idle, as ``make -l`` starts no job ab
 Idle means not running nor waiting to run: Linux's /proc/loadavg counts the tasks that are, now
 (its fourth field, this process's own thread among them), not the load averaged over a minute,
 which a process started seconds ago has barely moved.  Where that is not known, every CPU is
-taken for idle, as before.
+taken for idle, as before; so it is where this process may run on some of the machine's CPUs only
+(a cpuset, ``taskset``), whose tasks /proc/loadavg does not tell from the others'.
 
 Imports nothing of cudaload.
 """
@@ -25,12 +26,15 @@ __all__ = ["idle_cpus", "processes"]
 def idle_cpus() -> int | None:
     """The machine's CPUs that no task other than this thread runs or waits to run on now; None
     where that is not known (no /proc)."""
+    cpus = os.cpu_count() or 1
+    if len(getattr(os, "sched_getaffinity", lambda _pid: range(cpus))(0)) != cpus:
+        return None  # some of the machine's CPUs (a cpuset): the count says nothing of those
     try:
         with open("/proc/loadavg", "rb") as f:
             running = int(f.read().split()[3].split(b"/")[0])
     except (OSError, ValueError, IndexError):
         return None
-    return max(0, (os.cpu_count() or 1) - (running - 1))
+    return max(0, cpus - (running - 1))
 
 
 def processes(n: int) -> int:

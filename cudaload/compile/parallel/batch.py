@@ -149,8 +149,8 @@ def _compile(items, output: str, pending: dict, where: tuple, results: list, err
     ``results``/``errors``, calling ``count()`` as programs are done."""
     workers, executor, timeout = where
     n = min(workers, len(pending)) if _workers.AVAILABLE else 1
-    if 1 < n and len(pending) <= n + 1 and timeout is None and executor is None:  # shared:
-        n = _idle.processes(n)  # no more processes than CPUs are idle; one: each key here
+    shared = 1 < n and len(pending) <= n + 1 and timeout is None and executor is None
+    n = _idle.processes(n) if shared else n  # no more than CPUs are idle; one: each key here
     # timed: on workers alone, even one, which can be ended (NVRTC in this process cannot)
     timed = timeout is not None and _workers.AVAILABLE and bool(pending)
     if _log.enabled("compile"):
@@ -158,9 +158,9 @@ def _compile(items, output: str, pending: dict, where: tuple, results: list, err
                    "%s", len(items) - len(pending) - len(errors), len(items), len(pending),
                    _where(n, executor is not None and bool(pending), timed))
     if pending and executor is not None:
-        _in_workers(items, output, pending, n, results, errors, (executor, timeout, count))
+        _in_workers(items, output, pending, n, results, errors, (executor, timeout, count, 0))
     elif n > 1 or timed:
-        _in_workers(items, output, pending, n, results, errors, (None, timeout, count))
+        _in_workers(items, output, pending, n, results, errors, (None, timeout, count, shared))
     else:
         for waiting in pending.values():
             _here(items, output, waiting, results, errors)
@@ -230,8 +230,8 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
                 how: tuple) -> None:
     """Compile each pending key on one of ``n`` processes (this one among them where there are
     no more keys than that and no timeout: see the module's docstring), or on an executor;
-    ``how`` is (executor or None, timeout, count); fill ``results``/``errors``."""
-    executor, timeout, count = how
+    ``how`` is (executor or None, timeout, count, whether shared); fill ``results``/``errors``."""
+    executor, timeout, count, share = how
     kinds = {found.kind for waiting in pending.values() for _i, _asked, found in waiting}
     driver = driver_version() if "ptx" in kinds else None  # part of a PTX key
     jobs = {}
@@ -261,7 +261,6 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
 
         deliver(_executor.run(executor, _work, _start_worker, set_up, jobs, _Failed, timeout))
         return
-    share = len(jobs) <= n + 1 and timeout is None  # else the workers' alone
     warm = None if share or len(jobs) < 4 * n else (_warm, (next(iter(jobs.values()))[1],))
     if _workers.forks():  # loaded once, before the forks; NVRTC warmed (else in the template)
         _ready()
