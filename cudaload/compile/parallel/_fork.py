@@ -53,7 +53,7 @@ def refusal() -> str | None:
         with open("/proc/self/statm", "rb") as f:
             resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        return "/proc does not say how many threads it runs"
+        return "/proc does not say how many threads it runs and how much of it is resident"
     if resident > MAX_RESIDENT:
         return f"{resident >> 20} MiB of it are resident, more than {MAX_RESIDENT >> 20} MiB"
     return None

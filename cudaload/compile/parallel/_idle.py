@@ -20,14 +20,22 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["idle_cpus", "processes"]
+__all__ = ["cores", "idle_cpus", "processes"]
+
+
+def cores() -> int:
+    """The number of CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def idle_cpus() -> int | None:
     """The machine's CPUs that no task other than this thread runs or waits to run on now; None
     where that is not known (no /proc)."""
     cpus = os.cpu_count() or 1
-    if len(getattr(os, "sched_getaffinity", lambda _pid: range(cpus))(0)) != cpus:
+    if cores() != cpus:
         return None  # some of the machine's CPUs (a cpuset): the count says nothing of those
     try:
         with open("/proc/loadavg", "rb") as f:

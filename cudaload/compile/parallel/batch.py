@@ -46,9 +46,8 @@ or in this process where it forks (never with a timeout: NVRTC here cannot be in
 
 from __future__ import annotations
 
-import os
-
 from . import _idle, _workers
+from ._idle import cores
 from .. import build as _build, program as _program, request as _request
 from ..build import ready_to_build
 from ..plan import assume_driver_version, driver_version
@@ -57,14 +56,6 @@ from ...errors import CompileError, CudaLoadError, NvrtcError
 from ..objectcode import ObjectCode
 
 __all__ = ["compile_all", "compile_many", "cores"]
-
-
-def cores() -> int:
-    """The number of CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def compile_all(programs, arch=None, output: str = "auto", workers: int | None = None,
@@ -158,7 +149,7 @@ def _compile(items, output: str, pending: dict, where: tuple, results: list, err
                    "%s", len(items) - len(pending) - len(errors), len(items), len(pending),
                    _where(n, executor is not None and bool(pending), timed))
     if pending and executor is not None:
-        _in_workers(items, output, pending, n, results, errors, (executor, timeout, count, 0))
+        _in_workers(items, output, pending, n, results, errors, (executor, timeout, count, False))
     elif n > 1 or timed:
         _in_workers(items, output, pending, n, results, errors, (None, timeout, count, shared))
     else:
@@ -211,9 +202,11 @@ def _progress_line(progress):
 
 def _where(n: int, executor: bool, timed: bool = False) -> str:
     """Where compile_all compiles, in its log: ``executor``'s workers, else ``n`` processes
-    (``timed``: workers, even one), or this process (one key, or none)."""
-    if executor or (n <= 1 and not timed):
-        return "the executor" if executor else "this process"
+    (``timed``: workers, even one)."""
+    if executor:
+        return "the executor"
+    if n <= 1 and not timed:  # one key, or none (every program found compiled)
+        return "this process"
     return f"{n} process{'es' if n > 1 else ''} ({'forks of this one' if _workers.forks() else 'started'})"
 
 
