@@ -135,6 +135,22 @@ def test_the_log_says_how_many_workers_the_template_forked_and_why_not_the_other
         "the template may not fork: 2 threads run in it" in refused, refused
 
 
+def test_the_log_gives_the_exit_status_of_a_template_that_ended_before_its_forks():
+    """A template that died before it answered was never seen to end (the caller held the
+    template's end of its pipe open while it read), and compile_all waited forever; and its pipe
+    ends a moment before it can be reaped, so the log said "exit status None"."""
+    code = (_LOGGED + _ANOTHER_THREAD +
+            "from cudaload.compile.parallel import _workers\n"
+            "from tests._worker_jobs import how_started, exit_in_the_template\n"
+            "with _workers.Workers(2, how_started, exit_in_the_template, ()) as workers:\n"
+            "    got = [ok for _t, ok, v in workers.run({i: ('forked',) for i in range(2)})]\n"
+            "print(json.dumps({'said': [r for r in records if 'template' in r]}))\n")
+    said = run_json(code)["said"]
+    assert len(said) == 1 and ": 0 of 2 forked from a template process; the others start as " \
+        "fresh interpreters: the template ended before it forked them (exit status 3)" \
+        in said[0], said
+
+
 def test_the_log_names_the_driver_where_a_process_that_used_it_forks_no_worker(tmp_path):
     code = (_LOGGED + "import cudaload\n"
             "from cudaload._base import lifetime\n"

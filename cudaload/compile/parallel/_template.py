@@ -126,6 +126,10 @@ class Template:
                 mine += [jobs, answers]
                 pairs.append((jobs, answers))
             self.process = spawn(["-c", _BOOT, *sys.path, str(n)], tuple(theirs))
+            # The template's ends closed here before its answers are read: held open, a template
+            # that died before it answered would never be seen to end, and this would wait forever.
+            while theirs:
+                os.close(theirs.pop())
             _write(self._ctl, _frame(start))
             return [self._forked(pair) for pair in pairs]
         except BaseException:  # a KeyboardInterrupt while the template starts too
@@ -143,7 +147,11 @@ class Template:
         try:
             pid = _read(self._status)
         except (EOFError, OSError):  # the template died first
-            status = self.process.poll() if self.process is not None else None
+            # Its pipe ends as it exits, a moment before it can be reaped: its status is known
+            # once it is (a template alive with its pipe closed is not: its status is unknown).
+            process = self.process
+            status = process.returncode if process is not None and process.wait(1.0) \
+                else "unknown"
             pid = f"the template ended before it forked them (exit status {status})"
         if isinstance(pid, int) and pid > 0:
             return (*pair, Forked(pid, self))
