@@ -151,3 +151,30 @@ def test_ctrl_c_as_sigint_is_blocked_for_nvrtc_leaves_it_unblocked():
     lost with the call's return.  Now each thread's mask is kept until release, which a
     ``finally`` makes: at each of the three calls, KeyboardInterrupt, then SIGINT unblocked."""
     assert run_json(_INTERRUPTED_AS_SIGINT_IS_BLOCKED, timeout=120) == [[True, False]] * 3
+
+
+_NESTED_HOLDS = r"""
+import json, signal
+from cudaload._base import _sigint
+
+def blocked():
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ())
+
+seen = [blocked()]
+_sigint.hold()
+_sigint.hold()  # a hold inside another, as a compiler call made while one is held would
+seen.append(blocked())
+_sigint.release()
+seen.append(blocked())
+_sigint.release()
+seen.append(blocked())
+_sigint.release()  # one too many: nothing held, nothing changed
+seen.append(blocked())
+print(json.dumps(seen))
+"""
+
+
+def test_a_hold_inside_another_keeps_sigint_blocked_until_the_outer_release():
+    """The inner release restored the mask the outer hold had found: SIGINT reached the thread
+    while it was still inside the outer hold's compiler."""
+    assert run_json(_NESTED_HOLDS, timeout=60) == [False, True, True, False, False]

@@ -20,30 +20,39 @@ import _thread
 __all__ = ["hold", "release", "block_here"]
 
 _SIGINT = {_signal.SIGINT} if hasattr(_signal, "pthread_sigmask") else None
-# Each thread's mask as :func:`hold` found it, until :func:`release`: kept here rather than
-# returned, so that a KeyboardInterrupt raised once SIGINT is blocked (CPython runs the handlers
-# of signals already pending when pthread_sigmask returns, after the mask has changed) still
-# leaves release() what to restore.
+# Each thread's mask as :func:`hold` found it, and how many holds are open, until the last
+# :func:`release`: kept here rather than returned, so that a KeyboardInterrupt raised once SIGINT
+# is blocked (CPython runs the handlers of signals already pending when pthread_sigmask returns,
+# after the mask has changed) still leaves release() what to restore; counted, so that a hold
+# inside another is released with it, not at its own release.
 _held: dict = {}
 
 
 def hold() -> None:
     """Block SIGINT in this thread until :func:`release`, which a ``finally`` whose ``try``
-    holds this call too must make (not nested: one hold at a time a thread).  Nothing to do
-    where SIGINT is blocked already, or cannot be (no pthread_sigmask)."""
+    holds this call too must make; holds may nest, SIGINT is restored at the outermost
+    release.  Nothing to do where SIGINT is blocked already, or cannot be (no pthread_sigmask)."""
     if _SIGINT is None:
+        return
+    held = _held.get(_thread.get_ident())
+    if held is not None:
+        held[1] += 1
         return
     before = _signal.pthread_sigmask(_signal.SIG_BLOCK, ())  # a pending Ctrl-C raises here,
     if _signal.SIGINT not in before:                         # nothing changed yet
-        _held[_thread.get_ident()] = before
+        _held[_thread.get_ident()] = [before, 1]
         _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)
 
 
 def release() -> None:
-    """Restore what :func:`hold` blocked: a SIGINT that came meanwhile is delivered now."""
-    before = _held.pop(_thread.get_ident(), None)
-    if before is not None:
-        _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
+    """Undo one :func:`hold`; the last one restores what the first blocked: a SIGINT that came
+    meanwhile is delivered now."""
+    held = _held.get(_thread.get_ident())
+    if held is not None:
+        held[1] -= 1
+        if held[1] == 0:
+            del _held[_thread.get_ident()]
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, held[0])
 
 
 def block_here() -> None:
