@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
 from tests._support import child_env, last_json, run_json, scenario_command
 from tests.test_parallel import _ended, _running, _tag, _watched_env
 
@@ -302,3 +303,31 @@ def test_a_ctrl_c_as_a_fork_restores_the_mask_leaves_no_child_behind():
     child is killed and reaped before the KeyboardInterrupt goes on."""
     result = run_json(_INTERRUPTED_AT_THE_FORKS_RESTORE, timeout=60)
     assert result == {"raised": True, "child left": None}, result
+
+
+# Which batches compile the tiny program before the forks: Workers' ``before``, recorded.
+_WARMED = ("import json, time, cudaload\n"
+           "from cudaload.compile.parallel import _workers\n"
+           "seen = []\n"
+           "class Recording(_workers.Workers):\n"
+           "    def __init__(self, n, target, initializer, initargs, before=None):\n"
+           "        seen.append(before is not None)\n"
+           "        super().__init__(n, target, initializer, initargs, before)\n"
+           "_workers.Workers = Recording\n"
+           "src = 'extern \"C\" __global__ void k%d(int *p) { *p = %d; } // ' + str(time.time_ns())\n"
+           "objs = cudaload.compile_all([cudaload.Program(src % (i, i)) for i in range(8)],"
+           " arch=90, workers=2)\n"
+           "print(json.dumps({'warmed': seen, 'compiled': [o.cached for o in objs]}))\n")
+
+
+def test_no_tiny_program_before_the_forks_where_a_driver_is_installed(recording_driver, tmp_path):
+    """NVRTC 13.0's first compilation loads the CUDA driver where one is installed and starts a
+    thread in the process (seen on the H100 host, driver 580): the template's tiny program left
+    it one that may not fork, and every worker started as a fresh interpreter.  Where a driver is
+    found the batch forks without it; where none is, the tiny program is compiled first."""
+    with_driver = run_json(_WARMED, env={"CUDALOAD_LIBCUDA": recording_driver,
+                                         "CUDALOAD_CACHE_DIR": str(tmp_path / "a")})
+    without = run_json(_WARMED, env={"CUDALOAD_LIBCUDA": str(tmp_path / "none" / "libcuda.so.1"),
+                                     "CUDALOAD_CACHE_DIR": str(tmp_path / "b")})
+    assert with_driver == {"warmed": [False], "compiled": [None] * 8}, with_driver
+    assert without == {"warmed": [True], "compiled": [None] * 8}, without

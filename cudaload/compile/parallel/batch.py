@@ -41,7 +41,9 @@ instead (_template.py), which loads what a first build loads once for all of the
 of four keys a worker or more, NVRTC's first compilation in a process (some 200 ms more than a
 later one on the H200 host's 16 CPUs, where the workers' CPU time was 1.25-1.68x the serial
 run's) is paid once, by a tiny program compiled before the forks (``_warm``): in the template,
-or in this process where it forks (never with a timeout: NVRTC here cannot be interrupted).
+or in this process where it forks (never with a timeout: NVRTC here cannot be interrupted), but
+only where no CUDA driver is installed, which NVRTC's first compilation would load, with a
+thread of its own after which the process may not fork (see ``_warm``).
 """
 
 from __future__ import annotations
@@ -254,7 +256,8 @@ def _in_workers(items, output: str, pending: dict, n: int, results: list, errors
 
         deliver(_executor.run(executor, _work, _start_worker, set_up, jobs, _Failed, timeout))
         return
-    warm = None if share or len(jobs) < 4 * n else (_warm, (next(iter(jobs.values()))[1],))
+    warm = None if share or len(jobs) < 4 * n or driver_version() is not None \
+        else (_warm, (next(iter(jobs.values()))[1],))  # never where a driver is: see _warm
     if _workers.forks():  # loaded once, before the forks; NVRTC warmed (else in the template)
         _ready()
         if warm and timeout is None:  # never with a timeout: NVRTC here cannot be interrupted
@@ -341,7 +344,11 @@ def _warm(arch: str) -> None:
     H200 host it costs some 200 ms more than a later one (docs/benchmarks.md), which a worker
     forked after this should not pay again.  On 2 CPUs it takes some 35 ms and saves a fork
     little (what a first compilation costs more there is mostly page faults, each process's
-    own): hence only in a batch of four programs a worker or more."""
+    own): hence only in a batch of four programs a worker or more.  And only where no CUDA
+    driver is installed: NVRTC 13.0's first compilation loads the driver where there is one and
+    starts a thread of its own in the process (``cuda00001400006``, seen on the H100 host with
+    driver 580), after which no worker may be a fork of it (_fork.py), so each would be a fresh
+    interpreter; without the tiny program each fork pays its own first compilation instead."""
     try:
         from ...bindings import nvrtc  # deferred: as in _nvrtc
 
