@@ -4,6 +4,7 @@ process-wide default; what the cache logs."""
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 
 from cudaload.compile import cache
@@ -116,6 +117,35 @@ def test_an_entry_still_being_written_is_found_and_said_so(tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records if r.name == "cudaload.cache"] == [
         f"disk hit {KEY} in {disk.folder} (still being written)"]
     assert disk.lookup(KEY) is None  # once written it is read from disk; here it never was
+
+
+def test_an_entry_whose_write_ends_during_the_lookup_is_found(tmp_path, monkeypatch):
+    """The writer renames the file into place, then drops the entry from ``pending``: a lookup
+    that finds no file and then no pending entry (the write ended in between) missed an entry
+    its own process had just published.  Here the write runs exactly in between."""
+    from cudaload.compile.cache import disk as disk_module
+
+    disk = cache.DiskCache(tmp_path)
+    disk.ready()
+    held = []
+    monkeypatch.setattr(disk.writer, "submit", held.append)  # the write waits until let go
+    with disk.lock("cd" * 32) as publish:
+        publish(_obj(b"published"))
+    assert len(held) == 1 and not os.path.exists(disk.path("cd" * 32))
+    access = os.access
+
+    def access_then_write(path, mode):
+        answer = access(path, mode)
+        while held:
+            held.pop()()  # the write ends: the file is in place, the pending entry gone
+        return answer
+
+    monkeypatch.setattr(disk_module.os, "access", access_then_write)
+    found = disk.lookup("cd" * 32)
+    while held:  # a lookup that looked at no file: the write ends after it
+        held.pop()()
+    assert found is not None and found.code == b"published"
+    assert os.path.exists(disk.path("cd" * 32)) and disk.lookup("cd" * 32).code == b"published"
 
 
 def test_an_entry_that_cannot_be_read_is_a_miss_and_said_why(tmp_path, caplog):

@@ -121,6 +121,16 @@ class DiskCache:
         unreadable, corrupt, stored under another key, not a regular file, not to be trusted, or
         the folder unusable)."""
         if self.usable:
+            # Published by this process and still being written (its writer's pending entries),
+            # looked at before the file: the writer renames the file into place and only then
+            # drops it from ``pending``, so one of the two holds it however the write interleaves
+            # with this lookup (looked at after the file, a write finished in between was missed).
+            unwritten = self.writer.pending.get((self.folder, key))
+            if unwritten is not None:
+                if _log.enabled("cache"):
+                    _log.debug("cache", "disk hit %s in %s (still being written)", key,
+                               self.folder)
+                return unwritten._as("disk")
             path = self.folder + os.sep + key + ".bin"
             if os.access(path, os.F_OK):  # a miss without raising and catching an OSError
                 found = read_entry(path, key, self.check())
@@ -132,16 +142,8 @@ class DiskCache:
                     if _log.enabled("cache"):
                         _log.debug("cache", "disk hit %s in %s", key, self.folder)
                     return found[0]
-            else:
-                # Published by this process, still being written (its writer's pending entries).
-                unwritten = self.writer.pending.get((self.folder, key))
-                if unwritten is not None:
-                    if _log.enabled("cache"):
-                        _log.debug("cache", "disk hit %s in %s (still being written)", key,
-                                   self.folder)
-                    return unwritten._as("disk")
-                if _log.enabled("cache"):
-                    _log.debug("cache", "disk miss %s in %s", key, self.folder)
+            elif _log.enabled("cache"):
+                _log.debug("cache", "disk miss %s in %s", key, self.folder)
         return self._from_tiers(key)  # only after a miss here: a hit here costs nothing more
 
     def _from_tiers(self, key: str) -> ObjectCode | None:
