@@ -30,6 +30,7 @@ memory, objectcode, pruning, tiers, writer (a hit: none of _atomic, claims, limi
 from __future__ import annotations
 
 import os
+import sys
 import _thread
 
 from ..objectcode import MAX_ENTRY_BYTES, ObjectCode, decode, encode
@@ -40,6 +41,8 @@ from ..._base import _log, _untrusted, lifetime  # noqa: F401  (lifetime: see wr
 TYPE_CHECKING = False  # true for type checkers only: importing typing costs a disk hit 3-5 ms
 if TYPE_CHECKING:
     from .writer import Handover, Writer
+
+_WRITER = __name__.rpartition(".")[0] + ".writer"  # writer.py's module name
 
 __all__ = ["NULL", "DiskCache", "NullCache", "default", "configured", "directory"]
 
@@ -125,7 +128,7 @@ class DiskCache:
             # looked at before the file: the writer renames the file into place and only then
             # drops it from ``pending``, so one of the two holds it however the write interleaves
             # with this lookup (looked at after the file, a write finished in between was missed).
-            unwritten = self.writer.pending.get((self.folder, key))
+            unwritten = self._unwritten(key)
             if unwritten is not None:
                 if _log.enabled("cache"):
                     _log.debug("cache", "disk hit %s in %s (still being written)", key,
@@ -145,6 +148,17 @@ class DiskCache:
             elif _log.enabled("cache"):
                 _log.debug("cache", "disk miss %s in %s", key, self.folder)
         return self._from_tiers(key)  # only after a miss here: a hit here costs nothing more
+
+    def _unwritten(self, key: str) -> ObjectCode | None:
+        """The entry of ``key`` this process published here and its writer has not written yet,
+        or None.  With no writer module imported nothing was ever published, so a disk hit
+        imports none (nor _queue, nor _sigint)."""
+        writer = self._writer
+        if writer is None:
+            if _WRITER not in sys.modules:
+                return None
+            writer = self.writer
+        return writer.pending.get((self.folder, key))
 
     def _from_tiers(self, key: str) -> ObjectCode | None:
         """The entry of ``key`` in the first read tier that holds it, or None."""
