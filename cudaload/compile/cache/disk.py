@@ -6,14 +6,13 @@
 which keeps nothing) when the disk part is off, its folder failed or is not to be trusted.  A
 DiskCache made for another folder is independent of it.
 
-An entry (objectcode.encode) records the key it was stored under, and an integrity hash; one that fails
-any check, or was stored under another key, is a miss.  Entries are written to a temporary file in
-the same folder and renamed into place, so a reader sees a whole entry or none, while the key's
-lock (locks.py) is held: another process waiting for the key finds the entry once it gets the lock
-(a thread of its own writes it after the compile returns, see writer.py).  No fsync: it cost
-1-4 ms per entry (2-8% of a compile), and an entry torn by a power cut fails its integrity hash
-and is compiled again, so durability buys nothing a miss does not.  ``CUDALOAD_CACHE_MAX_BYTES``
-bounds the folder (pruning.py).
+An entry (objectcode.encode) records its key and an integrity hash; one that fails any check, or
+was stored under another key, is a miss.  Entries are written to a temporary file in the same
+folder and renamed into place, so a reader sees a whole entry or none, while the key's lock
+(locks.py) is held: another process waiting for the key finds the entry once it gets the lock (a
+thread of its own writes it after the compile returns, see writer.py).  No fsync: it cost 1-4 ms
+per entry (2-8% of a compile), and an entry torn by a power cut fails its integrity hash and is
+compiled again, as a miss is.  ``CUDALOAD_CACHE_MAX_BYTES`` bounds the folder (pruning.py).
 
 Only regular files are read (without following a symbolic link, without blocking, up to
 ``MAX_ENTRY_BYTES``); anything else is a miss.  A folder's trust is checked once per process.
@@ -41,8 +40,6 @@ from ..._base import _log, _untrusted, lifetime  # noqa: F401  (lifetime: see wr
 TYPE_CHECKING = False  # true for type checkers only: importing typing costs a disk hit 3-5 ms
 if TYPE_CHECKING:
     from .writer import Handover, Writer
-
-_WRITER = __name__.rpartition(".")[0] + ".writer"  # writer.py's module name
 
 __all__ = ["NULL", "DiskCache", "NullCache", "default", "configured", "directory"]
 
@@ -124,11 +121,7 @@ class DiskCache:
         unreadable, corrupt, stored under another key, not a regular file, not to be trusted, or
         the folder unusable)."""
         if self.usable:
-            # Published by this process and still being written (its writer's pending entries),
-            # looked at before the file: the writer renames the file into place and only then
-            # drops it from ``pending``, so one of the two holds it however the write interleaves
-            # with this lookup (looked at after the file, a write finished in between was missed).
-            unwritten = self._unwritten(key)
+            unwritten = self._unwritten(key)  # looked at before the file: see _unwritten
             if unwritten is not None:
                 if _log.enabled("cache"):
                     _log.debug("cache", "disk hit %s in %s (still being written)", key,
@@ -150,12 +143,12 @@ class DiskCache:
         return self._from_tiers(key)  # only after a miss here: a hit here costs nothing more
 
     def _unwritten(self, key: str) -> ObjectCode | None:
-        """The entry of ``key`` this process published here and its writer has not written yet,
-        or None.  With no writer module imported nothing was ever published, so a disk hit
-        imports none (nor _queue, nor _sigint)."""
+        """What this process published under ``key`` here and has not written yet, or None.  The
+        writer renames the file, then drops the entry from ``pending``: looked at before the file,
+        one holds it however they interleave.  No writer imported: nothing was published."""
         writer = self._writer
         if writer is None:
-            if _WRITER not in sys.modules:
+            if __package__ + ".writer" not in sys.modules:
                 return None
             writer = self.writer
         return writer.pending.get((self.folder, key))
@@ -169,9 +162,9 @@ class DiskCache:
         if found is None:
             return None
         if self.usable:
-            # Copied here on the writer's thread: later processes of this machine find it without
-            # the shared filesystem, and keep it should the tier go away; the hit itself waits
-            # for no write.  Never written back into the tier.
+            # Copied here on the writer's thread (the hit waits for no write): later processes
+            # here find it without the shared filesystem, and keep it should the tier go away;
+            # it is never written back into the tier.
             self.writer.submit(lambda: self._copy(key, found[1]))
         return found[0]
 
