@@ -331,3 +331,31 @@ def test_no_tiny_program_before_the_forks_where_a_driver_is_installed(recording_
                                      "CUDALOAD_CACHE_DIR": str(tmp_path / "b")})
     assert with_driver == {"warmed": [False], "compiled": [None] * 8}, with_driver
     assert without == {"warmed": [True], "compiled": [None] * 8}, without
+
+
+def _listings(monkeypatch, listings: list[list[str]]) -> None:
+    """/proc/self/task as _fork sees it: ``listings`` in turn, then the last again."""
+    from cudaload.compile.parallel import _fork
+
+    real = os.listdir
+
+    def listdir(path):
+        if path == "/proc/self/task":
+            return listings.pop(0) if len(listings) > 1 else listings[0]
+        return real(path)
+    monkeypatch.setattr(_fork.os, "listdir", listdir)
+    monkeypatch.setattr(_fork.lifetime, "unforkable", lambda: False)
+
+
+def test_a_thread_still_listed_as_it_ends_does_not_refuse_the_fork(monkeypatch):
+    from cudaload.compile.parallel import _fork
+
+    _listings(monkeypatch, [["1", "2"], ["1"]])  # joined in Python, ended by the kernel next
+    assert _fork.refusal() is None
+
+
+def test_a_thread_that_goes_on_running_refuses_the_fork(monkeypatch):
+    from cudaload.compile.parallel import _fork
+
+    _listings(monkeypatch, [["1", "999999"]])
+    assert _fork.refusal().startswith("2 threads run in it")
