@@ -8,7 +8,10 @@ and the process's thread count after them (/proc/self/task); the same in a fork 
 first compilation; and, after loading libcuda and asking its version first, whether that alone
 starts a thread.  NVRTC 13.0 on a host with a CUDA driver loads the driver at its first
 compilation and starts a thread of its own, after which compile_all may not fork the process
-(compile/parallel/_fork.py).  Prints one JSON document.  Needs NVRTC; Linux (reads /proc).
+(compile/parallel/_fork.py): its first compilation calls ``cuInit``.  The cases ``hidden`` and
+``fork_hidden`` are those of a compile_all worker, which sees no device (compile/parallel/
+_spawn.py): the process started with CUDA_VISIBLE_DEVICES empty, and a fork that empties it
+before its first compilation.  Prints one JSON document.  Needs NVRTC; Linux (reads /proc).
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ if mode == "fork":
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
+        if sys.argv[2:] == ["hide"]:
+            os.environ["CUDA_VISIBLE_DEVICES"] = ""  # as a forked compile_all worker does
         first = timed("a")
         done = {"first_ms": first, "threads": threads(), "second_ms": timed("b")}
         os.write(write, json.dumps(done).encode())
@@ -72,10 +77,14 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="fresh processes per case")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    hidden = dict(env, CUDA_VISIBLE_DEVICES="")
     cases = {}
-    for mode in ("plain", "fork", "driver_first"):
-        cases[mode] = [json.loads(subprocess.run(
-            [sys.executable, "-c", CHILD, mode], env=env, capture_output=True, text=True,
+    for case, argv, case_env in (("plain", ["plain"], env), ("fork", ["fork"], env),
+                                 ("driver_first", ["driver_first"], env),
+                                 ("hidden", ["plain"], hidden),
+                                 ("fork_hidden", ["fork", "hide"], env)):
+        cases[case] = [json.loads(subprocess.run(
+            [sys.executable, "-c", CHILD, *argv], env=case_env, capture_output=True, text=True,
             timeout=120, check=True).stdout) for _ in range(args.repeats)]
     # ``first_ms``/``second_ms``: [wall, CPU] of a tiny kernel's first and second compilation
     print(json.dumps({"python": sys.version.split()[0], "cases": cases}, indent=1))
