@@ -22,6 +22,19 @@ if ls .whl/*.whl >/dev/null 2>&1; then
         export PYTHONPATH="$SITE:$PYTHONPATH"
     fi
 fi
+# libNVVM for the NVVM tests where no nvidia-nvvm wheel was installed (its wheel is larger than
+# what travels with the tree): .whl/libnvvm.so.xz unpacked, else a CUDA toolkit's own.
+if [ -z "${CUDALOAD_TEST_LIBNVVM:-}" ] && ! python3 -c "import nvidia.cu13.lib, os, sys; sys.exit(not any(n.startswith('libnvvm') for n in os.listdir(nvidia.cu13.lib.__path__[0])))" 2>/dev/null; then
+    if [ -f .whl/libnvvm.so.xz ]; then
+        NVVM_DIR="$(mktemp -d)"
+        python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
+            .whl/libnvvm.so.xz "$NVVM_DIR/libnvvm.so.4" && export CUDALOAD_TEST_LIBNVVM="$NVVM_DIR/libnvvm.so.4"
+    else
+        for f in "${CUDA_HOME:-/usr/local/cuda}"/nvvm/lib64/libnvvm.so.[0-9]* /usr/local/cuda*/nvvm/lib64/libnvvm.so.[0-9]*; do
+            if [ -f "$f" ]; then export CUDALOAD_TEST_LIBNVVM="$f"; break; fi
+        done
+    fi
+fi
 export CUDALOAD_CACHE_DIR="${CUDALOAD_CACHE_DIR:-$(mktemp -d)}"
 rm -f "$OUT/junit.xml"  # an earlier run's report must not pass for this one's
 
@@ -68,6 +81,7 @@ record = {
     "commit": os.environ.get("CUDALOAD_COMMIT") or sh("git", "rev-parse", "HEAD") or "unknown",
     "dirty": os.environ.get("CUDALOAD_DIRTY", "unknown"),
     "python": sys.version.split()[0],
+    "libnvvm": os.environ.get("CUDALOAD_TEST_LIBNVVM"),  # None: a wheel's, or none
     "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
     if reported else None,
     "failed": counts["failures"] + counts["errors"] if reported else None,
