@@ -12,7 +12,7 @@ import pytest
 import cudaload
 from cudaload.compile import cache
 
-from tests._support import scenario_json
+from tests._support import run_json, scenario_json
 
 np = pytest.importorskip("numpy")
 
@@ -98,3 +98,31 @@ def test_a_graph_replays_after_its_code_left_the_memory_cache(monkeypatch):
     graph.launch(s)
     s.synchronize()
     assert (np.frombuffer(buf.copy_to_host(), np.float32) == 4.0).all()
+
+
+_WORKERS_AGAINST_HERE = r"""
+import hashlib, json, os, time
+import cudaload
+from cudaload.compile import cache
+
+cudaload.alloc(4)  # this process uses the GPU: NVRTC's first compilation here finds it
+tag = time.time_ns()
+sources = [ADD.format(i=i, tag=tag) for i in range(1, 9)]
+made = cudaload.compile_all([cudaload.Program(s) for s in sources], arch=ARCH, workers=2)
+os.environ["CUDALOAD_CACHE"] = "0"  # compiled again below, here, not found
+cache.MEMORY.clear()
+here = [cudaload.Program(s).compile(arch=ARCH) for s in sources]
+print(json.dumps({"cached": [o.cached for o in made + here],
+                  "workers": [hashlib.sha256(o.code).hexdigest() for o in made],
+                  "here": [hashlib.sha256(o.code).hexdigest() for o in here]}))
+"""
+
+
+def test_workers_that_see_no_gpu_make_the_code_a_process_using_it_makes(tmp_path):
+    """compile_all's workers see no device (compile/parallel/_spawn.py), while NVRTC's first
+    compilation in a process that uses the GPU finds it: the code is the same byte for byte."""
+    major, minor = cudaload.Device(0).compute_capability
+    code = _WORKERS_AGAINST_HERE.replace("ADD", repr(ADD)).replace("ARCH", str(major * 10 + minor))
+    out = run_json(code, env={"CUDALOAD_CACHE_DIR": str(tmp_path / "cache")})
+    assert out["cached"] == [None] * 16, out
+    assert out["workers"] == out["here"]
