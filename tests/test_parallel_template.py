@@ -345,6 +345,7 @@ def _listings(monkeypatch, listings: list[list[str]]) -> None:
         return real(path)
     monkeypatch.setattr(_fork.os, "listdir", listdir)
     monkeypatch.setattr(_fork.lifetime, "unforkable", lambda: False)
+    monkeypatch.setattr(_fork, "_refused_for", _fork._refused_for)  # as it was, afterwards
 
 
 def test_a_thread_still_listed_as_it_ends_does_not_refuse_the_fork(monkeypatch):
@@ -359,3 +360,17 @@ def test_a_thread_that_goes_on_running_refuses_the_fork(monkeypatch):
 
     _listings(monkeypatch, [["1", "999999"]])
     assert _fork.refusal().startswith("2 threads run in it")
+
+
+def test_threads_a_refusal_saw_are_not_waited_for_again(monkeypatch):
+    """A process with a thread of its own (a driver's) is asked once per worker: the looks a
+    millisecond apart are for a thread that is ending, paid once, not by each worker."""
+    from cudaload.compile.parallel import _fork
+
+    _listings(monkeypatch, [["1", "7"]])
+    naps = []
+    monkeypatch.setattr(_fork._time, "sleep", naps.append)
+    assert _fork.refusal().startswith("2 threads") and len(naps) == _fork.SETTLE_LOOKS
+    assert _fork.refusal().startswith("2 threads") and len(naps) == _fork.SETTLE_LOOKS
+    _listings(monkeypatch, [["1", "8"]])  # another thread: looked at again
+    assert _fork.refusal().startswith("2 threads") and len(naps) == 2 * _fork.SETTLE_LOOKS

@@ -35,6 +35,7 @@ __all__ = ["MAX_RESIDENT", "possible", "refusal", "fork", "flush_output"]
 
 MAX_RESIDENT = 2 << 30  # bytes resident above which a fresh interpreter is started instead
 SETTLE_LOOKS = 3  # more looks at the thread list, a millisecond apart, before a fork is refused
+_refused_for: frozenset = frozenset()  # the threads (ids) the last refusal for threads saw
 
 
 def possible() -> bool:
@@ -48,16 +49,19 @@ def refusal() -> str | None:
         return "this platform has no fork"
     if lifetime.unforkable():
         return "it has initialised the CUDA driver"
+    global _refused_for
     try:
         threads = os.listdir("/proc/self/task")
         for _ in range(SETTLE_LOOKS):
-            if len(threads) == 1:
+            if len(threads) == 1 or _refused_for.issuperset(threads):
                 break
             # A thread joined a moment ago is still listed while the kernel ends it (its Python
-            # join returns first): seen in about 1 of 200 refusals right after a join.
+            # join returns first): seen in about 1 of 200 refusals right after a join.  Threads
+            # a refusal saw already run on (a driver's): looked at once, not once per worker.
             _time.sleep(0.001)
             threads = os.listdir("/proc/self/task")
         if len(threads) != 1:  # no /proc: not known, so not safe
+            _refused_for = frozenset(threads)
             return f"{len(threads)} threads run in it ({_thread_names(threads)})"
         with open("/proc/self/statm", "rb") as f:
             resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
