@@ -27,19 +27,42 @@ int cuInit(unsigned int flags) {
 """
 
 
-@pytest.mark.parametrize("unforkable", ["", "unforkable"], ids=["forks", "template"])
-def test_no_worker_lets_nvrtc_set_up_a_device(tmp_path, unforkable):
+def _stand_in(tmp_path) -> tuple[dict, object]:
+    """The environment that has NVRTC find the stand-in libcuda.so.1, and the file its cuInit
+    writes to."""
     folder = tmp_path / "driver"
     folder.mkdir()
     build_shared_library(str(folder), "libcuda.so.1", STAND_IN)
     log = tmp_path / "cuinit.log"
-    out = scenario_json("parallel_compiles", "no_device", "gggg", _tag(), unforkable,
-                        env={"LD_LIBRARY_PATH": str(folder), "TESTS_CUINIT_LOG": str(log),
-                             "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")})
-    assert out["pools"] == [2] and out["compiled"] == [None] * 4, out
+    return {"LD_LIBRARY_PATH": str(folder), "TESTS_CUINIT_LOG": str(log),
+            "CUDALOAD_CACHE_DIR": str(tmp_path / "cache")}, log
+
+
+def _seen(log) -> list[list[str]]:
+    """[pid, what its cuInit saw] of each process whose NVRTC called it; skips where none did."""
     seen = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
     if not seen:
         pytest.skip("this NVRTC calls no cuInit: there is no device to hide from it")
+    return seen
+
+
+@pytest.mark.parametrize("unforkable", ["", "unforkable"], ids=["forks", "template"])
+def test_no_worker_lets_nvrtc_set_up_a_device(tmp_path, unforkable):
+    env, log = _stand_in(tmp_path)
+    out = scenario_json("parallel_compiles", "no_device", "gggg", _tag(), unforkable, env=env)
+    assert out["pools"] == [2] and out["compiled"] == [None] * 4, out
+    seen = _seen(log)
     workers = [value for pid, value in seen if int(pid) != out["pid"]]
     assert workers and set(workers) == {"(empty)"}, seen  # NVRTC ran there, and saw no device
     assert out["visible"] is None  # the calling process's own environment is its own
+
+
+def test_an_executors_workers_keep_their_own_environment(tmp_path):
+    """An executor's processes may run other work that uses the GPU: compile_all leaves what
+    they see as it is."""
+    env, log = _stand_in(tmp_path)
+    out = scenario_json("executor_compiles", "processes", "ggg", _tag(), timeout=300, env=env)
+    assert out["kinds"] == ["cubin"] * 3, out
+    seen = _seen(log)
+    assert {pid for pid, _v in seen} - {str(out["pid"])}, seen  # compiled in the pool's processes
+    assert {value for _pid, value in seen} == {"(unset)"}, seen
