@@ -239,9 +239,17 @@ def main() -> None:
                     help="another cudaload tree, run beside this one in every repetition")
     ap.add_argument("--repeats", type=int, default=11, help="repetitions of each case")
     ap.add_argument("--out", help="also write the JSON document to this file")
+    ap.add_argument("--copy", action="store_true",
+                    help="read this tree's cudaload from a copy in the temporary folder, as the "
+                         "--against trees are: every tree from one filesystem (a checkout on a "
+                         "slow one costs each module's import more)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"cudaload": ROOT}
+        if args.copy:
+            trees["cudaload"] = os.path.join(tmp, "this")
+            shutil.copytree(os.path.join(ROOT, "cudaload"), os.path.join(tmp, "this", "cudaload"),
+                            ignore=shutil.ignore_patterns("__pycache__"))
         trees.update((name, tree(name, tmp)) for name in args.against)
         for folder in trees.values():  # as an installed wheel has it
             compileall.compile_dir(os.path.join(folder, "cudaload"), quiet=1)
@@ -252,6 +260,7 @@ def main() -> None:
                     "platform": platform.platform(), "load_average": os.getloadavg()},
         "commit": commit(),
         "repeats": args.repeats, "arch": ARCH, "targets": TARGETS,
+        "this_tree": "a copy in the temporary folder" if args.copy else ROOT,
         "met": {"disk_hit_ms": this["disk_hit"]["ms"]["median"] <= TARGETS["disk_hit_ms"],
                 **{f"{case}.{kernel}": this[case][kernel]["ratio_cpu"]["median"] <= TARGETS[case]
                    for case in ("miss_recorded", "miss_empty") for kernel in KERNELS}},
