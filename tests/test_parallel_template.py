@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests._fakelibs import recording_driver  # noqa: F401  (fixture)
-from tests._support import child_env, last_json, run_json, scenario_command
+from tests._support import child_env, last_json, run_json, scenario_command, scenario_json
 from tests.test_parallel import _ended, _running, _tag, _watched_env
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -374,3 +374,8 @@ def test_threads_a_refusal_saw_are_not_waited_for_again(monkeypatch):
     assert _fork.refusal().startswith("2 threads") and len(naps) == _fork.SETTLE_LOOKS
     _listings(monkeypatch, [["1", "8"]])  # another thread: looked at again
     assert _fork.refusal().startswith("2 threads") and len(naps) == 2 * _fork.SETTLE_LOOKS
+
+
+def test_a_second_ctrl_c_while_a_refused_fork_is_ended_leaves_no_zombie():
+    out = scenario_json("fork_children", "interrupted_twice")
+    assert out == {"raised": "KeyboardInterrupt", "left_unreaped": False}

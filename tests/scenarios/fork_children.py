@@ -61,7 +61,49 @@ def driver_after_fork() -> None:
     print(json.dumps([before, _in_child(child_init)]))
 
 
-SCENARIOS = {f.__name__: f for f in (hooks, driver_after_fork)}
+def interrupted_twice() -> None:
+    """compile_all's fork of a worker (compile/parallel/_fork.py) with a Ctrl-C that arrives
+    while every signal is held for the fork, then a second while the child it ends is reaped:
+    whether the child was reaped (not left a zombie), and what was raised."""
+    import signal
+    import time
+
+    from cudaload.compile.parallel import _fork, _spawn
+
+    real_fork, forked = os.fork, []
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+            os.kill(os.getpid(), signal.SIGINT)  # held: raised once the mask is restored
+        return pid
+
+    class Clock:  # what Child.wait sleeps with: a second Ctrl-C as it waits
+        monotonic = staticmethod(time.monotonic)
+
+        @staticmethod
+        def sleep(seconds):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(seconds)
+
+    os.fork, _spawn.time = fork, Clock  # type: ignore[assignment]
+    try:
+        _fork.fork(lambda: time.sleep(30), [])
+        raised = None
+    except KeyboardInterrupt:
+        raised = "KeyboardInterrupt"
+    finally:
+        os.fork, _spawn.time = real_fork, time
+    try:
+        os.waitpid(forked[0], 0)  # killed, so at once: reaped only now, it was left unreaped
+        left = True
+    except ChildProcessError:
+        left = False
+    print(json.dumps({"raised": raised, "left_unreaped": left}))
+
+
+SCENARIOS = {f.__name__: f for f in (hooks, driver_after_fork, interrupted_twice)}
 
 if __name__ == "__main__":
     SCENARIOS[sys.argv[1]](*sys.argv[2:])

@@ -113,8 +113,14 @@ def fork(child, close: list[int]) -> Child:
             _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
         except BaseException:  # the caller never learns of the child: it is ended here
             if forked is not None:
-                forked.signal(_signal.SIGKILL)
-                forked.wait()
+                # Reaped with every signal held again: a second Ctrl-C raised while it is waited
+                # for would leave it a zombie; it is raised once the mask is restored instead.
+                _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
+                try:
+                    forked.signal(_signal.SIGKILL)
+                    forked.wait()
+                finally:
+                    _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
             raise
     return forked
 
