@@ -9,9 +9,9 @@ first compilation; and, after loading libcuda and asking its version first, whet
 starts a thread.  NVRTC 13.0 on a host with a CUDA driver loads the driver at its first
 compilation and starts a thread of its own, after which compile_all may not fork the process
 (compile/parallel/_fork.py): its first compilation calls ``cuInit``.  The cases ``hidden`` and
-``fork_hidden`` are those of a compile_all worker, which sees no device (compile/parallel/
-_spawn.py): the process started with CUDA_VISIBLE_DEVICES empty, and a fork that empties it
-before its first compilation.  Prints one JSON document.  Needs NVRTC; Linux (reads /proc).
+``fork_hidden`` ask whether a compile_all worker that saw no device would pay less: the process
+started with CUDA_VISIBLE_DEVICES empty, and a fork that empties it before its first
+compilation.  Prints one JSON document.  Needs NVRTC; Linux (reads /proc).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ if mode == "fork":
     pid = os.fork()
     if pid == 0:
         if sys.argv[2:] == ["hide"]:
-            os.environ["CUDA_VISIBLE_DEVICES"] = ""  # as a forked compile_all worker does
+            os.environ["CUDA_VISIBLE_DEVICES"] = ""  # before NVRTC's first compilation here
         first = timed("a")
         done = {"first_ms": first, "threads": threads(), "second_ms": timed("b")}
         os.write(write, json.dumps(done).encode())

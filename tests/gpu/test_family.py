@@ -118,9 +118,9 @@ print(json.dumps({"cached": [o.cached for o in made + here],
 """
 
 
-def test_workers_that_see_no_gpu_make_the_code_a_process_using_it_makes(tmp_path):
-    """compile_all's workers see no device (compile/parallel/_spawn.py), while NVRTC's first
-    compilation in a process that uses the GPU finds it: the code is the same byte for byte."""
+def test_workers_make_the_code_a_process_using_the_gpu_makes(tmp_path):
+    """compile_all's workers (forks of a template: this process uses the GPU) and this process's
+    own compile of the same programs give the same code byte for byte."""
     major, minor = cudaload.Device(0).compute_capability
     code = _WORKERS_AGAINST_HERE.replace("ADD", repr(ADD)).replace("ARCH", str(major * 10 + minor))
     out = run_json(code, env={"CUDALOAD_CACHE_DIR": str(tmp_path / "cache")})

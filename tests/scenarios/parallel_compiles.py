@@ -155,22 +155,6 @@ def two_threads(tag: str) -> None:
                       "file": getattr(main, "__file__", None)}))
 
 
-def no_device(spec: str, tag: str, unforkable: str = "") -> None:
-    """compile_all of the programs of ``spec`` on two workers (forks of this process, or with
-    ``unforkable`` forks of a spawned template): this process's pid, what it compiled, and its
-    own CUDA_VISIBLE_DEVICES afterwards (None: untouched)."""
-    import cudaload
-
-    if unforkable:
-        from cudaload._base import lifetime
-
-        lifetime.mark_unforkable()
-    pools = _counting_pools()
-    got = cudaload.compile_all(_programs(spec, tag), arch=90, workers=2)
-    print(json.dumps({"pid": os.getpid(), "pools": pools, "compiled": [o.cached for o in got],
-                      "visible": os.environ.get("CUDA_VISIBLE_DEVICES")}))
-
-
 def dying(how: str, tag: str, unforkable: str = "") -> None:
     """compile_all of eight programs on two workers, the one at index 2 making its worker die
     ``how`` (tests/_dying_workers.py): the error raised, as [type, message, its program and exit
@@ -311,7 +295,7 @@ def cli(*words: str) -> None:
 
 SCENARIOS = {"compile_spec": compile_spec, "at_once": at_once,
              "using_the_driver": using_the_driver, "logged": logged, "two_threads": two_threads,
-             "dying": dying, "no_device": no_device, "timed": timed, "interrupted": interrupted,
+             "dying": dying, "timed": timed, "interrupted": interrupted,
              "interrupted_at_the_lock": interrupted_at_the_lock, "cli": cli}
 
 if __name__ == "__main__":

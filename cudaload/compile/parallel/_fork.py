@@ -15,10 +15,10 @@ calling process's ends of every worker's pipes (a worker whose jobs' pipe anothe
 would never see it end).  It ignores SIGINT as a spawned worker does, takes the default action for
 every signal the caller handles in Python (the caller's handlers are not the worker's), and ends
 with ``os._exit``: neither the caller's exit hooks nor its buffered output, flushed before the
-fork, run or are written twice.  It sees no GPU, as a spawned worker does (_spawn.py).  Its
-cache entries are written on its calling thread (cache/writer.py), before it answers.
+fork, run or are written twice.  Its cache entries are written on its calling thread
+(cache/writer.py), before it answers.
 
-Imports of cudaload: lifetime, _spawn (Child, NO_DEVICE).
+Imports of cudaload: lifetime, _spawn (Child).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import sys
 import time as _time
 
 from ..._base import lifetime
-from ._spawn import NO_DEVICE, Child
+from ._spawn import Child
 
 __all__ = ["MAX_RESIDENT", "possible", "refusal", "fork", "flush_output"]
 
@@ -101,7 +101,6 @@ def fork(child, close: list[int]) -> Child:
                 _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
                 for fd in close:
                     os.close(fd)
-                os.environ.update(NO_DEVICE)  # as a spawned worker's (see _spawn.py)
                 child()
                 status = 0
                 flush_output()  # what the child wrote itself: the caller's was written before

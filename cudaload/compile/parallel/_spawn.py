@@ -11,13 +11,6 @@ reaped by :meth:`Child.poll`.  The interpreter flags (-O, -E, -s, ...) that mult
 passes on come from subprocess's helper only where the caller was started with some: a process
 started without any (``sys.orig_argv``) needs none and imports no subprocess.
 
-A worker sees no GPU (:data:`NO_DEVICE`, also set in a forked one, _fork.py): it never uses one,
-but NVRTC 13's compilation calls ``cuInit`` where a CUDA driver is installed (seen with NVRTC
-13.5 through a stand-in libcuda), and on a GPU host that sets up the driver in each process that
-compiles: a thread of its own (``cuda00001400006``) and some 200 ms per process on the H100 host
-(bench/nvrtc_first.py).  With no device visible ``cuInit`` answers CUDA_ERROR_NO_DEVICE, as on a
-machine without a GPU, where NVRTC compiles as it does anywhere.
-
 Imports of cudaload: nothing.
 """
 
@@ -27,9 +20,7 @@ import os
 import sys
 import time
 
-__all__ = ["Child", "spawn", "interpreter_flags", "NO_DEVICE"]
-
-NO_DEVICE = {"CUDA_VISIBLE_DEVICES": ""}  # a worker's environment: no device is visible to it
+__all__ = ["Child", "spawn", "interpreter_flags"]
 
 
 class Child:
@@ -93,8 +84,8 @@ def spawn(args: list[str], fds: tuple[int, ...]) -> Child:
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable(fds)]
     actions += [(os.POSIX_SPAWN_DUP2, fd, first + i) for i, fd in enumerate(fds)]
     argv = [sys.executable, *interpreter_flags(), *args, str(first)]
-    pid = os.posix_spawn(sys.executable, argv, {**os.environ, **NO_DEVICE},
-                         file_actions=actions, setsigmask=())
+    pid = os.posix_spawn(sys.executable, argv, os.environ, file_actions=actions,
+                         setsigmask=())
     return Child(pid)
 
 
