@@ -345,37 +345,35 @@ def _listings(monkeypatch, listings: list[list[str]]) -> None:
         return real(path)
     monkeypatch.setattr(_fork.os, "listdir", listdir)
     monkeypatch.setattr(_fork.lifetime, "unforkable", lambda: False)
-    monkeypatch.setattr(_fork, "_refused_for", _fork._refused_for)  # as it was, afterwards
 
 
 def test_a_thread_still_listed_as_it_ends_does_not_refuse_the_fork(monkeypatch):
     from cudaload.compile.parallel import _fork
 
     _listings(monkeypatch, [["1", "2"], ["1"]])  # joined in Python, ended by the kernel next
-    assert _fork.refusal() is None
+    assert _fork.refusal(settle=True) is None
 
 
 def test_a_thread_that_goes_on_running_refuses_the_fork(monkeypatch):
     from cudaload.compile.parallel import _fork
 
     _listings(monkeypatch, [["1", "999999"]])
-    assert _fork.refusal().startswith("2 threads run in it")
+    assert _fork.refusal(settle=True).startswith("2 threads run in it")
 
 
-def test_threads_a_refusal_saw_are_not_waited_for_again(monkeypatch):
-    """A process with a thread of its own (a driver's) is asked once per worker: the looks a
-    millisecond apart are for a thread that is ending, paid once, not by each worker."""
-    from cudaload.compile.parallel import _fork
+def test_a_batch_waits_for_an_ending_thread_once_not_once_a_worker(monkeypatch):
+    """A process with a thread of its own (a driver's) is asked once per worker started: the
+    looks a millisecond apart, for a thread that is ending, come once a batch (_workers.forks)."""
+    from cudaload.compile.parallel import _fork, _workers
 
     _listings(monkeypatch, [["1", "7"]])
     naps = []
     monkeypatch.setattr(_fork._time, "sleep", naps.append)
-    assert _fork.refusal().startswith("2 threads") and len(naps) == _fork.SETTLE_LOOKS
-    assert _fork.refusal().startswith("2 threads") and len(naps) == _fork.SETTLE_LOOKS
-    _listings(monkeypatch, [["1", "8"]])  # another thread: looked at again
-    assert _fork.refusal().startswith("2 threads") and len(naps) == 2 * _fork.SETTLE_LOOKS
+    assert not _workers.forks() and len(naps) == _fork.SETTLE_LOOKS
+    assert not _fork.possible() and _fork.refusal().startswith("2 threads")
+    assert len(naps) == _fork.SETTLE_LOOKS  # a worker's own look: no wait
 
 
-def test_a_second_ctrl_c_while_a_refused_fork_is_ended_leaves_no_zombie():
-    out = scenario_json("fork_children", "interrupted_twice")
+def test_a_second_ctrl_c_while_an_interrupted_forks_child_is_ended_leaves_no_zombie():
+    out = scenario_json("fork_children", "interrupted_twice", "SIGINT")
     assert out == {"raised": "KeyboardInterrupt", "left_unreaped": False}

@@ -35,33 +35,31 @@ __all__ = ["MAX_RESIDENT", "possible", "refusal", "fork", "flush_output"]
 
 MAX_RESIDENT = 2 << 30  # bytes resident above which a fresh interpreter is started instead
 SETTLE_LOOKS = 3  # more looks at the thread list, a millisecond apart, before a fork is refused
-_refused_for: frozenset = frozenset()  # the threads (ids) the last refusal for threads saw
 
 
-def possible() -> bool:
-    """Whether a worker may be a fork of this process now (see the module's docstring)."""
-    return refusal() is None
+def possible(settle: bool = False) -> bool:
+    """Whether a worker may be a fork of this process now (see the module's docstring); with
+    ``settle``, as :func:`refusal` says."""
+    return refusal(settle) is None
 
 
-def refusal() -> str | None:
-    """Why no worker may be a fork of this process now, in words; None where one may."""
+def refusal(settle: bool = False) -> str | None:
+    """Why no worker may be a fork of this process now, in words; None where one may.  With
+    ``settle`` (once a batch, not once a worker), a thread that has just ended is waited for."""
     if not (hasattr(os, "fork") and hasattr(_signal, "pthread_sigmask")):
         return "this platform has no fork"
     if lifetime.unforkable():
         return "it has initialised the CUDA driver"
-    global _refused_for
     try:
         threads = os.listdir("/proc/self/task")
-        for _ in range(SETTLE_LOOKS):
-            if len(threads) == 1 or _refused_for.issuperset(threads):
+        for _ in range(SETTLE_LOOKS if settle else 0):
+            if len(threads) == 1:
                 break
             # A thread joined a moment ago is still listed while the kernel ends it (its Python
-            # join returns first): seen in about 1 of 200 refusals right after a join.  Threads
-            # a refusal saw already run on (a driver's): looked at once, not once per worker.
+            # join returns first): seen in about 1 of 200 refusals right after a join.
             _time.sleep(0.001)
             threads = os.listdir("/proc/self/task")
         if len(threads) != 1:  # no /proc: not known, so not safe
-            _refused_for = frozenset(threads)
             return f"{len(threads)} threads run in it ({_thread_names(threads)})"
         with open("/proc/self/statm", "rb") as f:
             resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -112,16 +110,30 @@ def fork(child, close: list[int]) -> Child:
             _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
         except BaseException:  # the caller never learns of the child: it is ended here
             if forked is not None:
-                # Reaped with every signal held again: a second Ctrl-C raised while it is waited
-                # for would leave it a zombie; it is raised once the mask is restored instead.
-                _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
-                try:
-                    forked.signal(_signal.SIGKILL)
-                    forked.wait()
-                finally:
-                    _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
+                _end(forked, held)
             raise
     return forked
+
+
+def _end(child: Child, held) -> None:
+    """Kill and reap ``child`` however many signals come meanwhile: with every signal held, and
+    again where a handler raised on the way (of signals pending together, one handler raises at
+    each check); the first such error is raised once it is reaped, never left a zombie."""
+    late = None
+    for _ in range(64):  # each turn reaps it or runs a handler that raised: a few at most
+        if child.returncode is not None:
+            break
+        try:
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
+            try:
+                child.signal(_signal.SIGKILL)
+                child.wait()
+            finally:
+                _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
+        except BaseException as exc:  # raised below, once the child is reaped
+            late = late or exc
+    if late is not None:
+        raise late
 
 
 def flush_output() -> None:

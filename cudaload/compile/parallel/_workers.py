@@ -74,7 +74,7 @@ def forks() -> bool:
     """Whether a worker started now would be a fork of this process (_fork.py)."""
     from . import _fork  # deferred: imported when there are jobs, not with cudaload
 
-    return _fork.possible()
+    return _fork.possible(settle=True)
 
 
 class _Process:
