@@ -368,7 +368,7 @@ def test_a_batch_waits_for_an_ending_thread_once_not_once_a_worker(monkeypatch):
 
     _listings(monkeypatch, [["1", "7"]])
     naps = []
-    monkeypatch.setattr(_fork._time, "sleep", naps.append)
+    monkeypatch.setattr(_fork.time, "sleep", naps.append)
     assert not _workers.forks() and len(naps) == _fork.SETTLE_LOOKS
     assert not _fork.possible() and _fork.refusal().startswith("2 threads")
     assert len(naps) == _fork.SETTLE_LOOKS  # a worker's own look: no wait

@@ -26,7 +26,7 @@ from __future__ import annotations
 import _signal
 import os
 import sys
-import time as _time
+import time
 
 from ..._base import lifetime
 from ._spawn import Child
@@ -57,7 +57,7 @@ def refusal(settle: bool = False) -> str | None:
                 break
             # A thread joined a moment ago is still listed while the kernel ends it (its Python
             # join returns first): seen in about 1 of 200 refusals right after a join.
-            _time.sleep(0.001)
+            time.sleep(0.001)
             threads = os.listdir("/proc/self/task")
         if len(threads) != 1:  # no /proc: not known, so not safe
             return f"{len(threads)} threads run in it ({_thread_names(threads)})"
@@ -116,9 +116,9 @@ def fork(child, close: list[int]) -> Child:
 
 
 def _end(child: Child, held) -> None:
-    """Kill and reap ``child`` however many signals come meanwhile: with every signal held, and
-    again where a handler raised on the way (of signals pending together, one handler raises at
-    each check); the first such error is raised once it is reaped, never left a zombie."""
+    """Kill and reap ``child`` with every signal held, and again where a signal handler raised on
+    the way (of signals pending together, one handler raises at each check); the first such
+    error is raised once it is reaped."""
     late = None
     for _ in range(64):  # each turn reaps it or runs a handler that raised: a few at most
         if child.returncode is not None:
