@@ -37,8 +37,8 @@ def test_compile_all_from_a_process_that_uses_the_gpu_loads_and_runs_each():
 
 def test_a_process_that_uses_the_gpu_forks_a_batchs_workers_from_one_template(monkeypatch, caplog):
     """The driver's threads make this process one that may not fork: its workers are forks of
-    one template process (compile/parallel/_template.py), a single interpreter started for them all,
-    which compiles a tiny program before the forks in a batch of four programs a worker."""
+    one template process (compile/parallel/_template.py), a single interpreter started for them all
+    (which compiles no tiny program before the forks where a driver is installed: batch.py)."""
     import os
 
     started = []
