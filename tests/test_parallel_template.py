@@ -375,5 +375,5 @@ def test_a_batch_waits_for_an_ending_thread_once_not_once_a_worker(monkeypatch):
 
 
 def test_a_second_ctrl_c_while_an_interrupted_forks_child_is_ended_leaves_no_zombie():
-    out = scenario_json("fork_children", "interrupted_twice", "SIGINT")
+    out = scenario_json("fork_children", "interrupted_twice")
     assert out == {"raised": "KeyboardInterrupt", "left_unreaped": False}

@@ -61,12 +61,10 @@ def driver_after_fork() -> None:
     print(json.dumps([before, _in_child(child_init)]))
 
 
-def interrupted_twice(second: str) -> None:
+def interrupted_twice() -> None:
     """compile_all's fork of a worker (compile/parallel/_fork.py) with a Ctrl-C that arrives
-    while every signal is held for the fork, then a second while the child it ends is reaped
-    (``second`` "SIGINT"), or a SIGTERM pending with the first whose handler raises SystemExit
-    (``second`` "SIGTERM": its handler may run before the child is ended, which Python code
-    cannot prevent): whether the child was reaped (not left a zombie), and what was raised."""
+    while every signal is held for the fork, then a second while the child it ends is reaped:
+    whether the child was reaped (not left a zombie), and what was raised."""
     import signal
     import time
 
@@ -74,18 +72,11 @@ def interrupted_twice(second: str) -> None:
 
     real_fork, forked = os.fork, []
 
-    def exit_on_term(number, frame):
-        raise SystemExit(1)
-
-    signal.signal(signal.SIGTERM, exit_on_term)
-
     def fork():
         pid = real_fork()
         if pid:
             forked.append(pid)
             os.kill(os.getpid(), signal.SIGINT)  # held: raised once the mask is restored
-            if second == "SIGTERM":
-                os.kill(os.getpid(), signal.SIGTERM)  # pending with it
         return pid
 
     class Clock:  # what Child.wait sleeps with: a second Ctrl-C as it waits
@@ -93,16 +84,15 @@ def interrupted_twice(second: str) -> None:
 
         @staticmethod
         def sleep(seconds):
-            if second == "SIGINT":
-                os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
             time.sleep(seconds)
 
     os.fork, _spawn.time = fork, Clock  # type: ignore[assignment]
     try:
         _fork.fork(lambda: time.sleep(30), [])
         raised = None
-    except (KeyboardInterrupt, SystemExit) as exc:
-        raised = type(exc).__name__
+    except KeyboardInterrupt:
+        raised = "KeyboardInterrupt"
     finally:
         os.fork, _spawn.time = real_fork, time
     try:
